@@ -1,0 +1,24 @@
+"""Differentially private linear models for scikit-learn, trained by DP-LSSGD.
+
+DP-LSSGD is DP-SGD (per-sample clipping, Gaussian noise calibrated to a
+target (epsilon, delta)) whose noisy gradient is smoothed by the inverse of a
+1-D Laplacian before each step (Wang et al.). Smoothing is post-processing:
+it costs no privacy and removes much of the injected noise.
+"""
+
+from ._accounting import PrivacyCalibration, calibrate_noise, compute_epsilon
+from ._classifier import DPLSSGDClassifier
+from ._regressor import DPLSSGDRegressor
+from ._validation import PrivacyLeakWarning
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DPLSSGDClassifier",
+    "DPLSSGDRegressor",
+    "PrivacyCalibration",
+    "PrivacyLeakWarning",
+    "calibrate_noise",
+    "compute_epsilon",
+    "__version__",
+]

@@ -1,0 +1,235 @@
+"""Compiled per-sample kernels (Numba).
+
+The kernels see only arrays and scalars: losses arrive as integer codes from
+:mod:`sklearn_dplssgd._losses`, batches as index arrays, noise as an array
+drawn in Python. They never draw random numbers.
+
+Parameters are stored as one matrix ``params`` of shape ``(K, d + 1)``: row
+``k`` holds output ``k``'s coefficients followed by its intercept. For a
+linear model the gradient of sample ``i`` is the outer product
+``r_i [x_i, 1]`` with ``r_i = d loss / d z_i``, so its norm is
+``||r_i|| sqrt(||x_i||^2 + 1)`` and clipping is one scale factor per sample.
+The clipped sum is accumulated row by row while ``x_i`` is still in cache;
+no per-sample gradient is ever stored (memory O(K d), not O(b K d)).
+
+Every kernel is compiled lazily once per dtype (float64 and float32 inputs
+keep their dtype) and cached on disk (``cache=True``).
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ._losses import (
+    EPSILON_INSENSITIVE,
+    HINGE_BINARY,
+    HINGE_CRAMMER_SINGER,
+    HUBER,
+    LOG_LOSS_BINARY,
+    LOG_LOSS_MULTINOMIAL,
+    SQUARED_ERROR,
+)
+
+__all__ = ["noisy_clipped_gradient_sum", "sgd_step", "PARALLEL_MIN_WORK"]
+
+# Reassociation lets LLVM vectorise the dot products; NaN and inf keep their
+# IEEE meaning (no 'nnan'/'ninf') so a diverging fit is still detected.
+_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
+
+# Below this many multiply-adds per step (rows * K * d) the threads' start-up
+# cost exceeds what they save; small fits (audits, tiny data) stay serial.
+PARALLEL_MIN_WORK = 400_000
+
+
+@njit(cache=True, fastmath=_FASTMATH, nogil=True)
+def _residual(code, margins, target, threshold, out):
+    """Write r = d loss / d z for one sample into ``out`` (length K)."""
+    if code == LOG_LOSS_BINARY:
+        z = margins[0]
+        if z >= 0.0:
+            probability = 1.0 / (1.0 + math.exp(-z))
+        else:
+            e = math.exp(z)
+            probability = e / (1.0 + e)
+        out[0] = probability - target
+    elif code == HINGE_BINARY:
+        out[0] = -target if target * margins[0] < 1.0 else 0.0
+    elif code == SQUARED_ERROR:
+        out[0] = margins[0] - target
+    elif code == HUBER:
+        out[0] = min(max(margins[0] - target, -threshold), threshold)
+    elif code == EPSILON_INSENSITIVE:
+        diff = margins[0] - target
+        if diff > threshold:
+            out[0] = 1.0
+        elif diff < -threshold:
+            out[0] = -1.0
+        else:
+            out[0] = 0.0
+    elif code == LOG_LOSS_MULTINOMIAL:
+        label = int(target)
+        top = margins[0]
+        for k in range(1, margins.shape[0]):
+            top = max(top, margins[k])
+        total = 0.0
+        for k in range(margins.shape[0]):
+            out[k] = math.exp(margins[k] - top)
+            total += out[k]
+        for k in range(margins.shape[0]):
+            out[k] /= total
+        out[label] -= 1.0
+    elif code == HINGE_CRAMMER_SINGER:
+        label = int(target)
+        rival = -1
+        for k in range(margins.shape[0]):
+            out[k] = 0.0
+            if k != label and (rival < 0 or margins[k] > margins[rival]):
+                rival = k
+        if margins[label] - margins[rival] < 1.0:
+            out[label] = -1.0
+            out[rival] = 1.0
+
+
+@njit(cache=True, fastmath=_FASTMATH, nogil=True)
+def _accumulate_rows(
+    X, y, rows, start, stop, params, row_sq_norms, code, threshold, clip_norm,
+    fit_intercept, grad,
+):
+    """Add the clipped gradients of ``rows[start:stop]`` to ``grad``."""
+    n_outputs = params.shape[0]
+    n_features = X.shape[1]
+    margins = np.empty(n_outputs, dtype=np.float64)
+    residual = np.empty(n_outputs, dtype=np.float64)
+    # The scaled residuals in the parameters' dtype keep float32 inner loops
+    # in float32 (twice the SIMD width, no conversions).
+    scaled = np.empty(n_outputs, dtype=params.dtype)
+    intercept_term = 1.0 if fit_intercept else 0.0
+    for position in range(start, stop):
+        i = rows[position]
+        x = X[i]
+        for k in range(n_outputs):
+            weights = params[k]
+            # The intercept column stays exactly 0 without an intercept.
+            acc = weights[n_features]
+            for j in range(n_features):
+                acc += weights[j] * x[j]
+            margins[k] = acc
+        _residual(code, margins, y[i], threshold, residual)
+        residual_sq = 0.0
+        for k in range(n_outputs):
+            residual_sq += residual[k] * residual[k]
+        grad_norm = math.sqrt(residual_sq * (row_sq_norms[i] + intercept_term))
+        # Per-sample clipping of the WHOLE parameter gradient (all outputs,
+        # coefficients and intercept together): sensitivity C, not sqrt(K) C.
+        scale = clip_norm / grad_norm if grad_norm > clip_norm else 1.0
+        for k in range(n_outputs):
+            scaled[k] = residual[k] * scale
+        for k in range(n_outputs):
+            coefficient = scaled[k]
+            if coefficient != 0.0:
+                row = grad[k]
+                for j in range(n_features):
+                    row[j] += coefficient * x[j]
+                row[n_features] += coefficient * intercept_term
+
+
+@njit(cache=True, nogil=True)
+def _noisy_sum_serial(
+    X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+    noise, grad,
+):
+    grad[:, :] = noise
+    _accumulate_rows(
+        X, y, rows, 0, rows.shape[0], params, row_sq_norms, code, threshold,
+        clip_norm, fit_intercept, grad,
+    )
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _noisy_sum_parallel(
+    X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+    noise, grad, n_chunks,
+):
+    n_rows = rows.shape[0]
+    partial = np.zeros((n_chunks,) + grad.shape, dtype=grad.dtype)
+    for chunk in prange(n_chunks):
+        _accumulate_rows(
+            X, y, rows, chunk * n_rows // n_chunks, (chunk + 1) * n_rows // n_chunks,
+            params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+            partial[chunk],
+        )
+    grad[:, :] = noise
+    for chunk in range(n_chunks):
+        grad += partial[chunk]
+
+
+def noisy_clipped_gradient_sum(
+    X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+    noise, grad, n_threads=1,
+):
+    """``grad = noise + sum_{i in rows} clip_C(gradient of sample i)``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d), C-contiguous, float64 or float32
+    y : ndarray of shape (n_samples,), float64
+        Encoded targets (see :mod:`sklearn_dplssgd._losses`).
+    rows : ndarray of int64
+        The batch (indices into ``X``); may be empty.
+    params : ndarray of shape (K, d + 1), dtype of ``X``
+        Coefficients with the intercept in the last column.
+    row_sq_norms : ndarray of shape (n_samples,), float64
+        ``||x_i||^2`` (computed once per fit).
+    code : int
+        Loss code.
+    threshold : float
+        Huber threshold or epsilon-insensitive margin.
+    clip_norm : float
+        Per-sample bound C on the L2 norm of the whole gradient.
+    fit_intercept : bool
+        Whether the intercept column is a parameter.
+    noise : ndarray of shape (K, d + 1), dtype of ``X``
+        The Gaussian noise of this step, already scaled.
+    grad : ndarray of shape (K, d + 1), dtype of ``X``
+        Output buffer, overwritten.
+    n_threads : int, default=1
+        Split the batch over this many threads when the work is large enough.
+    """
+    work = rows.shape[0] * params.shape[0] * X.shape[1]
+    if n_threads > 1 and work >= PARALLEL_MIN_WORK:
+        _noisy_sum_parallel(
+            X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+            fit_intercept, noise, grad, n_threads,
+        )
+    else:
+        _noisy_sum_serial(
+            X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+            fit_intercept, noise, grad,
+        )
+
+
+@njit(cache=True, fastmath=_FASTMATH, nogil=True)
+def sgd_step(params, direction, step_size, shrink, n_penalized):
+    """``params[:, :p] *= shrink; params -= step_size * direction`` in place.
+
+    Parameters
+    ----------
+    params : ndarray of shape (K, d + 1)
+    direction : ndarray of shape (K, d + 1)
+        The (smoothed) noisy gradient sum.
+    step_size : float
+        Learning rate divided by the expected batch size.
+    shrink : float
+        ``1 - learning_rate * alpha``: the L2 penalty's weight decay, applied
+        to the ``n_penalized`` coefficient columns (never to the intercept).
+    n_penalized : int
+        Number of coefficient columns.
+    """
+    for k in range(params.shape[0]):
+        row = params[k]
+        step_row = direction[k]
+        for j in range(n_penalized):
+            row[j] = row[j] * shrink - step_size * step_row[j]
+        for j in range(n_penalized, row.shape[0]):
+            row[j] -= step_size * step_row[j]

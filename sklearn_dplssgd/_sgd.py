@@ -1,0 +1,242 @@
+"""The one DP-LSSGD training loop, shared by both estimators.
+
+Data flows one way: Poisson-sample a batch -> clipped gradient sum plus
+Gaussian noise (Numba) -> Laplacian smoothing (FFT) -> step. All randomness
+is drawn here, in Python, from one ``numpy.random.Generator``; the kernels
+get index arrays and noise arrays.
+"""
+
+import math
+import time
+
+import numpy as np
+
+from ._kernels import noisy_clipped_gradient_sum, sgd_step
+from ._smoothing import apply_smoothing, smoothing_eigenvalues
+
+__all__ = [
+    "LEARNING_RATES",
+    "learning_rate_schedule",
+    "number_of_steps",
+    "poisson_batches",
+    "train_dp_lssgd",
+]
+
+LEARNING_RATES = ("constant", "inverse_time", "invscaling")
+
+# Noise and batch indices are drawn for a chunk of steps at a time: one
+# vectorised draw instead of thousands of small ones, with memory bounded by
+# about this many noise values (8 MiB in float64).
+_NOISE_VALUES_PER_CHUNK = 1 << 20
+
+
+def number_of_steps(n_samples, batch_size, max_iter):
+    """Number of steps T = ceil(max_iter * n / b), computed in integers.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training rows n.
+    batch_size : int
+        Expected batch size; above ``n_samples`` every step uses all rows.
+    max_iter : int
+        Number of epochs.
+
+    Returns
+    -------
+    n_steps : int
+    """
+    if batch_size >= n_samples:
+        return int(max_iter)
+    return int(-(-max_iter * n_samples // batch_size))
+
+
+def learning_rate_schedule(learning_rate, eta0, power_t, n_steps):
+    """Step sizes eta_t for t = 1 .. T.
+
+    Parameters
+    ----------
+    learning_rate : {"constant", "inverse_time", "invscaling"}
+        ``constant``: ``eta0``; ``inverse_time``: ``eta0 / t`` (the decay of
+        seeds/000, section 4); ``invscaling``: ``eta0 / t ** power_t`` as in
+        scikit-learn's SGD, with ``t`` counting steps.
+    eta0 : float
+        Initial step size.
+    power_t : float
+        Exponent of ``invscaling``.
+    n_steps : int
+        T.
+
+    Returns
+    -------
+    etas : ndarray of shape (n_steps,)
+    """
+    t = np.arange(1, n_steps + 1, dtype=np.float64)
+    if learning_rate == "constant":
+        return np.full(n_steps, float(eta0))
+    if learning_rate == "inverse_time":
+        return eta0 / t
+    if learning_rate == "invscaling":
+        return eta0 / t**power_t
+    raise ValueError(
+        f"Unknown learning_rate {learning_rate!r}; expected one of {LEARNING_RATES}."
+    )
+
+
+def poisson_batches(rng, n_samples, sample_rate, n_steps):
+    """Poisson-sampled batches for ``n_steps`` consecutive steps.
+
+    Every row enters every step's batch independently with probability
+    ``sample_rate`` (the sampling the accountant assumes; batches may be
+    empty). The ``n_steps * n_samples`` inclusion decisions form one
+    Bernoulli process, drawn exactly through its geometric gaps: O(q n T)
+    work instead of O(n T) uniform draws.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_samples : int
+    sample_rate : float
+        q in (0, 1].
+    n_steps : int
+
+    Returns
+    -------
+    rows : ndarray of int64
+        Row indices of all batches, concatenated, sorted within a batch.
+    offsets : ndarray of int64 of shape (n_steps + 1,)
+        Batch ``t`` is ``rows[offsets[t]:offsets[t + 1]]``.
+    """
+    n_slots = n_samples * n_steps
+    expected = n_slots * sample_rate
+    n_draws = int(expected + 6.0 * math.sqrt(expected) + 16)
+    positions = np.cumsum(rng.geometric(sample_rate, size=n_draws)) - 1
+    while positions[-1] < n_slots:
+        more = positions[-1] + np.cumsum(rng.geometric(sample_rate, size=n_draws))
+        positions = np.concatenate([positions, more])
+    positions = positions[: np.searchsorted(positions, n_slots)]
+    offsets = np.searchsorted(positions, np.arange(n_steps + 1) * n_samples)
+    return positions % n_samples, offsets
+
+
+def train_dp_lssgd(
+    X,
+    y,
+    n_outputs,
+    *,
+    loss_code,
+    loss_threshold,
+    fit_intercept,
+    clip_norm,
+    noise_multiplier,
+    sample_rate,
+    n_steps,
+    n_epochs,
+    learning_rates,
+    alpha,
+    sigma,
+    rng,
+    n_threads=1,
+    verbose=0,
+    epoch_callback=None,
+):
+    """Run T steps of DP-LSSGD from zero weights.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d), C-contiguous float64 or float32
+    y : ndarray of shape (n_samples,), float64
+        Encoded targets.
+    n_outputs : int
+        K, the number of rows of the coefficient matrix.
+    loss_code : int
+    loss_threshold : float
+    fit_intercept : bool
+    clip_norm : float
+        C.
+    noise_multiplier : float
+        z: the noise on the clipped sum has standard deviation ``z * C``.
+    sample_rate : float
+        q; the noisy sum is divided by the expected batch size ``q * n``,
+        never by the realised one (which depends on the data).
+    n_steps : int
+        T.
+    n_epochs : int
+        Number of epochs the T steps represent (for progress and callbacks).
+    learning_rates : ndarray of shape (n_steps,)
+    alpha : float
+        L2 strength, applied after the noise (it is data-free).
+    sigma : float
+        Laplacian smoothing strength; 0 is plain DP-SGD.
+    rng : numpy.random.Generator
+    n_threads : int, default=1
+    verbose : int, default=0
+        Print one line per epoch (only data-free quantities and the iterate,
+        which the accountant already covers).
+    epoch_callback : callable, optional
+        ``epoch_callback(epoch, params)`` after every epoch; ``params`` is the
+        live ``(K, d + 1)`` parameter matrix (copy it to keep it).
+
+    Returns
+    -------
+    params : ndarray of shape (n_outputs, d + 1)
+        Coefficients with the intercept in the last column.
+    """
+    n_samples, n_features = X.shape
+    dtype = X.dtype
+    params = np.zeros((n_outputs, n_features + 1), dtype=dtype)
+    grad = np.empty_like(params)
+    row_sq_norms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    expected_batch = sample_rate * n_samples
+    noise_std = noise_multiplier * clip_norm
+    n_noisy_columns = n_features + 1 if fit_intercept else n_features
+    eigenvalues = smoothing_eigenvalues(n_features, sigma, dtype) if sigma > 0 else None
+    # Epoch e ends after ceil(e T / n_epochs) steps.
+    epoch_ends = -(-np.arange(1, n_epochs + 1) * n_steps // n_epochs)
+    next_epoch = 0
+    chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // params.size))
+    start_time = time.perf_counter()
+
+    for chunk_start in range(0, n_steps, chunk):
+        chunk_steps = min(chunk, n_steps - chunk_start)
+        rows, offsets = poisson_batches(rng, n_samples, sample_rate, chunk_steps)
+        noise = np.zeros((chunk_steps,) + params.shape, dtype=dtype)
+        if noise_std > 0:
+            noise[:, :, :n_noisy_columns] = rng.standard_normal(
+                (chunk_steps, n_outputs, n_noisy_columns), dtype=dtype
+            )
+            noise *= dtype.type(noise_std)
+        for local_step in range(chunk_steps):
+            step = chunk_start + local_step
+            noisy_clipped_gradient_sum(
+                X, y, rows[offsets[local_step]:offsets[local_step + 1]], params,
+                row_sq_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
+                noise[local_step], grad, n_threads,
+            )
+            if eigenvalues is not None:
+                apply_smoothing(grad[:, :n_features], eigenvalues, out=grad[:, :n_features])
+            eta = learning_rates[step]
+            sgd_step(params, grad, eta / expected_batch, 1.0 - eta * alpha, n_features)
+            if step + 1 == epoch_ends[next_epoch]:
+                next_epoch += 1
+                _end_of_epoch(params, next_epoch, step, n_steps, verbose,
+                              start_time, epoch_callback)
+    return params
+
+
+def _end_of_epoch(params, epoch, step, n_steps, verbose, start_time, callback):
+    """Divergence check, progress line and callback after an epoch."""
+    if not np.isfinite(params).all():
+        raise ValueError(
+            f"The fit diverged at epoch {epoch} (step {step + 1} of {n_steps}): the "
+            "weights are no longer finite. Use a smaller learning rate (eta0), a "
+            "smaller alpha, or rescale the features."
+        )
+    if verbose:
+        print(
+            f"-- Epoch {epoch}: step {step + 1}/{n_steps}, "
+            f"norm of weights {np.linalg.norm(params):.4g}, "
+            f"{time.perf_counter() - start_time:.3f} s"
+        )
+    if callback is not None:
+        callback(epoch, params)
