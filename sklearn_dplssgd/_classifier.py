@@ -155,9 +155,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             classes = np.unique(y)
             if len(classes) < 2:
                 raise ValueError(
-                    "The training labels contain a single class "
-                    f"({classes[0]!r}); at least two classes are needed. Pass "
-                    "classes=... to declare the label set."
+                    f"The training labels contain only one class ({classes[0]}); "
+                    "at least two classes are needed. Pass classes=... to declare "
+                    "the label set."
                 )
         else:
             classes = np.unique(np.asarray(self.classes))

@@ -1,0 +1,91 @@
+"""Demonstration: DP-SGD against DP-LSSGD on scikit-learn's digits.
+
+Run ``python -m sklearn_dplssgd`` (or ``dplssgd-demo``). It trains
+multinomial logistic regression with sigma = 0 (plain DP-SGD) and with
+Laplacian smoothing at several privacy budgets on a fixed 80/20 split of the
+8x8 digits, and prints test accuracy, the epsilon actually reached and the
+time of each fit.
+"""
+
+import argparse
+import math
+import time
+import warnings
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+from ._classifier import DPLSSGDClassifier
+
+__all__ = ["main"]
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m sklearn_dplssgd",
+        description="Train DP-SGD (sigma=0) and DP-LSSGD on the digits data set.",
+    )
+    parser.add_argument(
+        "--epsilons", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, math.inf],
+        help="privacy budgets to try (inf is the non-private reference)",
+    )
+    parser.add_argument(
+        "--sigmas", type=float, nargs="+", default=[0.0, 1.0],
+        help="smoothing strengths (0 is plain DP-SGD)",
+    )
+    parser.add_argument("--delta", type=float, default=1e-5)
+    parser.add_argument("--seeds", type=int, default=3, help="fits per setting (mean reported)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    """Entry point of ``python -m sklearn_dplssgd``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (``sys.argv[1:]`` when None).
+    """
+    args = _parse_args(argv)
+    X, y = load_digits(return_X_y=True)
+    # Pixels lie in 0..16 by construction of the data set: dividing by 16 is
+    # a data-independent rescaling, so it costs no privacy.
+    X = X / 16.0
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.2, random_state=0, stratify=y
+    )
+    print(
+        f"digits: {X_train.shape[0]} training rows, {X_test.shape[0]} test rows, "
+        f"{X.shape[1]} features, 10 classes; delta={args.delta:g}; "
+        f"mean of {args.seeds} seeds per row; default settings otherwise"
+    )
+    header = f"{'epsilon':>8} {'sigma':>6} {'accuracy':>14} {'epsilon_':>9} {'z':>8} {'fit (s)':>8}"
+    print(header)
+    print("-" * len(header))
+    for epsilon in args.epsilons:
+        for sigma in args.sigmas:
+            accuracies, times = [], []
+            for seed in range(args.seeds):
+                clf = DPLSSGDClassifier(
+                    epsilon=epsilon, delta=args.delta, sigma=sigma,
+                    classes=np.arange(10), random_state=seed,
+                )
+                start = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")  # a privacy warning here is a bug
+                    clf.fit(X_train, y_train)
+                times.append(time.perf_counter() - start)
+                accuracies.append(clf.score(X_test, y_test))
+            print(
+                f"{epsilon:>8g} {sigma:>6g} {np.mean(accuracies):>7.3f} +- {np.std(accuracies):.3f} "
+                f"{clf.epsilon_:>9.4g} {clf.noise_multiplier_:>8.3f} {np.median(times):>8.3f}"
+            )
+    print(
+        "fit (s) is the median over seeds; the first fit of a session also compiles "
+        "(or loads from the on-disk cache) the Numba kernels and calibrates the noise."
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""The Numba kernels against the plain NumPy oracle of _losses."""
+
+import numpy as np
+import pytest
+
+from sklearn_dplssgd._kernels import PARALLEL_MIN_WORK, noisy_clipped_gradient_sum, sgd_step
+from sklearn_dplssgd._losses import (
+    EPSILON_INSENSITIVE,
+    HINGE_BINARY,
+    HINGE_CRAMMER_SINGER,
+    HUBER,
+    LOG_LOSS_BINARY,
+    LOG_LOSS_MULTINOMIAL,
+    SQUARED_ERROR,
+    clipped_gradient_sum_reference,
+    loss_code,
+    loss_derivative_reference,
+    loss_value_reference,
+)
+
+# (code, K): every loss, binary/regression with one output, multiclass with 4.
+CASES = [
+    (LOG_LOSS_BINARY, 1),
+    (LOG_LOSS_MULTINOMIAL, 4),
+    (HINGE_BINARY, 1),
+    (HINGE_CRAMMER_SINGER, 4),
+    (SQUARED_ERROR, 1),
+    (HUBER, 1),
+    (EPSILON_INSENSITIVE, 1),
+]
+
+
+def _problem(code, n_outputs, dtype, fit_intercept, seed, n_samples=60, n_features=9):
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(n_samples, n_features)) * rng.uniform(0.05, 4)).astype(dtype)
+    if code == LOG_LOSS_BINARY:
+        y = rng.integers(0, 2, n_samples).astype(float)
+    elif code == HINGE_BINARY:
+        y = rng.choice([-1.0, 1.0], n_samples)
+    elif code in (LOG_LOSS_MULTINOMIAL, HINGE_CRAMMER_SINGER):
+        y = rng.integers(0, n_outputs, n_samples).astype(float)
+    else:
+        y = rng.normal(size=n_samples) * 3
+    params = rng.normal(size=(n_outputs, n_features + 1)).astype(dtype)
+    if not fit_intercept:
+        params[:, -1] = 0
+    row_sq_norms = np.einsum("ij,ij->i", X.astype(float), X.astype(float))
+    return X, y, params, row_sq_norms
+
+
+def _kernel(X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+            noise=None, n_threads=1):
+    grad = np.empty_like(params)
+    if noise is None:
+        noise = np.zeros_like(params)
+    noisy_clipped_gradient_sum(
+        X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+        noise, grad, n_threads,
+    )
+    return grad
+
+
+@pytest.mark.parametrize("code, n_outputs", CASES)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("clip_norm", [0.3, 1e6])
+def test_kernel_matches_oracle(code, n_outputs, fit_intercept, dtype, clip_norm):
+    X, y, params, row_sq_norms = _problem(code, n_outputs, dtype, fit_intercept, seed=code)
+    rows = np.sort(np.random.default_rng(1).choice(len(X), 25, replace=False)).astype(np.int64)
+    noise = np.random.default_rng(2).normal(size=params.shape).astype(dtype)
+    if not fit_intercept:
+        noise[:, -1] = 0
+    grad = _kernel(X, y, rows, params, row_sq_norms, code, 0.5, clip_norm, fit_intercept, noise)
+    assert grad.dtype == dtype
+    d = X.shape[1]
+    ref_coef, ref_intercept = clipped_gradient_sum_reference(
+        X, y, rows, params[:, :d], params[:, d], code, 0.5, clip_norm, fit_intercept
+    )
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    scale = max(1.0, np.abs(ref_coef).max())
+    np.testing.assert_allclose(grad[:, :d] - noise[:, :d], ref_coef, atol=tol * scale, rtol=tol)
+    np.testing.assert_allclose(grad[:, d] - noise[:, d], ref_intercept, atol=tol * scale, rtol=tol)
+    if not fit_intercept:
+        assert np.all(grad[:, d] == 0)
+
+
+@pytest.mark.parametrize("code, n_outputs", CASES)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_each_clipped_per_sample_gradient_is_within_clip_norm(code, n_outputs, fit_intercept):
+    X, y, params, row_sq_norms = _problem(code, n_outputs, np.float64, fit_intercept, seed=7)
+    params *= 5  # large margins: most gradients are far above the bound
+    clip_norm = 0.25
+    norms = []
+    for i in range(len(X)):
+        grad = _kernel(X, y, np.array([i]), params, row_sq_norms, code, 0.5, clip_norm,
+                       fit_intercept)
+        norms.append(np.linalg.norm(grad))
+        # The whole vector (all outputs and the intercept) is clipped at once.
+    norms = np.array(norms)
+    assert norms.max() <= clip_norm * (1 + 1e-12)
+    if code not in (HINGE_BINARY, HINGE_CRAMMER_SINGER, EPSILON_INSENSITIVE):
+        # Smooth losses have non-zero gradients here: clipping must be active.
+        assert np.isclose(norms.max(), clip_norm)
+
+
+def test_empty_batch_returns_the_noise():
+    X, y, params, row_sq_norms = _problem(LOG_LOSS_MULTINOMIAL, 4, np.float64, True, seed=3)
+    noise = np.random.default_rng(0).normal(size=params.shape)
+    grad = _kernel(X, y, np.empty(0, dtype=np.int64), params, row_sq_norms,
+                   LOG_LOSS_MULTINOMIAL, 0.0, 1.0, True, noise)
+    np.testing.assert_array_equal(grad, noise)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_parallel_kernel_matches_serial(dtype):
+    X, y, params, row_sq_norms = _problem(LOG_LOSS_MULTINOMIAL, 10, dtype, True, seed=5,
+                                          n_samples=3000, n_features=64)
+    rows = np.arange(len(X), dtype=np.int64)
+    assert len(rows) * 10 * 64 >= PARALLEL_MIN_WORK
+    serial = _kernel(X, y, rows, params, row_sq_norms, LOG_LOSS_MULTINOMIAL, 0.0, 1.0, True)
+    parallel = _kernel(X, y, rows, params, row_sq_norms, LOG_LOSS_MULTINOMIAL, 0.0, 1.0,
+                       True, n_threads=2)
+    tol = 1e-10 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(parallel, serial, rtol=tol, atol=tol)
+
+
+def test_sgd_step_penalises_coefficients_not_intercept():
+    params = np.array([[1.0, 2.0, 3.0]])
+    direction = np.array([[0.5, -0.5, 1.0]])
+    sgd_step(params, direction, 0.1, 0.9, 2)
+    np.testing.assert_allclose(params, [[0.9 - 0.05, 1.8 + 0.05, 3.0 - 0.1]])
+
+
+@pytest.mark.parametrize("code, n_outputs", CASES)
+def test_oracle_derivative_matches_finite_differences(code, n_outputs):
+    """The oracle itself: r = d loss / d z against central differences."""
+    X, y, params, _ = _problem(code, n_outputs, np.float64, True, seed=11, n_samples=30)
+    margins = X @ params[:, :-1].T + params[:, -1]
+    residuals = loss_derivative_reference(code, margins, y, threshold=0.5)
+    h = 1e-6
+    numeric = np.zeros_like(margins)
+    for k in range(n_outputs):
+        step = np.zeros_like(margins)
+        step[:, k] = h
+        numeric[:, k] = (
+            loss_value_reference(code, margins + step, y, 0.5)
+            - loss_value_reference(code, margins - step, y, 0.5)
+        ) / (2 * h)
+    # Kinks of hinge-type losses are measure-zero; skip rows sitting on one.
+    np.testing.assert_allclose(residuals, numeric, atol=1e-5)
+
+
+def test_loss_code_names():
+    assert loss_code("log_loss", 1) == LOG_LOSS_BINARY
+    assert loss_code("log_loss", 3) == LOG_LOSS_MULTINOMIAL
+    assert loss_code("hinge", 1) == HINGE_BINARY
+    assert loss_code("hinge", 3) == HINGE_CRAMMER_SINGER
+    with pytest.raises(ValueError, match="Unknown loss"):
+        loss_code("perceptron")

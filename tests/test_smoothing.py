@@ -1,0 +1,82 @@
+"""Laplacian smoothing: FFT operator, dense solve, and the paper's constants."""
+
+import numpy as np
+import pytest
+
+from sklearn_dplssgd._smoothing import (
+    apply_smoothing,
+    laplacian_smoothing_matrix,
+    smoothing_beta,
+    smoothing_eigenvalues,
+    smoothing_gamma,
+    smoothing_gamma_closed_form,
+)
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 3, 8, 31, 100])
+@pytest.mark.parametrize("sigma", [0.0, 0.5, 1.0, 3.0, 50.0])
+def test_fft_smoothing_equals_dense_solve(n_features, sigma):
+    rng = np.random.default_rng(n_features)
+    v = rng.normal(size=(3, n_features))
+    A = laplacian_smoothing_matrix(n_features, sigma)
+    expected = np.linalg.solve(A, v.T).T
+    got = apply_smoothing(v, smoothing_eigenvalues(n_features, sigma))
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_dense_matrix_structure():
+    A = laplacian_smoothing_matrix(5, 2.0)
+    assert A[0, 0] == 5.0 and A[0, 1] == -2.0 and A[0, 4] == -2.0 and A[0, 2] == 0.0
+    np.testing.assert_allclose(A, A.T)
+
+
+def test_sigma_zero_is_identity():
+    v = np.random.default_rng(0).normal(size=(4, 17))
+    np.testing.assert_allclose(apply_smoothing(v, smoothing_eigenvalues(17, 0.0)), v,
+                               atol=1e-14)
+
+
+def test_in_place_on_a_view_and_float32():
+    params = np.random.default_rng(1).normal(size=(2, 11)).astype(np.float32)
+    expected = apply_smoothing(params[:, :10].astype(np.float64), smoothing_eigenvalues(10, 1.0))
+    view = params[:, :10]
+    out = apply_smoothing(view, smoothing_eigenvalues(10, 1.0, np.float32), out=view)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(params[:, :10], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_smoothing_preserves_the_mean_and_shrinks_the_norm():
+    v = np.random.default_rng(2).normal(size=64)
+    smoothed = apply_smoothing(v, smoothing_eigenvalues(64, 2.0))
+    assert np.isclose(smoothed.sum(), v.sum())
+    assert np.linalg.norm(smoothed) < np.linalg.norm(v)
+
+
+# REFERENCE.md section C (seeds/000 Tables 3-4).
+GAMMA = {1: 0.447, 2: 0.333, 3: 0.277, 4: 0.243, 5: 0.218}
+BETA = {1: 0.268, 2: 0.185, 3: 0.149, 4: 0.128, 5: 0.114}
+
+
+@pytest.mark.parametrize("n_features", [1000, 10000, 100000])
+@pytest.mark.parametrize("sigma", [1, 2, 3, 4, 5])
+def test_paper_gamma_and_beta(n_features, sigma):
+    assert smoothing_gamma(n_features, sigma) == pytest.approx(GAMMA[sigma], abs=6e-4)
+    assert smoothing_beta(n_features, sigma) == pytest.approx(BETA[sigma], abs=6e-4)
+
+
+@pytest.mark.parametrize("n_features", [5, 16, 100, 1000])
+@pytest.mark.parametrize("sigma", [0.5, 1, 3, 10])
+def test_proposition_1_closed_form(n_features, sigma):
+    assert smoothing_gamma_closed_form(n_features, sigma) == pytest.approx(
+        smoothing_gamma(n_features, sigma), rel=1e-10
+    )
+
+
+def test_meaning_of_gamma_and_beta_on_gaussian_noise():
+    """For n ~ N(0, I): E[n^T A^{-1} n] / d = gamma and Var[(A^{-1} n)_j] = beta."""
+    rng = np.random.default_rng(3)
+    noise = rng.normal(size=(4000, 256))
+    smoothed = apply_smoothing(noise, smoothing_eigenvalues(256, 2.0))
+    assert smoothed.var() == pytest.approx(smoothing_beta(256, 2.0), rel=0.02)
+    quadratic = np.mean(np.sum(noise * smoothed, axis=1)) / 256
+    assert quadratic == pytest.approx(smoothing_gamma(256, 2.0), rel=0.02)
