@@ -2,6 +2,7 @@
 
 import math
 import numbers
+import string
 import warnings
 
 import numpy as np
@@ -92,12 +93,12 @@ _SHARED_PARAMETER_DOCS = {
         ``T = ceil(max_iter * n_samples / batch_size)``, fixed before training;
         there is no early stopping (it would depend on the private data).
 
-    learning_rate : {"constant", "inverse_time", "invscaling"}, default="constant"
+    learning_rate : {"constant", "inverse_time", "invscaling"}, default=$learning_rate
         Step-size schedule over steps ``t = 1 .. T``: ``eta0``;
         ``eta0 / t`` (the decay used in the DP-LSSGD paper); or
-        ``eta0 / t ** power_t``.
+        ``eta0 / t ** power_t`` (as scikit-learn's SGD, with t counting steps).
 
-    eta0 : float, default=0.5
+    eta0 : float, default=2.0
         Initial step size.
 
     power_t : float, default=0.5
@@ -159,10 +160,25 @@ _SHARED_PARAMETER_DOCS = {
 }
 
 
-def fill_parameter_docs(cls):
-    """Class decorator: fill the shared parameter docs into ``cls.__doc__``."""
-    cls.__doc__ = cls.__doc__.format(**_SHARED_PARAMETER_DOCS)
-    return cls
+def fill_parameter_docs(**defaults):
+    """Class decorator: fill the shared parameter docs into ``cls.__doc__``.
+
+    Parameters
+    ----------
+    **defaults : str
+        Defaults that differ between the estimators, substituted for
+        ``$name`` in the shared text (for example ``learning_rate``).
+    """
+
+    def decorate(cls):
+        docs = {
+            key: string.Template(text).substitute(defaults)
+            for key, text in _SHARED_PARAMETER_DOCS.items()
+        }
+        cls.__doc__ = cls.__doc__.format(**docs)
+        return cls
+
+    return decorate
 
 
 class BaseDPLSSGD(BaseEstimator):
@@ -192,6 +208,14 @@ class BaseDPLSSGD(BaseEstimator):
         for name in ("sigma", "clip_norm", "eta0", "alpha"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be finite; got {getattr(self, name)!r}.")
+        if self.eta0 * self.alpha >= 2.0:
+            # The weight decay factor 1 - eta * alpha would have modulus >= 1:
+            # the iteration diverges whatever the data.
+            raise ValueError(
+                f"eta0 * alpha = {self.eta0 * self.alpha:g} must be below 2, or the "
+                "L2 penalty makes the iteration diverge: use a smaller learning rate "
+                "(eta0) or a smaller alpha."
+            )
         if self.n_jobs == 0:
             raise ValueError("The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int).")
 

@@ -27,7 +27,7 @@ def _check_classes(value):
     return None
 
 
-@fill_parameter_docs
+@fill_parameter_docs(learning_rate='"constant"')
 class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     """Linear classifier trained with (epsilon, delta)-differential privacy.
 
@@ -114,7 +114,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         batch_size=256,
         max_iter=20,
         learning_rate="constant",
-        eta0=0.5,
+        eta0=2.0,
         power_t=0.5,
         classes=None,
         accountant="rdp",

@@ -10,7 +10,7 @@ from ._validation import Interval, Options
 __all__ = ["DPLSSGDRegressor"]
 
 
-@fill_parameter_docs
+@fill_parameter_docs(learning_rate='"invscaling"')
 class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
     """Linear regression trained with (epsilon, delta)-differential privacy.
 
@@ -90,8 +90,8 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         fit_intercept=True,
         batch_size=256,
         max_iter=20,
-        learning_rate="constant",
-        eta0=0.5,
+        learning_rate="invscaling",
+        eta0=2.0,
         power_t=0.5,
         accountant="rdp",
         neighboring="add_remove",

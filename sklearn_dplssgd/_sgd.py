@@ -187,6 +187,12 @@ def train_dp_lssgd(
     params = np.zeros((n_outputs, n_features + 1), dtype=dtype)
     grad = np.empty_like(params)
     row_sq_norms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    if not np.isfinite(row_sq_norms).all():
+        raise ValueError(
+            "Some rows of X have a squared L2 norm that overflows float64 (features "
+            "of magnitude about 1e154 or more): rescale the features by a known "
+            "bound before training."
+        )
     expected_batch = sample_rate * n_samples
     noise_std = noise_multiplier * clip_norm
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
