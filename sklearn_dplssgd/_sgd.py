@@ -11,8 +11,7 @@ import time
 
 import numpy as np
 
-from ._kernels import noisy_clipped_gradient_sum, sgd_step
-from ._smoothing import apply_smoothing, smoothing_eigenvalues
+from ._kernels import noisy_clipped_gradient_sum, sgd_step, smoothing_omega
 
 __all__ = [
     "LEARNING_RATES",
@@ -196,10 +195,13 @@ def train_dp_lssgd(
     expected_batch = sample_rate * n_samples
     noise_std = noise_multiplier * clip_norm
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
-    eigenvalues = smoothing_eigenvalues(n_features, sigma, dtype) if sigma > 0 else None
+    # Computed once per fit; the compiled step solves A_sigma u = g exactly in
+    # O(d) through A_sigma's factorisation (see _kernels.smooth_rows).
+    omega = smoothing_omega(sigma) if sigma > 0 else 0.0
     # Epoch e ends after ceil(e T / n_epochs) steps.
     epoch_ends = -(-np.arange(1, n_epochs + 1) * n_steps // n_epochs)
     next_epoch = 0
+    report_epochs = bool(verbose) or epoch_callback is not None
     chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // params.size))
     start_time = time.perf_counter()
 
@@ -219,25 +221,32 @@ def train_dp_lssgd(
                 row_sq_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
                 noise[local_step], grad, n_threads,
             )
-            if eigenvalues is not None:
-                apply_smoothing(grad[:, :n_features], eigenvalues, out=grad[:, :n_features])
             eta = learning_rates[step]
-            sgd_step(params, grad, eta / expected_batch, 1.0 - eta * alpha, n_features)
+            sgd_step(params, grad, eta / expected_batch, 1.0 - eta * alpha, n_features,
+                     omega, sigma)
             if step + 1 == epoch_ends[next_epoch]:
                 next_epoch += 1
-                _end_of_epoch(params, next_epoch, step, n_steps, verbose,
-                              start_time, epoch_callback)
+                if report_epochs:
+                    _check_finite(params, next_epoch, step, n_steps)
+                    _report_epoch(params, next_epoch, step, n_steps, verbose,
+                                  start_time, epoch_callback)
+        # Checked once per chunk of steps: non-finite weights stay non-finite.
+        _check_finite(params, next_epoch, chunk_start + chunk_steps - 1, n_steps)
     return params
 
 
-def _end_of_epoch(params, epoch, step, n_steps, verbose, start_time, callback):
-    """Divergence check, progress line and callback after an epoch."""
+def _check_finite(params, epoch, step, n_steps):
+    """Raise if the weights are no longer finite."""
     if not np.isfinite(params).all():
         raise ValueError(
-            f"The fit diverged at epoch {epoch} (step {step + 1} of {n_steps}): the "
+            f"The fit diverged by epoch {epoch} (step {step + 1} of {n_steps}): the "
             "weights are no longer finite. Use a smaller learning rate (eta0), a "
             "smaller alpha, or rescale the features."
         )
+
+
+def _report_epoch(params, epoch, step, n_steps, verbose, start_time, callback):
+    """Progress line and callback after an epoch."""
     if verbose:
         print(
             f"-- Epoch {epoch}: step {step + 1}/{n_steps}, "

@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from sklearn_dplssgd._kernels import PARALLEL_MIN_WORK, noisy_clipped_gradient_sum, sgd_step
+from sklearn_dplssgd._kernels import (
+    PARALLEL_MIN_WORK,
+    noisy_clipped_gradient_sum,
+    sgd_step,
+    smoothing_omega,
+)
 from sklearn_dplssgd._losses import (
     EPSILON_INSENSITIVE,
     HINGE_BINARY,
@@ -17,6 +22,7 @@ from sklearn_dplssgd._losses import (
     loss_derivative_reference,
     loss_value_reference,
 )
+from sklearn_dplssgd._smoothing import apply_smoothing, smoothing_eigenvalues
 
 # (code, K): every loss, binary/regression with one output, multiclass with 4.
 CASES = [
@@ -127,8 +133,22 @@ def test_parallel_kernel_matches_serial(dtype):
 def test_sgd_step_penalises_coefficients_not_intercept():
     params = np.array([[1.0, 2.0, 3.0]])
     direction = np.array([[0.5, -0.5, 1.0]])
-    sgd_step(params, direction, 0.1, 0.9, 2)
+    sgd_step(params, direction, 0.1, 0.9, 2, 0.0, 0.0)
     np.testing.assert_allclose(params, [[0.9 - 0.05, 1.8 + 0.05, 3.0 - 0.1]])
+
+
+def test_sgd_step_smooths_the_coefficients_only():
+    rng = np.random.default_rng(0)
+    params = rng.normal(size=(3, 9))
+    direction = rng.normal(size=(3, 9))
+    expected_direction = direction.copy()
+    expected_direction[:, :8] = apply_smoothing(direction[:, :8], smoothing_eigenvalues(8, 2.0))
+    expected = params.copy()
+    expected[:, :8] *= 0.99
+    expected -= 0.5 * expected_direction
+    sgd_step(params, direction, 0.5, 0.99, 8, smoothing_omega(2.0), 2.0)
+    np.testing.assert_allclose(params, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(direction, expected_direction, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("code, n_outputs", CASES)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from sklearn_dplssgd._kernels import smooth_rows, smoothing_omega
 from sklearn_dplssgd._smoothing import (
     apply_smoothing,
     laplacian_smoothing_matrix,
@@ -22,6 +23,29 @@ def test_fft_smoothing_equals_dense_solve(n_features, sigma):
     expected = np.linalg.solve(A, v.T).T
     got = apply_smoothing(v, smoothing_eigenvalues(n_features, sigma))
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 3, 8, 31, 784])
+@pytest.mark.parametrize("sigma", [1e-6, 0.5, 1.0, 3.0, 100.0, 1e6])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_factorised_solve_equals_fft(n_features, sigma, dtype):
+    """The training loop's O(d) solve against the FFT operator."""
+    rng = np.random.default_rng(n_features)
+    grad = rng.normal(size=(4, n_features + 1)).astype(dtype)
+    expected = apply_smoothing(grad[:, :n_features].astype(np.float64),
+                               smoothing_eigenvalues(n_features, sigma))
+    intercepts = grad[:, -1].copy()
+    smooth_rows(grad, n_features, smoothing_omega(sigma), sigma)
+    tol = 1e-10 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(grad[:, :n_features], expected, rtol=tol,
+                               atol=tol * np.abs(expected).max())
+    np.testing.assert_array_equal(grad[:, -1], intercepts)
+
+
+def test_omega_is_the_papers_w():
+    for sigma in (0.1, 1.0, 7.0):
+        root = np.sqrt(4 * sigma + 1)
+        assert smoothing_omega(sigma) == pytest.approx((2 * sigma + 1 - root) / (2 * sigma))
 
 
 def test_dense_matrix_structure():
