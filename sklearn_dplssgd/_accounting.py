@@ -127,9 +127,9 @@ class PrivacyCalibration:
     n_steps : int
         ``T``, the number of noisy steps.
     accountant : str
-        One of :data:`ACCOUNTANTS`.
+        One of "rdp", "pld", "paper", "paper_released".
     neighboring : str
-        One of :data:`NEIGHBORING_RELATIONS`.
+        One of "add_remove", "replace_one".
     """
 
     noise_multiplier: float

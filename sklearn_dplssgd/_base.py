@@ -63,7 +63,7 @@ _SHARED_PARAMETER_DOCS = {
 
     delta : float, default=1e-5
         Target delta, in (0, 1). Should be well below ``1 / n_samples``; a
-        :class:`PrivacyLeakWarning` is raised otherwise.
+        :class:`PrivacyLeakWarning` is issued otherwise (for finite epsilon).
 
     sigma : float, default=1.0
         Strength of the Laplacian smoothing of the noisy gradient (0 gives
@@ -90,8 +90,9 @@ _SHARED_PARAMETER_DOCS = {
 
     max_iter : int, default=20
         Number of epochs. The number of steps is
-        ``T = ceil(max_iter * n_samples / batch_size)``, fixed before training;
-        there is no early stopping (it would depend on the private data).
+        ``T = ceil(max_iter * n_samples / batch_size)`` (``T = max_iter`` when
+        ``batch_size >= n_samples``), fixed before training; there is no early
+        stopping (it would depend on the private data).
 
     learning_rate : {"constant", "inverse_time", "invscaling"}, default=$learning_rate
         Step-size schedule over steps ``t = 1 .. T``: ``eta0``;
@@ -116,7 +117,7 @@ _SHARED_PARAMETER_DOCS = {
         Adjacency of the guarantee: adding or removing one row (sensitivity
         C), or replacing one row (sensitivity 2 C, more noise).
 
-    random_state : int, Generator, RandomState or None, default=None
+    random_state : int, Generator, RandomState, SeedSequence or None, default=None
         Source of the batch sampling and of the noise. ``None`` draws fresh
         entropy. A fixed seed makes fits reproducible, but anyone who knows
         it can regenerate the noise and remove it: never publish a model
@@ -124,11 +125,12 @@ _SHARED_PARAMETER_DOCS = {
 
     n_jobs : int or None, default=None
         Threads for the per-sample gradients of large batches. ``None``
-        means 1, ``-1`` all cores.
+        means 1; any negative value means all cores.
 
     verbose : int, default=0
         Print one line per epoch (epoch, step and the norm of the weights,
-        which the guarantee covers; never a loss on the private data).""",
+        which the guarantee covers; never a loss on the private data, never
+        a timing, which could depend on the data).""",
     "fitted_attributes": """n_iter_ : int
         Number of epochs run (``max_iter``).
 
@@ -143,7 +145,10 @@ _SHARED_PARAMETER_DOCS = {
         Poisson sampling rate q.
 
     epsilon_ : float
-        Epsilon actually reached by the fit (never above ``epsilon``).
+        Epsilon actually reached by the fit, as certified by the accountant:
+        never above ``epsilon`` with ``"rdp"`` and ``"pld"``. With the paper
+        accountants it is what the RDP accountant certifies for the
+        Poisson-sampled run, and a warning says so if that exceeds ``epsilon``.
 
     delta_ : float
         Delta of the guarantee.
@@ -154,7 +159,7 @@ _SHARED_PARAMETER_DOCS = {
     n_features_in_ : int
         Number of features seen during fit.
 
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X is a DataFrame with string
         column names.""",
 }

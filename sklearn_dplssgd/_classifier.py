@@ -196,11 +196,12 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return self
 
     def decision_function(self, X):
-        """Margins of the linear model.
+        """Compute the margins of the linear model.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
@@ -216,10 +217,12 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            Predicted class labels, from ``classes_``.
         """
         margins = self._decision_values(X)
         if margins.shape[1] == 1:
@@ -236,11 +239,12 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
     @available_if(_has_log_loss)
     def predict_proba(self, X):
-        """Class probabilities (``loss="log_loss"`` only).
+        """Estimate class probabilities (``loss="log_loss"`` only).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
@@ -255,15 +259,17 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
     @available_if(_has_log_loss)
     def predict_log_proba(self, X):
-        """Logarithm of the class probabilities (``loss="log_loss"`` only).
+        """Estimate log class probabilities (``loss="log_loss"`` only).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
+            Natural logarithm of the probabilities; columns follow ``classes_``.
         """
         margins = self._decision_values(X)
         if margins.shape[1] == 1:

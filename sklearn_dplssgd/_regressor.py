@@ -148,10 +148,12 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            Predicted targets.
         """
         return self._decision_values(X)[:, 0]
 
