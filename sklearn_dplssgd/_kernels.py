@@ -16,10 +16,11 @@ Every kernel is compiled lazily once per dtype (float64 and float32 inputs
 keep their dtype) and cached on disk (``cache=True``).
 """
 
+import concurrent.futures
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._losses import (
     EPSILON_INSENSITIVE,
@@ -156,22 +157,42 @@ def _noisy_sum_serial(
     )
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _noisy_sum_parallel(
-    X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
-    noise, grad, n_chunks,
-):
-    n_rows = rows.shape[0]
-    partial = np.zeros((n_chunks,) + grad.shape, dtype=grad.dtype)
-    for chunk in prange(n_chunks):
-        _accumulate_rows(
-            X, y, rows, chunk * n_rows // n_chunks, (chunk + 1) * n_rows // n_chunks,
-            params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
-            partial[chunk],
+# One pool per thread count, kept for the life of the process. Plain threads
+# running the GIL-free serial kernel on parts of the batch behave well on a
+# loaded machine, where an OpenMP team (numba's prange) can be slowed down by
+# an order of magnitude while it waits for cores.
+_POOLS = {}
+
+
+def _pool(n_threads):
+    if n_threads not in _POOLS:
+        _POOLS[n_threads] = concurrent.futures.ThreadPoolExecutor(
+            max_workers=n_threads, thread_name_prefix="dplssgd"
         )
-    grad[:, :] = noise
-    for chunk in range(n_chunks):
-        grad += partial[chunk]
+    return _POOLS[n_threads]
+
+
+def _noisy_sum_threaded(
+    X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+    noise, grad, n_threads,
+):
+    """Split the batch over threads; each sums its part into its own buffer."""
+    bounds = np.linspace(0, rows.shape[0], n_threads + 1).astype(np.int64)
+    partial = np.empty((n_threads - 1,) + grad.shape, dtype=grad.dtype)
+    zeros = np.zeros_like(grad)
+    outputs = [grad] + list(partial)
+    starts = [noise] + [zeros] * (n_threads - 1)
+    futures = [
+        _pool(n_threads).submit(
+            _noisy_sum_serial, X, y, rows[bounds[i]:bounds[i + 1]], params,
+            row_sq_norms, code, threshold, clip_norm, fit_intercept, starts[i],
+            outputs[i],
+        )
+        for i in range(n_threads)
+    ]
+    for future in futures:
+        future.result()
+    grad += partial.sum(axis=0)
 
 
 def noisy_clipped_gradient_sum(
@@ -208,7 +229,7 @@ def noisy_clipped_gradient_sum(
     """
     work = rows.shape[0] * params.shape[0] * X.shape[1]
     if n_threads > 1 and work >= PARALLEL_MIN_WORK:
-        _noisy_sum_parallel(
+        _noisy_sum_threaded(
             X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
             fit_intercept, noise, grad, n_threads,
         )
