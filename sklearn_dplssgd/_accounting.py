@@ -96,7 +96,9 @@ _Z_RTOL = 1e-5
 _PLD_COARSEST = 500.0
 _PLD_FINEST = 1e4
 _PLD_RTOL = 1e-4
-_PLD_INTERVAL_BOUNDS = (1e-6, 1e-2)
+# The upper bound grows with epsilon far enough that the grid stays small at
+# large epsilon; far beyond 100 dp-accounting's exp(interval) overflows.
+_PLD_INTERVAL_BOUNDS = (1e-6, 100.0)
 # Beyond this z the calibration gives up: the target is below what the
 # accountant can certify at this delta (RDP with orders <= 1024 cannot go below
 # about 0.004 at delta = 1e-5, whatever the noise).
@@ -399,7 +401,7 @@ def _zcdp_guess(epsilon, delta, sample_rate, n_steps):
     eps = rho + 2 sqrt(rho log(1/delta)).  Within a factor 1.5 of the RDP
     answer on the usual settings; the search corrects the rest.
     """
-    log_inv_delta = math.log(1.0 / delta)
+    log_inv_delta = -math.log(delta)  # 1 / delta overflows for subnormal delta
     rho = (math.sqrt(log_inv_delta + epsilon) - math.sqrt(log_inv_delta)) ** 2
     return max(1.0 / math.sqrt(math.log1p(2.0 * rho / (n_steps * sample_rate**2))),
                1e-3)
@@ -415,6 +417,12 @@ def _smallest_noise(eps_of_z, target, guess):
     search runs on log z against log epsilon, where the curve is nearly a
     straight line (epsilon ~ 1/z for large z), so few evaluations are needed.
     """
+    if not (math.isfinite(guess) and guess > 0):
+        raise ValueError(
+            f"Cannot calibrate the noise for epsilon={target!r} at this delta "
+            "(the starting point of the search is not finite); use a delta "
+            "between about 1e-300 and 0.5."
+        )
     lo, hi = 0.0, math.inf
     z_of_u = {}  # exact z behind each log z, so cached values are hit
 
@@ -777,7 +785,7 @@ def paper_noise_multiplier(epsilon, delta, *, sample_rate, n_steps, n_samples,
     if epsilon == math.inf:
         return 0.0
     b = q * n
-    log_inv_delta = math.log(1.0 / delta)
+    log_inv_delta = -math.log(delta)  # 1 / delta overflows for subnormal delta
 
     if variant == "released":
         if epsilon**2 > 5.0 * n_steps * b**2 * log_inv_delta / n**2:

@@ -89,7 +89,9 @@ def clopper_pearson_upper(successes, trials, confidence=0.95):
     """
     k = np.asarray(successes, dtype=np.float64)
     if trials < 1 or np.any((k < 0) | (k > trials)):
-        raise ValueError(f"Need 0 <= successes <= trials and trials >= 1; got {successes!r}, {trials!r}.")
+        raise ValueError(
+            f"Need 0 <= successes <= trials and trials >= 1; got {successes!r}, {trials!r}."
+        )
     _check_confidence(confidence)
     # beta.ppf(q, k + 1, 0) is undefined; the bound is 1 when every trial succeeded.
     upper = np.where(
@@ -157,7 +159,8 @@ def gdp_epsilon(mu, delta):
     # delta(eps) decreases in eps; eps = mu^2 / 2 + mu * z_{1 - delta} already
     # has delta(eps) <= delta (the first term alone is delta there).
     high = mu * mu / 2 + mu * stats.norm.isf(delta) + 1.0
-    return float(optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-12, rtol=1e-12))
+    root = optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-12, rtol=1e-12)
+    return float(root)
 
 
 def _check_confidence(confidence):
@@ -232,32 +235,53 @@ def _mu_from_rates(fpr_upper, fnr_upper):
 @dataclasses.dataclass(frozen=True)
 class _Selection:
     threshold: float
+    direction: str
     bound: float
     true_positive_rate: float
     false_positive_rate: float
 
 
-def _select_and_evaluate(without, with_, criterion, confidence):
-    """Choose the threshold on one half of the runs, bound the other half.
+def _best_threshold(select_without, select_with, criterion, confidence):
+    """Threshold of the test ``score >= t`` that maximises ``criterion``, and its value."""
+    thresholds = np.unique(np.concatenate([select_without, select_with]))
+    candidates = criterion(*_upper_error_rates(select_without, select_with, thresholds, confidence))
+    candidates = np.where(np.isnan(candidates), -np.inf, candidates)
+    best = int(np.argmax(candidates))
+    return float(thresholds[best]), float(candidates[best])
 
-    Picking the best of many thresholds on the same runs it is evaluated on
+
+def _select_and_evaluate(without, with_, criterion, confidence):
+    """Choose the test on one half of the runs, bound its error rates on the other half.
+
+    Picking the best of many tests on the same runs they are evaluated on
     would overstate the bound (a multiple-testing bias); the held-out half
     sees one fixed test, so its Clopper-Pearson bounds are valid. How the
-    threshold is picked does not affect validity, only power.
+    test is picked does not affect validity, only power.
+
+    Both directions are tried: "canary present if score >= t" and, on
+    negated scores, "if score <= t". Differential privacy binds D and D' both
+    ways, so a statistic that the canary lowers is as good as one it raises
+    (a custom statistic, or a bug that pushes the wrong way).
     """
     select_without, eval_without = _halves(without)
     select_with, eval_with = _halves(with_)
-    thresholds = np.unique(np.concatenate([select_without, select_with]))
     ranking_confidence = max(confidence, _SELECTION_CONFIDENCE)
-    candidates = criterion(
-        *_upper_error_rates(select_without, select_with, thresholds, ranking_confidence)
-    )
-    candidates = np.where(np.isnan(candidates), -np.inf, candidates)
-    threshold = float(thresholds[int(np.argmax(candidates))])
-    bound = float(criterion(*_upper_error_rates(eval_without, eval_with, [threshold], confidence))[0])
-    false_positives, false_negatives = _error_counts(eval_without, eval_with, [threshold])
+    # sign +1: the test "score >= t"; sign -1: "-score >= -t", i.e. "score <= t".
+    choices = {
+        sign: _best_threshold(
+            sign * select_without, sign * select_with, criterion, ranking_confidence
+        )
+        for sign in (1.0, -1.0)
+    }
+    sign = max(choices, key=lambda key: choices[key][1])
+    threshold = choices[sign][0]
+    held_without, held_with = sign * eval_without, sign * eval_with
+    upper_rates = _upper_error_rates(held_without, held_with, [threshold], confidence)
+    bound = float(criterion(*upper_rates)[0])
+    false_positives, false_negatives = _error_counts(held_without, held_with, [threshold])
     return _Selection(
-        threshold=threshold,
+        threshold=sign * threshold,
+        direction="higher" if sign > 0 else "lower",
         bound=max(bound, 0.0) if not math.isnan(bound) else 0.0,
         true_positive_rate=1.0 - float(false_negatives[0]) / eval_with.size,
         false_positive_rate=float(false_positives[0]) / eval_without.size,
@@ -277,8 +301,8 @@ def _mu_selection(without, with_, confidence):
 def epsilon_lower_bound(scores_without, scores_with, delta, confidence=0.95):
     """Lower bound on epsilon from the scores of models trained without and with the canary.
 
-    The runs are split in halves: the threshold ``t`` of the test
-    ``score >= t`` is chosen on the first half of each sample, and
+    The runs are split in halves: the test ``score >= t`` (or ``score <= t``)
+    is chosen on the first half of each sample, and
     Clopper-Pearson upper bounds on its false positive rate (FPR) and false
     negative rate (FNR) are computed on the second half, jointly at
     ``confidence``. Then ``max(log((1 - delta - FNR) / FPR),
@@ -292,8 +316,8 @@ def epsilon_lower_bound(scores_without, scores_with, delta, confidence=0.95):
         Scores of models trained on D (runs independent and identically
         distributed, in any order).
     scores_with : array-like of shape (n_runs_with,)
-        Scores of models trained on D plus the canary; higher should mean
-        "canary present".
+        Scores of models trained on D plus the canary (a statistic the
+        canary raises, or lowers: both directions are tried).
     delta : float
         The delta of the guarantee being audited.
     confidence : float, default=0.95
@@ -375,10 +399,14 @@ class AuditResult:
         Fits per data set (``scores_without`` and ``scores_with`` each hold
         that many scores).
     true_positive_rate, false_positive_rate : float
-        Rates of the attack "canary present if score >= threshold" on the
+        Rates of the attack (see ``threshold`` and ``direction``) on the
         held-out half of the runs (point estimates, not bounds).
     threshold : float
         The threshold chosen for ``epsilon_lower_bound`` on the other half.
+    direction : {"higher", "lower"}
+        The attack says "canary present" when the score is at least the
+        threshold (``"higher"``, what the canary statistic is built for) or at
+        most the threshold (``"lower"``); both are tried on the selection half.
     scores_without, scores_with : ndarray of shape (n_runs,)
         The raw scores of the models trained without and with the canary.
     estimator_name : str or None
@@ -402,6 +430,7 @@ class AuditResult:
     true_positive_rate: float
     false_positive_rate: float
     threshold: float
+    direction: str
     scores_without: np.ndarray = dataclasses.field(repr=False, compare=False)
     scores_with: np.ndarray = dataclasses.field(repr=False, compare=False)
     estimator_name: str | None = None
@@ -438,13 +467,18 @@ class AuditResult:
                 f"sample rate {self.sample_rate:.4g}, {self.n_steps} steps"
             )
         lines += [
-            f"  claimed:              epsilon = {self.claimed_epsilon:.4g} at delta = {self.delta:.3g}",
-            f"  epsilon lower bound:  {self.epsilon_lower_bound:.4g}   (attack on held-out runs: "
-            f"TPR {self.true_positive_rate:.3f}, FPR {self.false_positive_rate:.3f})",
-            f"  mu lower bound (GDP): {self.mu_lower_bound:.4g}   -> epsilon {self.epsilon_from_mu:.4g} "
-            "if the privacy curve is Gaussian",
+            f"  claimed:              epsilon = {self.claimed_epsilon:.4g} "
+            f"at delta = {self.delta:.3g}",
+            f"  epsilon lower bound:  {self.epsilon_lower_bound:.4g}   (attack 'score "
+            f"{'>=' if self.direction == 'higher' else '<='} {self.threshold:.4g}' "
+            f"on held-out runs: TPR {self.true_positive_rate:.3f}, "
+            f"FPR {self.false_positive_rate:.3f})",
+            f"  mu lower bound (GDP): {self.mu_lower_bound:.4g}   -> epsilon "
+            f"{self.epsilon_from_mu:.4g} if the privacy curve is Gaussian",
         ]
-        if self.claim_refuted:
+        if math.isnan(self.claimed_epsilon):
+            verdict = "No claimed epsilon to compare with."
+        elif self.claim_refuted:
             verdict = "CLAIM REFUTED: the epsilon lower bound exceeds the claimed epsilon."
         elif self.epsilon_from_mu > self.claimed_epsilon:
             verdict = ("Gaussian-DP bound exceeds the claim: refuted if the privacy curve "
@@ -468,10 +502,10 @@ def audit_scores(scores_without, scores_with, *, delta, claimed_epsilon=math.nan
     scores_without : array-like of shape (n_runs,)
         Scores of models trained without the canary.
     scores_with : array-like of shape (n_runs,)
-        Scores of models trained with the canary; higher means "present".
-        Both samples must hold independent runs; they are split in halves in
-        the order given (first half: threshold selection, second half:
-        bounds).
+        Scores of models trained with the canary (higher or lower than
+        without: both directions are tried). Both samples must hold
+        independent runs; they are split in halves in the order given (first
+        half: choice of the test, second half: bounds).
     delta : float
         Delta of the guarantee being audited.
     claimed_epsilon : float, default=nan
@@ -502,6 +536,7 @@ def audit_scores(scores_without, scores_with, *, delta, claimed_epsilon=math.nan
         true_positive_rate=eps.true_positive_rate,
         false_positive_rate=eps.false_positive_rate,
         threshold=eps.threshold,
+        direction=eps.direction,
         scores_without=without,
         scores_with=with_,
     )
@@ -565,7 +600,9 @@ def make_canary_dataset(
     if task not in ("classification", "regression"):
         raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}.")
     if int(n_samples) < 1 or int(n_features) < 1:
-        raise ValueError(f"Need n_samples >= 1 and n_features >= 1; got {n_samples!r}, {n_features!r}.")
+        raise ValueError(
+            f"Need n_samples >= 1 and n_features >= 1; got {n_samples!r}, {n_features!r}."
+        )
     if not 0 <= canary_feature < n_features:
         raise ValueError(f"canary_feature must be in [0, {n_features}); got {canary_feature!r}.")
     rng = np.random.default_rng(random_state)
@@ -583,9 +620,17 @@ def make_canary_dataset(
 def _canary_direction(estimator, x_canary, y_canary, classes):
     """How the canary moves the weights, seen from the weights' starting point.
 
-    Returns the unit feature direction ``u`` of the canary and the unit
-    output-space direction ``c`` of its first (negated) gradient,
-    ``-d loss / d z`` at zero weights: the canary drags ``W u`` along ``c``.
+    Returns
+    -------
+    direction : ndarray of shape (n_features,)
+        The canary's unit feature vector ``u``.
+    push : ndarray of shape (n_outputs,)
+        Unit vector ``c`` along its negated gradient ``-d loss / d z`` at zero
+        weights: the canary drags ``W u`` along ``c``.
+    code : int
+        Loss code for the number of outputs.
+    y_encoded : float
+        The canary's target as the kernels see it.
     """
     norm = np.linalg.norm(x_canary)
     if not norm > 0:
@@ -651,7 +696,8 @@ def canary_score(model, x_canary, y_canary):
     """
     _check_estimator(model)
     classes = getattr(model, "classes_", None)
-    direction, push, _, _ = _canary_direction(model, np.asarray(x_canary, dtype=np.float64), y_canary, classes)
+    x_canary = np.asarray(x_canary, dtype=np.float64)
+    direction, push, _, _ = _canary_direction(model, x_canary, y_canary, classes)
     return _CanaryStatistic(direction, push, float(model.sigma))(model)
 
 
@@ -678,25 +724,30 @@ def _quietest_direction(X):
 
 @dataclasses.dataclass(frozen=True)
 class _WeightScale:
-    """Data-free Gaussian model of the canary's coordinate of the weights.
+    """Data-free scales of the weights, from the settings of a fit.
 
-    With the canary saturating the clip norm, that coordinate ends near
-    ``push`` with standard deviation ``noise`` (alpha's shrinkage ignored,
-    which only overstates both).
+    With the canary saturating the clip norm, its coordinate of the weights
+    ends near ``push`` with standard deviation ``noise``; no parameter can
+    drift further than ``drift`` (all clipped gradients aligned) plus noise.
+    alpha's shrinkage is ignored, which only overstates all three.
     """
 
     push: float
     noise: float
+    drift: float
 
 
 def _weight_scale(model, n_rows):
     """Push and noise of the canary coordinate, from a fitted model's settings."""
     etas = learning_rate_schedule(model.learning_rate, model.eta0, model.power_t, model.n_steps_)
-    expected_batch = model.sample_rate_ * n_rows
+    expected_batch = model.batch_size  # the public divisor of the noisy sum
     clip = float(model.clip_norm)
     noise = model.noise_multiplier_ * clip * math.sqrt(float(np.sum(etas**2))) / expected_batch
     push = clip * float(np.sum(etas)) * model.sample_rate_ / expected_batch
-    return _WeightScale(push=push, noise=noise)
+    # Each step moves a parameter by at most eta_t C |B_t| / b; twice the
+    # expected batch covers the Poisson fluctuation of |B_t|.
+    drift = 2.0 * clip * float(np.sum(etas))
+    return _WeightScale(push=push, noise=noise, drift=drift)
 
 
 def _classifier_canary_scale(scale, push, code, y_encoded, clip_norm, fit_intercept):
@@ -712,7 +763,8 @@ def _classifier_canary_scale(scale, push, code, y_encoded, clip_norm, fit_interc
     rng = np.random.default_rng(0)  # A fixed sample: the choice must be reproducible.
     n_outputs = push.shape[0]
     t = rng.uniform(size=(_WEIGHT_SAMPLES, 1))
-    weights = scale.push * t * push + scale.noise * np.sqrt(t) * rng.standard_normal((_WEIGHT_SAMPLES, n_outputs))
+    xi = rng.standard_normal((_WEIGHT_SAMPLES, n_outputs))
+    weights = scale.push * t * push + scale.noise * np.sqrt(t) * xi
     intercept = 1.0 if fit_intercept else 0.0
     best_scale, best_share = None, -1.0
     for magnitude in _CLASSIFIER_SCALES * clip_norm:
@@ -731,14 +783,16 @@ def _classifier_canary_scale(scale, push, code, y_encoded, clip_norm, fit_interc
 def _regression_canary(model, scale):
     """Magnitude and target of a regression canary that always saturates the clip norm.
 
-    Its target sits far beyond any prediction the noisy weights can make, so
-    the residual keeps its sign and its size (``|r| >= 1`` for squared error
-    and epsilon-insensitive, ``= loss_threshold`` for Huber).
+    Its target sits far beyond any prediction the noisy weights can make
+    (coefficient along the canary times its size, plus the intercept, each
+    bounded by the drift and six noise standard deviations), so the residual
+    keeps its sign and its size (``|r| >= 1`` for squared error and
+    epsilon-insensitive, ``= loss_threshold`` for Huber).
     """
     clip = float(model.clip_norm)
     smallest_residual = float(model.loss_threshold) if model.loss == "huber" else 1.0
     magnitude = _SATURATION_FACTOR * clip / smallest_residual
-    reach = magnitude * (scale.push + _WEIGHT_REACH_SD * scale.noise)
+    reach = (magnitude + 1.0) * (scale.drift + _WEIGHT_REACH_SD * scale.noise)
     target = _TARGET_HEADROOM * (reach + float(model.loss_threshold) + 1.0)
     return magnitude, target
 
@@ -752,7 +806,9 @@ def _auto_canary(estimator, X, y, classes):
         label = 1.0
     # One fit with a unit canary gives the data-free quantities (z, q, T)
     # that the canary's size is tuned to; they do not depend on the size.
-    reference = clone(estimator).fit(np.vstack([X, direction]), _append(y, label))
+    reference = clone(estimator).set_params(random_state=0).fit(
+        np.vstack([X, direction]), _append(y, label)
+    )
     scale = _weight_scale(reference, X.shape[0] + 1)
     fit_intercept = bool(estimator.fit_intercept)
     if not is_classifier(estimator):
@@ -779,8 +835,8 @@ def _check_estimator(estimator):
 
 
 def _append(y, label):
-    y = np.asarray(y)
-    return np.concatenate([y, np.asarray([label], dtype=y.dtype if y.dtype != object else object)])
+    """``y`` with one more entry (numpy promotes the dtype if the label needs it)."""
+    return np.concatenate([np.asarray(y), np.asarray([label])])
 
 
 def _default_background(estimator, random_state):
@@ -897,7 +953,9 @@ def audit_epsilon(
 
     if X is None:
         X, y = _default_background(estimator, np.random.default_rng(background_seed))
-    X = np.ascontiguousarray(np.asarray(X, dtype=np.float64))
+    X = np.asarray(X)
+    # float32 data keeps float32 training; anything else becomes float64.
+    X = np.ascontiguousarray(X, dtype=X.dtype if X.dtype == np.float32 else np.float64)
     y = np.asarray(y)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"X must be 2-D and y 1-D with as many rows; got {X.shape} and {y.shape}.")
@@ -907,7 +965,7 @@ def audit_epsilon(
         declared = estimator.classes
         label = None if canary is None else canary[1]
         classes = np.unique(np.asarray(declared)) if declared is not None else np.unique(
-            np.concatenate([y, [label]]) if label is not None else y
+            _append(y, label) if label is not None else y
         )
         estimator.set_params(classes=classes)
     if canary is None:
@@ -918,7 +976,7 @@ def audit_epsilon(
             raise ValueError(f"x_canary must have shape ({X.shape[1]},); got {x_canary.shape}.")
     direction, push, _, _ = _canary_direction(estimator, x_canary, y_canary, classes)
     statistic = _CanaryStatistic(direction, push, float(estimator.sigma))
-    X_with = np.ascontiguousarray(np.vstack([X, x_canary]))
+    X_with = np.ascontiguousarray(np.vstack([X, x_canary.astype(X.dtype)]))
     y_with = _append(y, y_canary)
 
     seeds = run_seeds.generate_state(2 * n_runs, dtype=np.uint64)

@@ -86,7 +86,10 @@ _SHARED_PARAMETER_DOCS = {
     batch_size : int, default=256
         Expected batch size b. Each step includes every row independently
         with probability ``q = min(1, batch_size / n_samples)`` (Poisson
-        sampling) and divides the noisy gradient sum by ``q * n_samples``.
+        sampling) and divides the noisy gradient sum by ``batch_size``, a
+        public constant (never by the realised batch size, nor by the
+        number of rows when ``batch_size >= n_samples``: both depend on the
+        private data).
 
     max_iter : int, default=20
         Number of epochs. The number of steps is
@@ -192,7 +195,10 @@ class BaseDPLSSGD(BaseEstimator):
     _parameter_constraints = {
         "epsilon": [Interval("real", 0, math.inf, closed="right")],
         "delta": [Interval("real", 0, 1, closed="neither")],
-        "sigma": [Interval("real", 0, None, closed="left")],
+        # Beyond about 1e12 the smoothing is already a projection onto the
+        # mean of the coefficients, and omega = 1 - O(sigma^-1/2) is no longer
+        # distinguishable from 1 in float64.
+        "sigma": [Interval("real", 0, 1e12, closed="both")],
         "clip_norm": [Interval("real", 0, None, closed="neither")],
         "alpha": [Interval("real", 0, None, closed="left")],
         "fit_intercept": [Options(bool, (True, False))],
@@ -294,6 +300,7 @@ class BaseDPLSSGD(BaseEstimator):
             clip_norm=float(self.clip_norm),
             noise_multiplier=calibration.noise_multiplier,
             sample_rate=sample_rate,
+            batch_size=self.batch_size,
             n_steps=n_steps,
             n_epochs=self.max_iter,
             learning_rates=learning_rate_schedule(

@@ -1,5 +1,7 @@
 """DPLSSGDClassifier: differentially private linear classification."""
 
+import math
+import numbers
 import warnings
 
 import numpy as np
@@ -15,14 +17,56 @@ from ._validation import Options, PrivacyLeakWarning
 __all__ = ["DPLSSGDClassifier"]
 
 
+def _is_missing(label):
+    """None, a float NaN or pandas' NA (checked by name: pandas is optional)."""
+    if label is None or type(label).__name__ == "NAType":
+        return True
+    return isinstance(label, (float, np.floating)) and math.isnan(label)
+
+
+def _label_kinds(labels):
+    """The kinds ("str", "number", ...) of an iterable of scalar labels."""
+    return {
+        "str" if isinstance(label, str)
+        else "number" if isinstance(label, (numbers.Number, np.number))
+        else type(label).__name__
+        for label in labels
+    }
+
+
+def _check_label_values(y):
+    """Refuse missing labels and labels of mixed types before NumPy coerces them.
+
+    ``np.asarray(["a", 1])`` silently turns 1 into "1", and an object array
+    mixing str and int fails deep inside NumPy's sorting; both deserve a clear
+    message naming the problem.
+    """
+    if isinstance(y, (list, tuple)):
+        labels = [label for label in y if np.ndim(label) == 0]
+    else:
+        array = np.asarray(y)
+        if array.dtype.kind != "O":
+            return
+        labels = array.ravel().tolist()
+    if any(_is_missing(label) for label in labels):
+        raise ValueError("y contains missing labels (None, NaN or pd.NA).")
+    kinds = _label_kinds(labels)
+    if len(kinds) > 1:
+        raise TypeError(
+            f"y contains labels of mixed types ({', '.join(sorted(kinds))}); "
+            "use labels of a single type."
+        )
+
+
 def _check_classes(value):
     if value is None:
         return None
-    try:
-        n_unique = len(np.unique(np.asarray(value)))
-    except TypeError:
-        return f"must be None or an array-like of labels of one type; got {value!r}."
-    if np.ndim(value) != 1 or n_unique < 2:
+    labels = np.asarray(value, dtype=object).ravel().tolist() if np.ndim(value) else [value]
+    if np.ndim(value) != 1 or any(_is_missing(label) for label in labels):
+        return f"must be a 1-d array-like of class labels without missing values; got {value!r}."
+    if len(_label_kinds(labels)) > 1:
+        return f"must list labels of a single type; got {value!r}."
+    if len(np.unique(np.asarray(value))) < 2:
         return f"must list at least two distinct class labels; got {value!r}."
     return None
 
@@ -189,6 +233,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self : DPLSSGDClassifier
             The fitted estimator.
         """
+        _check_label_values(y)
         params = self._fit(X, y)
         n_features = params.shape[1] - 1
         self.coef_ = params[:, :n_features].copy()

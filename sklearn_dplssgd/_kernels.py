@@ -33,6 +33,7 @@ from ._losses import (
 )
 
 __all__ = [
+    "compute_row_norms",
     "noisy_clipped_gradient_sum",
     "sgd_step",
     "smooth_rows",
@@ -40,9 +41,13 @@ __all__ = [
     "PARALLEL_MIN_WORK",
 ]
 
-# Reassociation lets LLVM vectorise the dot products; NaN and inf keep their
-# IEEE meaning (no 'nnan'/'ninf') so a diverging fit is still detected.
+# Reassociation lets LLVM vectorise reductions; NaN and inf keep their IEEE
+# meaning (no 'nnan'/'ninf') so a diverging fit is still detected. It is NOT
+# used where per-sample clipping is computed: reassociated, the clip factor
+# of an extreme sample can overflow or underflow (see _clipped_residual).
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
+# Fused multiply-add only: exact-order arithmetic otherwise.
+_CONTRACT_ONLY = {"contract"}
 
 # Relative size below which a term of a geometric series cannot change a
 # float64 sum.
@@ -102,9 +107,46 @@ def _residual(code, margins, target, threshold, out):
             out[rival] = 1.0
 
 
+@njit(cache=True, nogil=True)
+def _clipped_residual(residual, residual_norm, feature_norm, clip_norm, out):
+    """``out = r * min(1, C / (||r|| ||[x, 1]||))``, safe at extreme scales.
+
+    Compiled, and inlined into a caller compiled, without reassociation on
+    purpose: ``r / ||r||`` must be formed before it is multiplied by
+    ``C / ||[x, 1]||``. Reassociated, the product can overflow
+    (1e300 * 1e294) or the factor underflow (1e-6 / 1e400) and drop a row
+    that should have been clipped.
+    """
+    if feature_norm > 0.0 and residual_norm > clip_norm / feature_norm:
+        allowed = clip_norm / feature_norm
+        for k in range(residual.shape[0]):
+            out[k] = (residual[k] / residual_norm) * allowed
+    else:
+        for k in range(residual.shape[0]):
+            out[k] = residual[k]
+
+
 @njit(cache=True, fastmath=_FASTMATH, nogil=True)
+def _row_margins(params, x, n_features, margins):
+    """``margins[k] = params[k, :d] . x + params[k, d]`` (vectorised).
+
+    A separate function so that its reassociation (needed to vectorise the
+    dot products) stays out of the clipping arithmetic: Numba applies a
+    function's fastmath flags to everything compiled into it, callees
+    included (see _clipped_residual).
+    """
+    for k in range(params.shape[0]):
+        weights = params[k]
+        # The intercept column stays exactly 0 without an intercept.
+        acc = weights[n_features]
+        for j in range(n_features):
+            acc += weights[j] * x[j]
+        margins[k] = acc
+
+
+@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
 def _accumulate_rows(
-    X, y, rows, start, stop, params, row_sq_norms, code, threshold, clip_norm,
+    X, y, rows, start, stop, params, row_norms, code, threshold, clip_norm,
     fit_intercept, grad,
 ):
     """Add the clipped gradients of ``rows[start:stop]`` to ``grad``."""
@@ -119,23 +161,22 @@ def _accumulate_rows(
     for position in range(start, stop):
         i = rows[position]
         x = X[i]
-        for k in range(n_outputs):
-            weights = params[k]
-            # The intercept column stays exactly 0 without an intercept.
-            acc = weights[n_features]
-            for j in range(n_features):
-                acc += weights[j] * x[j]
-            margins[k] = acc
+        _row_margins(params, x, n_features, margins)
         _residual(code, margins, y[i], threshold, residual)
-        residual_sq = 0.0
-        for k in range(n_outputs):
-            residual_sq += residual[k] * residual[k]
-        grad_norm = math.sqrt(residual_sq * (row_sq_norms[i] + intercept_term))
+        # ||g_i|| = ||r_i|| ||[x_i, 1]||. Compared as ||r_i|| > C / ||[x_i, 1]||
+        # so that a huge residual (a regression target of 1e200) is clipped
+        # rather than overflowing the product to inf and being dropped.
+        if n_outputs == 1:
+            residual_norm = abs(residual[0])
+        else:
+            residual_sq = 0.0
+            for k in range(n_outputs):
+                residual_sq += residual[k] * residual[k]
+            residual_norm = math.sqrt(residual_sq)
+        feature_norm = math.hypot(row_norms[i], intercept_term)
         # Per-sample clipping of the WHOLE parameter gradient (all outputs,
         # coefficients and intercept together): sensitivity C, not sqrt(K) C.
-        scale = clip_norm / grad_norm if grad_norm > clip_norm else 1.0
-        for k in range(n_outputs):
-            scaled[k] = residual[k] * scale
+        _clipped_residual(residual, residual_norm, feature_norm, clip_norm, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -147,14 +188,46 @@ def _accumulate_rows(
 
 @njit(cache=True, nogil=True)
 def _noisy_sum_serial(
-    X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
     noise, grad,
 ):
     grad[:, :] = noise
     _accumulate_rows(
-        X, y, rows, 0, rows.shape[0], params, row_sq_norms, code, threshold,
+        X, y, rows, 0, rows.shape[0], params, row_norms, code, threshold,
         clip_norm, fit_intercept, grad,
     )
+
+
+@njit(cache=True, nogil=True)
+def compute_row_norms(X):
+    """L2 norm of every row, in float64, without overflow or underflow.
+
+    Each row is scaled by its largest absolute entry before squaring, so rows
+    of magnitude 1e-300 or 1e300 get their true norm (a plain sum of squares
+    would give 0 or inf, and clipping would then drop or keep the row whole).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d)
+
+    Returns
+    -------
+    norms : ndarray of shape (n_samples,), float64
+    """
+    norms = np.empty(X.shape[0], dtype=np.float64)
+    for i in range(X.shape[0]):
+        largest = 0.0
+        for j in range(X.shape[1]):
+            largest = max(largest, abs(float(X[i, j])))
+        if largest == 0.0 or not math.isfinite(largest):
+            norms[i] = largest
+            continue
+        total = 0.0
+        for j in range(X.shape[1]):
+            scaled = float(X[i, j]) / largest
+            total += scaled * scaled
+        norms[i] = largest * math.sqrt(total)
+    return norms
 
 
 # One pool per thread count, kept for the life of the process. Plain threads
@@ -173,7 +246,7 @@ def _pool(n_threads):
 
 
 def _noisy_sum_threaded(
-    X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
     noise, grad, n_threads,
 ):
     """Split the batch over threads; each sums its part into its own buffer."""
@@ -185,7 +258,7 @@ def _noisy_sum_threaded(
     futures = [
         _pool(n_threads).submit(
             _noisy_sum_serial, X, y, rows[bounds[i]:bounds[i + 1]], params,
-            row_sq_norms, code, threshold, clip_norm, fit_intercept, starts[i],
+            row_norms, code, threshold, clip_norm, fit_intercept, starts[i],
             outputs[i],
         )
         for i in range(n_threads)
@@ -196,7 +269,7 @@ def _noisy_sum_threaded(
 
 
 def noisy_clipped_gradient_sum(
-    X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
     noise, grad, n_threads=1,
 ):
     """``grad = noise + sum_{i in rows} clip_C(gradient of sample i)``.
@@ -210,8 +283,8 @@ def noisy_clipped_gradient_sum(
         The batch (indices into ``X``); may be empty.
     params : ndarray of shape (K, d + 1), dtype of ``X``
         Coefficients with the intercept in the last column.
-    row_sq_norms : ndarray of shape (n_samples,), float64
-        ``||x_i||^2`` (computed once per fit).
+    row_norms : ndarray of shape (n_samples,), float64
+        ``||x_i||`` from :func:`row_norms` (computed once per fit).
     code : int
         Loss code.
     threshold : float
@@ -230,12 +303,12 @@ def noisy_clipped_gradient_sum(
     work = rows.shape[0] * params.shape[0] * X.shape[1]
     if n_threads > 1 and work >= PARALLEL_MIN_WORK:
         _noisy_sum_threaded(
-            X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+            X, y, rows, params, row_norms, code, threshold, clip_norm,
             fit_intercept, noise, grad, n_threads,
         )
     else:
         _noisy_sum_serial(
-            X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+            X, y, rows, params, row_norms, code, threshold, clip_norm,
             fit_intercept, noise, grad,
         )
 

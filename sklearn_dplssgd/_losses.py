@@ -214,7 +214,11 @@ def clipped_gradient_sum_reference(
     # Explicit per-sample gradients of all parameters together: (b, K, d + 1).
     features = np.hstack([X_batch, np.ones((len(rows), 1))]) if fit_intercept else X_batch
     per_sample = residuals[:, :, None] * features[:, None, :]
-    norms = np.sqrt((per_sample**2).sum(axis=(1, 2)))
+    # Norms computed on rescaled gradients so that huge entries do not
+    # overflow when squared.
+    largest = np.abs(per_sample).max(axis=(1, 2), initial=0.0)
+    safe = np.where(largest > 0, largest, 1.0)
+    norms = safe * np.sqrt(((per_sample / safe[:, None, None]) ** 2).sum(axis=(1, 2)))
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(norms > clip_norm, clip_norm / norms, 1.0)
     clipped = per_sample * scale[:, None, None]

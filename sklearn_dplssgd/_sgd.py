@@ -10,7 +10,12 @@ import math
 
 import numpy as np
 
-from ._kernels import noisy_clipped_gradient_sum, sgd_step, smoothing_omega
+from ._kernels import (
+    compute_row_norms,
+    noisy_clipped_gradient_sum,
+    sgd_step,
+    smoothing_omega,
+)
 
 __all__ = [
     "LEARNING_RATES",
@@ -75,7 +80,9 @@ def learning_rate_schedule(learning_rate, eta0, power_t, n_steps):
     if learning_rate == "inverse_time":
         return eta0 / t
     if learning_rate == "invscaling":
-        return eta0 / t**power_t
+        # t ** -power_t underflows quietly to 0 for huge exponents, where
+        # eta0 / t ** power_t would overflow first.
+        return eta0 * t ** (-power_t)
     raise ValueError(
         f"Unknown learning_rate {learning_rate!r}; expected one of {LEARNING_RATES}."
     )
@@ -128,6 +135,7 @@ def train_dp_lssgd(
     clip_norm,
     noise_multiplier,
     sample_rate,
+    batch_size,
     n_steps,
     n_epochs,
     learning_rates,
@@ -155,8 +163,12 @@ def train_dp_lssgd(
     noise_multiplier : float
         z: the noise on the clipped sum has standard deviation ``z * C``.
     sample_rate : float
-        q; the noisy sum is divided by the expected batch size ``q * n``,
-        never by the realised one (which depends on the data).
+        q, the Poisson sampling rate.
+    batch_size : int
+        The user's expected batch size b. The noisy sum is divided by it:
+        never by the realised batch size, and not by ``q * n`` either, which
+        equals b when ``q < 1`` but is the number of rows n (private under
+        add/remove adjacency) for full batches.
     n_steps : int
         T.
     n_epochs : int
@@ -184,14 +196,12 @@ def train_dp_lssgd(
     dtype = X.dtype
     params = np.zeros((n_outputs, n_features + 1), dtype=dtype)
     grad = np.empty_like(params)
-    row_sq_norms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    if not np.isfinite(row_sq_norms).all():
+    row_norms = compute_row_norms(X)
+    if not np.isfinite(row_norms).all():
         raise ValueError(
-            "Some rows of X have a squared L2 norm that overflows float64 (features "
-            "of magnitude about 1e154 or more): rescale the features by a known "
-            "bound before training."
+            "Some rows of X have an L2 norm that overflows float64: rescale the "
+            "features by a known bound before training."
         )
-    expected_batch = sample_rate * n_samples
     noise_std = noise_multiplier * clip_norm
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
     # Computed once per fit; the compiled step solves A_sigma u = g exactly in
@@ -216,11 +226,11 @@ def train_dp_lssgd(
             step = chunk_start + local_step
             noisy_clipped_gradient_sum(
                 X, y, rows[offsets[local_step]:offsets[local_step + 1]], params,
-                row_sq_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
+                row_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
                 noise[local_step], grad, n_threads,
             )
             eta = learning_rates[step]
-            sgd_step(params, grad, eta / expected_batch, 1.0 - eta * alpha, n_features,
+            sgd_step(params, grad, eta / batch_size, 1.0 - eta * alpha, n_features,
                      omega, sigma)
             if step + 1 == epoch_ends[next_epoch]:
                 next_epoch += 1

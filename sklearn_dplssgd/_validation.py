@@ -50,7 +50,10 @@ class Interval:
         return isinstance(value, numbers.Real)
 
     def value_ok(self, value):
-        if isinstance(value, float) and math.isnan(value):
+        # Compare as Python numbers: a float16 or int8 value would otherwise
+        # cast the bounds to its own narrow type.
+        value = int(value) if self.kind == "integral" else float(value)
+        if math.isnan(value):
             return False
         low_ok = (
             self.low is None

@@ -24,11 +24,12 @@ The method
    ``c`` is chosen so that the canary raises the score. For a sample rate of
    1 the two score distributions are Gaussians whose distance is the
    mechanism's mu, so the audit can come close to the truth.
-3. **Bounds.** The runs are split in halves. On the first, the threshold of
-   the test ``score >= t`` that maximises the bound is chosen; on the
-   second, exact Clopper-Pearson upper bounds on its false positive and false
-   negative rates are computed, jointly at the requested confidence (each
-   one-sided bound at ``1 - (1 - confidence) / 2``). Then
+3. **Bounds.** The runs are split in halves. On the first, the test
+   ``score >= t`` (or ``score <= t``: DP binds both data sets both ways) that
+   maximises the bound is chosen; on the second, exact Clopper-Pearson upper
+   bounds on its false positive and false negative rates are computed,
+   jointly at the requested confidence (each one-sided bound at
+   ``1 - (1 - confidence) / 2``). Then
 
    * ``epsilon_lower_bound = max(log((1 - delta - FNR) / FPR),
      log((1 - delta - FPR) / FNR))``, valid for any mechanism;

@@ -5,6 +5,7 @@ import pytest
 
 from sklearn_dplssgd._kernels import (
     PARALLEL_MIN_WORK,
+    compute_row_norms,
     noisy_clipped_gradient_sum,
     sgd_step,
     smoothing_omega,
@@ -50,17 +51,17 @@ def _problem(code, n_outputs, dtype, fit_intercept, seed, n_samples=60, n_featur
     params = rng.normal(size=(n_outputs, n_features + 1)).astype(dtype)
     if not fit_intercept:
         params[:, -1] = 0
-    row_sq_norms = np.einsum("ij,ij->i", X.astype(float), X.astype(float))
-    return X, y, params, row_sq_norms
+    row_norms = np.linalg.norm(X.astype(float), axis=1)
+    return X, y, params, row_norms
 
 
-def _kernel(X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+def _kernel(X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
             noise=None, n_threads=1):
     grad = np.empty_like(params)
     if noise is None:
         noise = np.zeros_like(params)
     noisy_clipped_gradient_sum(
-        X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_intercept,
+        X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
         noise, grad, n_threads,
     )
     return grad
@@ -71,12 +72,12 @@ def _kernel(X, y, rows, params, row_sq_norms, code, threshold, clip_norm, fit_in
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("clip_norm", [0.3, 1e6])
 def test_kernel_matches_oracle(code, n_outputs, fit_intercept, dtype, clip_norm):
-    X, y, params, row_sq_norms = _problem(code, n_outputs, dtype, fit_intercept, seed=code)
+    X, y, params, row_norms = _problem(code, n_outputs, dtype, fit_intercept, seed=code)
     rows = np.sort(np.random.default_rng(1).choice(len(X), 25, replace=False)).astype(np.int64)
     noise = np.random.default_rng(2).normal(size=params.shape).astype(dtype)
     if not fit_intercept:
         noise[:, -1] = 0
-    grad = _kernel(X, y, rows, params, row_sq_norms, code, 0.5, clip_norm, fit_intercept, noise)
+    grad = _kernel(X, y, rows, params, row_norms, code, 0.5, clip_norm, fit_intercept, noise)
     assert grad.dtype == dtype
     d = X.shape[1]
     ref_coef, ref_intercept = clipped_gradient_sum_reference(
@@ -93,12 +94,12 @@ def test_kernel_matches_oracle(code, n_outputs, fit_intercept, dtype, clip_norm)
 @pytest.mark.parametrize("code, n_outputs", CASES)
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_each_clipped_per_sample_gradient_is_within_clip_norm(code, n_outputs, fit_intercept):
-    X, y, params, row_sq_norms = _problem(code, n_outputs, np.float64, fit_intercept, seed=7)
+    X, y, params, row_norms = _problem(code, n_outputs, np.float64, fit_intercept, seed=7)
     params *= 5  # large margins: most gradients are far above the bound
     clip_norm = 0.25
     norms = []
     for i in range(len(X)):
-        grad = _kernel(X, y, np.array([i]), params, row_sq_norms, code, 0.5, clip_norm,
+        grad = _kernel(X, y, np.array([i]), params, row_norms, code, 0.5, clip_norm,
                        fit_intercept)
         norms.append(np.linalg.norm(grad))
         # The whole vector (all outputs and the intercept) is clipped at once.
@@ -110,21 +111,21 @@ def test_each_clipped_per_sample_gradient_is_within_clip_norm(code, n_outputs, f
 
 
 def test_empty_batch_returns_the_noise():
-    X, y, params, row_sq_norms = _problem(LOG_LOSS_MULTINOMIAL, 4, np.float64, True, seed=3)
+    X, y, params, row_norms = _problem(LOG_LOSS_MULTINOMIAL, 4, np.float64, True, seed=3)
     noise = np.random.default_rng(0).normal(size=params.shape)
-    grad = _kernel(X, y, np.empty(0, dtype=np.int64), params, row_sq_norms,
+    grad = _kernel(X, y, np.empty(0, dtype=np.int64), params, row_norms,
                    LOG_LOSS_MULTINOMIAL, 0.0, 1.0, True, noise)
     np.testing.assert_array_equal(grad, noise)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_parallel_kernel_matches_serial(dtype):
-    X, y, params, row_sq_norms = _problem(LOG_LOSS_MULTINOMIAL, 10, dtype, True, seed=5,
+    X, y, params, row_norms = _problem(LOG_LOSS_MULTINOMIAL, 10, dtype, True, seed=5,
                                           n_samples=3000, n_features=64)
     rows = np.arange(len(X), dtype=np.int64)
     assert len(rows) * 10 * 64 >= PARALLEL_MIN_WORK
-    serial = _kernel(X, y, rows, params, row_sq_norms, LOG_LOSS_MULTINOMIAL, 0.0, 1.0, True)
-    parallel = _kernel(X, y, rows, params, row_sq_norms, LOG_LOSS_MULTINOMIAL, 0.0, 1.0,
+    serial = _kernel(X, y, rows, params, row_norms, LOG_LOSS_MULTINOMIAL, 0.0, 1.0, True)
+    parallel = _kernel(X, y, rows, params, row_norms, LOG_LOSS_MULTINOMIAL, 0.0, 1.0,
                        True, n_threads=2)
     tol = 1e-10 if dtype == np.float64 else 1e-4
     np.testing.assert_allclose(parallel, serial, rtol=tol, atol=tol)
@@ -177,3 +178,20 @@ def test_loss_code_names():
     assert loss_code("hinge", 3) == HINGE_CRAMMER_SINGER
     with pytest.raises(ValueError, match="Unknown loss"):
         loss_code("perceptron")
+
+
+def test_row_norms_neither_overflow_nor_underflow():
+    X = np.array([[3e-300, 4e-300], [3e300, 4e300], [0.0, 0.0], [3.0, -4.0]])
+    np.testing.assert_allclose(compute_row_norms(X), [5e-300, 5e300, 0.0, 5.0], rtol=1e-15)
+    X32 = np.array([[3e-30, 4e-30], [3e30, 4e30]], dtype=np.float32)
+    np.testing.assert_allclose(compute_row_norms(X32), [5e-30, 5e30], rtol=1e-6)
+
+
+def test_huge_residuals_are_clipped_not_dropped():
+    """A residual of 1e200 times a feature of 1e-150 must be clipped to C."""
+    for x, target in [(1.0, 1e200), (1e-150, 1e155), (1e-300, 1e300)]:
+        X = np.array([[x]])
+        params = np.zeros((1, 2))
+        grad = _kernel(X, np.array([target]), np.array([0]), params, compute_row_norms(X),
+                       SQUARED_ERROR, 0.0, 1e-6, False)
+        assert grad[0, 0] == pytest.approx(-1e-6, rel=1e-9)

@@ -1,0 +1,421 @@
+"""Tests of the empirical privacy audit (sklearn_dplssgd.audit).
+
+Three layers:
+
+* the statistics (Clopper-Pearson, Gaussian-DP conversion, threshold
+  selection) against scipy, dp-accounting and simulated scores;
+* the canary statistic against the noise actually drawn by a fit;
+* end-to-end audits through the estimators' public ``fit``: the correct
+  estimators stay below their claim, and deliberately broken trainers,
+  injected by monkeypatching the clipped-gradient kernel that the training
+  loop calls, are caught with a wide margin. An audit that cannot catch a
+  broken trainer proves nothing, so each broken trainer is paired with the
+  correct one on the same settings.
+
+Every audit is seeded; fits use few steps (at a sample rate of 1 the
+mechanism's mu, sqrt(T) / z, does not depend on T), so the file runs in
+well under a minute.
+"""
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pytest
+from dp_accounting import gaussian_mechanism
+from scipy import stats
+
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
+from sklearn_dplssgd import _sgd
+from sklearn_dplssgd.audit import (
+    AuditResult,
+    audit_epsilon,
+    audit_scores,
+    canary_score,
+    clopper_pearson_upper,
+    epsilon_lower_bound,
+    gdp_delta,
+    gdp_epsilon,
+    make_canary_dataset,
+    mu_lower_bound,
+)
+from sklearn_dplssgd._sgd import learning_rate_schedule
+
+DELTA = 1e-5
+ORIGINAL_KERNEL = _sgd.noisy_clipped_gradient_sum
+
+
+# ---------------------------------------------------------------------------
+# Broken trainers: wrappers around the real kernel, same signature
+# ---------------------------------------------------------------------------
+
+
+def no_clipping(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+                fit_intercept, noise, grad, n_threads=1):
+    """Per-sample gradients summed without clipping (noise still z * C)."""
+    ORIGINAL_KERNEL(X, y, rows, params, row_sq_norms, code, threshold, math.inf,
+                    fit_intercept, noise, grad, n_threads)
+
+
+def batch_clipping(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+                   fit_intercept, noise, grad, n_threads=1):
+    """Clip the batch's gradient sum instead of each sample's (seeds/003's code)."""
+    ORIGINAL_KERNEL(X, y, rows, params, row_sq_norms, code, threshold, math.inf,
+                    fit_intercept, np.zeros_like(noise), grad, n_threads)
+    norm = np.linalg.norm(grad)
+    if norm > clip_norm:
+        grad *= clip_norm / norm
+    grad += noise
+
+
+def mean_noise(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+               fit_intercept, noise, grad, n_threads=1):
+    """Noise with standard deviation z C / b on the sum, as if it were for the mean.
+
+    Used with a sample rate of 1, where the expected batch b is all rows.
+    """
+    ORIGINAL_KERNEL(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+                    fit_intercept, noise / X.shape[0], grad, n_threads)
+
+
+# ---------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trials", [1, 7, 100, 2500])
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.975])
+def test_clopper_pearson_matches_scipy_binomtest(trials, confidence):
+    counts = np.unique(np.linspace(0, trials, 9).astype(int))
+    got = clopper_pearson_upper(counts, trials, confidence)
+    expected = [
+        stats.binomtest(int(k), trials, alternative="less")
+        .proportion_ci(confidence_level=confidence, method="exact").high
+        for k in counts
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+    assert clopper_pearson_upper(trials, trials, confidence) == 1.0
+    # Zero successes: the closed form 1 - (1 - confidence)^(1 / n).
+    np.testing.assert_allclose(
+        clopper_pearson_upper(0, trials, confidence), 1 - (1 - confidence) ** (1 / trials)
+    )
+
+
+def test_clopper_pearson_rejects_bad_counts():
+    with pytest.raises(ValueError):
+        clopper_pearson_upper(5, 4)
+    with pytest.raises(ValueError):
+        clopper_pearson_upper(1, 4, confidence=1.0)
+
+
+@pytest.mark.parametrize("mu", [0.1, 0.25, 0.5, 1.0, 2.0, 4.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-8])
+def test_gdp_epsilon_matches_dp_accounting(mu, delta):
+    # mu-GDP is the Gaussian mechanism with noise 1 / mu at sensitivity 1,
+    # for which dp-accounting has an exact (epsilon, delta) conversion.
+    expected = gaussian_mechanism.get_epsilon_gaussian(1.0 / mu, delta)
+    assert gdp_epsilon(mu, delta) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    assert gdp_delta(gdp_epsilon(mu, delta), mu) == pytest.approx(delta, rel=1e-6)
+
+
+def test_gdp_known_values():
+    assert gdp_epsilon(1.0, 1e-5) == pytest.approx(4.3772, abs=1e-4)
+    assert gdp_epsilon(0.0, 1e-5) == 0.0
+    assert gdp_epsilon(math.inf, 1e-5) == math.inf
+    # At epsilon 0, delta is the total variation distance 2 Phi(mu / 2) - 1.
+    assert gdp_delta(0.0, 1.0) == pytest.approx(2 * stats.norm.cdf(0.5) - 1)
+
+
+def test_identical_scores_give_zero_bounds():
+    scores = np.random.default_rng(0).standard_normal(1000)
+    assert epsilon_lower_bound(scores, scores, DELTA) == 0.0
+    assert mu_lower_bound(scores, scores) == 0.0
+
+
+def test_separated_scores_reach_the_sample_size_limit():
+    # Perfect separation: no errors on the held-out half (n runs of each),
+    # so both error rates are bounded by 1 - 0.025^(1/n) (each bound at
+    # 97.5% for a joint 95%), and nothing better can be certified.
+    n_runs = 400
+    without, with_ = np.zeros(n_runs), np.ones(n_runs)
+    held_out = n_runs - n_runs // 2
+    upper = 1 - 0.025 ** (1 / held_out)
+    assert epsilon_lower_bound(without, with_, DELTA) == pytest.approx(
+        math.log((1 - DELTA - upper) / upper)
+    )
+    assert mu_lower_bound(without, with_) == pytest.approx(2 * stats.norm.isf(upper))
+
+
+def test_threshold_is_evaluated_on_held_out_runs():
+    # The first halves are perfectly separated, the second halves identical:
+    # a bound computed on the runs that chose the threshold would be large.
+    rng = np.random.default_rng(1)
+    noise = rng.standard_normal(200)
+    without = np.concatenate([rng.standard_normal(200), noise])
+    with_ = np.concatenate([rng.standard_normal(200) + 100.0, noise])
+    assert epsilon_lower_bound(without, with_, DELTA) == 0.0
+    assert mu_lower_bound(without, with_) == 0.0
+
+
+@pytest.mark.parametrize("mu", [0.0, 1.0, 3.0])
+def test_bounds_hold_with_the_stated_confidence(mu):
+    # Simulated audits of an exactly mu-GDP mechanism (two unit Gaussians mu
+    # apart): the bounds may exceed the truth in at most 5% of audits.
+    rng = np.random.default_rng(2)
+    n_audits, n_runs = 300, 200
+    true_epsilon = gdp_epsilon(mu, DELTA) if mu > 0 else 0.0
+    eps_misses = mu_misses = 0
+    for _ in range(n_audits):
+        without = rng.standard_normal(n_runs)
+        with_ = rng.standard_normal(n_runs) + mu
+        eps_misses += epsilon_lower_bound(without, with_, DELTA) > true_epsilon
+        mu_misses += mu_lower_bound(without, with_) > mu
+    # 5% of 300 is 15; 27 would be a 3-sigma excess.
+    assert eps_misses <= 27 and mu_misses <= 27
+
+
+def test_audit_scores_reports_rates_of_the_held_out_half():
+    rng = np.random.default_rng(3)
+    without, with_ = rng.standard_normal(1000), rng.standard_normal(1000) + 2.0
+    result = audit_scores(without, with_, delta=DELTA, claimed_epsilon=1.0)
+    held_without, held_with = without[500:], with_[500:]
+    assert result.direction == "higher"
+    assert result.false_positive_rate == pytest.approx(np.mean(held_without >= result.threshold))
+    assert result.true_positive_rate == pytest.approx(np.mean(held_with >= result.threshold))
+    assert result.epsilon_from_mu == pytest.approx(gdp_epsilon(result.mu_lower_bound, DELTA))
+    assert 0 < result.mu_lower_bound < 2.0
+    assert result.claim_refuted == (result.epsilon_lower_bound > 1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.epsilon_lower_bound = 0.0
+
+
+def test_a_statistic_the_canary_lowers_is_audited_too():
+    # DP binds D and D' both ways: negating the scores must not lose the bound.
+    rng = np.random.default_rng(4)
+    without, with_ = rng.standard_normal(1000), rng.standard_normal(1000) + 2.0
+    raised = audit_scores(without, with_, delta=DELTA)
+    lowered = audit_scores(-without, -with_, delta=DELTA)
+    assert raised.direction == "higher" and lowered.direction == "lower"
+    assert lowered.epsilon_lower_bound == pytest.approx(raised.epsilon_lower_bound)
+    assert lowered.mu_lower_bound == pytest.approx(raised.mu_lower_bound)
+    assert lowered.threshold == pytest.approx(-raised.threshold)
+    assert lowered.true_positive_rate == pytest.approx(np.mean(-with_[500:] <= lowered.threshold))
+
+
+def test_scores_are_validated():
+    with pytest.raises(ValueError, match="NaN"):
+        epsilon_lower_bound([0.0, np.nan, 1.0], [1.0, 2.0], DELTA)
+    with pytest.raises(ValueError, match="at least 2"):
+        mu_lower_bound([0.0], [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# The canary and its statistic
+# ---------------------------------------------------------------------------
+
+
+def test_make_canary_dataset():
+    X, y, x_canary, y_canary = make_canary_dataset(
+        30, 6, classes=["a", "b", "c"], canary_scale=7.0, canary_feature=2, random_state=0
+    )
+    assert X.shape == (30, 6) and y.shape == (30,)
+    assert np.all(X[:, 2] == 0) and np.all(X[:, [0, 1, 3, 4, 5]] != 0)
+    assert x_canary.tolist() == [0, 0, 7.0, 0, 0, 0] and y_canary == "c"
+    assert set(y) <= {"a", "b", "c"}
+    X, y, _, target = make_canary_dataset(10, 3, task="regression", canary_target=5e5)
+    assert y.dtype == np.float64 and target == 5e5
+
+
+@pytest.mark.parametrize("sigma", [0.0, 3.0])
+def test_canary_score_is_the_unsmoothed_noise_sum(monkeypatch, sigma):
+    # Background zero in feature 0 and no canary: the score must be exactly
+    # -sum_t eta_t / b * noise_t[0] (the smoothing undone), while the raw
+    # coefficient, smoothed, is not.
+    recorded = []
+
+    def recording(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+                  fit_intercept, noise, grad, n_threads=1):
+        recorded.append(noise[0, 0])
+        ORIGINAL_KERNEL(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
+                        fit_intercept, noise, grad, n_threads)
+
+    monkeypatch.setattr(_sgd, "noisy_clipped_gradient_sum", recording)
+    X, y, x_canary, y_canary = make_canary_dataset(15, 8, random_state=0)
+    model = DPLSSGDClassifier(
+        epsilon=1.0, sigma=sigma, batch_size=15, max_iter=7, classes=[0, 1], alpha=0.0,
+        eta0=0.3, learning_rate="invscaling", random_state=0,
+    ).fit(X, y)
+    etas = learning_rate_schedule("invscaling", 0.3, model.power_t, model.n_steps_)
+    expected = -np.sum(etas * np.asarray(recorded)) / 15
+    assert canary_score(model, x_canary, y_canary) == pytest.approx(expected, rel=1e-9)
+    if sigma > 0:
+        assert model.coef_[0, 0] != pytest.approx(expected, rel=1e-3)
+    # The canary's label decides the sign: label 0 pushes the other way.
+    assert canary_score(model, x_canary, 0) == pytest.approx(-expected, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# End-to-end audits through the public fit
+# ---------------------------------------------------------------------------
+
+
+def _tiny_classifier(**params):
+    # eta0 is small so the weights stay small and the log-loss canary keeps
+    # saturating the clip norm (its gradient fades once it is fitted).
+    settings = dict(epsilon=1.0, batch_size=20, max_iter=5, classes=[0, 1], alpha=0.0,
+                    sigma=0.0, eta0=0.01)
+    return DPLSSGDClassifier(**{**settings, **params})
+
+
+def _tiny_regressor(**params):
+    settings = dict(loss="huber", epsilon=1.0, batch_size=20, max_iter=5, alpha=0.0,
+                    sigma=1.0, eta0=0.5, learning_rate="constant")
+    return DPLSSGDRegressor(**{**settings, **params})
+
+
+def _poisson_background():
+    X, y, _, _ = make_canary_dataset(39, 5, task="regression", random_state=4)
+    return X, y
+
+
+CORRECT_CONFIGURATIONS = {
+    "classifier, sigma 0, q = 1": (_tiny_classifier(), None),
+    "classifier, sigma 2, q = 1": (_tiny_classifier(sigma=2.0), None),
+    "regressor, sigma 1, q = 1, eps 2": (_tiny_regressor(epsilon=2.0), None),
+    "regressor, sigma 1, q = 0.25": (_tiny_regressor(batch_size=10), _poisson_background()),
+}
+
+
+@pytest.mark.parametrize("name", list(CORRECT_CONFIGURATIONS))
+def test_correct_estimators_stay_below_their_claim(name):
+    estimator, background = CORRECT_CONFIGURATIONS[name]
+    X, y = background if background is not None else (None, None)
+    result = audit_epsilon(estimator, X, y, n_runs=600, random_state=5)
+    expected_rate = 0.25 if background is not None else 1.0
+    assert result.sample_rate == pytest.approx(expected_rate, rel=0.05)
+    assert result.claimed_epsilon <= estimator.epsilon
+    assert result.epsilon_lower_bound < 0.7 * result.claimed_epsilon
+    assert result.epsilon_from_mu < 0.7 * result.claimed_epsilon
+    if result.sample_rate == 1.0:
+        # Full batch: the mechanism is exactly sqrt(T)/z-GDP.
+        assert result.mu_lower_bound < math.sqrt(result.n_steps) / result.noise_multiplier
+
+
+@pytest.mark.parametrize("trainer", [no_clipping, mean_noise], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("make_estimator", [_tiny_classifier, _tiny_regressor],
+                         ids=["classifier", "regressor"])
+def test_broken_trainers_are_caught(monkeypatch, trainer, make_estimator):
+    estimator = make_estimator()
+    correct = audit_epsilon(estimator, n_runs=300, random_state=6)
+    monkeypatch.setattr(_sgd, "noisy_clipped_gradient_sum", trainer)
+    broken = audit_epsilon(estimator, n_runs=300, random_state=6)
+    # The assumption-free bound: 150 held-out runs per side cap it near 3.7.
+    assert correct.epsilon_lower_bound < 0.5 < 3.0 < broken.epsilon_lower_bound
+    assert broken.claimed_epsilon == correct.claimed_epsilon <= 1.0
+    assert broken.claim_refuted and not correct.claim_refuted
+
+
+def _opposing_background(n_samples=199, n_features=5, huber_threshold=0.01):
+    """Rows whose small gradients all oppose the canary's, summing past the clip norm.
+
+    Far-off targets keep every Huber residual at +-huber_threshold, so each
+    background row's gradient is 0.01 (unclipped) and their sum, 1.99,
+    exceeds the clip norm 1 along feature 0. Clipping that sum instead of each
+    sample flips it to -1 when the canary (gradient 100 the other way) joins:
+    a change of 2 C, twice the sensitivity the noise is calibrated for. With
+    per-sample clipping the change is C plus the background's share of the
+    1 / n normalisation, 0.01 C.
+    """
+    target = 1e6
+    X = np.zeros((n_samples, n_features))
+    X[:, 0] = 1.0
+    x_canary = np.zeros(n_features)
+    x_canary[0] = 1e4
+    return X, np.full(n_samples, -target), (x_canary, target)
+
+
+def test_batch_clipping_is_caught(monkeypatch):
+    # Batch clipping at most doubles the sensitivity (2C instead of C), the
+    # subtlest of the three bugs. No assumption-free bound can see a factor 2
+    # with thousands of runs (it needs tail probabilities near 1e-4), but at a
+    # sample rate of 1 the mechanism is exactly sqrt(T)/z-GDP, so a mu bound
+    # above sqrt(T)/z refutes the implementation. epsilon = 3 (mu 0.67)
+    # leaves the two 2 x 2000-run audits far apart; at epsilon = 2 the
+    # broken trainer's epsilon_from_mu still exceeds the claim, by less.
+    X, y, canary = _opposing_background()
+    estimator = DPLSSGDRegressor(
+        loss="huber", loss_threshold=0.01, fit_intercept=False, epsilon=3.0,
+        batch_size=200, max_iter=5, alpha=0.0, sigma=0.0, eta0=0.5, learning_rate="constant",
+    )
+    correct = audit_epsilon(estimator, X, y, canary=canary, n_runs=2000, random_state=7)
+    monkeypatch.setattr(_sgd, "noisy_clipped_gradient_sum", batch_clipping)
+    broken = audit_epsilon(estimator, X, y, canary=canary, n_runs=2000, random_state=7)
+    mechanism_mu = math.sqrt(broken.n_steps) / broken.noise_multiplier
+    assert broken.sample_rate == 1.0 and broken.claimed_epsilon <= 3.0
+    assert correct.mu_lower_bound < mechanism_mu < 1.3 * mechanism_mu < broken.mu_lower_bound
+    assert correct.epsilon_from_mu < 0.9 * correct.claimed_epsilon
+    assert broken.epsilon_from_mu > 1.2 * broken.claimed_epsilon
+    assert not correct.claim_refuted
+
+
+# ---------------------------------------------------------------------------
+# The audit's interface
+# ---------------------------------------------------------------------------
+
+
+def test_audit_is_reproducible_and_uses_distinct_seeds():
+    estimator = _tiny_classifier(random_state=123)
+    first = audit_epsilon(estimator, n_runs=40, random_state=8)
+    second = audit_epsilon(estimator, n_runs=40, random_state=8)
+    np.testing.assert_array_equal(first.scores_with, second.scores_with)
+    np.testing.assert_array_equal(first.scores_without, second.scores_without)
+    # One seed per run: no two fits share their noise.
+    assert np.unique(first.scores_without).size == 40
+    assert np.unique(first.scores_with).size == 40
+    other = audit_epsilon(estimator, n_runs=40, random_state=9)
+    assert not np.array_equal(first.scores_with, other.scores_with)
+
+
+def test_result_fields_and_summary():
+    result = audit_epsilon(_tiny_regressor(), n_runs=20, random_state=0)
+    assert isinstance(result, AuditResult)
+    assert result.n_runs == 20 and result.scores_with.shape == (20,)
+    assert result.delta == DELTA and result.confidence == 0.95
+    assert result.estimator_name == "DPLSSGDRegressor" and result.n_steps == 5
+    assert result.seconds_per_fit > 0
+    text = str(result)
+    for fragment in ("DPLSSGDRegressor", "epsilon lower bound", "mu lower bound", "claimed"):
+        assert fragment in text
+
+
+def test_classifier_without_classes_is_audited_without_leak_warnings():
+    estimator = _tiny_classifier(classes=None)
+    X, y, _, _ = make_canary_dataset(19, 4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        result = audit_epsilon(estimator, X, y, n_runs=10, random_state=0)
+    assert result.n_runs == 10
+
+
+def test_user_canary_and_multiclass():
+    X, y, x_canary, y_canary = make_canary_dataset(29, 5, classes=[0, 1, 2], random_state=0)
+    estimator = _tiny_classifier(classes=[0, 1, 2], batch_size=30)
+    result = audit_epsilon(estimator, X, y, canary=(x_canary * 20, y_canary),
+                           n_runs=30, random_state=0)
+    assert result.sample_rate == 1.0 and result.epsilon_lower_bound < 1.0
+
+
+def test_invalid_inputs():
+    with pytest.raises(TypeError, match="DPLSSGD"):
+        audit_epsilon(object())
+    with pytest.raises(ValueError, match="both X and y"):
+        audit_epsilon(_tiny_classifier(), X=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="n_runs"):
+        audit_epsilon(_tiny_classifier(), n_runs=1)
+    X, y, _, _ = make_canary_dataset(19, 3, random_state=0)
+    with pytest.raises(ValueError, match="all zero"):
+        audit_epsilon(_tiny_classifier(), X, y, canary=(np.zeros(3), 1), n_runs=4)
+    with pytest.raises(ValueError, match="never moves"):
+        audit_epsilon(_tiny_regressor(loss="epsilon_insensitive"), X, y,
+                      canary=(np.ones(3), 0.0), n_runs=4)
