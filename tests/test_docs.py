@@ -1,0 +1,180 @@
+"""The code examples of the documentation run as written.
+
+Every ``.. code-block:: python`` block of ``docs/*.rst`` is extracted and
+executed; the blocks of one page run in order in one namespace, as a reader
+would run them in one session. Blocks that must not run (shell commands,
+pseudo-code) use another language (``bash``, ``text``). Tracebacks point at
+the line of the ``.rst`` file.
+"""
+
+import re
+import shutil
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+# The languages a code block may declare. ``python`` blocks are executed; the
+# others are never run, so a typo such as ``pyhton`` would silently skip an
+# example: it fails ``test_code_block_languages_are_known`` instead.
+RUN_LANGUAGES = {"python", "python3"}
+SKIP_LANGUAGES = {"bash", "console", "shell", "text", "none", "rst"}
+
+_DIRECTIVE = re.compile(
+    r"^(?P<indent>[ \t]*)\.\. (?:code-block|code|sourcecode)::[ \t]*(?P<lang>\S*)[ \t]*$"
+)
+
+
+def _code_blocks(path):
+    """``(language, first_line_number, source)`` of each code block in ``path``.
+
+    The body of a block is the indented text after the directive and its
+    option lines (``:caption:`` and the like), up to the first non-blank line
+    indented no deeper than the directive. Line numbers are 1-based.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    i = 0
+    while i < len(lines):
+        match = _DIRECTIVE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        indent = len(match["indent"].expandtabs())
+        language = match["lang"].lower()
+        i += 1
+        # Options directly below the directive.
+        while i < len(lines) and re.match(r"^\s+:[\w-]+:", lines[i]):
+            i += 1
+        body_start = i
+        while i < len(lines):
+            line = lines[i]
+            if line.strip() and len(line) - len(line.lstrip()) <= indent:
+                break
+            i += 1
+        body = lines[body_start:i]
+        while body and not body[0].strip():
+            body.pop(0)
+            body_start += 1
+        while body and not body[-1].strip():
+            body.pop()
+        blocks.append((language, body_start + 1, textwrap.dedent("\n".join(body))))
+    return blocks
+
+
+PAGES = sorted(DOCS.glob("*.rst"))
+PAGES_WITH_EXAMPLES = [
+    page for page in PAGES
+    if any(language in RUN_LANGUAGES for language, _, _ in _code_blocks(page))
+]
+
+
+def test_docs_are_found():
+    names = {page.name for page in PAGES}
+    assert {"index.rst", "user_guide.rst", "privacy.rst", "api.rst"} <= names
+    assert {"index.rst", "user_guide.rst", "privacy.rst"} <= {
+        page.name for page in PAGES_WITH_EXAMPLES
+    }
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_code_block_languages_are_known(page):
+    for language, line, _ in _code_blocks(page):
+        assert language in RUN_LANGUAGES | SKIP_LANGUAGES, (
+            f"{page.name}:{line}: code block language {language!r} is neither run "
+            f"({sorted(RUN_LANGUAGES)}) nor known to be skipped ({sorted(SKIP_LANGUAGES)})"
+        )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_no_untested_doctest_blocks(page):
+    # Examples are written as ``.. code-block:: python`` so that they run
+    # here; a ``>>>`` doctest block in the pages would not be run.
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        assert not line.lstrip().startswith(">>>"), (
+            f"{page.name}:{number}: write examples as '.. code-block:: python'"
+        )
+
+
+def test_block_extraction(tmp_path):
+    page = textwrap.dedent(
+        """\
+        Title
+        =====
+
+        .. code-block:: python
+           :caption: an example
+
+           x = 1
+
+           if x:
+               x += 1
+
+        Some text.
+
+        .. code-block:: bash
+
+           pip install .
+
+        * item
+
+          .. code-block:: python
+
+             y = x
+        done
+        """
+    )
+    path = tmp_path / "probe.rst"
+    path.write_text(page, encoding="utf-8")
+    assert _code_blocks(path) == [
+        ("python", 7, "x = 1\n\nif x:\n    x += 1"),
+        ("bash", 16, "pip install ."),
+        ("python", 22, "y = x"),
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=lambda page: page.name)
+def test_examples_run(page, tmp_path, monkeypatch):
+    # Run where the examples cannot litter the repository, with the page's
+    # module-level names in a fresh namespace.
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": f"docs_{page.stem}"}
+    with warnings.catch_warnings():
+        # The examples follow their own advice: a PrivacyLeakWarning that an
+        # example does not catch itself is a mistake in the documentation.
+        from sklearn_dplssgd import PrivacyLeakWarning
+
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        for language, line, source in _code_blocks(page):
+            if language not in RUN_LANGUAGES:
+                continue
+            # Pad with newlines so that tracebacks show the .rst line numbers.
+            code = compile("\n" * (line - 1) + source, str(page), "exec")
+            exec(code, namespace)
+
+
+def test_sphinx_build_has_no_warnings(tmp_path):
+    """``sphinx-build -W`` succeeds (skipped unless the docs extra is installed).
+
+    The sources are copied first, so that the stub pages autosummary writes
+    land in a temporary directory, not in the repository.
+    """
+    pytest.importorskip("sphinx")
+    pytest.importorskip("numpydoc")
+
+    source = tmp_path / "docs"
+    shutil.copytree(DOCS, source, ignore=shutil.ignore_patterns("_build", "generated"))
+    from sphinx.cmd.build import build_main
+
+    # In-process: the package is already imported, which saves seconds.
+    saved_path = list(sys.path)
+    try:
+        status = build_main(["-b", "html", "-W", "--keep-going", "-q",
+                             str(source), str(tmp_path / "html")])
+    finally:
+        sys.path[:] = saved_path
+    assert status == 0, "sphinx-build -W failed; see the warnings above"
