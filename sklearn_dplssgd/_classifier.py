@@ -41,6 +41,8 @@ def _check_label_values(y):
     mixing str and int fails deep inside NumPy's sorting; both deserve a clear
     message naming the problem.
     """
+    if y is None:
+        return  # validate_data says that y is required
     if isinstance(y, (list, tuple)):
         labels = [label for label in y if np.ndim(label) == 0]
     else:

@@ -6,9 +6,11 @@ is drawn here, in Python, from one ``numpy.random.Generator``; the kernels
 get index arrays and noise arrays.
 """
 
+import functools
 import math
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ._kernels import (
     compute_row_norms,
@@ -31,6 +33,16 @@ LEARNING_RATES = ("constant", "inverse_time", "invscaling")
 # vectorised draw instead of thousands of small ones, with memory bounded by
 # about this many noise values (8 MiB in float64).
 _NOISE_VALUES_PER_CHUNK = 1 << 20
+
+# Rows longer than this are refused: the noisy weights times such a row could
+# overflow float64 and give infinite predictions.
+_MAX_ROW_NORM = 1e150
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """The process's BLAS thread pools (found once: inspecting them is slow)."""
+    return ThreadpoolController()
 
 
 def number_of_steps(n_samples, batch_size, max_iter):
@@ -197,10 +209,11 @@ def train_dp_lssgd(
     params = np.zeros((n_outputs, n_features + 1), dtype=dtype)
     grad = np.empty_like(params)
     row_norms = compute_row_norms(X)
-    if not np.isfinite(row_norms).all():
+    if not (row_norms <= _MAX_ROW_NORM).all():
         raise ValueError(
-            "Some rows of X have an L2 norm that overflows float64: rescale the "
-            "features by a known bound before training."
+            f"Some rows of X have an L2 norm of {row_norms.max():.3g}, above "
+            f"{_MAX_ROW_NORM:g}: the model's outputs w . x could overflow float64. "
+            "Rescale the features by a known bound before training."
         )
     noise_std = noise_multiplier * clip_norm
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
@@ -213,32 +226,36 @@ def train_dp_lssgd(
     report_epochs = bool(verbose) or epoch_callback is not None
     chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // params.size))
 
-    for chunk_start in range(0, n_steps, chunk):
-        chunk_steps = min(chunk, n_steps - chunk_start)
-        rows, offsets = poisson_batches(rng, n_samples, sample_rate, chunk_steps)
-        noise = np.zeros((chunk_steps,) + params.shape, dtype=dtype)
-        if noise_std > 0:
-            noise[:, :, :n_noisy_columns] = rng.standard_normal(
-                (chunk_steps, n_outputs, n_noisy_columns), dtype=dtype
-            )
-            noise *= dtype.type(noise_std)
-        for local_step in range(chunk_steps):
-            step = chunk_start + local_step
-            noisy_clipped_gradient_sum(
-                X, y, rows[offsets[local_step]:offsets[local_step + 1]], params,
-                row_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
-                noise[local_step], grad, n_threads,
-            )
-            eta = learning_rates[step]
-            sgd_step(params, grad, eta / batch_size, 1.0 - eta * alpha, n_features,
-                     omega, sigma)
-            if step + 1 == epoch_ends[next_epoch]:
-                next_epoch += 1
-                if report_epochs:
-                    _check_finite(params, next_epoch, step, n_steps)
-                    _report_epoch(params, next_epoch, step, n_steps, verbose, epoch_callback)
-        # Checked once per chunk of steps: non-finite weights stay non-finite.
-        _check_finite(params, next_epoch, chunk_start + chunk_steps - 1, n_steps)
+    # The multiclass kernel calls BLAS on small matrices at every step; BLAS's
+    # own threads only add synchronisation there (and stall badly when the
+    # cores are busy), so they are held to one; n_threads is our parallelism.
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        for chunk_start in range(0, n_steps, chunk):
+            chunk_steps = min(chunk, n_steps - chunk_start)
+            rows, offsets = poisson_batches(rng, n_samples, sample_rate, chunk_steps)
+            noise = np.zeros((chunk_steps,) + params.shape, dtype=dtype)
+            if noise_std > 0:
+                noise[:, :, :n_noisy_columns] = rng.standard_normal(
+                    (chunk_steps, n_outputs, n_noisy_columns), dtype=dtype
+                )
+                noise *= dtype.type(noise_std)
+            for local_step in range(chunk_steps):
+                step = chunk_start + local_step
+                noisy_clipped_gradient_sum(
+                    X, y, rows[offsets[local_step]:offsets[local_step + 1]], params,
+                    row_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
+                    noise[local_step], grad, n_threads,
+                )
+                eta = learning_rates[step]
+                sgd_step(params, grad, eta / batch_size, 1.0 - eta * alpha, n_features,
+                         omega, sigma)
+                if step + 1 == epoch_ends[next_epoch]:
+                    next_epoch += 1
+                    if report_epochs:
+                        _check_finite(params, next_epoch, step, n_steps)
+                        _report_epoch(params, next_epoch, step, n_steps, verbose, epoch_callback)
+            # Checked once per chunk of steps: non-finite weights stay non-finite.
+            _check_finite(params, next_epoch, chunk_start + chunk_steps - 1, n_steps)
     return params
 
 

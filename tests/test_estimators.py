@@ -256,9 +256,10 @@ def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, mo
     assert not hasattr(clf, "coef_")
 
 
-def test_rows_whose_norm_overflows_are_refused():
-    X = np.full((10, 3), 1.5e308)  # each row norm is 2.6e308: beyond float64
-    with pytest.raises(ValueError, match="rescale"):
+@pytest.mark.parametrize("magnitude", [1e200, 1.5e308])
+def test_rows_whose_outputs_could_overflow_are_refused(magnitude):
+    X = np.full((10, 3), magnitude)
+    with pytest.raises(ValueError, match="Rescale the features"):
         DPLSSGDRegressor(random_state=0).fit(X, np.arange(10.0))
 
 

@@ -1,0 +1,64 @@
+"""Smoke test of the benchmark scripts: each ``--quick`` mode runs and writes its files.
+
+The scripts are run as a user would (``python benchmarks/<script> --quick``)
+in a subprocess, writing into a temporary folder. The utility benchmark needs
+the real MNIST digits in ``../shared/data/mnist-t10k`` (relative to the
+repository root) and is skipped where they are absent.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+try:  # the figures need matplotlib (the "benchmark" extra); the rest does not
+    import matplotlib  # noqa: F401
+
+    HAVE_MATPLOTLIB = True
+except ImportError:
+    HAVE_MATPLOTLIB = False
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = REPO_ROOT / "benchmarks"
+MNIST_DIR = REPO_ROOT / ".." / "shared" / "data" / "mnist-t10k"
+
+
+def _run(script, out, *extra):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--quick", "--out", str(out), *extra],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def _mnist_present():
+    return all((MNIST_DIR / name).is_file() for name in (
+        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"))
+
+
+@pytest.mark.skipif(not _mnist_present(), reason="MNIST t10k files not in ../shared/data")
+def test_bench_utility_quick(tmp_path):
+    _run("bench_utility.py", tmp_path)
+    names = ["utility.md"] + (["utility.png", "loss_curves.png"] if HAVE_MATPLOTLIB else [])
+    for name in names:
+        assert (tmp_path / name).stat().st_size > 0
+    text = (tmp_path / "utility.md").read_text()
+    assert "sigma=0 (DP-SGD)" in text and "log_loss" in text and "hinge" in text
+
+
+def test_bench_utility_skips_without_data(tmp_path):
+    stdout = _run("bench_utility.py", tmp_path / "out", "--data", str(tmp_path / "absent"))
+    assert "skipping" in stdout
+    assert not (tmp_path / "out" / "utility.md").exists()
+
+
+def test_bench_speed_quick(tmp_path):
+    stdout = _run("bench_speed.py", tmp_path)
+    names = ["speed.md"] + (["speed_scaling.png"] if HAVE_MATPLOTLIB else [])
+    for name in names:
+        assert (tmp_path / name).stat().st_size > 0
+    text = (tmp_path / "speed.md").read_text()
+    assert "## Targets" in text
+    assert "PASS" in stdout or "MISS" in stdout
