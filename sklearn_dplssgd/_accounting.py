@@ -638,7 +638,15 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="rdp",
 
 
 calibrate_noise.cache_info = _calibrate_cached.cache_info
-calibrate_noise.cache_clear = _calibrate_cached.cache_clear
+
+
+def _clear_caches():
+    """Forget every calibration and every per-z epsilon computed so far."""
+    _calibrate_cached.cache_clear()
+    _epsilon.cache_clear()
+
+
+calibrate_noise.cache_clear = _clear_caches
 
 
 def compute_epsilon(noise_multiplier, delta, *, sample_rate, n_steps,

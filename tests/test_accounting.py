@@ -537,3 +537,10 @@ def test_dp_accounting_logging_silenced_locally(caplog):
     caplog.clear()
     _direct_rdp(5.0, 0.5, 3)
     assert [r for r in caplog.records if "dp_accounting" in r.pathname]
+
+
+def test_cache_clear_forgets_every_cached_epsilon():
+    calibrate_noise(0.7, 1e-5, sample_rate=0.01, n_steps=50)
+    calibrate_noise.cache_clear()
+    assert calibrate_noise.cache_info().currsize == 0
+    assert _accounting._epsilon.cache_info().currsize == 0
