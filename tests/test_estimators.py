@@ -108,23 +108,25 @@ def test_fitted_privacy_attributes(binary):
     assert clf.noise_multiplier_ > 0
 
 
-def test_noise_scale_is_calibrated_to_the_sum(binary):
+@pytest.mark.parametrize("batch_size", [100, 1000])
+def test_noise_scale_is_calibrated_to_the_sum(batch_size):
     """With zero features every gradient is 0, so the weights are pure noise.
 
     After T steps of constant learning rate eta without penalty, each
     coefficient is -(eta / b) times a sum of T draws of N(0, (z C)^2): its
     standard deviation is sqrt(T) eta z C / b. Noise scaled for the mean
     instead of the sum would be b times smaller. Smoothing multiplies the
-    variance by beta (REFERENCE.md C).
+    variance by beta (REFERENCE.md C). With full batches (batch_size above
+    n) b is still batch_size, never the private row count n.
     """
     n_samples, n_features = 500, 4000
     X = np.zeros((n_samples, n_features))
     y = np.arange(n_samples) % 2
     for sigma in (0.0, 2.0):
         clf = DPLSSGDClassifier(epsilon=2.0, sigma=sigma, alpha=0.0, eta0=0.1, clip_norm=3.0,
-                                batch_size=100, max_iter=2, fit_intercept=False,
+                                batch_size=batch_size, max_iter=2, fit_intercept=False,
                                 classes=[0, 1], random_state=0).fit(X, y)
-        expected = (math.sqrt(clf.n_steps_) * 0.1 * clf.noise_multiplier_ * 3.0 / 100)
+        expected = math.sqrt(clf.n_steps_) * 0.1 * clf.noise_multiplier_ * 3.0 / batch_size
         if sigma:
             expected *= math.sqrt(smoothing_beta(n_features, sigma))
         assert clf.coef_.std() == pytest.approx(expected, rel=0.05)
