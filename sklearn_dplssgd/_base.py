@@ -2,6 +2,7 @@
 
 import math
 import numbers
+import os
 import string
 import warnings
 
@@ -66,8 +67,8 @@ _SHARED_PARAMETER_DOCS = {
         :class:`PrivacyLeakWarning` is issued otherwise (for finite epsilon).
 
     sigma : float, default=1.0
-        Strength of the Laplacian smoothing of the noisy gradient (0 gives
-        plain DP-SGD). Smoothing is post-processing and costs no privacy. It
+        Strength of the Laplacian smoothing of the noisy gradient, in
+        [0, 1e12] (0 gives plain DP-SGD). Smoothing is post-processing and costs no privacy. It
         acts along the feature axis, so it helps most when neighbouring
         features are related (pixels, time series). Intercepts are not
         smoothed.
@@ -196,8 +197,8 @@ class BaseDPLSSGD(BaseEstimator):
         "epsilon": [Interval("real", 0, math.inf, closed="right")],
         "delta": [Interval("real", 0, 1, closed="neither")],
         # Beyond about 1e12 the smoothing is already a projection onto the
-        # mean of the coefficients, and omega = 1 - O(sigma^-1/2) is no longer
-        # distinguishable from 1 in float64.
+        # mean of the coefficients, and past about 1e16 the O(d) solve loses
+        # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
         "sigma": [Interval("real", 0, 1e12, closed="both")],
         "clip_norm": [Interval("real", 0, None, closed="neither")],
         "alpha": [Interval("real", 0, None, closed="left")],
@@ -233,8 +234,6 @@ class BaseDPLSSGD(BaseEstimator):
     def _n_threads(self):
         if self.n_jobs is None:
             return 1
-        import os
-
         n_cores = os.cpu_count() or 1
         return n_cores if self.n_jobs < 0 else min(self.n_jobs, n_cores)
 

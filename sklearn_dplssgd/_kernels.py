@@ -9,8 +9,10 @@ Parameters are stored as one matrix ``params`` of shape ``(K, d + 1)``: row
 linear model the gradient of sample ``i`` is the outer product
 ``r_i [x_i, 1]`` with ``r_i = d loss / d z_i``, so its norm is
 ``||r_i|| sqrt(||x_i||^2 + 1)`` and clipping is one scale factor per sample.
-The clipped sum is accumulated row by row while ``x_i`` is still in cache;
-no per-sample gradient is ever stored (memory O(K d), not O(b K d)).
+With one output the clipped sum is accumulated row by row while ``x_i`` is
+still in cache; with several it is ``S^T [X_B, 1]`` for the matrix ``S`` of
+clipped residuals, through BLAS. No per-sample gradient is ever stored
+(memory O(b d + K d), never O(b K d)).
 
 Every kernel is compiled lazily once per dtype (float64 and float32 inputs
 keep their dtype) and cached on disk (``cache=True``).
@@ -460,7 +462,9 @@ def smoothing_omega(sigma):
     return 2.0 * sigma / (1.0 + 2.0 * sigma + math.sqrt(1.0 + 4.0 * sigma))
 
 
-@njit(cache=True, fastmath=_FASTMATH, nogil=True)
+# No reassociation here: it would also apply to smooth_rows, compiled into
+# this function, and the element-wise loops vectorise without it.
+@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
 def sgd_step(params, direction, step_size, shrink, n_penalized, omega, sigma):
     """Smooth ``direction`` (if ``sigma > 0``), then take the step, in place.
 
