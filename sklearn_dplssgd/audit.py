@@ -74,28 +74,5 @@ Privacy audit of DPLSSGDClassifier: 200 runs without and 200 with the canary, 95
 ...
 """
 
-from ._audit import (
-    AuditResult,
-    audit_epsilon,
-    audit_scores,
-    canary_score,
-    clopper_pearson_upper,
-    epsilon_lower_bound,
-    gdp_delta,
-    gdp_epsilon,
-    make_canary_dataset,
-    mu_lower_bound,
-)
-
-__all__ = [
-    "AuditResult",
-    "audit_epsilon",
-    "audit_scores",
-    "canary_score",
-    "clopper_pearson_upper",
-    "epsilon_lower_bound",
-    "gdp_delta",
-    "gdp_epsilon",
-    "make_canary_dataset",
-    "mu_lower_bound",
-]
+from ._audit import *  # noqa: F401,F403 - the public names, listed once in _audit
+from ._audit import __all__  # noqa: F401
