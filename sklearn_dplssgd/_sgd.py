@@ -211,8 +211,9 @@ def train_dp_lssgd(
     row_norms = compute_row_norms(X)
     if not (row_norms <= _MAX_ROW_NORM).all():
         raise ValueError(
-            f"Some rows of X have an L2 norm of {row_norms.max():.3g}, above "
-            f"{_MAX_ROW_NORM:g}: the model's outputs w . x could overflow float64. "
+            # No data value in the message: only that the bound was crossed.
+            f"Some rows of X have an L2 norm above {_MAX_ROW_NORM:g}: the "
+            "model's outputs w . x could overflow float64. "
             "Rescale the features by a known bound before training."
         )
     noise_std = noise_multiplier * clip_norm
