@@ -110,15 +110,24 @@ def _residual(code, margins, target, threshold, out):
 
 
 @njit(cache=True, nogil=True)
-def _clipped_residual(residual, residual_norm, feature_norm, clip_norm, out):
+def _clipped_residual(residual, row_norm, intercept_term, clip_norm, out):
     """``out = r * min(1, C / (||r|| ||[x, 1]||))``, safe at extreme scales.
 
-    Compiled, and inlined into a caller compiled, without reassociation on
-    purpose: ``r / ||r||`` must be formed before it is multiplied by
-    ``C / ||[x, 1]||``. Reassociated, the product can overflow
-    (1e300 * 1e294) or the factor underflow (1e-6 / 1e400) and drop a row
-    that should have been clipped.
+    The sample's gradient is ``r [x, 1]``, so its norm is ``||r|| ||[x, 1]||``.
+    It is compared as ``||r|| > C / ||[x, 1]||`` and ``r / ||r||`` is formed
+    before multiplying by ``C / ||[x, 1]||``: the product of the norms can
+    overflow (a regression target of 1e200) and the combined factor underflow,
+    which would drop a row that should have been clipped. Compiled, and
+    inlined into callers compiled, without reassociation for that reason.
     """
+    if residual.shape[0] == 1:
+        residual_norm = abs(residual[0])
+    else:
+        residual_sq = 0.0
+        for k in range(residual.shape[0]):
+            residual_sq += residual[k] * residual[k]
+        residual_norm = math.sqrt(residual_sq)
+    feature_norm = math.hypot(row_norm, intercept_term)
     if feature_norm > 0.0 and residual_norm > clip_norm / feature_norm:
         allowed = clip_norm / feature_norm
         for k in range(residual.shape[0]):
@@ -165,20 +174,9 @@ def _accumulate_rows(
         x = X[i]
         _row_margins(params, x, n_features, margins)
         _residual(code, margins, y[i], threshold, residual)
-        # ||g_i|| = ||r_i|| ||[x_i, 1]||. Compared as ||r_i|| > C / ||[x_i, 1]||
-        # so that a huge residual (a regression target of 1e200) is clipped
-        # rather than overflowing the product to inf and being dropped.
-        if n_outputs == 1:
-            residual_norm = abs(residual[0])
-        else:
-            residual_sq = 0.0
-            for k in range(n_outputs):
-                residual_sq += residual[k] * residual[k]
-            residual_norm = math.sqrt(residual_sq)
-        feature_norm = math.hypot(row_norms[i], intercept_term)
         # Per-sample clipping of the WHOLE parameter gradient (all outputs,
         # coefficients and intercept together): sensitivity C, not sqrt(K) C.
-        _clipped_residual(residual, residual_norm, feature_norm, clip_norm, scaled)
+        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -235,11 +233,7 @@ def _noisy_sum_blas(
         for k in range(n_outputs):
             row_margins[k] = margins[r, k]
         _residual(code, row_margins, y[i], threshold, residual)
-        residual_sq = 0.0
-        for k in range(n_outputs):
-            residual_sq += residual[k] * residual[k]
-        _clipped_residual(residual, math.sqrt(residual_sq),
-                          math.hypot(row_norms[i], intercept_term), clip_norm, scaled)
+        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, scaled)
         for k in range(n_outputs):
             clipped[r, k] = scaled[k]
     grad += np.dot(clipped.T, batch)
@@ -350,7 +344,7 @@ def noisy_clipped_gradient_sum(
     params : ndarray of shape (K, d + 1), dtype of ``X``
         Coefficients with the intercept in the last column.
     row_norms : ndarray of shape (n_samples,), float64
-        ``||x_i||`` from :func:`row_norms` (computed once per fit).
+        ``||x_i||`` from :func:`compute_row_norms` (computed once per fit).
     code : int
         Loss code.
     threshold : float
