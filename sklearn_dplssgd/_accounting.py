@@ -212,6 +212,19 @@ def _check_pld_discretization(value):
     return float(value)
 
 
+def _check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
+                     pld_discretization):
+    """Validate the arguments shared by calibrate_noise and compute_epsilon."""
+    return (
+        _check_delta(delta),
+        _check_sample_rate(sample_rate),
+        _check_positive_int(n_steps, "n_steps"),
+        _check_choice(accountant, ACCOUNTANTS, "accountant"),
+        _check_choice(neighboring, NEIGHBORING_RELATIONS, "neighboring"),
+        _check_pld_discretization(pld_discretization),
+    )
+
+
 # --------------------------------------------------------------------------
 # Talking to dp-accounting
 # --------------------------------------------------------------------------
@@ -598,13 +611,10 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="rdp",
         theorem does not apply.
     """
     epsilon = _check_epsilon(epsilon)
-    delta = _check_delta(delta)
-    sample_rate = _check_sample_rate(sample_rate)
-    n_steps = _check_positive_int(n_steps, "n_steps")
-    accountant = _check_choice(accountant, ACCOUNTANTS, "accountant")
-    neighboring = _check_choice(neighboring, NEIGHBORING_RELATIONS,
-                                "neighboring")
-    pld_discretization = _check_pld_discretization(pld_discretization)
+    delta, sample_rate, n_steps, accountant, neighboring, pld_discretization = (
+        _check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
+                         pld_discretization)
+    )
     if accountant in ("paper", "paper_released"):
         if n_samples is None:
             raise ValueError(
@@ -691,13 +701,10 @@ def compute_epsilon(noise_multiplier, delta, *, sample_rate, n_steps,
         On invalid arguments; the message names the parameter.
     """
     noise_multiplier = _check_noise_multiplier(noise_multiplier)
-    delta = _check_delta(delta)
-    sample_rate = _check_sample_rate(sample_rate)
-    n_steps = _check_positive_int(n_steps, "n_steps")
-    accountant = _check_choice(accountant, ACCOUNTANTS, "accountant")
-    neighboring = _check_choice(neighboring, NEIGHBORING_RELATIONS,
-                                "neighboring")
-    pld_discretization = _check_pld_discretization(pld_discretization)
+    delta, sample_rate, n_steps, accountant, neighboring, pld_discretization = (
+        _check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
+                         pld_discretization)
+    )
 
     eps_rdp = _epsilon(noise_multiplier, delta, sample_rate, n_steps, "rdp",
                        neighboring, None)
