@@ -110,7 +110,7 @@ def _residual(code, margins, target, threshold, out):
 
 
 @njit(cache=True, nogil=True)
-def _clipped_residual(residual, row_norm, intercept_term, clip_norm, out):
+def _clipped_residual(residual, row_norm, intercept_term, clip_norm, largest, tiny, out):
     """``out = r * min(1, C / (||r|| ||[x, 1]||))``, safe at extreme scales.
 
     The sample's gradient is ``r [x, 1]``, so its norm is ``||r|| ||[x, 1]||``.
@@ -119,6 +119,15 @@ def _clipped_residual(residual, row_norm, intercept_term, clip_norm, out):
     overflow (a regression target of 1e200) and the combined factor underflow,
     which would drop a row that should have been clipped. Compiled, and
     inlined into callers compiled, without reassociation for that reason.
+
+    The clip fails closed: a sample whose contribution cannot be formed
+    exactly enough in the parameters' dtype contributes nothing (a zero
+    contribution never exceeds the clip norm). That is a non-finite residual
+    (``NaN > bound`` is False, so it would otherwise skip clipping), a
+    coefficient above ``largest`` (it would become ``inf`` when stored, e.g.
+    in float32), and a clipped coefficient below ``tiny``, the dtype's
+    smallest normal number (a subnormal loses relative precision, and the
+    rounded coefficient times ``x`` could exceed the clip norm).
     """
     if residual.shape[0] == 1:
         residual_norm = abs(residual[0])
@@ -128,13 +137,21 @@ def _clipped_residual(residual, row_norm, intercept_term, clip_norm, out):
             residual_sq += residual[k] * residual[k]
         residual_norm = math.sqrt(residual_sq)
     feature_norm = math.hypot(row_norm, intercept_term)
-    if feature_norm > 0.0 and residual_norm > clip_norm / feature_norm:
+    representable = math.isfinite(residual_norm)
+    if representable and feature_norm > 0.0 and residual_norm > clip_norm / feature_norm:
         allowed = clip_norm / feature_norm
+        representable = tiny <= allowed <= largest
+        if representable:
+            for k in range(residual.shape[0]):
+                out[k] = (residual[k] / residual_norm) * allowed
+    elif representable:
+        representable = residual_norm <= largest
+        if representable:
+            for k in range(residual.shape[0]):
+                out[k] = residual[k]
+    if not representable:
         for k in range(residual.shape[0]):
-            out[k] = (residual[k] / residual_norm) * allowed
-    else:
-        for k in range(residual.shape[0]):
-            out[k] = residual[k]
+            out[k] = 0.0
 
 
 @njit(cache=True, fastmath=_FASTMATH, nogil=True)
@@ -145,6 +162,10 @@ def _row_margins(params, x, n_features, margins):
     dot products) stays out of the clipping arithmetic: Numba applies a
     function's fastmath flags to everything compiled into it, callees
     included (see _clipped_residual).
+
+    The sum runs in the parameters' dtype; a float32 sum that overflowed is
+    recomputed in float64 (:func:`_margin_float64`), so a row of huge float32
+    entries gets its true margin instead of ``inf`` or ``NaN``.
     """
     for k in range(params.shape[0]):
         weights = params[k]
@@ -152,13 +173,25 @@ def _row_margins(params, x, n_features, margins):
         acc = weights[n_features]
         for j in range(n_features):
             acc += weights[j] * x[j]
-        margins[k] = acc
+        if math.isfinite(acc):
+            margins[k] = acc
+        else:
+            margins[k] = _margin_float64(weights, x, n_features)
+
+
+@njit(cache=True, nogil=True)
+def _margin_float64(weights, x, n_features):
+    """``weights[:d] . x + weights[d]`` accumulated in float64, whatever the dtype."""
+    acc = np.float64(weights[n_features])
+    for j in range(n_features):
+        acc += np.float64(weights[j]) * np.float64(x[j])
+    return acc
 
 
 @njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
 def _accumulate_rows(
     X, y, rows, start, stop, params, row_norms, code, threshold, clip_norm,
-    fit_intercept, grad,
+    fit_intercept, largest, tiny, grad,
 ):
     """Add the clipped gradients of ``rows[start:stop]`` to ``grad``."""
     n_outputs = params.shape[0]
@@ -176,7 +209,8 @@ def _accumulate_rows(
         _residual(code, margins, y[i], threshold, residual)
         # Per-sample clipping of the WHOLE parameter gradient (all outputs,
         # coefficients and intercept together): sensitivity C, not sqrt(K) C.
-        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, scaled)
+        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, largest,
+                          tiny, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -189,19 +223,19 @@ def _accumulate_rows(
 @njit(cache=True, nogil=True)
 def _noisy_sum_serial(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    noise, grad,
+    largest, tiny, noise, grad,
 ):
     grad[:, :] = noise
     _accumulate_rows(
         X, y, rows, 0, rows.shape[0], params, row_norms, code, threshold,
-        clip_norm, fit_intercept, grad,
+        clip_norm, fit_intercept, largest, tiny, grad,
     )
 
 
 @njit(cache=True, nogil=True)
 def _noisy_sum_blas(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    noise, grad,
+    largest, tiny, noise, grad,
 ):
     """The same sum for K > 1 outputs, through two BLAS matrix products.
 
@@ -210,7 +244,8 @@ def _noisy_sum_blas(
     clipped sum is ``S^T B``. With K outputs the fused kernel streams the
     (K, d) gradient through the cache once per sample, BLAS blocks it: 1.5
     times faster for K = 10, d = 784. Memory O(b d) for the gathered batch,
-    never O(b K d).
+    never O(b K d). Margins are computed by BLAS in the parameters' dtype; a
+    row whose float32 margins overflowed is recomputed in float64.
     """
     n_rows = rows.shape[0]
     n_outputs = params.shape[0]
@@ -232,8 +267,11 @@ def _noisy_sum_blas(
         i = rows[r]
         for k in range(n_outputs):
             row_margins[k] = margins[r, k]
+            if not math.isfinite(row_margins[k]):
+                row_margins[k] = _margin_float64(params[k], X[i], n_features)
         _residual(code, row_margins, y[i], threshold, residual)
-        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, scaled)
+        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, largest,
+                          tiny, scaled)
         for k in range(n_outputs):
             clipped[r, k] = scaled[k]
     grad += np.dot(clipped.T, batch)
@@ -247,7 +285,10 @@ _SMALLEST_SAFE_SQUARE = 1e-280
 def _sum_of_squares(x):
     total = 0.0
     for j in range(x.shape[0]):
-        value = float(x[j])
+        # np.float64, not float(): Numba's float() keeps a float32 a float32,
+        # whose squares underflow (a row of entries 2.5e-23 got a norm 19
+        # times too small, and its gradient escaped the clip).
+        value = np.float64(x[j])
         total += value * value
     return total
 
@@ -256,8 +297,10 @@ def _sum_of_squares(x):
 def compute_row_norms(X):
     """L2 norm of every row, in float64, without overflow or underflow.
 
-    Each row is scaled by its largest absolute entry before squaring, so rows
-    of magnitude 1e-300 or 1e300 get their true norm (a plain sum of squares
+    Entries are converted to float64 before squaring (float32 squares of
+    entries below about 1e-19 underflow), and a float64 row is scaled by its
+    largest absolute entry before squaring, so rows of magnitude 1e-300 or
+    1e300 get their true norm (a plain sum of squares
     would give 0 or inf, and clipping would then drop or keep the row whole).
 
     Parameters
@@ -278,17 +321,23 @@ def compute_row_norms(X):
             continue
         largest = 0.0
         for j in range(X.shape[1]):
-            largest = max(largest, abs(float(X[i, j])))
+            largest = max(largest, abs(np.float64(X[i, j])))
         if largest == 0.0 or not math.isfinite(largest):
             norms[i] = largest
             continue
         total = 0.0
         for j in range(X.shape[1]):
-            scaled = float(X[i, j]) / largest
+            scaled = np.float64(X[i, j]) / largest
             total += scaled * scaled
         norms[i] = largest * math.sqrt(total)
     return norms
 
+
+# Largest and smallest normal magnitude of a clipped coefficient, per dtype.
+_COEFFICIENT_RANGE = {
+    np.dtype(dtype): (float(np.finfo(dtype).max), float(np.finfo(dtype).smallest_normal))
+    for dtype in (np.float32, np.float64)
+}
 
 # One pool per thread count, kept for the life of the process. Plain threads
 # running the GIL-free serial kernel on parts of the batch behave well on a
@@ -307,7 +356,7 @@ def _pool(n_threads):
 
 def _noisy_sum_threaded(
     kernel, X, y, rows, params, row_norms, code, threshold, clip_norm,
-    fit_intercept, noise, grad, n_threads,
+    fit_intercept, largest, tiny, noise, grad, n_threads,
 ):
     """Split the batch over threads; each sums its part into its own buffer."""
     bounds = np.linspace(0, rows.shape[0], n_threads + 1).astype(np.int64)
@@ -318,8 +367,8 @@ def _noisy_sum_threaded(
     futures = [
         _pool(n_threads).submit(
             kernel, X, y, rows[bounds[i]:bounds[i + 1]], params,
-            row_norms, code, threshold, clip_norm, fit_intercept, starts[i],
-            outputs[i],
+            row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny,
+            starts[i], outputs[i],
         )
         for i in range(n_threads)
     ]
@@ -363,16 +412,19 @@ def noisy_clipped_gradient_sum(
     # One output: the fused row-by-row kernel (no gather, one pass). Several:
     # BLAS (see _noisy_sum_blas).
     kernel = _noisy_sum_blas if params.shape[0] > 1 else _noisy_sum_serial
+    # The range of clipped coefficients the parameters' dtype holds exactly
+    # enough; a sample outside it contributes nothing (see _clipped_residual).
+    largest, tiny = _COEFFICIENT_RANGE[np.dtype(params.dtype)]
     work = rows.shape[0] * params.shape[0] * X.shape[1]
     if n_threads > 1 and work >= PARALLEL_MIN_WORK:
         _noisy_sum_threaded(
             kernel, X, y, rows, params, row_norms, code, threshold, clip_norm,
-            fit_intercept, noise, grad, n_threads,
+            fit_intercept, largest, tiny, noise, grad, n_threads,
         )
     else:
         kernel(
             X, y, rows, params, row_norms, code, threshold, clip_norm,
-            fit_intercept, noise, grad,
+            fit_intercept, largest, tiny, noise, grad,
         )
 
 

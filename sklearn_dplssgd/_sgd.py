@@ -1,7 +1,9 @@
 """The one DP-LSSGD training loop, shared by both estimators.
 
 Data flows one way: Poisson-sample a batch -> clipped gradient sum plus
-Gaussian noise (Numba) -> Laplacian smoothing (FFT) -> step. All randomness
+Gaussian noise (Numba) -> Laplacian smoothing -> step. The smoothing is the
+exact O(d) solve of the compiled step (:func:`_kernels.smooth_rows`); the FFT
+form (:func:`_smoothing.apply_smoothing`) is its reference. All randomness
 is drawn here, in Python, from one ``numpy.random.Generator``; the kernels
 get index arrays and noise arrays.
 """
@@ -124,6 +126,10 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
     offsets : ndarray of int64 of shape (n_steps + 1,)
         Batch ``t`` is ``rows[offsets[t]:offsets[t + 1]]``.
     """
+    if sample_rate >= 1.0:
+        # Every row in every step: no draws (the gaps would all be 1).
+        rows = np.tile(np.arange(n_samples, dtype=np.int64), n_steps)
+        return rows, np.arange(n_steps + 1, dtype=np.int64) * n_samples
     n_slots = n_samples * n_steps
     expected = n_slots * sample_rate
     n_draws = int(expected + 6.0 * math.sqrt(expected) + 16)
@@ -226,6 +232,9 @@ def train_dp_lssgd(
     next_epoch = 0
     report_epochs = bool(verbose) or epoch_callback is not None
     chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // params.size))
+    # Full batches (q = 1) use every row in every step: one index array,
+    # instead of n * T sampled slots.
+    all_rows = np.arange(n_samples, dtype=np.int64) if sample_rate >= 1.0 else None
 
     # The multiclass kernel calls BLAS on small matrices at every step; BLAS's
     # own threads only add synchronisation there (and stall badly when the
@@ -233,7 +242,8 @@ def train_dp_lssgd(
     with _blas_controller().limit(limits=1, user_api="blas"):
         for chunk_start in range(0, n_steps, chunk):
             chunk_steps = min(chunk, n_steps - chunk_start)
-            rows, offsets = poisson_batches(rng, n_samples, sample_rate, chunk_steps)
+            if all_rows is None:
+                rows, offsets = poisson_batches(rng, n_samples, sample_rate, chunk_steps)
             noise = np.zeros((chunk_steps,) + params.shape, dtype=dtype)
             if noise_std > 0:
                 noise[:, :, :n_noisy_columns] = rng.standard_normal(
@@ -242,8 +252,12 @@ def train_dp_lssgd(
                 noise *= dtype.type(noise_std)
             for local_step in range(chunk_steps):
                 step = chunk_start + local_step
+                if all_rows is None:
+                    batch = rows[offsets[local_step]:offsets[local_step + 1]]
+                else:
+                    batch = all_rows
                 noisy_clipped_gradient_sum(
-                    X, y, rows[offsets[local_step]:offsets[local_step + 1]], params,
+                    X, y, batch, params,
                     row_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
                     noise[local_step], grad, n_threads,
                 )

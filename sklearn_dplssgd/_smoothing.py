@@ -6,6 +6,11 @@ discrete Fourier transform and its inverse is applied in O(d log d) by a real
 FFT: ``A^{-1} v = irfft(rfft(v) / lambda_k)`` with eigenvalues
 ``lambda_k = 1 + 2 sigma - 2 sigma cos(2 pi k / d)``. Smoothing is applied to
 the already-noised gradient, so it is post-processing and costs no privacy.
+
+The FFT form here is the reference. Training uses the exact O(d) solve of
+:func:`sklearn_dplssgd._kernels.smooth_rows` (A_sigma factors into two
+first-order periodic recursions), compiled into the step; the tests check the
+two against each other and against a dense solve.
 """
 
 import numpy as np
@@ -68,7 +73,11 @@ def laplacian_smoothing_matrix(n_features, sigma):
 
 
 def apply_smoothing(v, eigenvalues, out=None):
-    """Apply A_sigma^{-1} along the last axis of ``v`` by real FFT.
+    """Apply A_sigma^{-1} along the last axis of ``v`` by real FFT (the reference).
+
+    Training runs the equivalent O(d) solve
+    :func:`sklearn_dplssgd._kernels.smooth_rows`; this is what it is tested
+    against.
 
     Parameters
     ----------
