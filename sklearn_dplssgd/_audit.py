@@ -17,12 +17,15 @@ import dataclasses
 import math
 import numbers
 import time
+import warnings
 
 import numpy as np
 from scipy import optimize, special, stats
 from sklearn.base import clone, is_classifier
 
+from ._accounting import calibrate_noise
 from ._base import BaseDPLSSGD
+from ._validation import PrivacyLeakWarning
 from ._losses import loss_code, loss_derivative_reference
 from ._sgd import learning_rate_schedule
 from ._smoothing import smoothing_eigenvalues
@@ -806,9 +809,7 @@ def _auto_canary(estimator, X, y, classes):
         label = 1.0
     # One fit with a unit canary gives the data-free quantities (z, q, T)
     # that the canary's size is tuned to; they do not depend on the size.
-    reference = clone(estimator).set_params(random_state=0).fit(
-        np.vstack([X, direction]), _append(y, label)
-    )
+    reference = _seeded_fit(estimator, 0, np.vstack([X, direction]), _append(y, label))
     scale = _weight_scale(reference, X.shape[0] + 1)
     fit_intercept = bool(estimator.fit_intercept)
     if not is_classifier(estimator):
@@ -855,13 +856,40 @@ def _default_background(estimator, random_state):
     return X, y
 
 
+def _seeded_fit(estimator, seed, X, y):
+    """Fit a clone whose batches and noise come from ``seed`` (reproducible).
+
+    The audit throws its models away, so the seed leaks nothing; seeding
+    makes an audit repeatable. The warnings of a reproducible fit (it is not
+    private) are meant for users publishing models and are silenced here.
+    """
+    model = clone(estimator).set_params(random_state=int(seed), reproducible=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        return model.fit(X, y)
+
+
 def _fit_scores(estimator, X, y, statistic, seeds):
     """Fit a fresh clone per seed and score it; also return the last model."""
     scores = np.empty(len(seeds))
     for i, seed in enumerate(seeds):
-        model = clone(estimator).set_params(random_state=int(seed)).fit(X, y)
+        model = _seeded_fit(estimator, seed, X, y)
         scores[i] = statistic(model)
     return scores, model
+
+
+def _claimed_epsilon(estimator, model, n_rows):
+    """The epsilon a non-reproducible fit of ``model``'s mechanism reports.
+
+    The audit's own fits are seeded (``epsilon_`` is then ``inf``); the
+    claim is what the same configuration states when fitted privately.
+    """
+    return calibrate_noise(
+        estimator.epsilon, estimator.delta, sample_rate=model.sample_rate_,
+        n_steps=model.n_steps_, accountant=estimator.accountant,
+        neighboring=model.neighboring_,
+        n_samples=estimator._accounted_n_samples(n_rows),
+    ).epsilon
 
 
 def audit_epsilon(
@@ -879,14 +907,20 @@ def audit_epsilon(
     Fits ``n_runs`` clones of ``estimator`` on a background data set D and
     ``n_runs`` on D plus one canary row, each with its own seed, scores every
     model with :func:`canary_score`, and bounds epsilon from below with
-    :func:`audit_scores`.
+    :func:`audit_scores`. Under ``neighboring="replace_one"`` the two data
+    sets have the same size: D plus the mirrored canary ``(-x, y)`` against
+    D plus the canary ``(x, y)``.
 
     Parameters
     ----------
     estimator : DPLSSGDClassifier or DPLSSGDRegressor
-        The configuration to audit (unfitted or fitted; it is cloned). Its
-        ``random_state`` is replaced by a distinct seed per run and
-        ``verbose`` is set to 0; everything else is used as given. For a
+        The configuration to audit (unfitted or fitted; it is cloned). Each
+        run is a ``reproducible=True`` fit with its own seed (the models are
+        thrown away, and seeding makes the audit repeatable); the claimed
+        epsilon is the one the configuration reports when fitted privately.
+        ``verbose`` is set to 0. Under add/remove adjacency without
+        ``public_n_samples``, the size of D plus the canary is declared
+        public. Everything else is used as given. For a
         classifier without ``classes``, the label set of D plus the canary
         is declared, so that the label set itself does not reveal the canary.
     X : array-like of shape (n_samples, n_features), default=None
@@ -960,6 +994,10 @@ def audit_epsilon(
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"X must be 2-D and y 1-D with as many rows; got {X.shape} and {y.shape}.")
 
+    if estimator.neighboring == "add_remove" and estimator.public_n_samples is None:
+        # Under add/remove the row count is private: the auditor declares the
+        # size of the larger data set (D plus the canary) as public.
+        estimator.set_params(public_n_samples=X.shape[0] + 1)
     classes = None
     if is_classifier(estimator):
         declared = estimator.classes
@@ -978,15 +1016,22 @@ def audit_epsilon(
     statistic = _CanaryStatistic(direction, push, float(estimator.sigma))
     X_with = np.ascontiguousarray(np.vstack([X, x_canary.astype(X.dtype)]))
     y_with = _append(y, y_canary)
+    if estimator.neighboring == "replace_one":
+        # Neighbours of the same size: D plus the mirrored canary against D
+        # plus the canary. The two rows' clipped gradients point opposite
+        # ways along the canary's direction: the full 2 C of replace-one.
+        X = np.ascontiguousarray(np.vstack([X, -x_canary.astype(X.dtype)]))
+        y = _append(y, y_canary)
 
     seeds = run_seeds.generate_state(2 * n_runs, dtype=np.uint64)
     start = time.perf_counter()
     scores_without, fitted_without = _fit_scores(estimator, X, y, statistic, seeds[:n_runs])
     scores_with, fitted_with = _fit_scores(estimator, X_with, y_with, statistic, seeds[n_runs:])
     seconds_per_fit = (time.perf_counter() - start) / (2 * n_runs)
-    # With and without the canary the row counts differ, and so may the
-    # sample rate and the number of steps: the claim is the weaker of the two.
-    claimed = max(fitted_without.epsilon_, fitted_with.epsilon_)
+    # The claim is the weaker of the two data sets' (under add/remove the
+    # declared public_n_samples makes them equal).
+    claimed = max(_claimed_epsilon(estimator, fitted_without, X.shape[0]),
+                  _claimed_epsilon(estimator, fitted_with, X_with.shape[0]))
     result = audit_scores(
         scores_without, scores_with, delta=float(fitted_with.delta_),
         claimed_epsilon=claimed, confidence=confidence,

@@ -126,16 +126,16 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     -----
     The guarantee covers each training row (features and label) under the
     adjacency named by ``neighboring_``. It does not cover the label set when
-    ``classes`` is None, preprocessing fitted on the private data, a seed
-    known to others, or the repeated fits of a hyperparameter search (each
-    fit spends its own budget).
+    ``classes`` is None, preprocessing fitted on the private data, a
+    ``reproducible`` fit (its seed travels with it), or the repeated fits of
+    a hyperparameter search (each fit spends its own budget).
 
     Examples
     --------
     >>> from sklearn.datasets import load_digits
     >>> from sklearn_dplssgd import DPLSSGDClassifier
     >>> X, y = load_digits(return_X_y=True)
-    >>> clf = DPLSSGDClassifier(epsilon=1.0, classes=range(10), random_state=0)
+    >>> clf = DPLSSGDClassifier(epsilon=1.0, classes=range(10))
     >>> clf.fit(X / 16, y).epsilon_ <= 1.0
     True
     """
@@ -163,9 +163,11 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         eta0=2.0,
         power_t=0.5,
         classes=None,
-        accountant="rdp",
-        neighboring="add_remove",
+        accountant="pld",
+        neighboring="replace_one",
+        public_n_samples=None,
         random_state=None,
+        reproducible=False,
         n_jobs=None,
         verbose=0,
     ):
@@ -184,7 +186,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.classes = classes
         self.accountant = accountant
         self.neighboring = neighboring
+        self.public_n_samples = public_n_samples
         self.random_state = random_state
+        self.reproducible = reproducible
         self.n_jobs = n_jobs
         self.verbose = verbose
 
@@ -200,17 +204,19 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             )
             classes = np.unique(y)
             if len(classes) < 2:
+                # No label value in the message: labels are private data.
                 raise ValueError(
-                    f"The training labels contain only one class ({classes[0]}); "
-                    "at least two classes are needed. Pass classes=... to declare "
-                    "the label set."
+                    "The training labels contain only one class; at least two "
+                    "classes are needed. Pass classes=... to declare the label set."
                 )
         else:
             classes = np.unique(np.asarray(self.classes))
             unknown = ~np.isin(y, classes)
             if unknown.any():
+                # Neither the labels nor their number: both are private data.
                 raise ValueError(
-                    f"y contains labels not in classes: {np.unique(y[unknown])[:10]!r}."
+                    "y contains labels that are not in classes (their values are "
+                    "not shown: they come from the private training data)."
                 )
         self.classes_ = classes
         indices = np.searchsorted(classes, y).astype(np.float64)

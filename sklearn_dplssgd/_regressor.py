@@ -66,7 +66,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(5000, 3))
     >>> y = X @ [0.5, -0.2, 0.3]
-    >>> reg = DPLSSGDRegressor(epsilon=1.0, random_state=0).fit(X, y)
+    >>> reg = DPLSSGDRegressor(epsilon=1.0).fit(X, y)
     >>> reg.coef_.shape
     (3,)
     """
@@ -93,9 +93,11 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         learning_rate="invscaling",
         eta0=2.0,
         power_t=0.5,
-        accountant="rdp",
-        neighboring="add_remove",
+        accountant="pld",
+        neighboring="replace_one",
+        public_n_samples=None,
         random_state=None,
+        reproducible=False,
         n_jobs=None,
         verbose=0,
     ):
@@ -114,7 +116,9 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.power_t = power_t
         self.accountant = accountant
         self.neighboring = neighboring
+        self.public_n_samples = public_n_samples
         self.random_state = random_state
+        self.reproducible = reproducible
         self.n_jobs = n_jobs
         self.verbose = verbose
 

@@ -57,7 +57,16 @@ What to expect
   the noise of the weights; the audit is strongest when the weights stay
   small (small ``eta0`` or many rows).
 
-An audit can refute a privacy claim, never prove one. Seeds of the runs are
+An audit can refute a privacy claim, never prove one.
+
+Implementation checks
+---------------------
+Some bugs make a claim false in ways a statistical audit of final models
+would need enormous numbers of runs to see. :func:`audit_implementation`
+runs five direct checks, each aimed at one class of such bugs: clipping at
+the edges of floating point, a published model replaying its own noise,
+clones sharing noise, a mechanism that depends on the private row count, and
+an error that depends on one row. Seeds of the runs are
 drawn from ``random_state``; the estimator's own seed is replaced per run.
 
 Examples
@@ -74,5 +83,8 @@ Privacy audit of DPLSSGDClassifier: 200 runs without and 200 with the canary, 95
 ...
 """
 
+from . import _audit, _audit_checks
 from ._audit import *  # noqa: F401,F403 - the public names, listed once in _audit
-from ._audit import __all__  # noqa: F401
+from ._audit_checks import *  # noqa: F401,F403 - and once in _audit_checks
+
+__all__ = [*_audit.__all__, *_audit_checks.__all__]

@@ -7,10 +7,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
 
 ESTIMATORS = [
-    DPLSSGDClassifier(random_state=0),
-    DPLSSGDClassifier(loss="hinge", sigma=0.0, random_state=0),
-    DPLSSGDRegressor(random_state=0),
-    DPLSSGDRegressor(loss="huber", random_state=0),
+    DPLSSGDClassifier(random_state=0, reproducible=True),
+    DPLSSGDClassifier(loss="hinge", sigma=0.0, random_state=0, reproducible=True),
+    DPLSSGDRegressor(random_state=0, reproducible=True),
+    DPLSSGDRegressor(loss="huber", random_state=0, reproducible=True),
 ]
 
 # Every expected failure is listed with its reason.

@@ -130,7 +130,9 @@ def _check_fitted_model(estimator, X, n_features):
     assert coef.shape[-1] == n_features
     assert not math.isnan(estimator.epsilon_)
     assert not math.isnan(estimator.noise_multiplier_)
-    if not estimator.accountant.startswith("paper"):
+    if estimator.reproducible:
+        assert estimator.epsilon_ == math.inf  # a seeded fit claims nothing
+    elif not estimator.accountant.startswith("paper"):
         assert estimator.epsilon_ <= estimator.epsilon * (1 + 1e-9)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -234,7 +236,7 @@ def regression_targets(n):
 
 
 def _fast(cls, **params):
-    return cls(**{**FAST, "random_state": 0, **params})
+    return cls(**{**FAST, "random_state": 0, "reproducible": True, **params})
 
 
 # --------------------------------------------------------------------------
@@ -369,7 +371,7 @@ def test_huge_gradients_are_clipped_not_dropped(x, y, clip_norm):
     _count("huge_gradients_clipped")
     estimator = DPLSSGDRegressor(
         epsilon=math.inf, sigma=0.0, fit_intercept=False, max_iter=1, batch_size=1,
-        alpha=0.0, eta0=0.5, clip_norm=clip_norm, random_state=0,
+        alpha=0.0, eta0=0.5, clip_norm=clip_norm, random_state=0, reproducible=True,
     )
     error, _ = _try_fit(estimator, np.array([[x]]), np.array([y]))
     _outcome("huge_gradients_clipped", error)
@@ -426,7 +428,7 @@ def test_fewer_rows_than_batch_size(cls):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3, 4))
     y = np.array([0, 1, 1]) if cls is DPLSSGDClassifier else rng.normal(size=3)
-    estimator = cls(batch_size=10_000, max_iter=3, random_state=0)
+    estimator = cls(batch_size=10_000, max_iter=3, random_state=0, reproducible=True)
     error, _ = _try_fit(estimator, X, y)
     assert error is None, error
     _check_fitted_model(estimator, X, 4)
@@ -731,6 +733,8 @@ def test_privacy_targets_full_batch(data, cls, epsilon, delta, accountant, neigh
     else:
         y = data.draw(hnp.arrays(np.float64, n, elements=st.floats(-3, 3)))
         extra = {}
+    if neighboring == "add_remove":
+        extra["public_n_samples"] = n  # the row count is private under add/remove
     estimator = _fast(cls, epsilon=epsilon, delta=delta, accountant=accountant,
                       neighboring=neighboring, clip_norm=clip_norm, **extra)
     _check_budget_fit("privacy_targets_full_batch", estimator, X, y, n)
@@ -756,7 +760,7 @@ def test_privacy_targets_poisson_sampled(cls, epsilon, delta, seed):
     X = rng.normal(size=(n, 3))
     y = (X[:, 0] > 0).astype(int) if cls is DPLSSGDClassifier else X @ [1.0, -2.0, 0.5]
     estimator = cls(epsilon=epsilon, delta=delta, batch_size=10, max_iter=2,
-                    random_state=seed, **({"classes": [0, 1]} if cls is DPLSSGDClassifier else {}))
+                    random_state=seed, reproducible=True, **({"classes": [0, 1]} if cls is DPLSSGDClassifier else {}))
     _check_budget_fit("privacy_targets_poisson", estimator, X, y, n)
     if hasattr(estimator, "coef_"):
         assert estimator.sample_rate_ == 0.25 and estimator.n_steps_ == 8
@@ -771,7 +775,7 @@ _NO_HANG_SCRIPT = textwrap.dedent(
     params = ast.literal_eval(sys.argv[1])
     X = np.random.default_rng(0).normal(size=(8, 3))
     try:
-        model = DPLSSGDRegressor(batch_size=16, max_iter=2, random_state=0, **params)
+        model = DPLSSGDRegressor(batch_size=16, max_iter=2, random_state=0, reproducible=True, **params)
         model.fit(X, X[:, 0])
         print("FIT", bool(np.isfinite(model.coef_).all()), model.noise_multiplier_)
     except (ValueError, TypeError) as exc:
@@ -1097,7 +1101,7 @@ def test_fit_mutates_neither_parameters_nor_data(data, cls, seed):
     y_values = labels if cls is DPLSSGDClassifier else labels * 0.5 - 0.3
     y = {"array": y_values, "list": y_values.tolist(), "series": pd.Series(y_values)}[y_kind]
     classes = [0, 1, 2]
-    params = dict(random_state=seed, sigma=0.5)
+    params = dict(random_state=seed, reproducible=True, sigma=0.5)
     if cls is DPLSSGDClassifier:
         params["classes"] = classes
     estimator = _fast(cls, **params)
@@ -1133,7 +1137,7 @@ def test_same_integer_seed_gives_the_identical_model(data, cls, seed, epsilon, s
         X = X.astype(np.float32)
     y = np.arange(n) % 2 if cls is DPLSSGDClassifier else X[:, 0].astype(np.float64)
     extra = {"classes": [0, 1]} if cls is DPLSSGDClassifier else {}
-    first = _fast(cls, random_state=seed, epsilon=epsilon, sigma=sigma, **extra)
+    first = _fast(cls, random_state=seed, reproducible=True, epsilon=epsilon, sigma=sigma, **extra)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         first.fit(X, y)

@@ -195,3 +195,61 @@ def test_huge_residuals_are_clipped_not_dropped():
         grad = _kernel(X, np.array([target]), np.array([0]), params, compute_row_norms(X),
                        SQUARED_ERROR, 0.0, 1e-6, False)
         assert grad[0, 0] == pytest.approx(-1e-6, rel=1e-9)
+
+
+def test_float32_row_norms_are_computed_in_float64():
+    # float32 squares of 2.5e-23 underflow to 0: the norm came out 19 times
+    # too small (3.74e-23 instead of 7.0e-22), and the clip let through 18.7 C.
+    x = np.full(784, 2.5e-23, np.float32)
+    x[0] = 2.7e-23
+    expected = np.sqrt(np.sum(x.astype(np.float64) ** 2))
+    assert compute_row_norms(x[np.newaxis, :])[0] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_tiny_float32_row_with_huge_target_is_clipped(fit_intercept):
+    x = np.full((1, 784), 2.5e-23, np.float32)
+    params = np.zeros((1, 785), np.float32)
+    grad = _kernel(x, np.array([1e30]), np.array([0]), params, compute_row_norms(x),
+                   SQUARED_ERROR, 0.0, 1.0, fit_intercept)
+    assert np.linalg.norm(grad.astype(np.float64)) == pytest.approx(1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_overflowing_float32_margins_fall_back_to_float64(n_outputs):
+    # w . x overflows float32 (20 * 1e10 * 1e28 = 2e39) but not float64: the
+    # kernel must clip the true gradient, as the float64 oracle does.
+    code = LOG_LOSS_MULTINOMIAL if n_outputs > 1 else LOG_LOSS_BINARY
+    X = np.full((2, 20), 1e28, np.float32)
+    X[1] = 0.5
+    y = np.array([0.0, 1.0])
+    params = np.full((n_outputs, 21), 1e10, np.float32)
+    params[:, -1] = 0.0
+    rows = np.array([0, 1])
+    grad = _kernel(X, y, rows, params, compute_row_norms(X), code, 0.0, 1.0, True)
+    assert np.isfinite(grad).all()
+    coef, intercept = clipped_gradient_sum_reference(
+        X.astype(np.float64), y, rows, params[:, :-1].astype(np.float64),
+        params[:, -1].astype(np.float64), code, 0.0, 1.0, True)
+    np.testing.assert_allclose(grad[:, :-1], coef, rtol=1e-5, atol=1e-30)
+    np.testing.assert_allclose(grad[:, -1], intercept, rtol=1e-5, atol=1e-30)
+
+
+def test_non_finite_residual_contributes_nothing():
+    # Non-finite weights give a NaN residual, and NaN > bound is False: the
+    # sample must not skip the clip. It contributes nothing instead.
+    X = np.ones((1, 3))
+    params = np.full((1, 4), np.nan)
+    grad = _kernel(X, np.array([1.0]), np.array([0]), params, compute_row_norms(X),
+                   SQUARED_ERROR, 0.0, 1.0, True)
+    assert np.array_equal(grad, np.zeros_like(grad))
+
+
+def test_subnormal_float32_clip_factor_drops_the_sample():
+    # C / ||x|| = 1 / (3e38 sqrt(20)) is subnormal in float32: rounded, the
+    # coefficient times x could exceed C. The sample contributes nothing.
+    X = np.full((1, 20), 3e38, np.float32)
+    params = np.zeros((1, 21), np.float32)
+    grad = _kernel(X, np.array([1e30]), np.array([0]), params, compute_row_norms(X),
+                   SQUARED_ERROR, 0.0, 1.0, True)
+    assert np.array_equal(grad, np.zeros_like(grad))

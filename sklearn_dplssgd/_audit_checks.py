@@ -1,0 +1,430 @@
+"""Implementation checks: five ways a printed guarantee can be false.
+
+:func:`audit_epsilon` measures how private a configured estimator is from
+many fitted models. The checks here target implementation bugs that such a
+statistical audit misses or needs far too many runs to see, each found in an
+attack review of an earlier version of this library:
+
+* :func:`check_clipping`: one step without noise on single adversarial rows
+  (tiny float32 rows with huge targets, huge rows, rows whose float32 margins
+  overflow); the step reveals the clipped gradient, whose norm must not exceed
+  ``clip_norm``. (float32 row norms that underflowed once let a row through
+  with 18.7 times the clip norm.)
+* :func:`check_seed_replay`: fit with the seeds a user passes by habit,
+  pickle the model as if publishing it, and replay the fit from the pickle's
+  own parameters; the replay must not reproduce the noise, and the caller's
+  Generator must not be advanced (a published, advanced PCG64 can be rewound).
+* :func:`check_clone_independence`: two clones with the same
+  ``random_state`` fitted on the same rows must not share their noise (their
+  difference would be noise-free).
+* :func:`check_row_count`: neighbouring data sets under the estimator's
+  adjacency must give the same public mechanism (sample rate, steps, noise,
+  epsilon); under add/remove that means n = batch_size against
+  n = batch_size + 1.
+* :func:`check_overflow_row`: whether fits fail must not depend on one row
+  (a float32 row of entries 3e38 once made every fit diverge).
+
+:func:`audit_implementation` runs all five. A failed check is a bug in the
+implementation, not a statistical finding.
+"""
+
+import dataclasses
+import math
+import pickle
+import warnings
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+
+from ._base import BaseDPLSSGD
+from ._validation import PrivacyLeakWarning
+
+__all__ = [
+    "CheckResult",
+    "ImplementationAudit",
+    "audit_implementation",
+    "check_clipping",
+    "check_clone_independence",
+    "check_overflow_row",
+    "check_row_count",
+    "check_seed_replay",
+]
+
+# Relative slack over the clip norm allowed for floating-point rounding of the
+# clipped coefficient and the sum (float32 rounds at about 6e-8).
+_CLIP_TOLERANCE = 1e-5
+# Features of the adversarial rows of check_clipping (an MNIST-sized row).
+_CLIP_FEATURES = 784
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """Outcome of one implementation check.
+
+    Attributes
+    ----------
+    name : str
+        The check.
+    passed : bool
+        Whether the implementation passed it.
+    measured : float
+        The quantity measured (see ``detail`` for its meaning).
+    limit : float
+        The largest value of ``measured`` that passes.
+    detail : str
+        What was measured, in words.
+    """
+
+    name: str
+    passed: bool
+    measured: float
+    limit: float
+    detail: str
+
+    def __str__(self):
+        verdict = "passed" if self.passed else "FAILED"
+        return f"{self.name}: {verdict} (measured {self.measured:.6g}, limit {self.limit:.6g}): {self.detail}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ImplementationAudit:
+    """The results of :func:`audit_implementation`.
+
+    Attributes
+    ----------
+    estimator_name : str
+    checks : tuple of CheckResult
+    """
+
+    estimator_name: str
+    checks: tuple
+
+    @property
+    def passed(self):
+        """Whether every check passed."""
+        return all(check.passed for check in self.checks)
+
+    def __str__(self):
+        lines = [f"Implementation audit of {self.estimator_name}: "
+                 f"{'passed' if self.passed else 'FAILED'}"]
+        lines += [f"  {check}" for check in self.checks]
+        return "\n".join(lines)
+
+
+def _quiet(function, *args):
+    """Call ``function`` with the library's usage warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        return function(*args)
+
+
+def _set_existing(estimator, **params):
+    """``set_params`` for the parameters this estimator version has."""
+    known = estimator.get_params()
+    return estimator.set_params(**{k: v for k, v in params.items() if k in known})
+
+
+def _labels(estimator):
+    """Declared classes, or (0, 1)."""
+    if not is_classifier(estimator):
+        return None
+    declared = estimator.get_params().get("classes")
+    return np.unique(np.asarray(declared)) if declared is not None else np.array([0, 1])
+
+
+def _private(estimator):
+    """A clone with finite epsilon, declared classes and, under add/remove, a
+    public row count (the auditor's choice), ready to fit ``n_rows`` rows."""
+    model = clone(estimator)
+    _set_existing(model, verbose=0)
+    if not math.isfinite(model.epsilon):
+        model.set_params(epsilon=1.0)
+    if is_classifier(model):
+        model.set_params(classes=_labels(estimator))
+    return model
+
+
+def _declare_public_n(model, n_rows):
+    params = model.get_params()
+    if params.get("neighboring") == "add_remove" and params.get("public_n_samples", 0) is None:
+        model.set_params(public_n_samples=n_rows)
+    return model
+
+
+def _default_data(estimator, n_rows=200, n_features=5, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n_rows, n_features)).astype(dtype)
+    if is_classifier(estimator):
+        labels = _labels(estimator)
+        y = labels[rng.integers(0, len(labels), size=n_rows)]
+    else:
+        y = X @ rng.normal(size=n_features)
+    return X, y
+
+
+def _adversarial_rows(estimator, dtype):
+    """Single rows (x, y) at the edges of floating point, for this loss."""
+    d = _CLIP_FEATURES
+    finite_max = float(np.finfo(dtype).max)
+    tiny = np.full(d, 2.5e-23, dtype)
+    tiny[0] = 2.7e-23
+    huge = np.full(d, 1e30 if dtype == np.float32 else 1e140, dtype)
+    # float32 entries near the top of the range: margins overflow float32.
+    overflow = np.full(d, 3e38 if dtype == np.float32 else 1e148, dtype)
+    ordinary = np.linspace(-1.0, 1.0, d).astype(dtype)
+    rows = [tiny, huge, overflow, ordinary, -overflow]
+    if is_classifier(estimator):
+        labels = _labels(estimator)
+        return [(row, label) for row in rows for label in (labels[0], labels[-1])]
+    targets = (1e30, -1e30, 0.5 * finite_max if dtype == np.float64 else 1e38)
+    return [(row, target) for row in rows for target in targets]
+
+
+def check_clipping(estimator, dtypes=(np.float32, np.float64)):
+    """Per-sample clipping holds at the edges of floating point.
+
+    For each adversarial row, one noise-free step (``epsilon=inf``,
+    ``sigma=0``, ``alpha=0``, constant step 1, full batch) is taken from zero
+    weights on that row alone; the weights after it are ``-1/b`` times the
+    row's clipped gradient, so ``b ||weights|| / clip_norm`` must be at most 1.
+
+    Parameters
+    ----------
+    estimator : DPLSSGDClassifier or DPLSSGDRegressor
+        The configuration (loss, clip norm, intercept) to check.
+    dtypes : tuple of dtypes, default=(float32, float64)
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the largest ratio of a clipped gradient's norm to
+        ``clip_norm``.
+    """
+    batch_size = 2
+    worst = 0.0
+    worst_case = ""
+    cases = [(dtype, row, target, fit_intercept)
+             for dtype in dtypes
+             for row, target in _adversarial_rows(estimator, dtype)
+             # Without an intercept the row norm alone sets the clip factor.
+             for fit_intercept in (True, False)]
+    for dtype, row, target, fit_intercept in cases:
+        model = _private(estimator)
+        _set_existing(
+            model, epsilon=math.inf, sigma=0.0, alpha=0.0, learning_rate="constant",
+            eta0=1.0, batch_size=batch_size, max_iter=1, public_n_samples=1,
+            fit_intercept=fit_intercept,
+        )
+        y = np.asarray([target])
+        fitted = _quiet(model.fit, row[np.newaxis, :], y)
+        weights = np.concatenate([np.ravel(fitted.coef_), np.ravel(fitted.intercept_)])
+        ratio = batch_size * float(np.linalg.norm(weights.astype(np.float64))) / float(
+            model.clip_norm)
+        if not math.isfinite(ratio):
+            ratio = math.inf
+        if ratio > worst:
+            worst = ratio
+            worst_case = (f"{np.dtype(dtype).name} row of entries {float(row[1]):.3g}, "
+                          f"target {target!s:.10}, fit_intercept={fit_intercept}")
+    limit = 1.0 + _CLIP_TOLERANCE
+    return CheckResult(
+        "clipping", worst <= limit, worst, limit,
+        f"largest clipped gradient norm / clip_norm over {len(dtypes)} dtypes of "
+        f"adversarial rows (worst: {worst_case})",
+    )
+
+
+def _seed_forms():
+    return {
+        "int 42": lambda: 42,
+        "Generator": lambda: np.random.default_rng(7),
+        "SeedSequence": lambda: np.random.SeedSequence(3),
+        "RandomState": lambda: np.random.RandomState(0),
+    }
+
+
+def check_seed_replay(estimator, X=None, y=None):
+    """A published model does not carry the seed of its own noise.
+
+    For each way users pass a seed (an int, a Generator, a SeedSequence, a
+    RandomState), fit, pickle the model as if publishing it, and refit a
+    clone of the unpickled model on the same rows, as an attacker holding the
+    pickle would. A private fit (finite ``epsilon_``) fails the check if the
+    replay reproduces its weights exactly, or if the caller's Generator was
+    advanced by the fit (its published state could be rewound).
+
+    Parameters
+    ----------
+    estimator : DPLSSGDClassifier or DPLSSGDRegressor
+    X, y : array-like, default=None
+        Training rows; by default 200 random rows with 5 features.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the number of seed forms that leaked.
+    """
+    if X is None:
+        X, y = _default_data(estimator)
+    leaks = []
+    for name, make_seed in _seed_forms().items():
+        seed = make_seed()
+        state_before = pickle.dumps(seed)
+        model = _declare_public_n(_private(estimator).set_params(random_state=seed), len(X))
+        fitted = _quiet(model.fit, X, y)
+        if not math.isfinite(fitted.epsilon_):
+            continue  # a reproducible fit claims no privacy
+        if isinstance(seed, np.random.Generator) and pickle.dumps(seed) != state_before:
+            leaks.append(f"{name} advanced by the fit")
+        published = pickle.loads(pickle.dumps(fitted))
+        replay = _quiet(clone(published).fit, X, y)
+        if np.array_equal(replay.coef_, fitted.coef_):
+            leaks.append(f"{name} replayed")
+    return CheckResult(
+        "seed replay", not leaks, float(len(leaks)), 0.0,
+        "seed forms whose noise a holder of the pickled model can regenerate"
+        + (f": {', '.join(leaks)}" if leaks else ""),
+    )
+
+
+def check_clone_independence(estimator, X=None, y=None):
+    """Clones given the same seed do not share their noise.
+
+    Two clones of the estimator with ``random_state=42`` are fitted on the
+    same rows. A private fit fails the check if their weights are identical:
+    their difference would then be free of noise.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the largest absolute difference of the two fits'
+        coefficients (it must be above 0).
+    """
+    if X is None:
+        X, y = _default_data(estimator)
+    base = _declare_public_n(_private(estimator).set_params(random_state=42), len(X))
+    first = _quiet(clone(base).fit, X, y)
+    second = _quiet(clone(base).fit, X, y)
+    difference = float(np.max(np.abs(np.ravel(first.coef_) - np.ravel(second.coef_))))
+    private = math.isfinite(first.epsilon_)
+    return CheckResult(
+        "clone independence", difference > 0.0 or not private, difference, 0.0,
+        "largest |coef difference| of two clones seeded alike (0 means shared noise)",
+    )
+
+
+def check_row_count(estimator):
+    """Neighbouring data sets give the same public mechanism.
+
+    Under add/remove adjacency, data sets of ``batch_size`` and
+    ``batch_size + 1`` rows are neighbours; under replace-one, two data sets
+    of ``batch_size`` rows that differ in one row. The sample rate, number of
+    steps, noise multiplier and reported epsilon of the two fits must be
+    equal: any difference tells the neighbours apart with certainty. A fit
+    refused for lack of a public row count releases nothing and passes.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the number of public attributes that differ.
+    """
+    model = _private(estimator)
+    batch_size = int(model.batch_size)
+    X, y = _default_data(estimator, n_rows=batch_size + 1)
+    if model.get_params().get("neighboring", "add_remove") == "add_remove":
+        pair = ((X[:batch_size], y[:batch_size]), (X, y))
+    else:
+        X_other, y_other = X[:batch_size].copy(), y[:batch_size].copy()
+        X_other[-1], y_other[-1] = X[batch_size], y[batch_size]
+        pair = ((X[:batch_size], y[:batch_size]), (X_other, y_other))
+    try:
+        fits = [_quiet(clone(model).fit, X_part, y_part) for X_part, y_part in pair]
+    except ValueError as error:
+        if "public_n_samples" in str(error):
+            return CheckResult("row count", True, 0.0, 0.0,
+                               "refused: the adjacency needs a public row count")
+        raise
+    names = ("sample_rate_", "n_steps_", "noise_multiplier_", "epsilon_")
+    differing = [name for name in names if getattr(fits[0], name) != getattr(fits[1], name)]
+    return CheckResult(
+        "row count", not differing, float(len(differing)), 0.0,
+        "public attributes that differ between neighbouring data sets"
+        + (f": {', '.join(differing)}" if differing else ""),
+    )
+
+
+def check_overflow_row(estimator, n_fits=5):
+    """Whether fits fail does not depend on one extreme row.
+
+    Fits ``n_fits`` times on float32 rows without and with one row of
+    entries 3e38 (under replace-one, in place of an ordinary row). An error
+    or non-finite weights on one side only would reveal the row.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the difference in the number of failed fits.
+    """
+    X, y = _default_data(estimator, n_rows=300, n_features=20, dtype=np.float32, seed=1)
+    extreme = np.full((1, X.shape[1]), 3e38, np.float32)
+    X_with = np.vstack([X, extreme])
+    y_with = np.concatenate([y, y[:1]])
+    if _private(estimator).get_params().get("neighboring") == "replace_one":
+        X_without, y_without = np.vstack([X, X[:1]]), np.concatenate([y, y[:1]])
+    else:
+        X_without, y_without = X, y
+    model = _declare_public_n(_private(estimator), len(X_with))
+
+    def failures(X_part, y_part):
+        count = 0
+        for _ in range(n_fits):
+            try:
+                fitted = _quiet(clone(model).fit, X_part, y_part)
+            except (ValueError, FloatingPointError, OverflowError):
+                count += 1
+                continue
+            count += not np.all(np.isfinite(fitted.coef_))
+        return count
+
+    without, with_ = failures(X_without, y_without), failures(X_with, y_with)
+    return CheckResult(
+        "overflow row", without == with_, float(abs(with_ - without)), 0.0,
+        f"failed fits: {without} of {n_fits} without the 3e38 row, {with_} with it",
+    )
+
+
+def audit_implementation(estimator, X=None, y=None):
+    """Run the five implementation checks on a configured estimator.
+
+    Parameters
+    ----------
+    estimator : DPLSSGDClassifier or DPLSSGDRegressor
+        The configuration to check (it is cloned, never fitted itself).
+    X, y : array-like, default=None
+        Rows for the seed and clone checks; by default random ones.
+
+    Returns
+    -------
+    ImplementationAudit
+
+    Examples
+    --------
+    >>> from sklearn_dplssgd import DPLSSGDRegressor
+    >>> from sklearn_dplssgd.audit import audit_implementation
+    >>> audit_implementation(DPLSSGDRegressor(max_iter=2)).passed
+    True
+    """
+    if not isinstance(estimator, BaseDPLSSGD):
+        raise TypeError(
+            "audit_implementation checks DPLSSGDClassifier and DPLSSGDRegressor "
+            f"instances; got {type(estimator).__name__}."
+        )
+    checks = (
+        check_clipping(estimator),
+        check_seed_replay(estimator, X, y),
+        check_clone_independence(estimator, X, y),
+        check_row_count(estimator),
+        check_overflow_row(estimator),
+    )
+    return ImplementationAudit(type(estimator).__name__, checks)

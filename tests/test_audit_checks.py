@@ -1,0 +1,134 @@
+"""The implementation checks of sklearn_dplssgd.audit: they pass on the
+estimators and fail on deliberately broken variants of each bug class.
+
+Each broken variant reproduces, by substituting one piece of the library,
+a bug an attack review found in an earlier version (issue "five ways the
+printed guarantee is false"): float32 row norms that underflow, noise seeded
+from the published ``random_state``, a row count that decides the
+mechanism, and margins that overflow in float32.
+"""
+
+import numpy as np
+import pytest
+
+import sklearn_dplssgd._base as base_module
+import sklearn_dplssgd._sgd as sgd_module
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
+from sklearn_dplssgd._base import BaseDPLSSGD
+from sklearn_dplssgd.audit import (
+    CheckResult,
+    audit_implementation,
+    check_clipping,
+    check_clone_independence,
+    check_overflow_row,
+    check_row_count,
+    check_seed_replay,
+)
+
+ESTIMATORS = [
+    DPLSSGDRegressor(max_iter=3),
+    DPLSSGDRegressor(loss="huber", neighboring="add_remove", public_n_samples=500, max_iter=3),
+    DPLSSGDClassifier(classes=[0, 1], max_iter=3),
+    DPLSSGDClassifier(loss="hinge", classes=["a", "b", "c"], max_iter=3),
+]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: f"{type(e).__name__}-{e.loss}")
+def test_every_check_passes_on_the_estimators(estimator):
+    result = audit_implementation(estimator)
+    assert result.passed, str(result)
+    assert [check.name for check in result.checks] == [
+        "clipping", "seed replay", "clone independence", "row count", "overflow row"]
+    assert all(isinstance(check, CheckResult) for check in result.checks)
+    assert "passed" in str(result)
+
+
+def test_clipping_check_catches_underflowing_float32_norms(monkeypatch):
+    # The bug: float32 squares of tiny entries underflowed, so a row's norm
+    # came out about 19 times too small and its gradient escaped the clip.
+    real = sgd_module.compute_row_norms
+
+    def underflowing_norms(X):
+        norms = real(X)
+        if X.dtype == np.float32:
+            with np.errstate(over="ignore", under="ignore"):
+                squares = X ** 2  # float32 squares, as before: tiny ones underflow
+                underflowed = np.sqrt(squares.sum(axis=1, dtype=np.float32)).astype(np.float64)
+            # (The old code's overflow fallback is kept: only underflow is the bug.)
+            norms = np.where(np.isfinite(underflowed), underflowed, norms)
+        return norms
+
+    monkeypatch.setattr(sgd_module, "compute_row_norms", underflowing_norms)
+    result = check_clipping(DPLSSGDRegressor())
+    assert not result.passed
+    assert result.measured > 10
+    assert "float32" in result.detail and "fit_intercept=False" in result.detail
+
+
+def test_clipping_check_measures_the_clip_exactly():
+    result = check_clipping(DPLSSGDRegressor(clip_norm=0.25), dtypes=(np.float64,))
+    # The ordinary row with a huge target saturates the clip exactly.
+    assert result.measured == pytest.approx(1.0, abs=1e-9)
+
+
+def _seeded_like_before(random_state, reproducible=False):
+    """The generator as an earlier version made it: from random_state itself."""
+    if isinstance(random_state, np.random.RandomState):
+        random_state = random_state.randint(np.iinfo(np.int32).max)
+    return np.random.default_rng(random_state), False
+
+
+def test_seed_and_clone_checks_catch_noise_seeded_from_random_state(monkeypatch):
+    monkeypatch.setattr(base_module, "make_generator", _seeded_like_before)
+    estimator = DPLSSGDClassifier(classes=[0, 1], max_iter=3)
+    replay = check_seed_replay(estimator)
+    assert not replay.passed
+    assert "int 42 replayed" in replay.detail
+    assert "Generator advanced" in replay.detail
+    clones = check_clone_independence(estimator)
+    assert not clones.passed and clones.measured == 0.0
+
+
+def test_seed_checks_accept_reproducible_fits_that_claim_nothing():
+    estimator = DPLSSGDRegressor(max_iter=2, reproducible=True)
+    assert check_seed_replay(estimator).passed
+    assert check_clone_independence(estimator).passed
+
+
+def test_row_count_check_catches_a_mechanism_computed_from_private_n(monkeypatch):
+    # The bug: q and T from the actual row count under add/remove adjacency.
+    monkeypatch.setattr(BaseDPLSSGD, "_accounted_n_samples", lambda self, n: n)
+    result = check_row_count(DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove"))
+    assert not result.passed
+    assert "sample_rate_" in result.detail and "n_steps_" in result.detail
+
+
+def test_row_count_check_passes_when_add_remove_is_refused_or_declared():
+    refused = check_row_count(DPLSSGDRegressor(neighboring="add_remove"))
+    assert refused.passed and "refused" in refused.detail
+    declared = check_row_count(DPLSSGDRegressor(neighboring="add_remove", public_n_samples=300))
+    assert declared.passed and "differ" in declared.detail
+
+
+def test_overflow_check_catches_a_row_that_makes_fits_fail(monkeypatch):
+    # The bug: float32 margins overflowed on a row of entries 3e38 and the
+    # NaN reached the weights; emulated by poisoning the step's sum.
+    real = sgd_module.noisy_clipped_gradient_sum
+
+    def overflowing_sum(X, y, rows, params, row_norms, *args):
+        real(X, y, rows, params, row_norms, *args)
+        grad = args[-2]
+        if rows.size and np.any(np.abs(X[rows]) > 1e38):
+            grad[...] = np.nan
+
+    monkeypatch.setattr(sgd_module, "noisy_clipped_gradient_sum", overflowing_sum)
+    result = check_overflow_row(DPLSSGDClassifier(classes=[0, 1, 2], max_iter=3), n_fits=2)
+    assert not result.passed
+    assert result.measured == 2
+
+
+def test_audit_implementation_refuses_other_estimators():
+    from sklearn.linear_model import SGDClassifier
+
+    with pytest.raises(TypeError, match="audit_implementation"):
+        audit_implementation(SGDClassifier())
