@@ -313,7 +313,9 @@ def scaling(points, fixed_name, fixed_value, n_classes, reps, entries_per_fit):
         log(f"    n={n:>8d} d={d:>6d} epochs={epochs:>3d}: fit/epochs "
             f"{1e3 * out[-1][2]:9.2f} ms, marginal {1e3 * marginal:9.2f} ms/epoch, "
             f"per fit {1e3 * per_fit:8.2f} ms, numpy floor {1e3 * floor:8.2f} ms")
-        del X, y
+        # Free this point's data before the next is drawn (not `del`: the
+        # timed lambda above refers to X and y).
+        X = y = None
     return out
 
 
@@ -916,11 +918,12 @@ def main(argv=None):
 
     lines += ["## Where the time goes", "",
               f"Stage timings of one fit (10 classes, n = {n}, d = {d}, {epochs} epochs, "
-              f"sigma = {SIGMA:g}, {number_of_steps(n, BATCH, epochs)} steps), measured by wrapping the "
-              "functions the fit calls through module-level names (`_base.validate_data`, "
-              "`_sgd.compute_row_norms`, `_sgd.noisy_clipped_gradient_sum`, ...) and the "
-              "generator's `standard_normal`; the stages do not overlap. Per-fit stages "
-              "run once per fit whatever the number of epochs.", "",
+              f"sigma = {SIGMA:g}, {number_of_steps(n, BATCH, epochs)} steps), measured by "
+              "wrapping the functions the fit calls through module-level names "
+              "(`_base.validate_data`, `_sgd.compute_row_norms`, "
+              "`_sgd.noisy_clipped_gradient_sum`, ...) and the generator's "
+              "`standard_normal`; the stages do not overlap. Per-fit stages run once per "
+              "fit whatever the number of epochs.", "",
               "| stage | calls | 1 thread: s | % of fit | us per call | n_jobs=-1: s | "
               "% of fit |", "|---|---|---|---|---|---|---|"]
     for name, (secs, calls) in stages.items():

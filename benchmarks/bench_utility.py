@@ -325,7 +325,8 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
         "for the best constant rate).",
         f"- Learning rate: per (model, epsilon, sigma), the best mean validation accuracy "
         f"over {len(settings['selection_seeds'])} selection seeds (not the test seeds), "
-        "hill-climbing on the grid " + ", ".join(f"{e:g}" for e in settings["lr_grid"]) + " until the best rate is interior (or at the edge of the grid). "
+        "hill-climbing on the grid " + ", ".join(f"{e:g}" for e in settings["lr_grid"])
+        + " until the best rate is interior (or at the edge of the grid). "
         "In a real deployment, tuning on private data spends privacy budget; here it is a "
         "benchmark-methodology choice, the same for every sigma.",
         f"- Test accuracy in %, mean +- std over {len(settings['seeds'])} seeds "
@@ -358,7 +359,7 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
     for loss in MODELS:
         lines += ["", f"## {MODEL_NAMES[loss]}", "",
                   "| epsilon | " + " | ".join(f"sigma={s:g}" + (" (DP-SGD)" if s == 0 else "")
-                                             for s in sigmas)
+                                              for s in sigmas)
                   + f" | best sigma - sigma 0 | sigma={sigmas[-1]:g} at sigma 0's lr |",
                   "|---" * (len(sigmas) + 3) + "|"]
         for epsilon in epsilons:
