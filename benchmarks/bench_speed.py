@@ -17,6 +17,10 @@ Measured side by side in one run (repetitions interleaved, medians reported):
    ``ru_maxrss`` in a fresh subprocess that loads X first and then fits).
 6. First fit in a fresh process, with and without Numba's on-disk cache, and
    the noise calibration, cold and cached.
+7. Where the time of a fit goes (stage timings, per-step overhead, cProfile),
+   and the Laplacian smoothing of one step's gradient alone: the compiled
+   O(d) solver the fit uses (``_kernels.smooth_rows``) against the FFT
+   reference (``_smoothing.apply_smoothing``).
 
 Run from the repository root::
 
@@ -533,7 +537,8 @@ def step_timers():
         (_sgd, "compute_row_norms", "row norms (compute_row_norms)"),
         (_sgd, "poisson_batches", "Poisson batches (poisson_batches)"),
         (_sgd, "noisy_clipped_gradient_sum", "clipped gradient sums + noise (kernel)"),
-        (_sgd, "apply_smoothing", "smoothing (apply_smoothing)"),
+        # Smoothing runs inside the compiled step (_kernels.smooth_rows called
+        # from sgd_step); smoothing_times() below times it on its own.
         (_sgd, "sgd_step", "smoothing + step (sgd_step)"),
     ]
     present = [(module, name, label) for module, name, label in candidates
@@ -572,6 +577,43 @@ def breakdown(X, y, n_classes, epochs, n_jobs=None):
     with step_timers() as totals:
         total = timed(lambda: dp_classifier(n_classes, epochs, n_jobs=n_jobs).fit(X, y))
     return total, {k: tuple(v) for k, v in totals.items()}
+
+
+def smoothing_times(n_features, n_outputs, sigma, calls):
+    """Microseconds per smoothing of one step's ``(K, d + 1)`` gradient.
+
+    The compiled O(d) solver the fit uses (``_kernels.smooth_rows``, in
+    place) against the FFT reference it is tested with
+    (``_smoothing.apply_smoothing``, O(d log d), allocating). Medians over
+    ``calls`` calls each, interleaved in rounds of 100.
+    """
+    from sklearn_dplssgd._kernels import smooth_rows, smoothing_omega
+    from sklearn_dplssgd._smoothing import apply_smoothing, smoothing_eigenvalues
+
+    rng = np.random.default_rng(4)
+    grad = rng.standard_normal((n_outputs, n_features + 1))
+    omega = smoothing_omega(sigma)
+    eigenvalues = smoothing_eigenvalues(n_features, sigma)
+    work = grad.copy()
+    smooth_rows(work, n_features, omega, sigma)  # compile (or load) first
+    coefficients = grad[:, :n_features]
+    rounds = max(1, calls // 100)
+
+    def compiled():
+        t0 = time.perf_counter()
+        for _ in range(100):
+            smooth_rows(work, n_features, omega, sigma)
+        return (time.perf_counter() - t0) / 100
+
+    def fft():
+        t0 = time.perf_counter()
+        for _ in range(100):
+            apply_smoothing(coefficients, eigenvalues)
+        return (time.perf_counter() - t0) / 100
+
+    medians, _ = interleaved({"compiled O(d) (smooth_rows)": compiled,
+                              "FFT reference (apply_smoothing)": fft}, rounds)
+    return {name: 1e6 * value for name, value in medians.items()}
 
 
 def per_step_overhead(reps, quick=False):
@@ -746,6 +788,9 @@ def main(argv=None):
     total, stages = breakdown(X, y, 10, epochs)
     total_mt, stages_mt = breakdown(X, y, 10, epochs, n_jobs=-1)
     overhead = per_step_overhead(max(1, min(reps, 3)), quick)
+    smoothing = smoothing_times(d, 10, SIGMA, 500 if quick else 5000)
+    for name, value in smoothing.items():
+        log(f"    smoothing one step, {name}: {value:.1f} us")
     profile_text = profile_fit(X, y, 10, epochs)
     del X, y
     elapsed = time.perf_counter() - t_start
@@ -949,6 +994,13 @@ def main(argv=None):
               "| sigma | epsilon | us per step |", "|---|---|---|"]
     for (sigma, epsilon), value in overhead.items():
         lines.append(f"| {sigma:g} | {epsilon:g} | {value:.1f} |")
+    lines += ["", f"Smoothing of one step's gradient alone (10 classes, d = {d}, "
+              f"sigma = {SIGMA:g}; median us per call):", "",
+              "| implementation | us per call |", "|---|---|"]
+    for name, value in smoothing.items():
+        lines.append(f"| {name} | {value:.1f} |")
+    lines += ["", "The fit uses the compiled solver (inside `sgd_step`); the FFT version is "
+              "the reference the tests compare it with."]
     lines += ["", "cProfile of one fit (1 thread, sorted by own time):", "", "```",
               profile_text, "```", ""]
     (out / "speed.md").write_text("\n".join(lines))
