@@ -1,8 +1,9 @@
 """Utility benchmark: test accuracy of DP-LSSGD on real MNIST digits.
 
-The analogue of Table 2 and Figure 3 of the DP-LSSGD paper (seeds/000) and of
-the SVM experiments of seeds/001, on the 10,000 real MNIST test digits (the
-only real MNIST at hand): a fixed 8,000 / 2,000 train / test split, multinomial
+The analogue of Table 2 and Figure 3 of Wang et al., "DP-LSSGD: A Stochastic
+Optimization Method to Lift the Utility in Privacy-Preserving ERM", and of the
+SVM experiments of that paper's earlier version, on the 10,000 real MNIST test
+digits (the only real MNIST at hand): a fixed 8,000 / 2,000 train / test split, multinomial
 logistic regression (``loss="log_loss"``) and Crammer-Singer multiclass hinge
 (``loss="hinge"``), smoothing sigma in {0, 0.5, 1, 2, 3} (0 is DP-SGD), epsilon
 in {0.25, 0.5, 1, 2, 4} at delta = 1e-5, 5 seeds, plus the non-private
