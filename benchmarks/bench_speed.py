@@ -17,6 +17,10 @@ Measured side by side in one run (repetitions interleaved, medians reported):
    ``ru_maxrss`` in a fresh subprocess that loads X first and then fits).
 6. First fit in a fresh process, with and without Numba's on-disk cache, and
    the noise calibration, cold and cached.
+7. Where the time of a fit goes (stage timings, per-step overhead, cProfile),
+   and the Laplacian smoothing of one step's gradient alone: the compiled
+   O(d) solver the fit uses (``_kernels.smooth_rows``) against the FFT
+   reference (``_smoothing.apply_smoothing``).
 
 Run from the repository root::
 
@@ -313,7 +317,9 @@ def scaling(points, fixed_name, fixed_value, n_classes, reps, entries_per_fit):
         log(f"    n={n:>8d} d={d:>6d} epochs={epochs:>3d}: fit/epochs "
             f"{1e3 * out[-1][2]:9.2f} ms, marginal {1e3 * marginal:9.2f} ms/epoch, "
             f"per fit {1e3 * per_fit:8.2f} ms, numpy floor {1e3 * floor:8.2f} ms")
-        del X, y
+        # Free this point's data before the next is drawn (not `del`: the
+        # timed lambda above refers to X and y).
+        X = y = None
     return out
 
 
@@ -531,7 +537,8 @@ def step_timers():
         (_sgd, "compute_row_norms", "row norms (compute_row_norms)"),
         (_sgd, "poisson_batches", "Poisson batches (poisson_batches)"),
         (_sgd, "noisy_clipped_gradient_sum", "clipped gradient sums + noise (kernel)"),
-        (_sgd, "apply_smoothing", "smoothing (apply_smoothing)"),
+        # Smoothing runs inside the compiled step (_kernels.smooth_rows called
+        # from sgd_step); smoothing_times() below times it on its own.
         (_sgd, "sgd_step", "smoothing + step (sgd_step)"),
     ]
     present = [(module, name, label) for module, name, label in candidates
@@ -577,6 +584,43 @@ def breakdown(X, y, n_classes, epochs, n_jobs=None):
     with step_timers() as totals:
         total = timed(lambda: dp_classifier(n_classes, epochs, n_jobs=n_jobs).fit(X, y))
     return total, {k: tuple(v) for k, v in totals.items()}
+
+
+def smoothing_times(n_features, n_outputs, sigma, calls):
+    """Microseconds per smoothing of one step's ``(K, d + 1)`` gradient.
+
+    The compiled O(d) solver the fit uses (``_kernels.smooth_rows``, in
+    place) against the FFT reference it is tested with
+    (``_smoothing.apply_smoothing``, O(d log d), allocating). Medians over
+    ``calls`` calls each, interleaved in rounds of 100.
+    """
+    from sklearn_dplssgd._kernels import smooth_rows, smoothing_omega
+    from sklearn_dplssgd._smoothing import apply_smoothing, smoothing_eigenvalues
+
+    rng = np.random.default_rng(4)
+    grad = rng.standard_normal((n_outputs, n_features + 1))
+    omega = smoothing_omega(sigma)
+    eigenvalues = smoothing_eigenvalues(n_features, sigma)
+    work = grad.copy()
+    smooth_rows(work, n_features, omega, sigma)  # compile (or load) first
+    coefficients = grad[:, :n_features]
+    rounds = max(1, calls // 100)
+
+    def compiled():
+        t0 = time.perf_counter()
+        for _ in range(100):
+            smooth_rows(work, n_features, omega, sigma)
+        return (time.perf_counter() - t0) / 100
+
+    def fft():
+        t0 = time.perf_counter()
+        for _ in range(100):
+            apply_smoothing(coefficients, eigenvalues)
+        return (time.perf_counter() - t0) / 100
+
+    medians, _ = interleaved({"compiled O(d) (smooth_rows)": compiled,
+                              "FFT reference (apply_smoothing)": fft}, rounds)
+    return {name: 1e6 * value for name, value in medians.items()}
 
 
 def per_step_overhead(reps, quick=False):
@@ -751,6 +795,9 @@ def main(argv=None):
     total, stages = breakdown(X, y, 10, epochs)
     total_mt, stages_mt = breakdown(X, y, 10, epochs, n_jobs=-1)
     overhead = per_step_overhead(max(1, min(reps, 3)), quick)
+    smoothing = smoothing_times(d, 10, SIGMA, 500 if quick else 5000)
+    for name, value in smoothing.items():
+        log(f"    smoothing one step, {name}: {value:.1f} us")
     profile_text = profile_fit(X, y, 10, epochs)
     del X, y
     elapsed = time.perf_counter() - t_start
@@ -923,11 +970,12 @@ def main(argv=None):
 
     lines += ["## Where the time goes", "",
               f"Stage timings of one fit (10 classes, n = {n}, d = {d}, {epochs} epochs, "
-              f"sigma = {SIGMA:g}, {number_of_steps(n, BATCH, epochs)} steps), measured by wrapping the "
-              "functions the fit calls through module-level names (`_base.validate_data`, "
-              "`_sgd.compute_row_norms`, `_sgd.noisy_clipped_gradient_sum`, ...) and the "
-              "generator's `standard_normal`; the stages do not overlap. Per-fit stages "
-              "run once per fit whatever the number of epochs.", "",
+              f"sigma = {SIGMA:g}, {number_of_steps(n, BATCH, epochs)} steps), measured by "
+              "wrapping the functions the fit calls through module-level names "
+              "(`_base.validate_data`, `_sgd.compute_row_norms`, "
+              "`_sgd.noisy_clipped_gradient_sum`, ...) and the generator's "
+              "`standard_normal`; the stages do not overlap. Per-fit stages run once per "
+              "fit whatever the number of epochs.", "",
               "| stage | calls | 1 thread: s | % of fit | us per call | n_jobs=-1: s | "
               "% of fit |", "|---|---|---|---|---|---|---|"]
     for name, (secs, calls) in stages.items():
@@ -953,6 +1001,13 @@ def main(argv=None):
               "| sigma | epsilon | us per step |", "|---|---|---|"]
     for (sigma, epsilon), value in overhead.items():
         lines.append(f"| {sigma:g} | {epsilon:g} | {value:.1f} |")
+    lines += ["", f"Smoothing of one step's gradient alone (10 classes, d = {d}, "
+              f"sigma = {SIGMA:g}; median us per call):", "",
+              "| implementation | us per call |", "|---|---|"]
+    for name, value in smoothing.items():
+        lines.append(f"| {name} | {value:.1f} |")
+    lines += ["", "The fit uses the compiled solver (inside `sgd_step`); the FFT version is "
+              "the reference the tests compare it with."]
     lines += ["", "cProfile of one fit (1 thread, sorted by own time):", "", "```",
               profile_text, "```", ""]
     (out / "speed.md").write_text("\n".join(lines))

@@ -1,8 +1,9 @@
 """Utility benchmark: test accuracy of DP-LSSGD on real MNIST digits.
 
-The analogue of Table 2 and Figure 3 of the DP-LSSGD paper (seeds/000) and of
-the SVM experiments of seeds/001, on the 10,000 real MNIST test digits (the
-only real MNIST at hand): a fixed 8,000 / 2,000 train / test split, multinomial
+The analogue of Table 2 and Figure 3 of Wang et al., "DP-LSSGD: A Stochastic
+Optimization Method to Lift the Utility in Privacy-Preserving ERM", and of the
+SVM experiments of that paper's earlier version, on the 10,000 real MNIST test
+digits (the only real MNIST at hand): a fixed 8,000 / 2,000 train / test split, multinomial
 logistic regression (``loss="log_loss"``) and Crammer-Singer multiclass hinge
 (``loss="hinge"``), smoothing sigma in {0, 0.5, 1, 2, 3} (0 is DP-SGD), epsilon
 in {0.25, 0.5, 1, 2, 4} at delta = 1e-5, 5 seeds, plus the non-private
@@ -325,7 +326,8 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
         "for the best constant rate).",
         f"- Learning rate: per (model, epsilon, sigma), the best mean validation accuracy "
         f"over {len(settings['selection_seeds'])} selection seeds (not the test seeds), "
-        "hill-climbing on the grid " + ", ".join(f"{e:g}" for e in settings["lr_grid"]) + " until the best rate is interior (or at the edge of the grid). "
+        "hill-climbing on the grid " + ", ".join(f"{e:g}" for e in settings["lr_grid"])
+        + " until the best rate is interior (or at the edge of the grid). "
         "In a real deployment, tuning on private data spends privacy budget; here it is a "
         "benchmark-methodology choice, the same for every sigma.",
         f"- Test accuracy in %, mean +- std over {len(settings['seeds'])} seeds "
@@ -358,7 +360,7 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
     for loss in MODELS:
         lines += ["", f"## {MODEL_NAMES[loss]}", "",
                   "| epsilon | " + " | ".join(f"sigma={s:g}" + (" (DP-SGD)" if s == 0 else "")
-                                             for s in sigmas)
+                                              for s in sigmas)
                   + f" | best sigma - sigma 0 | sigma={sigmas[-1]:g} at sigma 0's lr |",
                   "|---" * (len(sigmas) + 3) + "|"]
         for epsilon in epsilons:

@@ -121,7 +121,7 @@ def test_empty_batch_returns_the_noise():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_parallel_kernel_matches_serial(dtype):
     X, y, params, row_norms = _problem(LOG_LOSS_MULTINOMIAL, 10, dtype, True, seed=5,
-                                          n_samples=3000, n_features=64)
+                                       n_samples=3000, n_features=64)
     rows = np.arange(len(X), dtype=np.int64)
     assert len(rows) * 10 * 64 >= PARALLEL_MIN_WORK
     serial = _kernel(X, y, rows, params, row_norms, LOG_LOSS_MULTINOMIAL, 0.0, 1.0, True)
