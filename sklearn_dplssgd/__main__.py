@@ -96,7 +96,8 @@ def main(argv=None):
                 first_fit = times[0] if first_fit is None else first_fit
                 accuracies.append(clf.score(X_test, y_test))
             print(
-                f"{epsilon:>8g} {sigma:>6g} {np.mean(accuracies):>7.3f} +- {np.std(accuracies):.3f} "
+                f"{epsilon:>8g} {sigma:>6g} {np.mean(accuracies):>7.3f} "
+                f"+- {np.std(accuracies):.3f} "
                 f"{clf.epsilon_:>9.4g} {clf.noise_multiplier_:>8.3f} {np.median(times):>8.3f}"
             )
     print(

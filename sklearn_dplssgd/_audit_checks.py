@@ -83,7 +83,8 @@ class CheckResult:
 
     def __str__(self):
         verdict = "passed" if self.passed else "FAILED"
-        return f"{self.name}: {verdict} (measured {self.measured:.6g}, limit {self.limit:.6g}): {self.detail}"
+        return (f"{self.name}: {verdict} (measured {self.measured:.6g}, "
+                f"limit {self.limit:.6g}): {self.detail}")
 
 
 @dataclasses.dataclass(frozen=True)

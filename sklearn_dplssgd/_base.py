@@ -201,7 +201,8 @@ _SHARED_PARAMETER_DOCS = {
 
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.""",
-    "accounting_parameters": """accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
+    "accounting_parameters": """\
+accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         How the noise multiplier is calibrated to (epsilon, delta).
         ``"pld"``: the privacy-loss-distribution accountant of dp-accounting
         with a fine discretisation (the tightest: about 1e-4 relative
@@ -344,7 +345,10 @@ class BaseDPLSSGD(BaseEstimator):
         validate_parameters(self)
         for name in ("sigma", "clip_norm", "eta0", "alpha"):
             if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"The {name!r} parameter of {type(self).__name__} must be finite; got {getattr(self, name)!r}.")
+                raise ValueError(
+                    f"The {name!r} parameter of {type(self).__name__} must be finite; "
+                    f"got {getattr(self, name)!r}."
+                )
         if self.eta0 * self.alpha >= 2.0:
             # The weight decay factor 1 - eta * alpha would have modulus >= 1:
             # the iteration diverges whatever the data.
@@ -354,7 +358,9 @@ class BaseDPLSSGD(BaseEstimator):
                 "(eta0) or a smaller alpha."
             )
         if self.n_jobs == 0:
-            raise ValueError("The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int).")
+            raise ValueError(
+                "The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int)."
+            )
 
     def _accounted_n_samples(self, n_samples):
         """The row count that sets q and T: public by the chosen adjacency.

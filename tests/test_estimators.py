@@ -45,7 +45,8 @@ def test_digits_private_and_non_private_accuracy(digits):
     private = DPLSSGDClassifier(epsilon=2.0, classes=DIGITS_CLASSES)
     assert private.fit(X_train, y_train).score(X_test, y_test) > 0.8
     assert private.epsilon_ <= 2.0
-    reference = DPLSSGDClassifier(epsilon=math.inf, classes=DIGITS_CLASSES, random_state=0, reproducible=True)
+    reference = DPLSSGDClassifier(epsilon=math.inf, classes=DIGITS_CLASSES,
+                                  random_state=0, reproducible=True)
     assert reference.fit(X_train, y_train).score(X_test, y_test) > 0.9
     assert reference.noise_multiplier_ == 0.0 and reference.epsilon_ == math.inf
 
@@ -53,7 +54,8 @@ def test_digits_private_and_non_private_accuracy(digits):
 @pytest.mark.parametrize("loss", ["log_loss", "hinge"])
 def test_binary_and_multiclass_losses_learn(loss, binary, digits):
     X, y = binary
-    clf = DPLSSGDClassifier(loss=loss, epsilon=math.inf, classes=[0, 1], random_state=0, reproducible=True)
+    clf = DPLSSGDClassifier(loss=loss, epsilon=math.inf, classes=[0, 1],
+                            random_state=0, reproducible=True)
     assert clf.fit(X, y).score(X, y) > 0.9
     assert clf.coef_.shape == (1, 8) and clf.intercept_.shape == (1,)
     assert clf.decision_function(X).shape == (600,)
@@ -87,9 +89,11 @@ def test_predict_proba_only_for_log_loss(binary, digits):
     np.testing.assert_allclose(np.log(proba), clf.predict_log_proba(X), atol=1e-10)
     np.testing.assert_array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X))
     X_train, _, y_train, _ = digits
-    multi = DPLSSGDClassifier(classes=DIGITS_CLASSES, random_state=0, reproducible=True).fit(X_train, y_train)
+    multi = DPLSSGDClassifier(classes=DIGITS_CLASSES,
+                              random_state=0, reproducible=True).fit(X_train, y_train)
     np.testing.assert_allclose(multi.predict_proba(X_train).sum(axis=1), 1.0)
-    hinge = DPLSSGDClassifier(loss="hinge", classes=[0, 1], random_state=0, reproducible=True).fit(X, y)
+    hinge = DPLSSGDClassifier(loss="hinge", classes=[0, 1],
+                              random_state=0, reproducible=True).fit(X, y)
     assert not hasattr(hinge, "predict_proba")
     assert not hasattr(hinge, "predict_log_proba")
 
@@ -198,7 +202,8 @@ def test_full_batch_when_batch_size_exceeds_n():
     np.testing.assert_array_equal(np.diff(offsets), 30)
     X = np.random.default_rng(0).normal(size=(30, 3))
     y = np.arange(30) % 2
-    clf = DPLSSGDClassifier(batch_size=100, max_iter=4, classes=[0, 1], random_state=0, reproducible=True)
+    clf = DPLSSGDClassifier(batch_size=100, max_iter=4, classes=[0, 1],
+                            random_state=0, reproducible=True)
     clf.fit(X, y)
     assert clf.sample_rate_ == 1.0 and clf.n_steps_ == 4
 
@@ -292,7 +297,8 @@ def test_same_seed_same_model_different_seed_different_model(binary):
 
 def test_float32_stays_float32(binary):
     X, y = binary
-    clf = DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True).fit(X.astype(np.float32), y)
+    clf = DPLSSGDClassifier(classes=[0, 1],
+                            random_state=0, reproducible=True).fit(X.astype(np.float32), y)
     assert clf.coef_.dtype == np.float32 and clf.intercept_.dtype == np.float32
     assert clf.decision_function(X.astype(np.float32)).dtype == np.float32
     # Without noise (the float32 and float64 Gaussian samplers differ) the
@@ -345,9 +351,11 @@ def test_column_transformer_over_a_dataframe():
          ["city", "plan"]),
     ])
     pipe = make_pipeline(preprocess, DPLSSGDClassifier(epsilon=2.0, sigma=0.0, max_iter=30,
-                                                       classes=[0, 1], random_state=0, reproducible=True))
+                                                       classes=[0, 1], random_state=0,
+                                                       reproducible=True))
     assert pipe.fit(frame, y).score(frame, y) > 0.7
-    clf = DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True).fit(frame[["age", "income"]] / 100, y)
+    clf = DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True)
+    clf.fit(frame[["age", "income"]] / 100, y)
     np.testing.assert_array_equal(clf.feature_names_in_, ["age", "income"])
 
 
@@ -368,7 +376,8 @@ def test_grid_search_over_epsilon_and_sigma(digits):
 
 def test_clone_and_pickle(binary):
     X, y = binary
-    clf = DPLSSGDClassifier(epsilon=2.0, sigma=0.5, classes=[0, 1], random_state=0, reproducible=True).fit(X, y)
+    clf = DPLSSGDClassifier(epsilon=2.0, sigma=0.5, classes=[0, 1],
+                            random_state=0, reproducible=True).fit(X, y)
     unfitted = clone(clf)
     assert unfitted.get_params() == clf.get_params() and not hasattr(unfitted, "coef_")
     restored = pickle.loads(pickle.dumps(clf))
@@ -380,6 +389,91 @@ def test_clone_and_pickle(binary):
 
 def test_verbose_prints_one_line_per_epoch(binary, capsys):
     X, y = binary
-    DPLSSGDClassifier(max_iter=3, verbose=1, classes=[0, 1], random_state=0, reproducible=True).fit(X, y)
+    DPLSSGDClassifier(max_iter=3, verbose=1, classes=[0, 1],
+                      random_state=0, reproducible=True).fit(X, y)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("-- Epoch")]
     assert len(lines) == 3 and "loss" not in " ".join(lines)
+
+
+# ----------------------------------------------------------- seeds and noise
+
+
+def test_seed_never_decides_the_noise_without_reproducible(binary):
+    X, y = binary
+    generator = np.random.default_rng(7)
+    state = generator.bit_generator.state
+    with pytest.warns(UserWarning, match="random_state is not used"):
+        first = DPLSSGDClassifier(classes=[0, 1], random_state=42).fit(X, y)
+    second = DPLSSGDClassifier(classes=[0, 1], random_state=42).fit(X, y)
+    from_generator = DPLSSGDClassifier(classes=[0, 1], random_state=generator).fit(X, y)
+    assert not np.array_equal(first.coef_, second.coef_)
+    assert generator.bit_generator.state == state  # never advanced
+    # The published model, pickled and refitted from its own parameters,
+    # does not replay its noise.
+    replay = clone(pickle.loads(pickle.dumps(first))).fit(X, y)
+    assert not np.array_equal(replay.coef_, first.coef_)
+    assert math.isfinite(first.epsilon_) and math.isfinite(from_generator.epsilon_)
+
+
+@pytest.mark.parametrize("make_seed", [
+    lambda: 3, lambda: np.random.SeedSequence(3), lambda: np.random.default_rng(3)])
+def test_reproducible_fits_repeat_exactly_and_claim_nothing(binary, make_seed):
+    X, y = binary
+    estimator = DPLSSGDClassifier(classes=[0, 1], random_state=make_seed(), reproducible=True)
+    with pytest.warns(PrivacyLeakWarning, match="not private"):
+        first = clone(estimator).fit(X, y)
+    second = clone(estimator).fit(X, y)
+    third = estimator.fit(X, y)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    np.testing.assert_array_equal(first.coef_, third.coef_)
+    assert first.epsilon_ == math.inf and first.noise_multiplier_ > 0
+
+
+def test_reproducible_random_state_instance_gives_128_bits(monkeypatch):
+    from sklearn_dplssgd import _base
+
+    seeds = []
+    real = np.random.SeedSequence
+
+    def recording(entropy=None, **kwargs):
+        seeds.append(entropy)
+        return real(entropy, **kwargs)
+
+    monkeypatch.setattr(_base.np.random, "SeedSequence", recording)
+    rng, seeded = _base.make_generator(np.random.RandomState(0), reproducible=True)
+    assert seeded and isinstance(rng, np.random.Generator)
+    # Four 32-bit words drawn from the RandomState (not one 31-bit int).
+    expected = np.random.RandomState(0).randint(0, 2**32, size=4, dtype=np.uint64)
+    assert seeds[-1] == expected.tolist()
+
+
+# ---------------------------------------------- adjacency and the row count
+
+
+def test_add_remove_needs_a_public_row_count(binary):
+    X, y = binary
+    with pytest.raises(ValueError, match="public_n_samples"):
+        DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove").fit(X, y)
+    # With a declared count, q and T do not depend on the actual rows.
+    declared = DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove", public_n_samples=1000)
+    small = clone(declared).fit(X[:256], y[:256])
+    large = clone(declared).fit(X[:257], y[:257])
+    for name in ("sample_rate_", "n_steps_", "noise_multiplier_", "epsilon_"):
+        assert getattr(small, name) == getattr(large, name)
+    assert small.sample_rate_ == 256 / 1000 and small.neighboring_ == "add_remove"
+    # No privacy, no guarantee to break: epsilon=inf needs no declared count.
+    DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove", epsilon=math.inf).fit(X, y)
+
+
+@pytest.mark.parametrize("make_meta, name", [
+    (lambda est: __import__("sklearn.multiclass", fromlist=["x"]).OneVsRestClassifier(est),
+     "OneVsRestClassifier"),
+    (lambda est: __import__("sklearn.ensemble", fromlist=["x"]).BaggingClassifier(
+        est, n_estimators=2), "BaggingClassifier"),
+    (lambda est: __import__("sklearn.calibration", fromlist=["x"]).CalibratedClassifierCV(
+        est, cv=2), "CalibratedClassifierCV"),
+])
+def test_meta_estimators_are_named_in_a_warning(binary, make_meta, name):
+    X, y = binary
+    with pytest.warns(PrivacyLeakWarning, match=name):
+        make_meta(DPLSSGDClassifier(classes=[0, 1], max_iter=2)).fit(X, y)

@@ -759,8 +759,9 @@ def test_privacy_targets_poisson_sampled(cls, epsilon, delta, seed):
     n = 40
     X = rng.normal(size=(n, 3))
     y = (X[:, 0] > 0).astype(int) if cls is DPLSSGDClassifier else X @ [1.0, -2.0, 0.5]
+    classes = {"classes": [0, 1]} if cls is DPLSSGDClassifier else {}
     estimator = cls(epsilon=epsilon, delta=delta, batch_size=10, max_iter=2,
-                    random_state=seed, reproducible=True, **({"classes": [0, 1]} if cls is DPLSSGDClassifier else {}))
+                    random_state=seed, reproducible=True, **classes)
     _check_budget_fit("privacy_targets_poisson", estimator, X, y, n)
     if hasattr(estimator, "coef_"):
         assert estimator.sample_rate_ == 0.25 and estimator.n_steps_ == 8
@@ -775,7 +776,8 @@ _NO_HANG_SCRIPT = textwrap.dedent(
     params = ast.literal_eval(sys.argv[1])
     X = np.random.default_rng(0).normal(size=(8, 3))
     try:
-        model = DPLSSGDRegressor(batch_size=16, max_iter=2, random_state=0, reproducible=True, **params)
+        model = DPLSSGDRegressor(batch_size=16, max_iter=2,
+                                 random_state=0, reproducible=True, **params)
         model.fit(X, X[:, 0])
         print("FIT", bool(np.isfinite(model.coef_).all()), model.noise_multiplier_)
     except (ValueError, TypeError) as exc:

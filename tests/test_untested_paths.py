@@ -87,9 +87,9 @@ def test_main_module_runs_and_prints_its_table():
     for match in rows:
         epsilon, _, accuracy, spread, reached, z, seconds = map(float, match.groups())
         assert epsilon == 1.0
-        assert 0.5 < accuracy <= 1.0 and spread == 0.0  # one seed: no spread
+        assert 0.5 < accuracy <= 1.0 and spread == 0.0  # one fit: no spread
         assert 0.0 < reached <= 1.0 + 1e-9 and z > 0.0 and seconds > 0.0
-    assert "fit (s) is the median over seeds" in result.stdout
+    assert "fit (s) is the median over fits" in result.stdout
 
 
 # ---------------------------------------------------------------------------
