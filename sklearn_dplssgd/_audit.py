@@ -153,8 +153,7 @@ def gdp_epsilon(mu, delta):
         0 when mu-GDP already meets ``delta`` at epsilon 0; ``inf`` for an
         infinite mu.
     """
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1); got {delta!r}.")
+    _check_delta(delta)
     if math.isinf(mu):
         return math.inf
     if gdp_delta(0.0, mu) <= delta:
@@ -164,6 +163,13 @@ def gdp_epsilon(mu, delta):
     high = mu * mu / 2 + mu * stats.norm.isf(delta) + 1.0
     root = optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-12, rtol=1e-12)
     return float(root)
+
+
+def _check_delta(delta, allow_zero=False):
+    """Refuse a delta outside (0, 1), or [0, 1) with ``allow_zero``."""
+    if not ((0 <= delta if allow_zero else 0 < delta) and delta < 1):
+        interval = "[0, 1)" if allow_zero else "(0, 1)"
+        raise ValueError(f"delta must be in {interval}; got {delta!r}.")
 
 
 def _check_confidence(confidence):
@@ -334,8 +340,7 @@ def epsilon_lower_bound(scores_without, scores_with, delta, confidence=0.95):
     without = _check_scores(scores_without, "scores_without")
     with_ = _check_scores(scores_with, "scores_with")
     _check_confidence(confidence)
-    if not 0 <= delta < 1:
-        raise ValueError(f"delta must be in [0, 1); got {delta!r}.")
+    _check_delta(delta, allow_zero=True)
     return _epsilon_selection(without, with_, delta, confidence).bound
 
 
@@ -524,8 +529,7 @@ def audit_scores(scores_without, scores_with, *, delta, claimed_epsilon=math.nan
     without = _check_scores(scores_without, "scores_without")
     with_ = _check_scores(scores_with, "scores_with")
     _check_confidence(confidence)
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1); got {delta!r}.")
+    _check_delta(delta)
     eps = _epsilon_selection(without, with_, delta, confidence)
     mu = _mu_selection(without, with_, confidence)
     return AuditResult(

@@ -373,7 +373,18 @@ class BaseDPLSSGD(BaseEstimator):
         required.
         """
         if self.public_n_samples is not None:
-            return int(self.public_n_samples)
+            declared = int(self.public_n_samples)
+            if not 0.5 <= n_samples / declared <= 2.0:
+                # For the person holding the data only: nothing is stored.
+                warnings.warn(
+                    "public_n_samples is more than a factor 2 away from the number "
+                    "of rows: each step samples q * n_samples rows, not batch_size, "
+                    "so the effective step size changes by that factor. Declare a "
+                    "count closer to the real one.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            return declared
         if self.neighboring == "add_remove" and math.isfinite(self.epsilon):
             raise ValueError(
                 "neighboring='add_remove' makes the number of rows private: the "
@@ -500,4 +511,15 @@ class BaseDPLSSGD(BaseEstimator):
             self, X, accept_sparse=False, dtype=[np.float64, np.float32], reset=False
         )
         coef = np.atleast_2d(self.coef_)
-        return X @ coef.T.astype(X.dtype, copy=False) + self.intercept_.astype(X.dtype, copy=False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            margins = X @ coef.T.astype(X.dtype, copy=False) + self.intercept_.astype(
+                X.dtype, copy=False)
+        overflowed = ~np.isfinite(margins).all(axis=1)
+        if overflowed.any():
+            # float32 rows whose margins overflow (training handles them in
+            # float64 too): recompute in float64, saturate at the dtype's range.
+            exact = X[overflowed].astype(np.float64) @ coef.T.astype(np.float64) + (
+                self.intercept_.astype(np.float64))
+            limit = np.finfo(X.dtype).max
+            margins[overflowed] = np.clip(exact, -limit, limit)
+        return margins

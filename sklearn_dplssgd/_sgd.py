@@ -75,7 +75,7 @@ def learning_rate_schedule(learning_rate, eta0, power_t, n_steps):
     ----------
     learning_rate : {"constant", "inverse_time", "invscaling"}
         ``constant``: ``eta0``; ``inverse_time``: ``eta0 / t`` (the decay of
-        seeds/000, section 4); ``invscaling``: ``eta0 / t ** power_t`` as in
+        the DP-LSSGD paper, section 4); ``invscaling``: ``eta0 / t ** power_t`` as in
         scikit-learn's SGD, with ``t`` counting steps.
     eta0 : float
         Initial step size.

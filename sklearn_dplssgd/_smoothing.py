@@ -108,7 +108,7 @@ def apply_smoothing(v, eigenvalues, out=None):
 def smoothing_gamma(n_features, sigma):
     """The paper's gamma: mean of 1 / lambda_i over the ``d`` eigenvalues.
 
-    seeds/000 (Wang et al., DP-LSSGD), Proposition 1: the variance of the
+    Wang et al., "DP-LSSGD", Proposition 1: the variance of the
     smoothed Gaussian noise is gamma times that of the raw noise.
 
     Parameters
@@ -129,7 +129,7 @@ def smoothing_gamma(n_features, sigma):
 
 
 def smoothing_beta(n_features, sigma):
-    """The paper's beta: mean of 1 / lambda_i^2 (seeds/000, Proposition 2).
+    """The paper's beta: mean of 1 / lambda_i^2 (Wang et al., "DP-LSSGD", Proposition 2).
 
     Parameters
     ----------
@@ -149,7 +149,7 @@ def smoothing_beta(n_features, sigma):
 
 
 def smoothing_gamma_closed_form(n_features, sigma):
-    """Proposition 1 of seeds/000: gamma in closed form.
+    """Proposition 1 of Wang et al., "DP-LSSGD": gamma in closed form.
 
     ``gamma = (1 + w^d) / ((1 - w^d) sqrt(4 sigma + 1))`` with
     ``w = (2 sigma + 1 - sqrt(4 sigma + 1)) / (2 sigma)``.

@@ -45,8 +45,9 @@ The method
 What to expect
 --------------
 * Full batch (sample rate 1): with thousands of runs ``epsilon_from_mu``
-  approaches the epsilon of the mechanism's true mu (slightly below the
-  claimed epsilon, because the RDP accountant is not tight).
+  approaches the epsilon of the mechanism's true mu (close to the claimed
+  epsilon with the PLD accountant, the default; further below it with the
+  looser RDP accountant).
   ``epsilon_lower_bound`` stays lower: bounding a small FPR needs many runs.
 * Poisson subsampling (sample rate below 1): the final model does not reveal
   in which steps the canary was drawn, and black-box bounds stay far below

@@ -1,6 +1,6 @@
 """Tests for sklearn_dplssgd._accounting.
 
-Known answers come from /work/shared/REFERENCE.md (dp-accounting 0.6.0, delta =
+Known answers are the project's reference tables (computed with dp-accounting 0.6.0, delta =
 1e-5, add/remove adjacency); other checks call dp-accounting directly.
 
 PLD checks use settings where the PLD accountant is fast (large noise) or

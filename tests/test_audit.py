@@ -60,7 +60,7 @@ def no_clipping(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
 
 def batch_clipping(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
                    fit_intercept, noise, grad, n_threads=1):
-    """Clip the batch's gradient sum instead of each sample's (seeds/003's code)."""
+    """Clip the batch's gradient sum instead of each sample's (as the authors' code does)."""
     ORIGINAL_KERNEL(X, y, rows, params, row_sq_norms, code, threshold, math.inf,
                     fit_intercept, np.zeros_like(noise), grad, n_threads)
     norm = np.linalg.norm(grad)

@@ -477,3 +477,10 @@ def test_meta_estimators_are_named_in_a_warning(binary, make_meta, name):
     X, y = binary
     with pytest.warns(PrivacyLeakWarning, match=name):
         make_meta(DPLSSGDClassifier(classes=[0, 1], max_iter=2)).fit(X, y)
+
+
+def test_a_declared_row_count_far_from_the_data_warns(binary):
+    X, y = binary
+    with pytest.warns(UserWarning, match="public_n_samples is more than a factor 2"):
+        DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove", public_n_samples=100,
+                          max_iter=2).fit(X, y)

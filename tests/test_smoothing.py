@@ -76,7 +76,7 @@ def test_smoothing_preserves_the_mean_and_shrinks_the_norm():
     assert np.linalg.norm(smoothed) < np.linalg.norm(v)
 
 
-# REFERENCE.md section C (seeds/000 Tables 3-4).
+# The paper's gamma and beta (Wang et al., "DP-LSSGD", Tables 3-4).
 GAMMA = {1: 0.447, 2: 0.333, 3: 0.277, 4: 0.243, 5: 0.218}
 BETA = {1: 0.268, 2: 0.185, 3: 0.149, 4: 0.128, 5: 0.114}
 
