@@ -78,6 +78,7 @@ __all__ = [
     "PrivacyCalibration",
     "calibrate_noise",
     "compute_epsilon",
+    "dp_event",
     "paper_noise_multiplier",
 ]
 
@@ -272,8 +273,12 @@ def _quiet_dp_accounting():
             logger.removeFilter(record_filter)
 
 
-def _dp_event(noise_multiplier, sample_rate, n_steps):
-    """The DpEvent of T steps of the Poisson-subsampled Gaussian mechanism."""
+def dp_event(noise_multiplier, sample_rate, n_steps):
+    """The DpEvent of T steps of the Poisson-subsampled Gaussian mechanism.
+
+    The event the accountants compose, and the ``dp_event_`` of a private fit
+    (see :class:`sklearn_dplssgd._mechanism.GradientPerturbation`).
+    """
     gaussian = dp_accounting.GaussianDpEvent(noise_multiplier)
     if sample_rate == 1.0:
         # Full batch: no sampling, T plain Gaussian mechanisms.
@@ -371,7 +376,7 @@ def _epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
                 orders=None if method == "rdp_guess" else list(_rdp_orders()),
                 neighboring_relation=_DP_RELATION["add_remove"],
             )
-            accountant.compose(_dp_event(z, sample_rate, n_steps))
+            accountant.compose(dp_event(z, sample_rate, n_steps))
             if neighboring == "replace_one" and sample_rate < 1.0:
                 # dp-accounting's RDP accountant does not support Poisson
                 # sampling under REPLACE_ONE: sound group-privacy reduction.
@@ -383,7 +388,7 @@ def _epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
             neighboring_relation=_DP_RELATION[neighboring],
             value_discretization_interval=pld_interval,
         )
-        accountant.compose(_dp_event(noise_multiplier, sample_rate, n_steps))
+        accountant.compose(dp_event(noise_multiplier, sample_rate, n_steps))
         return float(accountant.get_epsilon(delta))
 
 

@@ -13,7 +13,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._losses import loss_code
-from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, calibrate_noise
+from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
+from ._mechanism import GradientPerturbation
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters
 
@@ -284,6 +285,15 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
     neighboring_ : str
         Adjacency under which ``epsilon_`` holds.
 
+    dp_event_ : dp_accounting.DpEvent
+        What the fit released, as a dp-accounting event:
+        ``SelfComposedDpEvent(PoissonSampledDpEvent(sample_rate_,
+        GaussianDpEvent(noise_multiplier_)), n_steps_)`` (without the
+        sampling when ``sample_rate_ = 1``), or ``NonPrivateDpEvent()`` for a
+        fit without noise or a ``reproducible`` one. Any dp-accounting
+        accountant built with ``neighboring_``'s relation recomputes
+        ``epsilon_`` from it, and events of several fits compose.
+
     n_features_in_ : int
         Number of features seen during fit.
 
@@ -461,17 +471,21 @@ class BaseDPLSSGD(BaseEstimator):
         n_accounted = self._accounted_n_samples(n_samples)
         sample_rate = min(1.0, self.batch_size / n_accounted)
         n_steps = number_of_steps(n_accounted, self.batch_size, self.max_iter)
-        calibration = calibrate_noise(
+        # Everything the fit releases is fixed here, from public quantities.
+        mechanism, calibration = GradientPerturbation.calibrated(
             self.epsilon,
             self.delta,
             sample_rate=sample_rate,
             n_steps=n_steps,
             accountant=self.accountant,
             neighboring=self.neighboring,
+            clip_norm=float(self.clip_norm),
             n_samples=n_accounted,
         )
         self._warn_about_workflow()
         rng, seeded = make_generator(self.random_state, self.reproducible)
+        if seeded:
+            mechanism = mechanism.seeded_copy()
         params = train_dp_lssgd(
             X,
             y_encoded,
@@ -480,7 +494,7 @@ class BaseDPLSSGD(BaseEstimator):
             loss_threshold=float(getattr(self, "loss_threshold", 0.0)),
             fit_intercept=bool(self.fit_intercept),
             clip_norm=float(self.clip_norm),
-            noise_multiplier=calibration.noise_multiplier,
+            noise_multiplier=mechanism.noise_multiplier,
             sample_rate=sample_rate,
             batch_size=self.batch_size,
             n_steps=n_steps,
@@ -499,7 +513,8 @@ class BaseDPLSSGD(BaseEstimator):
         self.noise_multiplier_ = calibration.noise_multiplier
         self.sample_rate_ = sample_rate
         # A seeded fit's noise can be regenerated from its own parameters.
-        self.epsilon_ = math.inf if seeded else calibration.epsilon
+        self.epsilon_ = calibration.epsilon if mechanism.private else math.inf
+        self.dp_event_ = mechanism.dp_event()
         self.delta_ = calibration.delta
         self.neighboring_ = calibration.neighboring
         return params

@@ -27,7 +27,7 @@ from dp_accounting import gaussian_mechanism
 from scipy import stats
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd import _base, _sgd
+from sklearn_dplssgd import _mechanism, _sgd
 from sklearn_dplssgd.audit import (
     AuditResult,
     audit_epsilon,
@@ -318,12 +318,12 @@ def test_replace_one_audit_and_noise_calibrated_for_add_remove(monkeypatch, make
     assert correct.mu_lower_bound < 2 * math.sqrt(correct.n_steps) / correct.noise_multiplier
     assert correct.epsilon_from_mu < correct.claimed_epsilon
     assert not correct.claim_refuted
-    real_calibrate = _base.calibrate_noise
+    real_calibrate = _mechanism.calibrate_noise
 
     def add_remove_noise(*args, **kwargs):
         return real_calibrate(*args, **{**kwargs, "neighboring": "add_remove"})
 
-    monkeypatch.setattr(_base, "calibrate_noise", add_remove_noise)
+    monkeypatch.setattr(_mechanism, "calibrate_noise", add_remove_noise)
     broken = audit_epsilon(estimator, n_runs=1000, random_state=11)
     assert broken.claimed_epsilon == pytest.approx(correct.claimed_epsilon, rel=1e-9)
     assert broken.noise_multiplier < 0.6 * correct.noise_multiplier
