@@ -8,6 +8,7 @@ it costs no privacy and removes much of the injected noise.
 
 from ._accounting import PrivacyCalibration, calibrate_noise, compute_epsilon
 from ._classifier import DPLSSGDClassifier
+from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
 from ._regressor import DPLSSGDRegressor
 from ._validation import PrivacyLeakWarning
 
@@ -16,7 +17,9 @@ __version__ = "0.1.0"
 __all__ = [
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
+    "PrivacyBudgetExceededError",
     "PrivacyCalibration",
+    "PrivacyLedger",
     "PrivacyLeakWarning",
     "calibrate_noise",
     "compute_epsilon",

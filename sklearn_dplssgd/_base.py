@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._losses import loss_code
 from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
+from ._ledger import PrivacyLedger
 from ._mechanism import GradientPerturbation
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters
@@ -129,6 +130,23 @@ _META_ESTIMATOR_NOTES = {
 # How many calling frames are searched for a meta-estimator (cheap, and deep
 # enough for scikit-learn's call chains; joblib worker processes hide theirs).
 _META_ESTIMATOR_FRAME_DEPTH = 40
+
+
+def _public_row_count(X):
+    """The number of rows of ``X`` without reading them (None if unknown)."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0]) if shape[0] is not None else None
+    try:
+        return len(X)
+    except TypeError:
+        return None
+
+
+def _check_ledger(value):
+    if value is None or isinstance(value, PrivacyLedger):
+        return None
+    return f"must be None or a PrivacyLedger; got {type(value).__name__}."
 
 
 def _calling_meta_estimator():
@@ -251,6 +269,12 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         calibrated noise). A ``Generator`` passed as ``random_state`` is
         copied, never advanced; a ``RandomState`` gives 128 bits of seed.
 
+    ledger : PrivacyLedger or None, default=None
+        Budget record shared by every fit on the same rows: each fit records
+        its ``dp_event_`` there before reading any row, and is refused if the
+        ledger's composed epsilon would exceed its cap. Survives ``clone``
+        and joblib worker processes.
+
     n_jobs : int or None, default=None
         Threads for the per-sample gradients of large batches. ``None``
         means 1; any negative value means all cores.
@@ -347,6 +371,7 @@ class BaseDPLSSGD(BaseEstimator):
         "public_n_samples": [Interval("integral", 1, None), None],
         "random_state": [_check_random_state],
         "reproducible": [Options(bool, (True, False))],
+        "ledger": [_check_ledger],
         "n_jobs": [Interval("integral", None, None), None],
         "verbose": [Interval("integral", 0, None)],
     }
@@ -371,6 +396,38 @@ class BaseDPLSSGD(BaseEstimator):
             raise ValueError(
                 "The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int)."
             )
+
+    def _plan_release(self, n_samples):
+        """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
+
+        Returns
+        -------
+        mechanism : GradientPerturbation
+        calibration : PrivacyCalibration
+        sample_rate : float
+        n_steps : int
+        rng : numpy.random.Generator
+            The fit's own generator (see :func:`make_generator`).
+        """
+        n_accounted = self._accounted_n_samples(n_samples)
+        sample_rate = min(1.0, self.batch_size / n_accounted)
+        n_steps = number_of_steps(n_accounted, self.batch_size, self.max_iter)
+        mechanism, calibration = GradientPerturbation.calibrated(
+            self.epsilon,
+            self.delta,
+            sample_rate=sample_rate,
+            n_steps=n_steps,
+            accountant=self.accountant,
+            neighboring=self.neighboring,
+            clip_norm=float(self.clip_norm),
+            n_samples=n_accounted,
+        )
+        rng, seeded = make_generator(self.random_state, self.reproducible)
+        if seeded:
+            mechanism = mechanism.seeded_copy()
+        if self.ledger is not None:
+            self.ledger.charge(type(self).__name__, mechanism.dp_event(), self.neighboring)
+        return mechanism, calibration, sample_rate, n_steps, rng
 
     def _accounted_n_samples(self, n_samples):
         """The row count that sets q and T: public by the chosen adjacency.
@@ -448,6 +505,11 @@ class BaseDPLSSGD(BaseEstimator):
         params : ndarray of shape (n_outputs, n_features + 1)
         """
         self._validate_hyperparameters()
+        # The mechanism depends on public quantities only (the row count is
+        # public under the adjacency in force), so it is fixed, and charged
+        # to the ledger, before any row is read.
+        n_rows = _public_row_count(X)
+        plan = self._plan_release(n_rows) if n_rows else None
         X, y = validate_data(
             self,
             X,
@@ -459,6 +521,9 @@ class BaseDPLSSGD(BaseEstimator):
         )
         y_encoded, n_outputs = self._encode_targets(y)
         n_samples = X.shape[0]
+        if plan is None or n_rows != n_samples:
+            plan = self._plan_release(n_samples)
+        mechanism, calibration, sample_rate, n_steps, rng = plan
         if math.isfinite(self.epsilon) and self.delta >= 1.0 / n_samples:
             warnings.warn(
                 f"delta={self.delta:g} is not below 1/n_samples={1.0 / n_samples:.3g}: "
@@ -467,25 +532,7 @@ class BaseDPLSSGD(BaseEstimator):
                 PrivacyLeakWarning,
                 stacklevel=3,
             )
-
-        n_accounted = self._accounted_n_samples(n_samples)
-        sample_rate = min(1.0, self.batch_size / n_accounted)
-        n_steps = number_of_steps(n_accounted, self.batch_size, self.max_iter)
-        # Everything the fit releases is fixed here, from public quantities.
-        mechanism, calibration = GradientPerturbation.calibrated(
-            self.epsilon,
-            self.delta,
-            sample_rate=sample_rate,
-            n_steps=n_steps,
-            accountant=self.accountant,
-            neighboring=self.neighboring,
-            clip_norm=float(self.clip_norm),
-            n_samples=n_accounted,
-        )
         self._warn_about_workflow()
-        rng, seeded = make_generator(self.random_state, self.reproducible)
-        if seeded:
-            mechanism = mechanism.seeded_copy()
         params = train_dp_lssgd(
             X,
             y_encoded,

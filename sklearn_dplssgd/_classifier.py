@@ -168,6 +168,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         public_n_samples=None,
         random_state=None,
         reproducible=False,
+        ledger=None,
         n_jobs=None,
         verbose=0,
     ):
@@ -189,6 +190,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.public_n_samples = public_n_samples
         self.random_state = random_state
         self.reproducible = reproducible
+        self.ledger = ledger
         self.n_jobs = n_jobs
         self.verbose = verbose
 

@@ -98,6 +98,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         public_n_samples=None,
         random_state=None,
         reproducible=False,
+        ledger=None,
         n_jobs=None,
         verbose=0,
     ):
@@ -119,6 +120,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.public_n_samples = public_n_samples
         self.random_state = random_state
         self.reproducible = reproducible
+        self.ledger = ledger
         self.n_jobs = n_jobs
         self.verbose = verbose
 

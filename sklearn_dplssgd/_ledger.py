@@ -1,0 +1,215 @@
+"""PrivacyLedger: the budget spent on a data set, across every fit that saw it.
+
+scikit-learn copies estimators freely (``clone`` deep-copies parameters,
+joblib pickles them into worker processes), so a budget record held in an
+estimator's state is lost or duplicated (diffprivlib's accountant is, inside
+``GridSearchCV``). The ledger is one object that ``clone`` returns as itself,
+and whose records live in a file it owns: a pickled ledger in a worker
+process appends to the same file, so the parent sees every fit.
+
+A fit charges the ledger before it reads any row: the mechanism depends only
+on public quantities, so its event, and the composed total with it, are
+known in advance, and a fit that would exceed ``max_epsilon`` is refused
+before the data is touched. The charge and the cap check are one atomic step
+under a file lock, so parallel fits cannot overrun the cap together.
+"""
+
+import base64
+import contextlib
+import math
+import os
+import pickle
+import tempfile
+
+import dp_accounting
+from dp_accounting import pld as _dp_pld
+
+from ._accounting import NEIGHBORING_RELATIONS
+
+try:  # POSIX file locks; elsewhere the records are appended unlocked.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+__all__ = ["PrivacyLedger", "PrivacyBudgetExceededError"]
+
+_RELATIONS = {
+    "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE,
+}
+# PLD grid of the ledger's totals, relative to the epsilon scale: a
+# pessimistic (sound) estimate within about 0.1 percent.
+_INTERVAL_PER_EPSILON = 1e-3
+
+
+class PrivacyBudgetExceededError(ValueError):
+    """A fit would take a ledger's composed epsilon above its ``max_epsilon``."""
+
+
+class PrivacyLedger:
+    """Budget record of every private fit on one data set, shared by all copies.
+
+    Pass it as ``ledger=`` to the estimators. Every fit that uses it records
+    its ``dp_event_`` (under the ledger's adjacency) before training; the
+    ledger reports the composition of all records. It survives ``clone``
+    (a clone gets the same ledger, not a copy) and joblib worker processes
+    (records go to a file the ledger owns).
+
+    Parameters
+    ----------
+    max_epsilon : float or None, default=None
+        Cap on the composed epsilon at ``delta``: a fit that would exceed it
+        is refused with :class:`PrivacyBudgetExceededError` before it reads
+        any row. None records without a cap.
+    delta : float, default=1e-5
+        Delta at which the total is reported and capped.
+    neighboring : {"replace_one", "add_remove"}, default="replace_one"
+        Adjacency of the records: a fit under another adjacency is refused
+        (its event would be accounted under the wrong relation).
+    path : str or None, default=None
+        File holding the records. None creates a new temporary file (kept
+        until :meth:`close` is called). Give a path to keep a ledger across
+        processes and sessions; an existing file's records are kept.
+
+    Attributes
+    ----------
+    path : str
+        The file of the records.
+
+    Notes
+    -----
+    Fits on subsets of the rows (cross-validation folds) are recorded as if
+    each saw every row: sequential composition, a valid upper bound. A fit
+    refused by the cap records nothing; a fit that fails after its charge
+    (invalid data, divergence) keeps its charge.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.model_selection import cross_validate
+    >>> from sklearn_dplssgd import DPLSSGDClassifier, PrivacyLedger
+    >>> X, y = load_digits(return_X_y=True)
+    >>> ledger = PrivacyLedger(max_epsilon=5.0)
+    >>> clf = DPLSSGDClassifier(epsilon=1.0, classes=range(10), ledger=ledger)
+    >>> _ = cross_validate(clf, X / 16, y, cv=3)
+    >>> len(ledger.records), 1.0 < ledger.epsilon() <= 3.0
+    (3, True)
+    """
+
+    def __init__(self, max_epsilon=None, delta=1e-5, neighboring="replace_one", path=None):
+        if max_epsilon is not None and not (
+                isinstance(max_epsilon, (int, float)) and max_epsilon > 0):
+            raise ValueError(f"max_epsilon must be None or a positive number; got {max_epsilon!r}.")
+        if not (isinstance(delta, float) and 0 < delta < 1):
+            raise ValueError(f"delta must be a float in (0, 1); got {delta!r}.")
+        if neighboring not in NEIGHBORING_RELATIONS:
+            raise ValueError(
+                f"neighboring must be one of {NEIGHBORING_RELATIONS}; got {neighboring!r}.")
+        self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
+        self.delta = delta
+        self.neighboring = neighboring
+        if path is None:
+            handle, path = tempfile.mkstemp(prefix="dplssgd-ledger-", suffix=".records")
+            os.close(handle)
+        else:
+            open(path, "ab").close()
+        self.path = os.path.abspath(path)
+
+    # clone() deep-copies parameters: the ledger must stay one ledger.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self):
+        cap = "" if self.max_epsilon is None else f"max_epsilon={self.max_epsilon:g}, "
+        return f"PrivacyLedger({cap}delta={self.delta:g}, neighboring={self.neighboring!r})"
+
+    @contextlib.contextmanager
+    def _locked(self):
+        with open(self.path, "a+b") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield handle
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @staticmethod
+    def _read(handle):
+        handle.seek(0)
+        return [pickle.loads(base64.b64decode(line)) for line in handle.read().splitlines()
+                if line.strip()]
+
+    @property
+    def records(self):
+        """The records so far: dicts with the estimator's name and its ``dp_event``."""
+        with self._locked() as handle:
+            return self._read(handle)
+
+    @property
+    def dp_event(self):
+        """All records composed, as one dp-accounting event."""
+        return dp_accounting.ComposedDpEvent([record["dp_event"] for record in self.records])
+
+    def _total(self, events, delta):
+        if not events:
+            return 0.0
+        composed = dp_accounting.ComposedDpEvent(events)
+        if any(isinstance(event, dp_accounting.NonPrivateDpEvent) for event in events):
+            return math.inf
+        scale = self.max_epsilon if self.max_epsilon is not None else 1.0
+        accountant = _dp_pld.PLDAccountant(
+            _RELATIONS[self.neighboring],
+            value_discretization_interval=_INTERVAL_PER_EPSILON * scale,
+        )
+        return float(accountant.compose(composed).get_epsilon(delta))
+
+    def epsilon(self, delta=None):
+        """Composed epsilon of all records at ``delta`` (default: the ledger's).
+
+        dp-accounting's PLD accountant under the ledger's adjacency (a
+        pessimistic, hence sound, estimate).
+        """
+        return self._total([record["dp_event"] for record in self.records],
+                           self.delta if delta is None else delta)
+
+    def charge(self, name, event, neighboring):
+        """Record ``event`` if the composed total stays within the cap.
+
+        Called by the estimators before they read any row.
+
+        Raises
+        ------
+        PrivacyBudgetExceededError
+            When the total with ``event`` would exceed ``max_epsilon``
+            (nothing is recorded then).
+        ValueError
+            When ``neighboring`` is not the ledger's adjacency.
+        """
+        if neighboring != self.neighboring:
+            raise ValueError(
+                f"{name} is fitted under neighboring={neighboring!r}, but this ledger "
+                f"records {self.neighboring!r} events: their epsilons do not compose."
+            )
+        with self._locked() as handle:
+            events = [record["dp_event"] for record in self._read(handle)] + [event]
+            if self.max_epsilon is not None:
+                total = self._total(events, self.delta)
+                if total > self.max_epsilon:
+                    raise PrivacyBudgetExceededError(
+                        f"Fitting {name} would take this ledger's epsilon to {total:.4g} at "
+                        f"delta={self.delta:g}, above max_epsilon={self.max_epsilon:g}; "
+                        "the fit was refused before reading any row."
+                    )
+            handle.seek(0, os.SEEK_END)
+            record = {"estimator": name, "dp_event": event}
+            handle.write(base64.b64encode(pickle.dumps(record)) + b"\n")
+            handle.flush()
+
+    def close(self):
+        """Delete the records file (the ledger is empty afterwards)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.path)

@@ -1,0 +1,119 @@
+"""PrivacyLedger: complete across clone and joblib workers, capped before reading rows."""
+
+import copy
+import pickle
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting import pld as dp_pld
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, cross_validate
+
+from sklearn_dplssgd import (
+    DPLSSGDClassifier,
+    DPLSSGDRegressor,
+    PrivacyBudgetExceededError,
+    PrivacyLedger,
+)
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(400, 5))
+    return X, (X[:, 0] + X[:, 1] > 0).astype(int)
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    return PrivacyLedger(path=str(tmp_path / "ledger.records"))
+
+
+def test_clone_and_deepcopy_keep_the_same_ledger(ledger):
+    clf = DPLSSGDClassifier(classes=[0, 1], ledger=ledger)
+    assert clone(clf).ledger is ledger
+    assert copy.deepcopy(ledger) is ledger and copy.copy(ledger) is ledger
+    # A pickled ledger (as in a joblib worker) writes to the same records.
+    twin = pickle.loads(pickle.dumps(ledger))
+    assert twin is not ledger and twin.path == ledger.path
+
+
+def test_every_fit_of_a_parallel_grid_search_is_recorded(data, ledger):
+    X, y = data
+    search = GridSearchCV(
+        DPLSSGDClassifier(classes=[0, 1], max_iter=2, ledger=ledger),
+        {"sigma": [0.0, 1.0]}, cv=2, n_jobs=2,
+    )
+    search.fit(X, y)
+    records = ledger.records
+    assert len(records) == 2 * 2 + 1  # candidates x folds, plus the refit
+    assert {record["estimator"] for record in records} == {"DPLSSGDClassifier"}
+
+
+def test_total_is_the_composition_recomputed_with_dp_accounting(data, ledger):
+    X, y = data
+    fits = [DPLSSGDRegressor(epsilon=eps, max_iter=2, ledger=ledger).fit(X, X[:, 0])
+            for eps in (0.5, 1.0)]
+    composed = dp_accounting.ComposedDpEvent([fit.dp_event_ for fit in fits])
+    assert ledger.dp_event == composed
+    accountant = dp_pld.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE,
+                                      value_discretization_interval=1e-4)
+    direct = accountant.compose(composed).get_epsilon(1e-5)
+    assert ledger.epsilon() == pytest.approx(direct, rel=5e-3)
+    assert ledger.epsilon() >= direct - 1e-6  # a coarser grid is pessimistic
+    assert 1.0 < ledger.epsilon() < 1.5
+
+
+def test_cross_validate_is_counted(data, ledger):
+    X, y = data
+    cross_validate(DPLSSGDClassifier(classes=[0, 1], max_iter=2, ledger=ledger), X, y, cv=3)
+    assert len(ledger.records) == 3
+
+
+def test_cap_refuses_before_the_data_is_read(data, tmp_path):
+    X, y = data
+    ledger = PrivacyLedger(max_epsilon=1.2, path=str(tmp_path / "capped"))
+    DPLSSGDClassifier(classes=[0, 1], max_iter=2, ledger=ledger).fit(X, y)
+
+    class Untouchable:
+        """Rows that fail if anything reads them; only their count is known."""
+
+        shape = X.shape
+
+        def __array__(self, *args, **kwargs):
+            raise AssertionError("the data was read")
+
+    with pytest.raises(PrivacyBudgetExceededError, match="max_epsilon=1.2"):
+        DPLSSGDClassifier(classes=[0, 1], max_iter=2, ledger=ledger).fit(Untouchable(), y)
+    assert len(ledger.records) == 1  # the refused fit recorded nothing
+    assert ledger.epsilon() <= 1.0
+
+
+def test_reproducible_fits_exhaust_a_capped_ledger(data, tmp_path):
+    X, y = data
+    ledger = PrivacyLedger(max_epsilon=10.0, path=str(tmp_path / "seeded"))
+    with pytest.raises(PrivacyBudgetExceededError, match="inf"):
+        DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True,
+                          ledger=ledger).fit(X, y)
+
+
+def test_adjacency_must_match(data, ledger):
+    X, y = data
+    with pytest.raises(ValueError, match="do not compose"):
+        DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove", public_n_samples=400,
+                          ledger=ledger).fit(X, y)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"max_epsilon": -1}, "max_epsilon"), ({"delta": 2.0}, "delta"),
+    ({"neighboring": "swap"}, "neighboring")])
+def test_invalid_ledgers_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        PrivacyLedger(**kwargs)
+
+
+def test_estimators_refuse_a_non_ledger(data):
+    X, y = data
+    with pytest.raises((TypeError, ValueError), match="ledger"):
+        DPLSSGDClassifier(classes=[0, 1], ledger={"eps": 1}).fit(X, y)
