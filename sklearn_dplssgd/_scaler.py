@@ -39,11 +39,8 @@ def _as_bounds(value, name):
             f"The {name!r} parameter of BoundedScaler must be a real number or a 1-D "
             f"array-like of real numbers; got a {type(value).__name__}."
         )
-    if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) == np.bool_:
-        raise TypeError(
-            f"The {name!r} parameter of BoundedScaler must be real numbers, not booleans."
-        )
     try:
+        is_boolean = np.asarray(value).dtype.kind == "b"
         bounds = np.array(value, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as error:
         raise TypeError(
@@ -51,6 +48,10 @@ def _as_bounds(value, name):
             f"array-like of real numbers; got a {type(value).__name__} that cannot be "
             "converted to floats."
         ) from error
+    if is_boolean:
+        raise TypeError(
+            f"The {name!r} parameter of BoundedScaler must be real numbers, not booleans."
+        )
     if bounds.ndim > 1:
         raise ValueError(
             f"The {name!r} parameter of BoundedScaler must be a scalar or 1-D; "

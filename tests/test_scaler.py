@@ -211,6 +211,8 @@ def test_column_transformer_pipeline_with_dplssgd():
         ({"lower": "zero", "upper": 1.0}, TypeError, "'lower'.*real number"),
         ({"lower": 0.0, "upper": [1, "a", 2, 3]}, TypeError, "'upper'.*converted to floats"),
         ({"lower": False, "upper": True}, TypeError, "'lower'.*not booleans"),
+        ({"lower": 0.0, "upper": [True] * 4}, TypeError, "'upper'.*not booleans"),
+        ({"lower": [[0.0], [1.0, 2.0]], "upper": 3.0}, TypeError, "'lower'.*converted"),
         ({"lower": 0.0, "upper": 1.0, "clip": "yes"}, TypeError, "'clip'"),
         ({"lower": 0.0, "upper": 1.0, "clip": 1}, TypeError, "'clip'"),
         ({"lower": 0.0, "upper": 5e-324}, ValueError, "too close"),
