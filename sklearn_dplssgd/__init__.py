@@ -10,11 +10,13 @@ from ._accounting import PrivacyCalibration, calibrate_noise, compute_epsilon
 from ._classifier import DPLSSGDClassifier
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
 from ._regressor import DPLSSGDRegressor
+from ._scaler import BoundedScaler
 from ._validation import PrivacyLeakWarning
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BoundedScaler",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
     "PrivacyBudgetExceededError",
