@@ -27,8 +27,18 @@ Methodology
   sigma, so that the comparison is fair.
 * Fixed settings: batch size 256 (Poisson sampling, q = 256/n), 30 epochs,
   constant learning rate (the paper's eta0/t decays far too fast for this
-  number of steps: see utility.md), clip norm 1, L2 alpha = 1e-4, RDP
-  accountant, add/remove adjacency.
+  number of steps: see utility.md), clip norm 1, L2 alpha = 1e-4.
+* Adjacency and accountant: ``--neighboring`` (default ``replace_one``, the
+  library default: sensitivity 2C) and ``--accountant`` (default ``pld``, the
+  library default). With ``add_remove`` every fit declares
+  ``public_n_samples`` = its number of training rows (the size of this data
+  set is public). The old setting of this benchmark was ``--neighboring
+  add_remove --accountant rdp``.
+* Paired design: the fits pass ``reproducible=True`` with the seed, so that
+  for a given seed every sigma sees the same batches and noise. Such fits are
+  not private (they report ``epsilon_ = inf``); the claimed epsilon of each
+  configuration is computed with ``calibrate_noise``. The benchmark models
+  are thrown away.
 * Extras: scikit-learn's LogisticRegression and LinearSVC (Crammer-Singer)
   with C chosen on the same validation part, as the ceiling; an ablation
   (the largest sigma at sigma 0's learning rate); loss curves per epoch at
@@ -38,9 +48,13 @@ Run from the repository root::
 
     python benchmarks/bench_utility.py            # full run (~15-20 min on 2 cores)
     python benchmarks/bench_utility.py --quick    # seconds, a smoke run on a subset
+    python benchmarks/bench_utility.py --neighboring add_remove --accountant rdp
 
 Writes ``utility.md``, ``utility.png`` and ``loss_curves.png`` to ``--out``
-(default ``benchmarks/results``; ``--quick`` defaults to a temporary folder).
+(default ``benchmarks/results``; ``--quick`` defaults to a temporary folder);
+for a non-default adjacency or accountant the names carry both, e.g.
+``utility_add_remove_rdp.md``, ``utility_add_remove_rdp.png``,
+``loss_curves_add_remove_rdp.png``.
 """
 
 import argparse
@@ -70,6 +84,24 @@ LR_GRID = tuple(0.1 * 2.0**k for k in range(-3, 9))  # 0.0125 .. 25.6
 CEILING_C = {"log_loss": (0.01, 0.03, 0.1, 0.3, 1.0),
              "hinge": (0.003, 0.01, 0.03, 0.1, 0.3)}
 CURVE_SIGMAS = (0.0, 1.0, 3.0)
+NEIGHBORINGS = ("replace_one", "add_remove")  # the first is the library default
+ACCOUNTANTS = ("pld", "rdp")  # the first is the library default
+ADJACENCY_NAMES = {"replace_one": "replace-one adjacency (sensitivity 2C)",
+                   "add_remove": "add/remove adjacency (sensitivity C, public_n_samples "
+                                 "= the number of training rows of each fit)"}
+ACCOUNTANT_NAMES = {"pld": "PLD accountant", "rdp": "RDP accountant"}
+
+
+def privacy_setting_text(settings):
+    return (f"{ACCOUNTANT_NAMES[settings['accountant']]}, "
+            f"{ADJACENCY_NAMES[settings['neighboring']]}")
+
+
+def file_suffix(settings):
+    """'' for the library defaults, else '_<neighboring>_<accountant>'."""
+    if (settings["neighboring"], settings["accountant"]) == (NEIGHBORINGS[0], ACCOUNTANTS[0]):
+        return ""
+    return f"_{settings['neighboring']}_{settings['accountant']}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -85,20 +117,38 @@ def _settings(quick):
                 n_val=None, n_test=None)
 
 
-def make_classifier(loss, epsilon, sigma, eta0, seed, settings):
+def make_classifier(loss, epsilon, sigma, eta0, seed, settings, n_rows):
+    """The benchmark's classifier for a fit on ``n_rows`` training rows.
+
+    ``reproducible=True``: the seed decides the Poisson batches and the noise
+    (the paired design). Such a fit is not private and reports
+    ``epsilon_ = inf``; that is fine here, the benchmark models are thrown
+    away and the claimed epsilon is computed with ``calibrate_noise``.
+    """
     from sklearn_dplssgd import DPLSSGDClassifier
 
+    public_n_samples = n_rows if settings["neighboring"] == "add_remove" else None
     return DPLSSGDClassifier(
         loss=loss, epsilon=epsilon, delta=DELTA, sigma=sigma, clip_norm=1.0,
         alpha=1e-4, batch_size=settings["batch_size"], max_iter=settings["max_iter"],
-        learning_rate="constant", eta0=eta0, classes=range(10), accountant="rdp",
-        random_state=seed,
+        learning_rate="constant", eta0=eta0, classes=range(10),
+        accountant=settings["accountant"], neighboring=settings["neighboring"],
+        public_n_samples=public_n_samples, random_state=seed, reproducible=True,
     )
+
+
+def claimed_epsilon(clf, epsilon, settings):
+    """The epsilon a private (non-reproducible) fit of this configuration claims."""
+    from sklearn_dplssgd import calibrate_noise
+
+    return calibrate_noise(epsilon, DELTA, sample_rate=clf.sample_rate_,
+                           n_steps=clf.n_steps_, accountant=settings["accountant"],
+                           neighboring=settings["neighboring"]).epsilon
 
 
 def fit_score(loss, epsilon, sigma, eta0, seed, settings, X, y, X_eval, y_eval):
     """Accuracy on (X_eval, y_eval), or nan if the fit diverged."""
-    clf = make_classifier(loss, epsilon, sigma, eta0, seed, settings)
+    clf = make_classifier(loss, epsilon, sigma, eta0, seed, settings, X.shape[0])
     try:
         clf.fit(X, y)
     except ValueError as error:
@@ -181,8 +231,8 @@ def loss_curves(loss, epsilon, sigma, eta0, settings, data):
             val.append(model_loss(loss, params, data["X_val"], data["y_val"]))
 
         with epoch_callback(record):
-            make_classifier(loss, epsilon, sigma, eta0, seed, settings).fit(
-                data["X_fit"], data["y_fit"])
+            make_classifier(loss, epsilon, sigma, eta0, seed, settings,
+                            data["X_fit"].shape[0]).fit(data["X_fit"], data["y_fit"])
         train_curves.append(train)
         val_curves.append(val)
     return np.array(train_curves), np.array(val_curves)
@@ -256,7 +306,7 @@ def run(data, settings, log):
                 results["val"][key] = scores[eta]
                 results["acc"][key] = np.array(accs)
                 results["noise"][(epsilon,)] = (clf.noise_multiplier_, clf.n_steps_,
-                                                clf.epsilon_)
+                                                claimed_epsilon(clf, epsilon, settings))
                 log(f"  {loss:8s} eps={epsilon:<5g} sigma={sigma:<3g} lr={eta:<7g} "
                     f"test {100 * np.nanmean(accs):6.2f} +- {100 * np.nanstd(accs):4.2f} "
                     f"({time.perf_counter() - t0:5.1f} s)")
@@ -306,7 +356,10 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
         "# Utility: DP-LSSGD on real MNIST digits" + (" (QUICK smoke run)" if quick else ""),
         "",
         "Generated by `python benchmarks/bench_utility.py"
-        + (" --quick" if quick else "") + "`.",
+        + (" --quick" if quick else "")
+        + f" --neighboring {settings['neighboring']} --accountant {settings['accountant']}`.",
+        "",
+        f"**Privacy setting: {privacy_setting_text(settings)}.**",
         "",
         "## Setup",
         "",
@@ -318,8 +371,8 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
         f"all {n_train} training rows.",
         f"- DPLSSGDClassifier: batch size {settings['batch_size']} (Poisson, "
         f"q = {settings['batch_size']}/{n_train}), {settings['max_iter']} epochs, constant "
-        "learning rate, clip_norm 1, alpha 1e-4, delta 1e-5, RDP accountant, add/remove "
-        "adjacency, classes=range(10). The paper's schedule eta0 / t "
+        "learning rate, clip_norm 1, alpha 1e-4, delta 1e-5, "
+        f"{privacy_setting_text(settings)}, classes=range(10). The paper's schedule eta0 / t "
         "(`learning_rate='inverse_time'`, t counting steps) is not used: with about 1,000 "
         "steps it decays far too fast (in a preliminary check at eps = 0.25, batch 256, 20 "
         "epochs, eta0 in {1, 4, 16, 64}: at most 61 % validation accuracy, against 80 % "
@@ -331,8 +384,11 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
         "In a real deployment, tuning on private data spends privacy budget; here it is a "
         "benchmark-methodology choice, the same for every sigma.",
         f"- Test accuracy in %, mean +- std over {len(settings['seeds'])} seeds "
-        f"({', '.join(map(str, settings['seeds']))}). A seed fixes both the Poisson batches "
-        "and the noise, so for a given seed every sigma sees the same batches and noise; "
+        f"({', '.join(map(str, settings['seeds']))}). The fits pass `reproducible=True`, "
+        "so a seed fixes both the Poisson batches and the noise and for a given seed every "
+        "sigma sees the same batches and noise (such fits report epsilon_ = inf; the "
+        "epsilon below is the one a private fit of the same configuration claims, from "
+        "`calibrate_noise`; the benchmark models are thrown away); "
         "'best sigma - sigma 0' is the mean +- std of the per-seed differences. The last "
         "column is an ablation: the largest sigma trained with sigma 0's learning rate "
         "(difference to sigma 0 in brackets), which separates the effect of smoothing "
@@ -349,9 +405,10 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
         + f"), then refitted on the same {n_train} training rows.",
         "",
         "Noise multiplier z per epsilon (n = "
-        f"{n_train}, b = {settings['batch_size']}, T = steps):",
+        f"{n_train}, b = {settings['batch_size']}, T = steps; "
+        f"{privacy_setting_text(settings)}; 'epsilon claimed' from `calibrate_noise`):",
         "",
-        "| epsilon | z | T | epsilon reached |",
+        "| epsilon | z | T | epsilon claimed |",
         "|---|---|---|---|",
     ]
     for epsilon in epsilons:
@@ -385,8 +442,9 @@ def write_markdown(path, results, settings, ceiling, elapsed, data, quick):
                 f"({100 * results['val'][(loss, epsilon, s)]:.1f})" for s in sigmas) + " |")
     strongest = min(settings["epsilons"])
     lines += ["", "## Loss curves", "",
-              f"`loss_curves.png`: mean data loss (no penalty term) per epoch at "
-              f"eps = {strongest:g}, each sigma with its own chosen learning rate (solid; for "
+              f"`loss_curves{file_suffix(settings)}.png`: mean data loss (no penalty term) "
+              f"per epoch at eps = {strongest:g}, each sigma with its own chosen learning "
+              "rate (solid; for "
               "sigma > 0 also dashed with sigma 0's rate where it differs), trained on "
               f"the {data['X_fit'].shape[0]}-row fit part; validation = the "
               f"{data['X_val'].shape[0]}-row validation part; mean over "
@@ -436,10 +494,10 @@ def plot(out, results, settings, ceiling):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("test accuracy (%)")
     axes[1].legend(fontsize=8, loc="lower right")
-    fig.suptitle("DP-LSSGD on MNIST (8,000 train / 2,000 test), mean +- std over seeds",
-                 fontsize=11)
+    fig.suptitle("DP-LSSGD on MNIST (8,000 train / 2,000 test), mean +- std over seeds; "
+                 f"{settings['neighboring']}, {settings['accountant']}", fontsize=11)
     fig.tight_layout()
-    fig.savefig(Path(out) / "utility.png", dpi=90)
+    fig.savefig(Path(out) / f"utility{file_suffix(settings)}.png", dpi=90)
     plt.close(fig)
 
     strongest = min(epsilons)
@@ -467,9 +525,10 @@ def plot(out, results, settings, ceiling):
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize=8)
     fig.suptitle("Loss per epoch at the strongest privacy (mean over seeds, band = "
-                 "min..max; solid: own tuned lr, dashed: sigma 0's lr)", fontsize=10)
+                 "min..max; solid: own tuned lr, dashed: sigma 0's lr; "
+                 f"{settings['neighboring']}, {settings['accountant']})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(Path(out) / "loss_curves.png", dpi=80)
+    fig.savefig(Path(out) / f"loss_curves{file_suffix(settings)}.png", dpi=80)
     plt.close(fig)
 
 
@@ -484,6 +543,13 @@ def main(argv=None):
                         help="number of test seeds (default 5; 1 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="seconds-long smoke run on a subset")
+    parser.add_argument("--neighboring", choices=NEIGHBORINGS, default=NEIGHBORINGS[0],
+                        help="adjacency (default: %(default)s, the library default); "
+                             "add_remove declares public_n_samples = the training rows "
+                             "of each fit")
+    parser.add_argument("--accountant", choices=ACCOUNTANTS, default=ACCOUNTANTS[0],
+                        help="privacy accountant (default: %(default)s, the library "
+                             "default)")
     args = parser.parse_args(argv)
 
     if not _data.mnist_available(args.data):
@@ -491,6 +557,8 @@ def main(argv=None):
               "(expects t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz).")
         return 0
     settings = dict(_settings(args.quick))
+    settings["neighboring"] = args.neighboring
+    settings["accountant"] = args.accountant
     if args.seeds is not None:
         settings["seeds"] = tuple(range(args.seeds))
     out = Path(args.out) if args.out else (
@@ -501,8 +569,15 @@ def main(argv=None):
     def log(message):
         print(message, flush=True)
 
+    # Every fit is reproducible=True on purpose (see make_classifier): silence
+    # the warning that says such a fit is not private.
+    from sklearn_dplssgd import PrivacyLeakWarning
+
+    warnings.filterwarnings("ignore", message="reproducible=True",
+                            category=PrivacyLeakWarning)
     t0 = time.perf_counter()
     log(f"Machine: {_data.machine_note()}")
+    log(f"Privacy setting: {privacy_setting_text(settings)}")
     data = load_data(args.data, settings)
     ceiling = ceilings(data, args.quick)
     log(f"Ceiling: LogisticRegression {100 * ceiling['log_loss'][0]:.2f} % "
@@ -510,14 +585,15 @@ def main(argv=None):
         f"{100 * ceiling['hinge'][0]:.2f} % (C={ceiling['hinge'][1]:g})")
     results = run(data, settings, log)
     elapsed = time.perf_counter() - t0
-    write_markdown(out / "utility.md", results, settings, ceiling, elapsed, data,
+    suffix = file_suffix(settings)
+    write_markdown(out / f"utility{suffix}.md", results, settings, ceiling, elapsed, data,
                    args.quick)
     try:
         plot(out, results, settings, ceiling)
-        figures = ", utility.png, loss_curves.png"
+        figures = f", utility{suffix}.png, loss_curves{suffix}.png"
     except ImportError:
         figures = " (matplotlib not installed: no figures)"
-    log(f"Wrote {out / 'utility.md'}{figures} in {elapsed:.1f} s")
+    log(f"Wrote {out / f'utility{suffix}.md'}{figures} in {elapsed:.1f} s")
     return 0
 
 

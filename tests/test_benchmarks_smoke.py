@@ -53,6 +53,19 @@ def test_bench_utility_quick(tmp_path):
         assert (tmp_path / name).stat().st_size > 0
     text = (tmp_path / "utility.md").read_text()
     assert "sigma=0 (DP-SGD)" in text and "log_loss" in text and "hinge" in text
+    assert "PLD accountant, replace-one adjacency" in text  # the library defaults
+
+
+@pytest.mark.skipif(not _mnist_present(), reason="MNIST t10k files not in ../shared/data")
+def test_bench_utility_quick_old_setting(tmp_path):
+    # A non-default adjacency and accountant: named in the files and stated in the text.
+    _run("bench_utility.py", tmp_path, "--neighboring", "add_remove", "--accountant", "rdp")
+    assert not (tmp_path / "utility.md").exists()
+    text = (tmp_path / "utility_add_remove_rdp.md").read_text()
+    assert "RDP accountant, add/remove adjacency" in text
+    if HAVE_MATPLOTLIB:
+        for name in ("utility_add_remove_rdp.png", "loss_curves_add_remove_rdp.png"):
+            assert (tmp_path / name).stat().st_size > 0
 
 
 def test_bench_utility_skips_without_data(tmp_path):
