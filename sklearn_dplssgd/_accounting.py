@@ -94,6 +94,8 @@ _DP_RELATION = {
 # Relative tolerance on z in the calibration search: the returned z is at most
 # this much above the smallest z the accountant accepts.
 _Z_RTOL = 1e-5
+# The same for the RDP answer that only starts the PLD search.
+_GUESS_RTOL = 1e-3
 # PLD interval: chosen between epsilon / 500 and epsilon / 10000 (and inside
 # _PLD_INTERVAL_BOUNDS) so that the discretization error is about _PLD_RTOL
 # relative; see _pld_interval.
@@ -491,8 +493,8 @@ class _EpsilonCurveAccountant(dp_accounting.PrivacyAccountant):
         return min(self._eps_of_z(self._noise_multiplier), 1e300)
 
 
-def _smallest_noise(eps_of_z, target, delta, guess):
-    """Smallest z (to relative ``_Z_RTOL``) with ``eps_of_z(z) <= target``.
+def _smallest_noise(eps_of_z, target, delta, guess, rtol=_Z_RTOL):
+    """Smallest z (to relative ``rtol``) with ``eps_of_z(z) <= target``.
 
     Relies on epsilon being non-increasing in z. A bracket ``[lo, hi]`` with
     ``eps(lo) > target >= eps(hi)`` is found by secant steps in
@@ -543,7 +545,7 @@ def _smallest_noise(eps_of_z, target, delta, guess):
         if abs(g) < 1e3 and abs(g_new) < 1e3:
             slope = min((g_new - g) / math.log(z_new / z), -0.5)
         z, g = z_new, g_new
-    if hi / lo <= 1.0 + _Z_RTOL:
+    if hi / lo <= 1.0 + rtol:
         return hi
     return float(dp_accounting.calibrate_dp_mechanism(
         lambda: _EpsilonCurveAccountant(eps_of_z),
@@ -551,7 +553,7 @@ def _smallest_noise(eps_of_z, target, delta, guess):
         target,
         delta,
         bracket_interval=dp_accounting.ExplicitBracketInterval(lo, hi),
-        tol=_Z_RTOL * lo,
+        tol=rtol * lo,
     ))
 
 
@@ -613,7 +615,9 @@ def _calibrate_cached(epsilon, delta, sample_rate, n_steps, accountant,
             return _epsilon(z, delta, sample_rate, n_steps, "pld", neighboring,
                             interval)
 
-    z = _smallest_noise(eps_of_z, epsilon, delta, guess)
+    # PLD's starting point needs only a few digits.
+    rtol = _GUESS_RTOL if accountant == "rdp_guess" else _Z_RTOL
+    z = _smallest_noise(eps_of_z, epsilon, delta, guess, rtol)
     return PrivacyCalibration(float(z), float(eps_of_z(z)), delta, sample_rate,
                               n_steps, accountant, neighboring)
 
