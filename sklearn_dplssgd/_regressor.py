@@ -1,5 +1,7 @@
 """DPLSSGDRegressor: differentially private linear regression."""
 
+import math
+
 import numpy as np
 from sklearn.base import RegressorMixin
 
@@ -8,6 +10,16 @@ from ._losses import REGRESSION_LOSSES
 from ._validation import Interval, Options
 
 __all__ = ["DPLSSGDRegressor"]
+
+
+def _check_target_bounds(value):
+    try:
+        low, high = (float(bound) for bound in value)
+    except (TypeError, ValueError):
+        return f"must be None or a pair (low, high) of numbers; got {value!r}."
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        return f"must be a pair of finite numbers with low < high; got {value!r}."
+    return None
 
 
 @fill_parameter_docs(learning_rate='"invscaling"')
@@ -31,6 +43,14 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         Threshold of ``huber`` and ``epsilon_insensitive`` (what
         scikit-learn's ``SGDRegressor`` calls ``epsilon``; here ``epsilon``
         is the privacy budget). Unused by ``squared_error``.
+
+    target_bounds : tuple (low, high) or None, default=None
+        Public bounds of the target, declared by the user (never read from
+        the data). Targets are clipped to ``[low, high]`` and mapped to
+        ``[-1, 1]`` for training, and predictions are mapped back, so the
+        model sees targets of unit scale whatever their units. The loss's
+        ``loss_threshold`` then applies on that scale too. None trains on
+        ``y`` as given.
 
     {privacy_parameters}
 
@@ -75,6 +95,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         **BaseDPLSSGD._parameter_constraints,
         "loss": [Options(str, REGRESSION_LOSSES)],
         "loss_threshold": [Interval("real", 0, None, closed="left")],
+        "target_bounds": [None, _check_target_bounds],
     }
 
     def __init__(
@@ -82,6 +103,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         loss="squared_error",
         *,
         loss_threshold=0.1,
+        target_bounds=None,
         epsilon=1.0,
         delta=1e-5,
         sigma=1.0,
@@ -104,6 +126,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
     ):
         self.loss = loss
         self.loss_threshold = loss_threshold
+        self.target_bounds = target_bounds
         self.epsilon = epsilon
         self.delta = delta
         self.sigma = sigma
@@ -124,8 +147,21 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    def _target_scale(self):
+        """``(centre, half_width)`` of the declared target bounds, or None."""
+        if self.target_bounds is None:
+            return None
+        low, high = (float(bound) for bound in self.target_bounds)
+        return (low + high) / 2.0, (high - low) / 2.0
+
     def _encode_targets(self, y):
-        return np.asarray(y, dtype=np.float64), 1
+        y = np.asarray(y, dtype=np.float64)
+        scale = self._target_scale()
+        if scale is None:
+            return y, 1
+        centre, half_width = scale
+        # Public bounds: clipping changes no row's influence beyond the clip.
+        return np.clip((y - centre) / half_width, -1.0, 1.0), 1
 
     def fit(self, X, y):
         """Train the model with (epsilon, delta)-differential privacy.
@@ -146,6 +182,13 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         n_features = params.shape[1] - 1
         self.coef_ = params[0, :n_features].copy()
         self.intercept_ = params[0, n_features:].copy()
+        scale = self._target_scale()
+        if scale is not None:
+            # Back to the target's units (post-processing of the release).
+            centre, half_width = scale
+            self.coef_ = self.coef_ * self.coef_.dtype.type(half_width)
+            self.intercept_ = self.intercept_ * self.intercept_.dtype.type(half_width) + (
+                self.intercept_.dtype.type(centre))
         return self
 
     def predict(self, X):

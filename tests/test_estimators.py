@@ -484,3 +484,37 @@ def test_a_declared_row_count_far_from_the_data_warns(binary):
     with pytest.warns(UserWarning, match="public_n_samples is more than a factor 2"):
         DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove", public_n_samples=100,
                           max_iter=2).fit(X, y)
+
+
+# ------------------------------------------------------------ target bounds
+
+
+def test_target_bounds_scale_targets_and_map_predictions_back():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(2000, 3))
+    y = 200.0 + 150.0 * (X @ [0.5, -0.3, 0.2])
+    plain = DPLSSGDRegressor(epsilon=math.inf, max_iter=30, eta0=0.5, learning_rate="constant",
+                             random_state=0, reproducible=True)
+    bounded = clone(plain).set_params(target_bounds=(0.0, 400.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        plain.fit(X, (y - 200.0) / 200.0)
+        bounded.fit(X, y)
+    # Same training on the same unit-scale targets; predictions in y's units.
+    np.testing.assert_allclose(bounded.predict(X), 200.0 + 200.0 * plain.predict(X), rtol=1e-9)
+    assert bounded.score(X, y) > 0.9
+
+
+def test_target_bounds_clip_targets_outside_them():
+    X = np.zeros((50, 2))
+    y = np.full(50, 1e6)  # far above the declared bound
+    reg = DPLSSGDRegressor(epsilon=math.inf, target_bounds=(-1.0, 1.0), max_iter=50,
+                           learning_rate="constant", eta0=1.0).fit(X, y)
+    # Trained on targets clipped to 1: the intercept cannot pass the bound.
+    assert reg.predict(X[:1])[0] <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("bounds", [(1.0, 1.0), (2.0, 1.0), (0.0, math.inf), "ab", (1.0,)])
+def test_invalid_target_bounds_are_refused(bounds):
+    with pytest.raises((TypeError, ValueError), match="target_bounds"):
+        DPLSSGDRegressor(target_bounds=bounds).fit(np.zeros((10, 2)), np.zeros(10))
