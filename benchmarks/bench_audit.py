@@ -65,7 +65,7 @@ import numpy as np
 from sklearn.base import clone
 
 from sklearn_dplssgd import (DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning, _base,
-                             _sgd, calibrate_noise)
+                             _mechanism, _sgd, calibrate_noise)
 from sklearn_dplssgd.audit import audit_epsilon, audit_scores, gdp_epsilon, make_canary_dataset
 
 DELTA = 1e-5
@@ -305,7 +305,7 @@ _STAGES = (
     (_base, "validate_parameters", "validate_parameters: hyperparameter checks", False),
     (_base, "validate_data", "sklearn validate_data: X, y checks", False),
     (DPLSSGDClassifier, "_encode_targets", "_encode_targets: labels", False),
-    (_base, "calibrate_noise", "calibrate_noise (cached)", False),
+    (_mechanism, "calibrate_noise", "calibrate_noise (cached)", False),
     (_base, "learning_rate_schedule", "learning_rate_schedule", False),
     (_base, "make_generator", "make_generator: numpy Generator", False),
     (_base, "train_dp_lssgd", "train_dp_lssgd: the training loop", False),

@@ -537,11 +537,11 @@ def step_timers():
     Only the names the package actually calls through its modules are
     wrapped, so the breakdown follows the code as it is.
     """
-    from sklearn_dplssgd import _base, _sgd
+    from sklearn_dplssgd import _base, _mechanism, _sgd
 
     candidates = [
         (_base, "validate_data", "input validation (validate_data)"),
-        (_base, "calibrate_noise", "calibrate_noise (cached)"),
+        (_mechanism, "calibrate_noise", "calibrate_noise (cached)"),
         (_sgd, "compute_row_norms", "row norms (compute_row_norms)"),
         (_sgd, "poisson_batches", "Poisson batches (poisson_batches)"),
         (_sgd, "noisy_clipped_gradient_sum", "clipped gradient sums + noise (kernel)"),

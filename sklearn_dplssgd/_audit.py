@@ -23,8 +23,8 @@ import numpy as np
 from scipy import optimize, special, stats
 from sklearn.base import clone, is_classifier
 
-from ._accounting import calibrate_noise
 from ._base import BaseDPLSSGD
+from ._mechanism import GradientPerturbation
 from ._validation import PrivacyLeakWarning
 from ._losses import loss_code, loss_derivative_reference
 from ._sgd import learning_rate_schedule
@@ -888,12 +888,13 @@ def _claimed_epsilon(estimator, model, n_rows):
     The audit's own fits are seeded (``epsilon_`` is then ``inf``); the
     claim is what the same configuration states when fitted privately.
     """
-    return calibrate_noise(
+    _, calibration = GradientPerturbation.calibrated(
         estimator.epsilon, estimator.delta, sample_rate=model.sample_rate_,
         n_steps=model.n_steps_, accountant=estimator.accountant,
-        neighboring=model.neighboring_,
+        neighboring=model.neighboring_, clip_norm=float(estimator.clip_norm),
         n_samples=estimator._accounted_n_samples(n_rows),
-    ).epsilon
+    )
+    return calibration.epsilon
 
 
 def audit_epsilon(
