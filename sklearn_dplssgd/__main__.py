@@ -1,10 +1,12 @@
 """Demonstration: DP-SGD against DP-LSSGD on scikit-learn's digits.
 
 Run ``python -m sklearn_dplssgd`` (or ``dplssgd-demo``). It trains
-multinomial logistic regression with sigma = 0 (plain DP-SGD) and with
-Laplacian smoothing at several privacy budgets on a fixed 80/20 split of the
-8x8 digits, and prints test accuracy, the epsilon actually reached and the
-time of each fit.
+multinomial logistic regression with the library's defaults (batch size,
+epochs, step size and delta chosen automatically from public quantities),
+with sigma = 0 (plain DP-SGD) and with Laplacian smoothing, at several
+privacy budgets on a fixed 80/20 split of the 8x8 digits, and prints test
+accuracy, the epsilon actually reached and the time of each fit beside
+scikit-learn's non-private ``LogisticRegression``.
 """
 
 import argparse
@@ -14,17 +16,32 @@ import warnings
 
 import numpy as np
 from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
 from ._classifier import DPLSSGDClassifier
+from ._scaler import BoundedScaler
 
 __all__ = ["main"]
+
+_COLUMNS = """\
+columns: epsilon  the privacy budget asked for (inf: no noise, the non-private
+                  reference with clipping kept)
+         sigma    Laplacian smoothing strength (0: plain DP-SGD)
+         accuracy test accuracy, mean +- standard deviation over the fits
+         epsilon_ the epsilon the accountant certifies for the fit (replace-one
+                  neighbours, delta_ below)
+         z        noise multiplier: noise std on each step's clipped gradient sum
+                  is z * clip_norm
+         eta0_    the step size chosen by eta0='auto' from z (not from the data)
+         fit (s)  median wall time of one fit"""
 
 
 def _parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m sklearn_dplssgd",
-        description="Train DP-SGD (sigma=0) and DP-LSSGD on the digits data set.",
+        description="Train DP-SGD (sigma=0) and DP-LSSGD with the library's defaults on "
+                    "scikit-learn's digits, beside non-private logistic regression.",
     )
     parser.add_argument(
         "--epsilons", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, math.inf],
@@ -34,7 +51,8 @@ def _parse_args(argv):
         "--sigmas", type=float, nargs="+", default=[0.0, 1.0],
         help="smoothing strengths (0 is plain DP-SGD)",
     )
-    parser.add_argument("--delta", type=float, default=1e-5)
+    parser.add_argument("--delta", type=_delta, default="auto",
+                        help="delta in (0, 1), or 'auto' (the default: min(1e-5, 1/(10 n)))")
     parser.add_argument("--seeds", type=_positive_int, default=3,
                         help="fits per setting, each with fresh noise (mean reported)")
     args = parser.parse_args(argv)
@@ -42,15 +60,28 @@ def _parse_args(argv):
         parser.error("--epsilons must all be positive (inf is the non-private reference)")
     if any(not (sigma >= 0 and math.isfinite(sigma)) for sigma in args.sigmas):
         parser.error("--sigmas must all be finite and >= 0")
-    if not 0 < args.delta < 1:
-        parser.error("--delta must lie in (0, 1)")
     return args
 
 
 def _positive_int(text):
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _delta(text):
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number or 'auto', got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
     return value
 
 
@@ -64,22 +95,28 @@ def main(argv=None):
     """
     args = _parse_args(argv)
     X, y = load_digits(return_X_y=True)
-    # Pixels lie in 0..16 by construction of the data set: dividing by 16 is
-    # a data-independent rescaling, so it costs no privacy.
-    X = X / 16.0
+    # Pixels lie in 0..16 by construction of the data set: public bounds, so
+    # the scaling costs no privacy (the scaler reads only the shape of X).
+    X = BoundedScaler(lower=0.0, upper=16.0).fit_transform(X)
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=0.2, random_state=0, stratify=y
     )
+    baseline = LogisticRegression(max_iter=1000).fit(X_train, y_train).score(X_test, y_test)
     print(
         f"digits: {X_train.shape[0]} training rows, {X_test.shape[0]} test rows, "
-        f"{X.shape[1]} features, 10 classes; delta={args.delta:g}; "
-        f"mean of {args.seeds} fits per row; default settings otherwise "
-        "(replace-one neighbours, PLD accountant)"
+        f"{X.shape[1]} features scaled from their public range 0..16, 10 classes; "
+        f"mean of {args.seeds} fits per row; the library's defaults otherwise (batch size, "
+        "epochs, step size and delta 'auto'; replace-one neighbours, PLD accountant)"
     )
-    header = f"{'epsilon':>8} {'sigma':>6} {'accuracy':>14} {'epsilon_':>9} {'z':>8} {'fit (s)':>8}"
+    print(f"non-private baseline: scikit-learn LogisticRegression, test accuracy {baseline:.3f}")
+    print(_COLUMNS)
+    print("The first fit compiles the Numba kernels once (several seconds; later runs load "
+          "them from the on-disk cache).", flush=True)
+    header = (f"{'epsilon':>8} {'sigma':>6} {'accuracy':>14} {'epsilon_':>9} {'z':>8} "
+              f"{'eta0_':>7} {'fit (s)':>8}")
     print(header)
     print("-" * len(header))
-    first_fit = None
+    means = {}
     for epsilon in args.epsilons:
         for sigma in args.sigmas:
             accuracies, times = [], []
@@ -93,18 +130,31 @@ def main(argv=None):
                     warnings.simplefilter("error")  # a privacy warning here is a bug
                     clf.fit(X_train, y_train)
                 times.append(time.perf_counter() - start)
-                first_fit = times[0] if first_fit is None else first_fit
                 accuracies.append(clf.score(X_test, y_test))
+            means[epsilon, sigma] = np.mean(accuracies)
             print(
                 f"{epsilon:>8g} {sigma:>6g} {np.mean(accuracies):>7.3f} "
                 f"+- {np.std(accuracies):.3f} "
-                f"{clf.epsilon_:>9.4g} {clf.noise_multiplier_:>8.3f} {np.median(times):>8.3f}"
+                f"{clf.epsilon_:>9.4g} {clf.noise_multiplier_:>8.3f} {clf.eta0_:>7.3g} "
+                f"{np.median(times):>8.3f}",
+                flush=True,
             )
+    print(f"delta_ = {clf.delta_:g}; fit (s) of the first row includes compiling the kernels "
+          "and calibrating the noise (each new setting once, then cached).")
     print(
-        f"fit (s) is the median over fits. The very first fit took {first_fit:.3f} s: it "
-        "compiles the Numba kernels (or loads them from the on-disk cache) and calibrates "
-        "the noise (each new (epsilon, delta, q, T) once, then cached)."
+        "When smoothing helps: it acts along the feature axis, so it pays where "
+        "neighbouring features are related (pixels, time series) and where the noise is "
+        "large (small epsilon); without noise it can only blur the gradient. On these "
+        "8x8 images (64 pixels, ~1,400 rows) its effect is usually within the spread "
+        "between fits; on 28x28 MNIST it adds 1 to 3.5 points at epsilon <= 1 "
+        "(benchmarks/results/utility.md)."
     )
+    sigmas = [s for s in args.sigmas if s > 0]
+    if 0.0 in args.sigmas and sigmas:
+        gains = ", ".join(
+            f"{(means[e, sigmas[-1]] - means[e, 0.0]) * 100:+.1f} at epsilon {e:g}"
+            for e in args.epsilons)
+        print(f"This run, sigma={sigmas[-1]:g} minus sigma=0, in points: {gains}.")
 
 
 if __name__ == "__main__":

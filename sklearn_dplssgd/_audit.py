@@ -27,6 +27,7 @@ from ._base import BaseDPLSSGD
 from ._mechanism import GradientPerturbation
 from ._validation import PrivacyLeakWarning
 from ._losses import loss_code, loss_derivative_reference
+from ._defaults import nominal_batch_size
 from ._sgd import learning_rate_schedule
 from ._smoothing import smoothing_eigenvalues
 
@@ -746,8 +747,9 @@ class _WeightScale:
 
 def _weight_scale(model, n_rows):
     """Push and noise of the canary coordinate, from a fitted model's settings."""
-    etas = learning_rate_schedule(model.learning_rate, model.eta0, model.power_t, model.n_steps_)
-    expected_batch = model.batch_size  # the public divisor of the noisy sum
+    etas = learning_rate_schedule(model.learning_rate, model.eta0_, model.power_t,
+                                  model.n_steps_)
+    expected_batch = model.batch_size_  # the public divisor of the noisy sum
     clip = float(model.clip_norm)
     noise = model.noise_multiplier_ * clip * math.sqrt(float(np.sum(etas**2))) / expected_batch
     push = clip * float(np.sum(etas)) * model.sample_rate_ / expected_batch
@@ -851,7 +853,7 @@ def _default_background(estimator, random_state):
     final-model audit (no subsampling to hide the canary) and keeps the
     number of steps and the sample rate equal with and without the canary.
     """
-    n_samples = max(int(estimator.batch_size) - 1, 2)
+    n_samples = max(nominal_batch_size(estimator.batch_size) - 1, 2)
     task = "classification" if is_classifier(estimator) else "regression"
     classes = (0, 1) if estimator.get_params().get("classes") is None else estimator.classes
     X, y, _, _ = make_canary_dataset(
@@ -889,7 +891,7 @@ def _claimed_epsilon(estimator, model, n_rows):
     claim is what the same configuration states when fitted privately.
     """
     _, calibration = GradientPerturbation.calibrated(
-        estimator.epsilon, estimator.delta, sample_rate=model.sample_rate_,
+        estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,
         n_steps=model.n_steps_, accountant=estimator.accountant,
         neighboring=model.neighboring_, clip_norm=float(estimator.clip_norm),
         n_samples=estimator._accounted_n_samples(n_rows),

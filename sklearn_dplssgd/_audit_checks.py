@@ -37,6 +37,7 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 
 from ._base import BaseDPLSSGD
+from ._defaults import nominal_batch_size
 from ._validation import PrivacyLeakWarning
 
 __all__ = [
@@ -331,7 +332,7 @@ def check_row_count(estimator):
         ``measured`` is the number of public attributes that differ.
     """
     model = _private(estimator)
-    batch_size = int(model.batch_size)
+    batch_size = nominal_batch_size(model.batch_size)
     X, y = _default_data(estimator, n_rows=batch_size + 1)
     if model.get_params().get("neighboring", "add_remove") == "add_remove":
         pair = ((X[:batch_size], y[:batch_size]), (X, y))

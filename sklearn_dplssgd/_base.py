@@ -2,22 +2,29 @@
 
 import copy
 import math
+import typing
 import numbers
 import os
 import string
 import sys
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._losses import loss_code
+from ._losses import loss_code, loss_derivative_reference
 from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
+from ._defaults import (
+    AUTO,
+    resolve_average_start,
+    resolve_delta,
+    resolve_eta0,
+    resolve_schedule,
+)
 from ._ledger import PrivacyLedger
 from ._mechanism import GradientPerturbation
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
-from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters
+from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
 
 __all__ = ["BaseDPLSSGD", "fill_parameter_docs"]
 
@@ -173,9 +180,12 @@ _SHARED_PARAMETER_DOCS = {
         added or removed (see ``neighboring``). ``float("inf")`` trains without noise (clipping
         stays on): the non-private reference at the same settings.
 
-    delta : float, default=1e-5
-        Target delta, in (0, 1). Should be well below ``1 / n_samples``; a
-        :class:`PrivacyLeakWarning` is issued otherwise (for finite epsilon).
+    delta : float or "auto", default="auto"
+        Target delta, in (0, 1). ``"auto"`` is ``min(1e-5, 1 / (10 n))`` with
+        n the accounted row count (``public_n_samples`` when given): always
+        below ``1 / n``. An explicit delta should be well below
+        ``1 / n_samples``; a :class:`PrivacyLeakWarning` is issued otherwise
+        (for finite epsilon).
 
     sigma : float, default=1.0
         Strength of the Laplacian smoothing of the noisy gradient, in
@@ -195,17 +205,20 @@ _SHARED_PARAMETER_DOCS = {
     fit_intercept : bool, default=True
         Whether to fit intercepts.
 
-    batch_size : int, default=256
-        Expected batch size b. Each step includes every row independently
-        with probability ``q = min(1, batch_size / n_samples)`` (with
+    batch_size : int or "auto", default="auto"
+        Expected batch size b. ``"auto"`` (see the user guide's section on
+        defaults): n for tables of up to 256 rows (full batches), 256 up to
+        8,192 rows, ``ceil(n / 32)`` beyond, with n the accounted row count.
+        Each step includes every row independently with probability
+        ``q = min(1, batch_size / n_samples)`` (with
         ``public_n_samples`` in place of ``n_samples`` when it is given; Poisson
         sampling) and divides the noisy gradient sum by ``batch_size``, a
         public constant (never by the realised batch size, nor by the
         number of rows when ``batch_size >= n_samples``: both depend on the
         private data).
 
-    max_iter : int, default=20
-        Number of epochs. The number of steps is
+    max_iter : int or "auto", default="auto"
+        Number of epochs; ``"auto"`` gives at least 1,000 steps. The number of steps is
         ``T = ceil(max_iter * n_samples / batch_size)`` (``T = max_iter`` when
         ``batch_size >= n_samples``), fixed before training; there is no early
         stopping (it would depend on the private data).
@@ -215,11 +228,22 @@ _SHARED_PARAMETER_DOCS = {
         ``eta0 / t`` (the decay used in the DP-LSSGD paper); or
         ``eta0 / t ** power_t`` (as scikit-learn's SGD, with t counting steps).
 
-    eta0 : float, default=2.0
-        Initial step size.
+    eta0 : float or "auto", default="auto"
+        Initial step size. ``"auto"`` sets the noise accumulated on each
+        weight over the run, ``eta0 (z C / b) sqrt(sum_t s_t^2)`` for the
+        schedule's shape ``s_t``, to 0.5, capped at ``4 / clip_norm`` (the
+        step without noise) and at ``1 / alpha``. z is the calibrated noise
+        multiplier: the rule reads no data.
 
     power_t : float, default=0.5
-        Exponent of the ``"invscaling"`` schedule.""",
+        Exponent of the ``"invscaling"`` schedule.
+
+    average : bool, int or "auto", default="auto"
+        Return the mean of the iterates instead of the last one:
+        ``"auto"`` averages the last half of the steps, ``True`` all steps,
+        an int k the steps after the first k (steps, not samples as in
+        scikit-learn's SGD), ``False`` none. Averaging is post-processing of
+        the noisy iterates: it costs no privacy.""",
     "accounting_parameters": """\
 accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         How the noise multiplier is calibrated to (epsilon, delta).
@@ -280,11 +304,22 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         means 1; any negative value means all cores.
 
     verbose : int, default=0
-        Print one line per epoch (epoch, step and the norm of the weights,
-        which the guarantee covers; never a loss on the private data, never
-        a timing, which could depend on the data).""",
+        Print one line per epoch: the epoch, the step, the norm of the
+        weights (covered by the guarantee) and the elapsed time (which
+        depends on the data: it is for the person running the fit, not
+        covered; do not publish it). Never a loss on the private data.""",
     "fitted_attributes": """n_iter_ : int
-        Number of epochs run (``max_iter``).
+        Number of epochs run (``max_iter``, resolved when ``"auto"``).
+
+    batch_size_ : int
+        The expected batch size used (``batch_size`` resolved).
+
+    eta0_ : float
+        The initial step size used (``eta0`` resolved).
+
+    average_start_ : int or None
+        The returned model averages the iterates after this many steps
+        (None: the last iterate).
 
     n_steps_ : int
         Number of steps T.
@@ -348,12 +383,26 @@ def fill_parameter_docs(**defaults):
     return decorate
 
 
+class _ReleasePlan(typing.NamedTuple):
+    """What :meth:`BaseDPLSSGD._plan_release` fixes before any row is read."""
+
+    mechanism: GradientPerturbation
+    calibration: object
+    sample_rate: float
+    n_steps: int
+    rng: np.random.Generator
+    batch_size: int
+    max_iter: int
+    eta0: float
+    average_start: typing.Optional[int]
+
+
 class BaseDPLSSGD(BaseEstimator):
     """Base of the DP-LSSGD estimators (not for direct use)."""
 
     _parameter_constraints = {
         "epsilon": [Interval("real", 0, math.inf, closed="right")],
-        "delta": [Interval("real", 0, 1, closed="neither")],
+        "delta": [Interval("real", 0, 1, closed="neither"), Options(str, (AUTO,))],
         # Beyond about 1e12 the smoothing is already a projection onto the
         # mean of the coefficients, and past about 1e16 the O(d) solve loses
         # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
@@ -361,11 +410,13 @@ class BaseDPLSSGD(BaseEstimator):
         "clip_norm": [Interval("real", 0, None, closed="neither")],
         "alpha": [Interval("real", 0, None, closed="left")],
         "fit_intercept": [Options(bool, (True, False))],
-        "batch_size": [Interval("integral", 1, None)],
-        "max_iter": [Interval("integral", 1, None)],
+        "batch_size": [Interval("integral", 1, None), Options(str, (AUTO,))],
+        "max_iter": [Interval("integral", 1, None), Options(str, (AUTO,))],
         "learning_rate": [Options(str, LEARNING_RATES)],
-        "eta0": [Interval("real", 0, None, closed="neither")],
+        "eta0": [Interval("real", 0, None, closed="neither"), Options(str, (AUTO,))],
         "power_t": [Interval("real", 0, None, closed="left")],
+        "average": [Options(bool, (True, False)), Interval("integral", 1, None),
+                    Options(str, (AUTO,))],
         "accountant": [Options(str, ACCOUNTANTS)],
         "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
         "public_n_samples": [Interval("integral", 1, None), None],
@@ -379,12 +430,12 @@ class BaseDPLSSGD(BaseEstimator):
     def _validate_hyperparameters(self):
         validate_parameters(self)
         for name in ("sigma", "clip_norm", "eta0", "alpha"):
-            if not math.isfinite(getattr(self, name)):
+            if getattr(self, name) != AUTO and not math.isfinite(getattr(self, name)):
                 raise ValueError(
                     f"The {name!r} parameter of {type(self).__name__} must be finite; "
                     f"got {getattr(self, name)!r}."
                 )
-        if self.eta0 * self.alpha >= 2.0:
+        if self.eta0 != AUTO and self.eta0 * self.alpha >= 2.0:
             # The weight decay factor 1 - eta * alpha would have modulus >= 1:
             # the iteration diverges whatever the data.
             raise ValueError(
@@ -400,21 +451,24 @@ class BaseDPLSSGD(BaseEstimator):
     def _plan_release(self, n_samples):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
 
+        The ``"auto"`` hyperparameters are resolved here, from the accounted
+        (public) row count and the calibrated noise only (see
+        :mod:`sklearn_dplssgd._defaults`).
+
         Returns
         -------
-        mechanism : GradientPerturbation
-        calibration : PrivacyCalibration
-        sample_rate : float
-        n_steps : int
-        rng : numpy.random.Generator
-            The fit's own generator (see :func:`make_generator`).
+        plan : _ReleasePlan
+            The mechanism, its calibration, q, T, the fit's own generator
+            (see :func:`make_generator`) and the resolved settings.
         """
         n_accounted = self._accounted_n_samples(n_samples)
-        sample_rate = min(1.0, self.batch_size / n_accounted)
-        n_steps = number_of_steps(n_accounted, self.batch_size, self.max_iter)
+        delta = resolve_delta(self.delta, n_accounted)
+        batch_size, max_iter = resolve_schedule(self.batch_size, self.max_iter, n_accounted)
+        sample_rate = min(1.0, batch_size / n_accounted)
+        n_steps = number_of_steps(n_accounted, batch_size, max_iter)
         mechanism, calibration = GradientPerturbation.calibrated(
             self.epsilon,
-            self.delta,
+            delta,
             sample_rate=sample_rate,
             n_steps=n_steps,
             accountant=self.accountant,
@@ -427,7 +481,16 @@ class BaseDPLSSGD(BaseEstimator):
             mechanism = mechanism.seeded_copy()
         if self.ledger is not None:
             self.ledger.charge(type(self).__name__, mechanism.dp_event(), self.neighboring)
-        return mechanism, calibration, sample_rate, n_steps, rng
+        eta0 = resolve_eta0(
+            self.eta0, learning_rate=self.learning_rate, power_t=self.power_t,
+            noise_multiplier=mechanism.noise_multiplier, clip_norm=float(self.clip_norm),
+            batch_size=batch_size, n_steps=n_steps, alpha=float(self.alpha),
+        )
+        return _ReleasePlan(
+            mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
+            max_iter=max_iter, eta0=eta0,
+            average_start=resolve_average_start(self.average, n_steps),
+        )
 
     def _accounted_n_samples(self, n_samples):
         """The row count that sets q and T: public by the chosen adjacency.
@@ -443,13 +506,12 @@ class BaseDPLSSGD(BaseEstimator):
             declared = int(self.public_n_samples)
             if not 0.5 <= n_samples / declared <= 2.0:
                 # For the person holding the data only: nothing is stored.
-                warnings.warn(
+                warn_once(
                     "public_n_samples is more than a factor 2 away from the number "
                     "of rows: each step samples q * n_samples rows, not batch_size, "
                     "so the effective step size changes by that factor. Declare a "
                     "count closer to the real one.",
                     UserWarning,
-                    stacklevel=4,
                 )
             return declared
         if self.neighboring == "add_remove" and math.isfinite(self.epsilon):
@@ -464,19 +526,69 @@ class BaseDPLSSGD(BaseEstimator):
     def _warn_about_workflow(self):
         """Warnings about how this fit is used, shown once per process each."""
         if self.random_state is not None and not self.reproducible:
-            warnings.warn(_IGNORED_SEED_MESSAGE, UserWarning, stacklevel=4)
+            warn_once(_IGNORED_SEED_MESSAGE, UserWarning)
         if self.reproducible and self.random_state is not None:
-            warnings.warn(_REPRODUCIBLE_MESSAGE, PrivacyLeakWarning, stacklevel=4)
+            warn_once(_REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
         meta_estimator = _calling_meta_estimator()
         if meta_estimator is not None:
-            warnings.warn(
+            warn_once(
                 f"{type(self).__name__} is being fitted by {meta_estimator}, which "
                 f"{_META_ESTIMATOR_NOTES[meta_estimator]}. The epsilon_ of each "
                 "fitted model covers that fit alone; see the privacy guide's "
                 "section on meta-estimators.",
                 PrivacyLeakWarning,
-                stacklevel=4,
             )
+
+    # Initial gradients this many times the clip norm, for this share of the
+    # rows, trigger the warning below.
+    _CLIPPED_FACTOR = 10.0
+    _CLIPPED_SHARE = 0.9
+
+    def _warn_if_mostly_clipped(self, X, y, y_encoded, n_outputs):
+        """Warn the data holder when almost every gradient is clipped far down.
+
+        At the starting point (zero weights) each row's gradient norm is
+        ``||r_i|| sqrt(||x_i||^2 + 1)``. When 90 % of the rows exceed 10 times
+        ``clip_norm``, clipping throws away most of every gradient and the fit
+        learns slowly: usually features or targets far from unit scale. This
+        reads the private rows, but only to decide whether to print a
+        warning to the person running the fit: nothing is stored on the
+        model, and the mechanism, the noise and the training are the same
+        either way.
+        """
+        code = loss_code(self.loss, n_outputs)
+        # Extreme but valid rows may overflow these squares: an infinite norm
+        # is simply "far above the limit" here.
+        with np.errstate(all="ignore"):
+            residuals = loss_derivative_reference(
+                code, np.zeros((X.shape[0], n_outputs)), y_encoded,
+                float(getattr(self, "loss_threshold", 0.0)))
+            row_norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64)
+                                + float(bool(self.fit_intercept)))
+            norms = np.linalg.norm(residuals, axis=1) * row_norms
+        limit = self._CLIPPED_FACTOR * float(self.clip_norm)
+        if not np.mean(norms > limit) >= self._CLIPPED_SHARE:
+            return
+        causes = []
+        if np.median(row_norms) > self._CLIPPED_FACTOR:
+            causes.append(
+                "the features are far from unit scale: map them to [-1, 1] from "
+                "bounds known in advance with BoundedScaler (not a scaler fitted on "
+                "the private rows)")
+        if getattr(self, "target_bounds", True) is None and np.median(
+                np.abs(np.asarray(y, dtype=np.float64))) > self._CLIPPED_FACTOR:
+            causes.append(
+                "the targets are far from unit scale: declare public bounds with "
+                "target_bounds=(low, high)")
+        if not causes:
+            causes.append("clip_norm is small compared with the gradients")
+        warn_once(
+            f"Almost every training row's gradient is more than "
+            f"{self._CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
+            f"learns slowly: {'; '.join(causes)}. (This check is shown only to you; "
+            "it changes nothing in the fit.)",
+            UserWarning,
+        )
 
     def _n_threads(self):
         if self.n_jobs is None:
@@ -523,16 +635,19 @@ class BaseDPLSSGD(BaseEstimator):
         n_samples = X.shape[0]
         if plan is None or n_rows != n_samples:
             plan = self._plan_release(n_samples)
-        mechanism, calibration, sample_rate, n_steps, rng = plan
-        if math.isfinite(self.epsilon) and self.delta >= 1.0 / n_samples:
-            warnings.warn(
-                f"delta={self.delta:g} is not below 1/n_samples={1.0 / n_samples:.3g}: "
-                "a mechanism that publishes a random row with probability delta "
-                "meets such a guarantee. Use a smaller delta.",
+        mechanism, calibration, sample_rate, n_steps, rng = plan[:5]
+        if math.isfinite(self.epsilon) and calibration.delta >= 1.0 / n_samples:
+            # No per-fit number in the text: one warning per process, not
+            # one per fold of a search.
+            warn_once(
+                "delta is not below 1/n_samples (n_samples: the number of training "
+                "rows): a mechanism that publishes a random row with probability "
+                "delta meets such a guarantee. Use a smaller delta, or delta='auto' "
+                "(min(1e-5, 1 / (10 n))).",
                 PrivacyLeakWarning,
-                stacklevel=3,
             )
         self._warn_about_workflow()
+        self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs)
         params = train_dp_lssgd(
             X,
             y_encoded,
@@ -543,19 +658,23 @@ class BaseDPLSSGD(BaseEstimator):
             clip_norm=float(self.clip_norm),
             noise_multiplier=mechanism.noise_multiplier,
             sample_rate=sample_rate,
-            batch_size=self.batch_size,
+            batch_size=plan.batch_size,
             n_steps=n_steps,
-            n_epochs=self.max_iter,
+            n_epochs=plan.max_iter,
             learning_rates=learning_rate_schedule(
-                self.learning_rate, self.eta0, self.power_t, n_steps
+                self.learning_rate, plan.eta0, self.power_t, n_steps
             ),
             alpha=float(self.alpha),
             sigma=float(self.sigma),
             rng=rng,
             n_threads=self._n_threads(),
             verbose=self.verbose,
+            average_start=plan.average_start,
         )
-        self.n_iter_ = self.max_iter
+        self.n_iter_ = plan.max_iter
+        self.batch_size_ = plan.batch_size
+        self.eta0_ = plan.eta0
+        self.average_start_ = plan.average_start
         self.n_steps_ = n_steps
         self.noise_multiplier_ = calibration.noise_multiplier
         self.sample_rate_ = sample_rate

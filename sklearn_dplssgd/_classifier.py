@@ -2,7 +2,6 @@
 
 import math
 import numbers
-import warnings
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
@@ -12,7 +11,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES
-from ._validation import Options, PrivacyLeakWarning
+from ._validation import Options, PrivacyLeakWarning, warn_once
 
 __all__ = ["DPLSSGDClassifier"]
 
@@ -152,16 +151,17 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         loss="log_loss",
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta="auto",
         sigma=1.0,
         clip_norm=1.0,
         alpha=1e-4,
         fit_intercept=True,
-        batch_size=256,
-        max_iter=20,
+        batch_size="auto",
+        max_iter="auto",
         learning_rate="constant",
-        eta0=2.0,
+        eta0="auto",
         power_t=0.5,
+        average="auto",
         classes=None,
         accountant="pld",
         neighboring="replace_one",
@@ -184,6 +184,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.power_t = power_t
+        self.average = average
         self.classes = classes
         self.accountant = accountant
         self.neighboring = neighboring
@@ -197,12 +198,11 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     def _encode_targets(self, y):
         check_classification_targets(y)
         if self.classes is None:
-            warnings.warn(
+            warn_once(
                 "classes was not given, so classes_ is read from the private labels: "
                 "the fitted model reveals which labels occur in the training data. "
                 "Pass classes=... to keep the label set out of the released model.",
                 PrivacyLeakWarning,
-                stacklevel=4,
             )
             classes = np.unique(y)
             if len(classes) < 2:

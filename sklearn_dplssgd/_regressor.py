@@ -22,7 +22,7 @@ def _check_target_bounds(value):
     return None
 
 
-@fill_parameter_docs(learning_rate='"invscaling"')
+@fill_parameter_docs(learning_rate='"constant"')
 class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
     """Linear regression trained with (epsilon, delta)-differential privacy.
 
@@ -105,16 +105,17 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         loss_threshold=0.1,
         target_bounds=None,
         epsilon=1.0,
-        delta=1e-5,
+        delta="auto",
         sigma=1.0,
         clip_norm=1.0,
         alpha=1e-4,
         fit_intercept=True,
-        batch_size=256,
-        max_iter=20,
-        learning_rate="invscaling",
-        eta0=2.0,
+        batch_size="auto",
+        max_iter="auto",
+        learning_rate="constant",
+        eta0="auto",
         power_t=0.5,
+        average="auto",
         accountant="pld",
         neighboring="replace_one",
         public_n_samples=None,
@@ -138,6 +139,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.power_t = power_t
+        self.average = average
         self.accountant = accountant
         self.neighboring = neighboring
         self.public_n_samples = public_n_samples

@@ -10,6 +10,7 @@ get index arrays and noise arrays.
 
 import functools
 import math
+import time
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -163,6 +164,7 @@ def train_dp_lssgd(
     n_threads=1,
     verbose=0,
     epoch_callback=None,
+    average_start=None,
 ):
     """Run T steps of DP-LSSGD from zero weights.
 
@@ -199,17 +201,26 @@ def train_dp_lssgd(
     rng : numpy.random.Generator
     n_threads : int, default=1
     verbose : int, default=0
-        Print one line per epoch (only data-free quantities and the iterate,
-        which the accountant already covers).
+        Print one line per epoch: the epoch, the step, the norm of the
+        weights (a function of the iterates, which the accountant covers)
+        and the elapsed time (which depends on the data: it is printed for
+        the person running the fit and is not covered by the guarantee).
     epoch_callback : callable, optional
         ``epoch_callback(epoch, params)`` after every epoch; ``params`` is the
         live ``(K, d + 1)`` parameter matrix (copy it to keep it).
+    average_start : int or None, default=None
+        When an int, return the mean of the iterates after steps
+        ``average_start + 1 .. T`` (0 averages all of them) instead of the
+        last iterate. The iterates are functions of the noisy gradients
+        only, so their mean is post-processing: it costs no privacy.
 
     Returns
     -------
     params : ndarray of shape (n_outputs, d + 1)
-        Coefficients with the intercept in the last column.
+        Coefficients with the intercept in the last column (their average
+        over the last steps with ``average_start``).
     """
+    start_time = time.perf_counter()
     n_samples, n_features = X.shape
     dtype = X.dtype
     params = np.zeros((n_outputs, n_features + 1), dtype=dtype)
@@ -235,6 +246,8 @@ def train_dp_lssgd(
     # Full batches (q = 1) use every row in every step: one index array,
     # instead of n * T sampled slots.
     all_rows = np.arange(n_samples, dtype=np.int64) if sample_rate >= 1.0 else None
+    # Running mean of the iterates (accumulated in float64 whatever the dtype).
+    averaged = None if average_start is None else np.zeros(params.shape, dtype=np.float64)
 
     # The multiclass kernel calls BLAS on small matrices at every step; BLAS's
     # own threads only add synchronisation there (and stall badly when the
@@ -264,13 +277,18 @@ def train_dp_lssgd(
                 eta = learning_rates[step]
                 sgd_step(params, grad, eta / batch_size, 1.0 - eta * alpha, n_features,
                          omega, sigma)
+                if averaged is not None and step >= average_start:
+                    averaged += (params - averaged) / (step - average_start + 1)
                 if step + 1 == epoch_ends[next_epoch]:
                     next_epoch += 1
                     if report_epochs:
                         _check_finite(params, next_epoch, step, n_steps)
-                        _report_epoch(params, next_epoch, step, n_steps, verbose, epoch_callback)
+                        _report_epoch(params, next_epoch, step, n_steps, verbose,
+                                      epoch_callback, time.perf_counter() - start_time)
             # Checked once per chunk of steps: non-finite weights stay non-finite.
             _check_finite(params, next_epoch, chunk_start + chunk_steps - 1, n_steps)
+    if averaged is not None:
+        return averaged.astype(dtype, copy=False)
     return params
 
 
@@ -284,14 +302,15 @@ def _check_finite(params, epoch, step, n_steps):
         )
 
 
-def _report_epoch(params, epoch, step, n_steps, verbose, callback):
+def _report_epoch(params, epoch, step, n_steps, verbose, callback, elapsed):
     """Progress line and callback after an epoch."""
     if verbose:
-        # No loss (computed on private rows) and no timing (per-sample work
-        # depends on the data): only the iterate, which the accountant covers.
+        # No loss (computed on private rows): the iterate, which the
+        # accountant covers, and the elapsed time, for the person running the
+        # fit only (it depends on the data: see the privacy guide).
         print(
             f"-- Epoch {epoch}: step {step + 1}/{n_steps}, "
-            f"norm of weights {np.linalg.norm(params):.4g}"
+            f"norm of weights {np.linalg.norm(params):.4g}, elapsed {elapsed:.2f} s"
         )
     if callback is not None:
         callback(epoch, params)

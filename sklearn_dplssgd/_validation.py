@@ -9,10 +9,12 @@ A wrong type raises ``TypeError``, a value out of range raises
 
 import math
 import numbers
+import sys
+import warnings
 
 import numpy as np
 
-__all__ = ["Interval", "Options", "validate_parameters", "PrivacyLeakWarning"]
+__all__ = ["Interval", "Options", "validate_parameters", "PrivacyLeakWarning", "warn_once"]
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -21,6 +23,53 @@ class PrivacyLeakWarning(UserWarning):
     Raised, for example, when the label set is read from the training labels
     instead of being declared with ``classes``, or when ``delta >= 1 / n``.
     """
+
+
+# (text, category) of the warnings shown so far (see warn_once).
+_SHOWN_WARNINGS = set()
+
+
+def _filter_action(message, category, module, lineno):
+    """The action Python's warning filters take for this warning."""
+    for action, text, filter_category, filter_module, filter_lineno in warnings.filters:
+        if ((text is None or text.match(message))
+                and issubclass(category, filter_category)
+                and (filter_module is None or filter_module.match(module))
+                and (filter_lineno == 0 or filter_lineno == lineno)):
+            return action
+    return warnings.defaultaction
+
+
+def warn_once(message, category):
+    """Issue a warning that the default filters show once per process.
+
+    Python's ``"default"`` action shows a warning once per location, and its
+    registries are reset whenever the filters change (scikit-learn and
+    dp-accounting change them inside every fit), so a search printed the
+    same warning once per fit. Here each cause (its text, worded without
+    per-fit numbers, and its category) is shown once per process under the
+    ``"default"``, ``"module"`` and ``"once"`` actions, while ``"always"``
+    still shows every occurrence, ``"error"`` raises every time and
+    ``"ignore"`` hides it. The warning is attributed to the library's line
+    that issues it.
+
+    Parameters
+    ----------
+    message : str
+        The same text for every occurrence of the cause.
+    category : type of Warning
+    """
+    frame = sys._getframe(1)
+    module = frame.f_globals.get("__name__", "sklearn_dplssgd")
+    action = _filter_action(message, category, module, frame.f_lineno)
+    if action in ("default", "module", "once"):
+        if (message, category) in _SHOWN_WARNINGS:
+            return
+        _SHOWN_WARNINGS.add((message, category))
+    warnings.warn_explicit(
+        message, category, filename=frame.f_code.co_filename, lineno=frame.f_lineno,
+        module=module, registry=None, module_globals=frame.f_globals,
+    )
 
 
 class Interval:

@@ -244,7 +244,7 @@ def test_canary_score_is_the_unsmoothed_noise_sum(monkeypatch, sigma):
     X, y, x_canary, y_canary = make_canary_dataset(15, 8, random_state=0)
     model = DPLSSGDClassifier(
         epsilon=1.0, sigma=sigma, batch_size=15, max_iter=7, classes=[0, 1], alpha=0.0,
-        eta0=0.3, learning_rate="invscaling", random_state=0, reproducible=True,
+        eta0=0.3, learning_rate="invscaling", average=False, random_state=0, reproducible=True,
     ).fit(X, y)
     etas = learning_rate_schedule("invscaling", 0.3, model.power_t, model.n_steps_)
     expected = -np.sum(etas * np.asarray(recorded)) / 15

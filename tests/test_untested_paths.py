@@ -75,21 +75,45 @@ def test_main_module_runs_and_prints_its_table():
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     lines = result.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["epsilon", "sigma"])
-    assert lines[header].split() == ["epsilon", "sigma", "accuracy", "epsilon_", "z", "fit",
-                                     "(s)"]
+    assert lines[header].split() == ["epsilon", "sigma", "accuracy", "epsilon_", "z", "eta0_",
+                                     "fit", "(s)"]
     assert set(lines[header + 1]) == {"-"}
     number = r"[-+0-9.eEinf]+"
     row = re.compile(rf"^\s*({number})\s+({number})\s+({number}) \+- ({number})\s+"
-                     rf"({number})\s+({number})\s+({number})\s*$")
+                     rf"({number})\s+({number})\s+({number})\s+({number})\s*$")
     rows = [row.match(line) for line in lines[header + 2:header + 4]]
     assert all(rows), lines[header + 2:header + 4]
     assert [float(match[2]) for match in rows] == [0.0, 1.0]
     for match in rows:
-        epsilon, _, accuracy, spread, reached, z, seconds = map(float, match.groups())
+        epsilon, _, accuracy, spread, reached, z, eta0, seconds = map(float, match.groups())
         assert epsilon == 1.0
         assert 0.5 < accuracy <= 1.0 and spread == 0.0  # one fit: no spread
-        assert 0.0 < reached <= 1.0 + 1e-9 and z > 0.0 and seconds > 0.0
-    assert "fit (s) is the median over fits" in result.stdout
+        assert 0.0 < reached <= 1.0 + 1e-9 and z > 0.0 and eta0 > 0.0 and seconds > 0.0
+    # Explained columns, the non-private baseline, the compile notice before
+    # the first fit, and a word on when smoothing helps.
+    assert "columns:" in result.stdout and "non-private baseline" in result.stdout
+    assert result.stdout.index("compiles the Numba kernels once") < header_position(result)
+    assert "When smoothing helps" in result.stdout
+
+
+def header_position(result):
+    """Offset of the table's header in the main job's output."""
+    return result.stdout.index("epsilon  sigma")
+
+
+@pytest.mark.parametrize("arguments", [
+    ["--seeds", "0"], ["--seeds", "x"], ["--epsilons", "0"], ["--epsilons", "-1"],
+    ["--sigmas", "-1"], ["--sigmas", "inf"], ["--delta", "2"], ["--delta", "x"],
+    ["--unknown"],
+])
+def test_main_module_bad_options_give_a_usage_error(arguments, capsys):
+    from sklearn_dplssgd.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith("usage: python -m sklearn_dplssgd") and "Traceback" not in error
 
 
 # ---------------------------------------------------------------------------

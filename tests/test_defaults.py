@@ -1,0 +1,170 @@
+"""The "auto" defaults: public quantities only, and the warnings around them."""
+
+import math
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
+from sklearn_dplssgd._defaults import (
+    resolve_delta,
+    resolve_eta0,
+    resolve_schedule,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESOLVED = ("batch_size_", "n_iter_", "n_steps_", "sample_rate_", "eta0_", "delta_",
+            "noise_multiplier_", "average_start_", "epsilon_")
+
+
+def _resolved(model):
+    return {name: getattr(model, name) for name in RESOLVED}
+
+
+@pytest.mark.parametrize("n_rows", [40, 300])
+def test_defaults_depend_on_public_quantities_only(n_rows):
+    # Two data sets of the same shape with unrelated values (and scales)
+    # resolve every "auto" setting identically.
+    rng = np.random.default_rng(3)
+    X_a, X_b = rng.uniform(-1, 1, (n_rows, 6)), rng.normal(0, 50, (n_rows, 6))
+    y_a, y_b = rng.integers(0, 3, n_rows), np.sort(rng.integers(0, 3, n_rows))
+    fits = []
+    for X, y in ((X_a, y_a), (X_b, y_b)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(DPLSSGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0,
+                                          reproducible=True, max_iter=3 if n_rows > 100
+                                          else "auto").fit(X, y))
+    assert _resolved(fits[0]) == _resolved(fits[1])
+    regs = [DPLSSGDRegressor(epsilon=2.0, target_bounds=(0, 10)).fit(X, X[:, 0] * scale)
+            for X, scale in ((X_a, 1.0), (X_b, 1000.0))]
+    assert _resolved(regs[0]) == _resolved(regs[1])
+
+
+def test_add_remove_defaults_come_from_public_n_samples():
+    # Neighbours of 300 and 301 rows: everything resolved from the declared count.
+    rng = np.random.default_rng(4)
+    X, y = rng.uniform(-1, 1, (301, 5)), rng.integers(0, 2, 301)
+    fits = [DPLSSGDClassifier(neighboring="add_remove", public_n_samples=300, max_iter=2,
+                              classes=[0, 1]).fit(X[:n], y[:n]) for n in (300, 301)]
+    assert _resolved(fits[0]) == _resolved(fits[1])
+
+
+def test_auto_parameters_stay_auto_and_are_reported():
+    rng = np.random.default_rng(5)
+    X, y = rng.uniform(-1, 1, (120, 3)), rng.integers(0, 2, 120)
+    clf = DPLSSGDClassifier(classes=[0, 1])
+    before = clf.get_params()
+    clf.fit(X, y)
+    assert clf.get_params() == before
+    assert all(before[name] == "auto"
+               for name in ("delta", "batch_size", "max_iter", "eta0", "average"))
+    # Full batches on a small table, and at least 1,000 steps.
+    assert clf.batch_size_ == 120 and clf.sample_rate_ == 1.0 and clf.n_steps_ >= 1000
+    assert clf.delta_ == 1e-5 and clf.average_start_ == clf.n_steps_ // 2
+
+
+def test_schedule_rule():
+    for n in (1, 10, 256, 257, 1000, 8000, 8192, 10_000, 60_000, 10**6):
+        batch_size, epochs = resolve_schedule("auto", "auto", n)
+        steps = epochs if batch_size >= n else math.ceil(epochs * n / batch_size)
+        assert batch_size == min(n, max(256, math.ceil(n / 32)))
+        assert steps >= 1000 and batch_size / n >= 1 / 32
+        assert steps < 1000 + math.ceil(n / batch_size)  # no more than one extra epoch
+    assert resolve_schedule(64, 5, 1000) == (64, 5)
+
+
+def test_eta0_rule_sets_the_accumulated_noise():
+    # eta0 * (z C / b) * sqrt(T) = 0.5 for a constant rate, below the cap.
+    eta0 = resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=8.0,
+                        clip_norm=2.0, batch_size=256, n_steps=1000, alpha=1e-4)
+    assert eta0 * 8.0 * 2.0 / 256 * math.sqrt(1000) == pytest.approx(0.5)
+    assert resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=0.0,
+                        clip_norm=2.0, batch_size=256, n_steps=1000, alpha=1e-4) == 2.0
+    assert resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=0.0,
+                        clip_norm=1.0, batch_size=256, n_steps=1000, alpha=0.5) == 2.0
+    assert resolve_eta0(0.3, learning_rate="constant", power_t=0.5, noise_multiplier=1.0,
+                        clip_norm=1.0, batch_size=1, n_steps=1, alpha=0.0) == 0.3
+
+
+def test_delta_auto_is_below_one_over_n_and_never_warns():
+    for n in (1, 2, 10, 1000, 99_999, 10**5, 10**6, 10**9):
+        assert resolve_delta("auto", n) < 1.0 / n
+        assert resolve_delta("auto", n) <= 1e-5
+    rng = np.random.default_rng(6)
+    X, y = rng.uniform(-1, 1, (50, 3)), rng.uniform(-1, 1, 50)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLSSGDRegressor(max_iter=2).fit(X, y)
+    assert not [w for w in caught if "delta" in str(w.message)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLSSGDRegressor(max_iter=2, delta=0.02).fit(X, y)
+    assert [w for w in caught if w.category is PrivacyLeakWarning and "delta" in str(w.message)]
+
+
+def test_average_is_post_processing():
+    rng = np.random.default_rng(7)
+    X, y = rng.uniform(-1, 1, (200, 4)), rng.uniform(-1, 1, 200)
+    fits = {average: DPLSSGDRegressor(average=average, max_iter=4, random_state=1,
+                                      reproducible=True).fit(X, y)
+            for average in (False, True, 3, "auto")}
+    events = {str(fit.dp_event_) for fit in fits.values()}
+    assert len(events) == 1  # the same release whatever is averaged
+    assert fits[False].average_start_ is None and fits[True].average_start_ == 0
+    assert fits[3].average_start_ == 3
+    assert not np.allclose(fits[False].coef_, fits[True].coef_)
+
+
+def test_mostly_clipped_warning_names_the_remedy():
+    rng = np.random.default_rng(8)
+    X = rng.uniform(0, 1000, (300, 4))
+    y = X @ [1.0, 2.0, 0.0, 0.0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg = DPLSSGDRegressor(max_iter=1, random_state=0, reproducible=True).fit(X, y)
+    messages = [str(w.message) for w in caught if "clipped" in str(w.message)]
+    assert len(messages) == 1
+    assert "BoundedScaler" in messages[0] and "target_bounds" in messages[0]
+    # The warning changes nothing in the fit.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = DPLSSGDRegressor(max_iter=1, random_state=0, reproducible=True).fit(X, y)
+    np.testing.assert_array_equal(reg.coef_, again.coef_)
+    # Unit-scale data do not warn.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLSSGDRegressor(max_iter=1).fit(X / 1000, y / 3000)
+    assert not [w for w in caught if "clipped" in str(w.message)]
+
+
+_ONCE_SCRIPT = """
+import warnings
+import numpy as np
+from sklearn.model_selection import cross_val_score
+from sklearn_dplssgd import DPLSSGDClassifier
+
+rng = np.random.default_rng(0)
+X, y = rng.uniform(-1, 1, (90, 3)), np.arange(90) % 2
+for _ in range(3):
+    DPLSSGDClassifier(max_iter=2, random_state=1).fit(X, y)   # classes and seed warnings
+cross_val_score(DPLSSGDClassifier(max_iter=2, delta=0.5), X, y, cv=3)  # delta, meta
+"""
+
+
+def test_each_warning_cause_is_shown_once_per_process():
+    # A fresh interpreter with Python's default filters (pytest changes them).
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    env.pop("PYTHONWARNINGS", None)
+    result = subprocess.run([sys.executable, "-c", _ONCE_SCRIPT], capture_output=True,
+                            text=True, env=env, cwd=REPO_ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    err = result.stderr
+    assert err.count("classes was not given") == 1
+    assert err.count("random_state is not used") == 1
+    assert err.count("delta is not below") == 1
