@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._losses import loss_code
-from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
+from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration
 from ._ledger import PrivacyLedger
 from ._mechanism import GradientPerturbation
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
@@ -412,6 +412,18 @@ class BaseDPLSSGD(BaseEstimator):
         n_accounted = self._accounted_n_samples(n_samples)
         sample_rate = min(1.0, self.batch_size / n_accounted)
         n_steps = number_of_steps(n_accounted, self.batch_size, self.max_iter)
+        fixed = self.__dict__.get("_fixed_mechanism")
+        if fixed is not None:
+            # A trial of DPRandomizedSearch: the search calibrated the noise
+            # for all its trials and accounts for them itself.
+            if (fixed.sample_rate, fixed.n_steps) != (sample_rate, n_steps):
+                raise RuntimeError("the search's mechanism does not match this fit's")
+            rng, seeded = make_generator(self.random_state, self.reproducible)
+            calibration = PrivacyCalibration(
+                fixed.noise_multiplier, math.nan, float(self.delta), sample_rate, n_steps,
+                "rdp", self.neighboring)
+            return (fixed.seeded_copy() if seeded else fixed), calibration, sample_rate, \
+                n_steps, rng
         mechanism, calibration = GradientPerturbation.calibrated(
             self.epsilon,
             self.delta,
