@@ -426,15 +426,9 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
 
     def _plan(self, n_rows, final):
         """The search's mechanism and the trials' public row count, before any row is read."""
-        declared = final.public_n_samples
-        if declared is None and final.neighboring == "add_remove" and math.isfinite(
-                self.epsilon):
-            raise ValueError(
-                "neighboring='add_remove' makes the number of rows private: declare a "
-                "public row count with the estimator's public_n_samples=..., or use "
-                "neighboring='replace_one' (the default)."
-            )
-        n_public = int(declared) if declared is not None else int(n_rows)
+        # The estimator's own rule: the actual n under replace-one, the
+        # declared public_n_samples under add/remove (refused without it).
+        n_public = final._accounted_n_samples(n_rows)
         n_train = max(1, int(round(n_public * (1.0 - self.validation_fraction))))
         n_validation = max(1, n_public - n_train)
         batch_size = final.batch_size
