@@ -11,6 +11,7 @@ from ._classifier import DPLSSGDClassifier
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
 from ._regressor import DPLSSGDRegressor
 from ._scaler import BoundedScaler
+from ._search import DPRandomizedSearch
 from ._validation import PrivacyLeakWarning
 
 __version__ = "0.1.0"
@@ -19,6 +20,7 @@ __all__ = [
     "BoundedScaler",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
+    "DPRandomizedSearch",
     "PrivacyBudgetExceededError",
     "PrivacyCalibration",
     "PrivacyLedger",

@@ -79,7 +79,9 @@ __all__ = [
     "calibrate_noise",
     "compute_epsilon",
     "dp_event",
+    "event_epsilon",
     "paper_noise_multiplier",
+    "smallest_noise_for",
 ]
 
 ACCOUNTANTS = ("rdp", "pld", "paper", "paper_released")
@@ -736,6 +738,7 @@ def _clear_caches():
     """Forget every calibration and every per-z epsilon computed so far."""
     _calibrate_cached.cache_clear()
     _epsilon.cache_clear()
+    _EVENT_EPSILONS.clear()
 
 
 calibrate_noise.cache_clear = _clear_caches
@@ -920,3 +923,93 @@ def paper_noise_multiplier(epsilon, delta, *, sample_rate, n_steps, n_samples,
     if holds_fine.any():
         nu2_best = min(nu2_best, float(np.min(nu2_fine[holds_fine])))
     return float(math.sqrt(nu2_best) * b)
+
+
+# --------------------------------------------------------------------------
+# Any DpEvent (the search's repeat-and-select, the ledger's compositions)
+# --------------------------------------------------------------------------
+
+
+# Events holding lists (ComposedDpEvent) are not hashable: key by their repr,
+# which names every field.
+_EVENT_EPSILONS = {}
+_EVENT_EPSILONS_MAX = 4096
+
+
+def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None):
+    """Epsilon at ``delta`` of any dp-accounting event, by the tightest sound accountant.
+
+    PLD (under the given adjacency, pessimistic) when it supports every part of
+    ``event``; otherwise RDP with the dense orders of :func:`_rdp_orders` under
+    add/remove, turned into replace-one by the group-of-two reduction of
+    :func:`_group_of_two_epsilon`. ``RepeatAndSelectDpEvent`` (private
+    hyperparameter search) is supported by RDP only.
+
+    Every event here means what the estimators mean by it: one row moves each
+    Gaussian query by at most its sensitivity under add/remove (a clipped
+    gradient of norm ``C`` in units of ``C``, a bounded score in units of its
+    range); replace-one moves it by at most twice that.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+    delta : float
+    neighboring : {"replace_one", "add_remove"}, default="replace_one"
+    pld_interval : float or None, default=None
+        PLD value discretization; None uses ``epsilon_RDP / 1000`` (the PLD
+        estimate is pessimistic at any interval, finer is only tighter).
+
+    Returns
+    -------
+    float
+        ``inf`` for an event containing a non-private part.
+    """
+    _check_delta(delta)
+    _check_choice(neighboring, NEIGHBORING_RELATIONS, "neighboring")
+    key = (repr(event), float(delta), neighboring, pld_interval)
+    if key not in _EVENT_EPSILONS:
+        if len(_EVENT_EPSILONS) >= _EVENT_EPSILONS_MAX:
+            _EVENT_EPSILONS.clear()
+        _EVENT_EPSILONS[key] = _event_epsilon(event, delta, neighboring, pld_interval)
+    return _EVENT_EPSILONS[key]
+
+
+def _event_epsilon(event, delta, neighboring, pld_interval):
+    with _quiet_dp_accounting():
+        rdp = _dp_rdp.RdpAccountant(
+            orders=list(_rdp_orders()),
+            neighboring_relation=_DP_RELATION["add_remove"],
+        )
+        if not rdp.supports(event):
+            raise ValueError(f"dp-accounting cannot account for {event!r}.")
+        rdp.compose(event)
+        if neighboring == "replace_one":
+            rdp_epsilon = _group_of_two_epsilon(rdp, delta)
+        else:
+            rdp_epsilon = float(rdp.get_epsilon(delta))
+        if not math.isfinite(rdp_epsilon) or rdp_epsilon == 0.0:
+            return rdp_epsilon
+        interval = pld_interval if pld_interval is not None else rdp_epsilon / 1000.0
+        pld = _dp_pld.PLDAccountant(
+            neighboring_relation=_DP_RELATION[neighboring],
+            value_discretization_interval=interval,
+        )
+        if not pld.supports(event):
+            return rdp_epsilon
+        # Both are upper bounds on the true epsilon: report the smaller.
+        return min(rdp_epsilon, float(pld.compose(event).get_epsilon(delta)))
+
+
+def smallest_noise_for(eps_of_z, epsilon, delta, guess=1.0, rtol=_Z_RTOL):
+    """Smallest noise multiplier ``z`` with ``eps_of_z(z) <= epsilon``.
+
+    For mechanisms other than the estimators' own (the private search's score
+    and trials), where ``eps_of_z`` is typically :func:`event_epsilon` of an
+    event built from ``z``. ``eps_of_z`` must be non-increasing in ``z``; the
+    answer is certified by ``eps_of_z`` itself.
+    """
+    _check_epsilon(epsilon)
+    _check_delta(delta)
+    if epsilon == math.inf:
+        return 0.0
+    return _smallest_noise(eps_of_z, epsilon, delta, guess, rtol)

@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._losses import loss_code, loss_derivative_reference
-from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
+from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration
 from ._defaults import (
     AUTO,
     resolve_average_start,
@@ -466,25 +466,38 @@ class BaseDPLSSGD(BaseEstimator):
         batch_size, max_iter = resolve_schedule(self.batch_size, self.max_iter, n_accounted)
         sample_rate = min(1.0, batch_size / n_accounted)
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
-        mechanism, calibration = GradientPerturbation.calibrated(
-            self.epsilon,
-            delta,
-            sample_rate=sample_rate,
-            n_steps=n_steps,
-            accountant=self.accountant,
-            neighboring=self.neighboring,
-            clip_norm=float(self.clip_norm),
-            n_samples=n_accounted,
-        )
+        fixed = self.__dict__.get("_fixed_mechanism")
+        if fixed is not None:
+            # A trial of DPRandomizedSearch: the search calibrated the noise
+            # for all its trials and accounts for them itself.
+            if (fixed.sample_rate, fixed.n_steps) != (sample_rate, n_steps):
+                raise RuntimeError("the search's mechanism does not match this fit's")
+            mechanism = fixed
+            calibration = PrivacyCalibration(
+                fixed.noise_multiplier, math.nan, delta, sample_rate, n_steps,
+                "rdp", self.neighboring)
+        else:
+            mechanism, calibration = GradientPerturbation.calibrated(
+                self.epsilon,
+                delta,
+                sample_rate=sample_rate,
+                n_steps=n_steps,
+                accountant=self.accountant,
+                neighboring=self.neighboring,
+                clip_norm=float(self.clip_norm),
+                n_samples=n_accounted,
+            )
         rng, seeded = make_generator(self.random_state, self.reproducible)
         if seeded:
+            # A seeded fit's noise is reproducible: it claims nothing.
             mechanism = mechanism.seeded_copy()
-        if self.ledger is not None:
+        if fixed is None and self.ledger is not None:
             self.ledger.charge(type(self).__name__, mechanism.dp_event(), self.neighboring)
         eta0 = resolve_eta0(
             self.eta0, learning_rate=self.learning_rate, power_t=self.power_t,
             noise_multiplier=mechanism.noise_multiplier, clip_norm=float(self.clip_norm),
             batch_size=batch_size, n_steps=n_steps, alpha=float(self.alpha),
+            max_step=self._noise_free_step,
         )
         return _ReleasePlan(
             mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
@@ -598,8 +611,10 @@ class BaseDPLSSGD(BaseEstimator):
 
     # Subclasses set these: whether y must be numeric, how targets are
     # encoded for the kernels (``_encode_targets(y) -> (y float64, K)``; it
-    # also sets ``classes_`` for classifiers), and the loss threshold.
+    # also sets ``classes_`` for classifiers), the loss threshold, and the
+    # step length eta0 * C of a noise-free "auto" fit (see _defaults).
     _y_numeric = True
+    _noise_free_step = 1.0
 
     def _encode_targets(self, y):
         raise NotImplementedError

@@ -145,6 +145,8 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         "classes": [None, _check_classes],
     }
     _y_numeric = False
+    # Separable classes want large weights: a long noise-free step.
+    _noise_free_step = 4.0
 
     def __init__(
         self,

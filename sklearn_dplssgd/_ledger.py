@@ -22,9 +22,8 @@ import pickle
 import tempfile
 
 import dp_accounting
-from dp_accounting import pld as _dp_pld
 
-from ._accounting import NEIGHBORING_RELATIONS
+from ._accounting import NEIGHBORING_RELATIONS, event_epsilon
 
 try:  # POSIX file locks; elsewhere the records are appended unlocked.
     import fcntl
@@ -33,10 +32,6 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = ["PrivacyLedger", "PrivacyBudgetExceededError"]
 
-_RELATIONS = {
-    "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
-    "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE,
-}
 # PLD grid of the ledger's totals, relative to the epsilon scale: a
 # pessimistic (sound) estimate within about 0.1 percent.
 _INTERVAL_PER_EPSILON = 1e-3
@@ -161,17 +156,18 @@ class PrivacyLedger:
         if any(isinstance(event, dp_accounting.NonPrivateDpEvent) for event in events):
             return math.inf
         scale = self.max_epsilon if self.max_epsilon is not None else 1.0
-        accountant = _dp_pld.PLDAccountant(
-            _RELATIONS[self.neighboring],
-            value_discretization_interval=_INTERVAL_PER_EPSILON * scale,
-        )
-        return float(accountant.compose(composed).get_epsilon(delta))
+        # PLD where dp-accounting supports every record, RDP otherwise (a
+        # private search's RepeatAndSelectDpEvent).
+        return event_epsilon(composed, delta, self.neighboring,
+                             pld_interval=_INTERVAL_PER_EPSILON * scale)
 
     def epsilon(self, delta=None):
         """Composed epsilon of all records at ``delta`` (default: the ledger's).
 
         dp-accounting's PLD accountant under the ledger's adjacency (a
-        pessimistic, hence sound, estimate).
+        pessimistic, hence sound, estimate), or its RDP accountant where a
+        record is a private search (PLD does not support those); see
+        :func:`sklearn_dplssgd._accounting.event_epsilon`.
         """
         return self._total([record["dp_event"] for record in self.records],
                            self.delta if delta is None else delta)

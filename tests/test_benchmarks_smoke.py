@@ -83,3 +83,10 @@ def test_bench_speed_quick(tmp_path):
     assert "## Targets" in text
     assert "compiled O(d) (smooth_rows)" in text and "FFT reference" in text
     assert "PASS" in stdout or "MISS" in stdout
+
+
+def test_bench_search_quick(tmp_path):
+    _run("bench_search.py", tmp_path)
+    text = (tmp_path / "search.md").read_text()
+    assert "DPRandomizedSearch" in text and "breast cancer" in text
+    assert "tuned on the TEST set (not private)" in text

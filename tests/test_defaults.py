@@ -82,14 +82,30 @@ def test_schedule_rule():
 def test_eta0_rule_sets_the_accumulated_noise():
     # eta0 * (z C / b) * sqrt(T) = 0.5 for a constant rate, below the cap.
     eta0 = resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=8.0,
-                        clip_norm=2.0, batch_size=256, n_steps=1000, alpha=1e-4)
+                        clip_norm=2.0, batch_size=256, n_steps=1000, alpha=1e-4, max_step=4.0)
     assert eta0 * 8.0 * 2.0 / 256 * math.sqrt(1000) == pytest.approx(0.5)
     assert resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=0.0,
-                        clip_norm=2.0, batch_size=256, n_steps=1000, alpha=1e-4) == 2.0
+                        clip_norm=2.0, batch_size=256, n_steps=1000, alpha=1e-4,
+                        max_step=4.0) == 2.0
     assert resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=0.0,
-                        clip_norm=1.0, batch_size=256, n_steps=1000, alpha=0.5) == 2.0
+                        clip_norm=1.0, batch_size=256, n_steps=1000, alpha=0.5,
+                        max_step=4.0) == 2.0
     assert resolve_eta0(0.3, learning_rate="constant", power_t=0.5, noise_multiplier=1.0,
-                        clip_norm=1.0, batch_size=1, n_steps=1, alpha=0.0) == 0.3
+                        clip_norm=1.0, batch_size=1, n_steps=1, alpha=0.0, max_step=4.0) == 0.3
+
+
+def test_noise_free_step_is_shorter_for_the_regressor():
+    # A regressor's weights are of order one (targets scaled by target_bounds):
+    # the classifier's noise-free step of 4 would oscillate there.
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-1, 1, (300, 5))
+    y = X @ np.array([0.3, -0.2, 0.1, 0.0, 0.25])
+    kwargs = dict(epsilon=math.inf, clip_norm=2.0, random_state=0)
+    regressor = DPLSSGDRegressor(**kwargs).fit(X, y)
+    classifier = DPLSSGDClassifier(**kwargs).fit(X, y > 0)
+    assert regressor.eta0_ == pytest.approx(0.5)
+    assert classifier.eta0_ == pytest.approx(2.0)
+    assert regressor.score(X, y) > 0.9
 
 
 def test_delta_auto_is_below_one_over_n_and_never_warns():
