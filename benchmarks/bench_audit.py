@@ -65,7 +65,7 @@ import numpy as np
 from sklearn.base import clone
 
 from sklearn_dplssgd import (DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning, _base,
-                             _mechanism, _sgd, calibrate_noise)
+                             _mechanism, _optimizers, _sgd, calibrate_noise)
 from sklearn_dplssgd.audit import audit_epsilon, audit_scores, gdp_epsilon, make_canary_dataset
 
 DELTA = 1e-5
@@ -311,7 +311,9 @@ _STAGES = (
     (_base, "train_dp_lssgd", "train_dp_lssgd: the training loop", False),
     (_sgd, "poisson_batches", "poisson_batches (per chunk of steps)", True),
     (_sgd, "noisy_clipped_gradient_sum", "noisy_clipped_gradient_sum (per step)", True),
-    (_sgd, "sgd_step", "sgd_step: smoothing + update (per step)", True),
+    (_sgd, "smooth_rows", "smooth_rows: smoothing (per step)", True),
+    (_sgd, "apply_weight_decay", "apply_weight_decay (per step)", True),
+    (_optimizers, "sgd_update", "sgd_update: the step (per step)", True),
     (_sgd, "_check_finite", "_check_finite", True),
 )
 

@@ -537,7 +537,7 @@ def step_timers():
     Only the names the package actually calls through its modules are
     wrapped, so the breakdown follows the code as it is.
     """
-    from sklearn_dplssgd import _base, _mechanism, _sgd
+    from sklearn_dplssgd import _base, _mechanism, _optimizers, _sgd
 
     candidates = [
         (_base, "validate_data", "input validation (validate_data)"),
@@ -545,9 +545,9 @@ def step_timers():
         (_sgd, "compute_row_norms", "row norms (compute_row_norms)"),
         (_sgd, "poisson_batches", "Poisson batches (poisson_batches)"),
         (_sgd, "noisy_clipped_gradient_sum", "clipped gradient sums + noise (kernel)"),
-        # Smoothing runs inside the compiled step (_kernels.smooth_rows called
-        # from sgd_step); smoothing_times() below times it on its own.
-        (_sgd, "sgd_step", "smoothing + step (sgd_step)"),
+        (_sgd, "smooth_rows", "smoothing (smooth_rows)"),
+        (_sgd, "apply_weight_decay", "weight decay (apply_weight_decay)"),
+        (_optimizers, "sgd_update", "optimizer step (sgd_update)"),
     ]
     present = [(module, name, label) for module, name, label in candidates
                if callable(getattr(module, name, None))]
@@ -1021,7 +1021,7 @@ def main(argv=None):
               "| implementation | us per call |", "|---|---|"]
     for name, value in smoothing.items():
         lines.append(f"| {name} | {value:.1f} |")
-    lines += ["", "The fit uses the compiled solver (inside `sgd_step`); the FFT version is "
+    lines += ["", "The fit uses the compiled solver (`smooth_rows`); the FFT version is "
               "the reference the tests compare it with."]
     lines += ["", "cProfile of one fit (1 thread, sorted by own time):", "", "```",
               profile_text, "```", ""]

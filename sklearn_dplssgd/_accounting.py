@@ -936,7 +936,7 @@ _EVENT_EPSILONS = {}
 _EVENT_EPSILONS_MAX = 4096
 
 
-def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None):
+def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pld_only=False):
     """Epsilon at ``delta`` of any dp-accounting event, by the tightest sound accountant.
 
     PLD (under the given adjacency, pessimistic) when it supports every part of
@@ -958,6 +958,9 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None):
     pld_interval : float or None, default=None
         PLD value discretization; None uses ``epsilon_RDP / 1000`` (the PLD
         estimate is pessimistic at any interval, finer is only tighter).
+    pld_only : bool, default=False
+        Skip RDP (whose composition of many different events is slow) and
+        use PLD at ``pld_interval`` (required) alone; for events PLD supports.
 
     Returns
     -------
@@ -966,11 +969,16 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None):
     """
     _check_delta(delta)
     _check_choice(neighboring, NEIGHBORING_RELATIONS, "neighboring")
-    key = (repr(event), float(delta), neighboring, pld_interval)
+    if pld_only and pld_interval is None:
+        raise ValueError("pld_only needs a pld_interval.")
+    key = (repr(event), float(delta), neighboring, pld_interval, pld_only)
     if key not in _EVENT_EPSILONS:
         if len(_EVENT_EPSILONS) >= _EVENT_EPSILONS_MAX:
             _EVENT_EPSILONS.clear()
-        _EVENT_EPSILONS[key] = _event_epsilon(event, delta, neighboring, pld_interval)
+        if pld_only:
+            _EVENT_EPSILONS[key] = _pld_event_epsilon(event, delta, neighboring, pld_interval)
+        else:
+            _EVENT_EPSILONS[key] = _event_epsilon(event, delta, neighboring, pld_interval)
     return _EVENT_EPSILONS[key]
 
 
@@ -990,14 +998,22 @@ def _event_epsilon(event, delta, neighboring, pld_interval):
         if not math.isfinite(rdp_epsilon) or rdp_epsilon == 0.0:
             return rdp_epsilon
         interval = pld_interval if pld_interval is not None else rdp_epsilon / 1000.0
+        if not _dp_pld.PLDAccountant(_DP_RELATION[neighboring]).supports(event):
+            return rdp_epsilon
+        # Both are upper bounds on the true epsilon: report the smaller.
+        return min(rdp_epsilon, _pld_event_epsilon(event, delta, neighboring, interval))
+
+
+def _pld_event_epsilon(event, delta, neighboring, interval):
+    """PLD's (pessimistic) epsilon of ``event`` at this discretization interval."""
+    with _quiet_dp_accounting():
         pld = _dp_pld.PLDAccountant(
             neighboring_relation=_DP_RELATION[neighboring],
             value_discretization_interval=interval,
         )
         if not pld.supports(event):
-            return rdp_epsilon
-        # Both are upper bounds on the true epsilon: report the smaller.
-        return min(rdp_epsilon, float(pld.compose(event).get_epsilon(delta)))
+            raise ValueError(f"dp-accounting's PLD accountant cannot account for {event!r}.")
+        return float(pld.compose(event).get_epsilon(delta))
 
 
 def smallest_noise_for(eps_of_z, epsilon, delta, guess=1.0, rtol=_Z_RTOL):

@@ -23,6 +23,8 @@ from ._defaults import (
 )
 from ._ledger import PrivacyLedger
 from ._mechanism import GradientPerturbation
+from ._optimizers import OPTIMIZERS
+from ._schedules import check_noise_schedule, noise_schedule_blocks
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
 
@@ -230,10 +232,13 @@ _SHARED_PARAMETER_DOCS = {
 
     eta0 : float or "auto", default="auto"
         Initial step size. ``"auto"`` sets the noise accumulated on each
-        weight over the run, ``eta0 (z C / b) sqrt(sum_t s_t^2)`` for the
-        schedule's shape ``s_t``, to 0.5, capped at ``4 / clip_norm`` (the
-        step without noise) and at ``1 / alpha``. z is the calibrated noise
-        multiplier: the rule reads no data.
+        weight over the run, ``eta0 (C / b) sqrt(sum_t z_t^2 s_t^2)`` for the
+        schedule's shape ``s_t`` and the calibrated noise multipliers
+        ``z_t``, to 0.5, capped at the step without noise (``4 / clip_norm``
+        for the classifier, ``1 / clip_norm`` for the regressor) and at
+        ``1 / alpha``; times ``1 - momentum`` with momentum; ``0.5 /
+        sqrt(sum_t s_t^2)`` with Adam (whose steps are about ``eta0`` per
+        coordinate). The rule reads no data.
 
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.
@@ -243,7 +248,37 @@ _SHARED_PARAMETER_DOCS = {
         ``"auto"`` averages the last half of the steps, ``True`` all steps,
         an int k the steps after the first k (steps, not samples as in
         scikit-learn's SGD), ``False`` none. Averaging is post-processing of
-        the noisy iterates: it costs no privacy.""",
+        the noisy iterates: it costs no privacy.
+
+    optimizer : {"sgd", "momentum", "adam"}, default="sgd"
+        The update applied to the smoothed noisy gradient: plain steps,
+        heavy-ball momentum (``v = momentum v + g``, step along ``v``), or
+        Adam (DP-LSAdam). A function of the noisy gradients only: it changes
+        nothing in the privacy accounting. Adam divides each coordinate by
+        its running gradient magnitude, which early on is mostly the noise's
+        own: keep ``eta0`` small (``"auto"`` does).
+
+    momentum : float, default=0.9
+        In [0, 1): the momentum factor (``optimizer="momentum"`` only).
+
+    beta1, beta2 : float, default=0.9, 0.999
+        In [0, 1): Adam's decay rates of the first and second moments.
+
+    adam_epsilon : float, default=1e-8
+        Added to Adam's denominator.
+
+    noise_schedule : {"constant", "exponential", "step"} or array-like, default="constant"
+        The public shape of the noise multiplier over the run (seed 002's
+        dynamic schedules): ``"exponential"`` multiplies it by
+        ``noise_decay`` every epoch, ``"step"`` after half and after three
+        quarters of the steps; an array gives the relative levels of that
+        many equal blocks of steps (at most 100). The overall scale is
+        calibrated so that the whole run meets (epsilon, delta); the
+        per-block multipliers are reported as ``noise_multipliers_``.
+
+    noise_decay : float, default=0.9
+        In (0, 1]: the factor of the ``"exponential"`` and ``"step"``
+        schedules.""",
     "accounting_parameters": """\
 accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         How the noise multiplier is calibrated to (epsilon, delta).
@@ -308,7 +343,11 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         weights (covered by the guarantee) and the elapsed time (which
         depends on the data: it is for the person running the fit, not
         covered; do not publish it). Never a loss on the private data.""",
-    "fitted_attributes": """n_iter_ : int
+    "fitted_attributes": """noise_multipliers_ : ndarray of shape (n_blocks,)
+        The noise multiplier of each block of the noise schedule (one value
+        for constant noise).
+
+    n_iter_ : int
         Number of epochs run (``max_iter``, resolved when ``"auto"``).
 
     batch_size_ : int
@@ -383,6 +422,15 @@ def fill_parameter_docs(**defaults):
     return decorate
 
 
+def _check_noise_schedule(value):
+    """The ``noise_schedule`` constraint: a message, or None when valid."""
+    try:
+        check_noise_schedule(value)
+    except ValueError as error:
+        return "is invalid: " + str(error)
+    return None
+
+
 class _ReleasePlan(typing.NamedTuple):
     """What :meth:`BaseDPLSSGD._plan_release` fixes before any row is read."""
 
@@ -417,6 +465,13 @@ class BaseDPLSSGD(BaseEstimator):
         "power_t": [Interval("real", 0, None, closed="left")],
         "average": [Options(bool, (True, False)), Interval("integral", 1, None),
                     Options(str, (AUTO,))],
+        "optimizer": [Options(str, OPTIMIZERS)],
+        "momentum": [Interval("real", 0, 1, closed="left")],
+        "beta1": [Interval("real", 0, 1, closed="left")],
+        "beta2": [Interval("real", 0, 1, closed="left")],
+        "adam_epsilon": [Interval("real", 0, None, closed="neither")],
+        "noise_schedule": [_check_noise_schedule],
+        "noise_decay": [Interval("real", 0, 1, closed="right")],
         "accountant": [Options(str, ACCOUNTANTS)],
         "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
         "public_n_samples": [Interval("integral", 1, None), None],
@@ -466,11 +521,17 @@ class BaseDPLSSGD(BaseEstimator):
         batch_size, max_iter = resolve_schedule(self.batch_size, self.max_iter, n_accounted)
         sample_rate = min(1.0, batch_size / n_accounted)
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
+        schedule = noise_schedule_blocks(self.noise_schedule, float(self.noise_decay),
+                                         n_steps, max_iter)
         fixed = self.__dict__.get("_fixed_mechanism")
         if fixed is not None:
             # A trial of DPRandomizedSearch: the search calibrated the noise
             # for all its trials and accounts for them itself.
-            if (fixed.sample_rate, fixed.n_steps) != (sample_rate, n_steps):
+            expected = GradientPerturbation(sample_rate, n_steps, fixed.noise_multiplier,
+                                            self.neighboring, fixed.clip_norm,
+                                            noise_schedule=schedule).noise_schedule
+            if (fixed.sample_rate, fixed.n_steps, fixed.noise_schedule) != (
+                    sample_rate, n_steps, expected):
                 raise RuntimeError("the search's mechanism does not match this fit's")
             mechanism = fixed
             calibration = PrivacyCalibration(
@@ -486,6 +547,7 @@ class BaseDPLSSGD(BaseEstimator):
                 neighboring=self.neighboring,
                 clip_norm=float(self.clip_norm),
                 n_samples=n_accounted,
+                noise_schedule=schedule,
             )
         rng, seeded = make_generator(self.random_state, self.reproducible)
         if seeded:
@@ -495,15 +557,25 @@ class BaseDPLSSGD(BaseEstimator):
             self.ledger.charge(type(self).__name__, mechanism.dp_event(), self.neighboring)
         eta0 = resolve_eta0(
             self.eta0, learning_rate=self.learning_rate, power_t=self.power_t,
-            noise_multiplier=mechanism.noise_multiplier, clip_norm=float(self.clip_norm),
-            batch_size=batch_size, n_steps=n_steps, alpha=float(self.alpha),
-            max_step=self._noise_free_step,
+            noise_multipliers=mechanism.step_noise_multipliers(),
+            clip_norm=float(self.clip_norm), batch_size=batch_size, alpha=float(self.alpha),
+            max_step=self._noise_free_step, optimizer=self.optimizer,
+            momentum=float(self.momentum),
         )
         return _ReleasePlan(
             mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
             max_iter=max_iter, eta0=eta0,
             average_start=resolve_average_start(self.average, n_steps),
         )
+
+    def _optimizer_settings(self):
+        """The chosen optimizer's own settings (the others are not used)."""
+        if self.optimizer == "momentum":
+            return {"momentum": float(self.momentum)}
+        if self.optimizer == "adam":
+            return {"beta1": float(self.beta1), "beta2": float(self.beta2),
+                    "epsilon": float(self.adam_epsilon)}
+        return {}
 
     def _accounted_n_samples(self, n_samples):
         """The row count that sets q and T: public by the chosen adjacency.
@@ -671,7 +743,7 @@ class BaseDPLSSGD(BaseEstimator):
             loss_threshold=float(getattr(self, "loss_threshold", 0.0)),
             fit_intercept=bool(self.fit_intercept),
             clip_norm=float(self.clip_norm),
-            noise_multiplier=mechanism.noise_multiplier,
+            noise_multiplier=mechanism.step_noise_multipliers(),
             sample_rate=sample_rate,
             batch_size=plan.batch_size,
             n_steps=n_steps,
@@ -685,6 +757,8 @@ class BaseDPLSSGD(BaseEstimator):
             n_threads=self._n_threads(),
             verbose=self.verbose,
             average_start=plan.average_start,
+            optimizer=self.optimizer,
+            optimizer_settings=self._optimizer_settings(),
         )
         self.n_iter_ = plan.max_iter
         self.batch_size_ = plan.batch_size
@@ -692,6 +766,7 @@ class BaseDPLSSGD(BaseEstimator):
         self.average_start_ = plan.average_start
         self.n_steps_ = n_steps
         self.noise_multiplier_ = calibration.noise_multiplier
+        self.noise_multipliers_ = mechanism.block_noise_multipliers()
         self.sample_rate_ = sample_rate
         # A seeded fit's noise can be regenerated from its own parameters.
         self.epsilon_ = calibration.epsilon if mechanism.private else math.inf

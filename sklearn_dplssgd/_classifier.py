@@ -164,6 +164,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         eta0="auto",
         power_t=0.5,
         average="auto",
+        optimizer="sgd",
+        momentum=0.9,
+        beta1=0.9,
+        beta2=0.999,
+        adam_epsilon=1e-8,
+        noise_schedule="constant",
+        noise_decay=0.9,
         classes=None,
         accountant="pld",
         neighboring="replace_one",
@@ -187,6 +194,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.eta0 = eta0
         self.power_t = power_t
         self.average = average
+        self.optimizer = optimizer
+        self.momentum = momentum
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.adam_epsilon = adam_epsilon
+        self.noise_schedule = noise_schedule
+        self.noise_decay = noise_decay
         self.classes = classes
         self.accountant = accountant
         self.neighboring = neighboring

@@ -142,29 +142,35 @@ def resolve_schedule(batch_size, max_iter, n_public):
     return batch_size, int(max_iter)
 
 
-def resolve_eta0(eta0, *, learning_rate, power_t, noise_multiplier, clip_norm, batch_size,
-                 n_steps, alpha, max_step):
+def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, batch_size,
+                 alpha, max_step, optimizer="sgd", momentum=0.0):
     """``eta0``, with ``"auto"`` resolved from the calibrated noise.
 
-    The accumulated noise on each weight, ``eta0 (z C / b) ||s||_2`` with
-    ``s`` the schedule's shape over the ``T`` steps, is set to 0.5; the
-    result is capped at ``max_step / C`` (reached without noise) and so that
-    ``eta0 * alpha <= 1``.
+    SGD: the accumulated noise on each weight, ``eta0 (C / b) ||z s||_2``
+    with ``z_t`` the noise multiplier of step t and ``s`` the learning-rate
+    schedule's shape, is set to 0.5; the result is capped at
+    ``max_step / C`` (reached without noise) and so that
+    ``eta0 * alpha <= 1``. Momentum: the same long-run step, i.e. SGD's
+    ``eta0`` times ``1 - momentum``. Adam: its step is about ``eta0`` per
+    coordinate whatever the gradient's scale (the noise's own magnitude
+    normalises it), so noise alone moves a weight by about
+    ``eta0 ||s||_2``: that is set to 0.5.
 
     Parameters
     ----------
     eta0 : float or "auto"
     learning_rate : str
     power_t : float
-    noise_multiplier : float
-        z, calibrated from public quantities.
+    noise_multipliers : ndarray of shape (n_steps,)
+        ``z_t``, calibrated from public quantities.
     clip_norm : float
     batch_size : int
-    n_steps : int
     alpha : float
     max_step : float
         The step length ``eta0 * C`` of a noise-free fit (the estimator's
         ``_noise_free_step``).
+    optimizer : {"sgd", "momentum", "adam"}, default="sgd"
+    momentum : float, default=0.0
 
     Returns
     -------
@@ -172,11 +178,18 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multiplier, clip_norm, b
     """
     if eta0 != AUTO:
         return float(eta0)
-    eta0 = max_step / clip_norm
-    if noise_multiplier > 0:
-        shape = learning_rate_schedule(learning_rate, 1.0, power_t, n_steps)
-        noise_per_unit_step = noise_multiplier * clip_norm / batch_size
-        eta0 = min(eta0, _WEIGHT_NOISE / (noise_per_unit_step * float(np.linalg.norm(shape))))
+    noise_multipliers = np.asarray(noise_multipliers, dtype=np.float64)
+    shape = learning_rate_schedule(learning_rate, 1.0, power_t, noise_multipliers.size)
+    if optimizer == "adam":
+        eta0 = _WEIGHT_NOISE / float(np.linalg.norm(shape))
+    else:
+        eta0 = max_step / clip_norm
+        if (noise_multipliers > 0).any():
+            # In this order: clip_norm / batch_size alone can underflow.
+            accumulated = float(np.linalg.norm(noise_multipliers * shape)) * clip_norm / batch_size
+            eta0 = min(eta0, _WEIGHT_NOISE / accumulated)
+        if optimizer == "momentum":
+            eta0 *= 1.0 - momentum
     if alpha > 0:
         eta0 = min(eta0, _MAX_ETA_ALPHA / alpha)
     return float(eta0)

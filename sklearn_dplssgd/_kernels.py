@@ -37,7 +37,6 @@ from ._losses import (
 __all__ = [
     "compute_row_norms",
     "noisy_clipped_gradient_sum",
-    "sgd_step",
     "smooth_rows",
     "smoothing_omega",
     "PARALLEL_MIN_WORK",
@@ -506,40 +505,3 @@ def smoothing_omega(sigma):
     omega : float
     """
     return 2.0 * sigma / (1.0 + 2.0 * sigma + math.sqrt(1.0 + 4.0 * sigma))
-
-
-# No reassociation here: it would also apply to smooth_rows, compiled into
-# this function, and the element-wise loops vectorise without it.
-@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
-def sgd_step(params, direction, step_size, shrink, n_penalized, omega, sigma):
-    """Smooth ``direction`` (if ``sigma > 0``), then take the step, in place.
-
-    ``direction[:, :p] = A_sigma^{-1} direction[:, :p]``, then
-    ``params[:, :p] *= shrink`` and ``params -= step_size * direction``.
-
-    Parameters
-    ----------
-    params : ndarray of shape (K, d + 1)
-    direction : ndarray of shape (K, d + 1)
-        The noisy gradient sum; overwritten by its smoothed version.
-    step_size : float
-        Learning rate divided by the expected batch size.
-    shrink : float
-        ``1 - learning_rate * alpha``: the L2 penalty's weight decay, applied
-        to the ``n_penalized`` coefficient columns (never to the intercept).
-    n_penalized : int
-        Number of coefficient columns d (the smoothed ones too).
-    omega : float
-        :func:`smoothing_omega` of ``sigma`` (unused when ``sigma == 0``).
-    sigma : float
-        Laplacian smoothing strength; 0 leaves ``direction`` as it is.
-    """
-    if sigma > 0.0:
-        smooth_rows(direction, n_penalized, omega, sigma)
-    for k in range(params.shape[0]):
-        row = params[k]
-        step_row = direction[k]
-        for j in range(n_penalized):
-            row[j] = row[j] * shrink - step_size * step_row[j]
-        for j in range(n_penalized, row.shape[0]):
-            row[j] -= step_size * step_row[j]

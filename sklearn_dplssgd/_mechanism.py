@@ -13,12 +13,19 @@ import dataclasses
 import math
 
 import dp_accounting
+import numpy as np
 
 from ._accounting import (
-    calibrate_noise, compute_epsilon, dp_event, event_epsilon, smallest_noise_for,
+    _PLD_MAX_POINTS, _pld_grid_points,
+    PrivacyCalibration, calibrate_noise, compute_epsilon, dp_event, event_epsilon,
+    smallest_noise_for,
 )
+from ._schedules import step_levels
 
 __all__ = ["GradientPerturbation", "RandomSearchSelection"]
+
+# A noise schedule is calibrated with PLD at an interval of epsilon / this.
+_SCHEDULE_PLD_STEPS = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,8 +34,10 @@ class GradientPerturbation:
 
     Each step samples every row with probability ``sample_rate``, sums the
     per-sample gradients clipped to ``clip_norm`` and adds Gaussian noise of
-    standard deviation ``noise_multiplier * clip_norm`` per coordinate.
-    Smoothing, the optimizer step and the weight decay are post-processing.
+    standard deviation ``z_t * clip_norm`` per coordinate, where ``z_t`` is
+    ``noise_multiplier`` times the level of step t's block in
+    ``noise_schedule`` (1 throughout by default). Smoothing, the optimizer
+    step and the weight decay are post-processing.
 
     Parameters
     ----------
@@ -46,6 +55,10 @@ class GradientPerturbation:
     seeded : bool, default=False
         Whether the noise was derived from a seed that travels with the
         model (``reproducible=True``): then nothing is private.
+    noise_schedule : tuple of (int, float), default=()
+        The public shape of the noise (:mod:`sklearn_dplssgd._schedules`):
+        blocks of ``(n_steps_k, level_k)`` summing to ``n_steps``; empty for
+        a constant noise multiplier.
     """
 
     sample_rate: float
@@ -54,11 +67,29 @@ class GradientPerturbation:
     neighboring: str
     clip_norm: float
     seeded: bool = False
+    noise_schedule: tuple = ()
+
+    def __post_init__(self):
+        if self.noise_schedule and sum(s for s, _ in self.noise_schedule) != self.n_steps:
+            raise ValueError("noise_schedule's blocks must cover exactly n_steps steps.")
+        if len({level for _, level in self.noise_schedule}) <= 1:
+            # One level is constant noise: one description of it, not two.
+            object.__setattr__(self, "noise_schedule", ())
+
+    @property
+    def scheduled(self):
+        """Whether the noise multiplier changes over the steps."""
+        return bool(self.noise_schedule)
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, accountant, neighboring,
-                   clip_norm, n_samples=None):
+                   clip_norm, n_samples=None, noise_schedule=()):
         """The mechanism whose noise meets ``(epsilon, delta)``, and its calibration.
+
+        With a non-constant ``noise_schedule`` the scale is the smallest for
+        which :func:`event_epsilon` of the composed blocks (PLD where it
+        applies, dense-order RDP otherwise: the tightest sound bound) meets
+        ``epsilon``; ``accountant`` then only chooses the starting point.
 
         Returns
         -------
@@ -73,8 +104,51 @@ class GradientPerturbation:
             sample_rate=float(sample_rate), n_steps=int(n_steps),
             noise_multiplier=float(calibration.noise_multiplier),
             neighboring=neighboring, clip_norm=float(clip_norm),
+            noise_schedule=tuple(noise_schedule),
         )
+        if not mechanism.scheduled or epsilon == math.inf:
+            return mechanism, calibration
+
+        def scaled(scale):
+            return dataclasses.replace(mechanism, noise_multiplier=float(scale))
+
+        # To first order the privacy cost is sum_t 1 / z_t**2: the constant
+        # noise meeting epsilon times the RMS of 1 / level is close to the
+        # answer, and the search starts there.
+        levels = step_levels(mechanism.noise_schedule)
+        guess = calibration.noise_multiplier * math.sqrt(np.mean(levels ** -2.0))
+        smallest_level = float(levels.min())
+
+        def scaled_epsilon(scale):
+            if _pld_grid_points(scale * smallest_level, interval) > _PLD_MAX_POINTS:
+                # Far too little noise (and a PLD grid of gigabytes): treat
+                # as not certified, which only makes the search go higher.
+                return math.inf
+            return event_epsilon(scaled(scale).dp_event(), delta, neighboring, interval,
+                                 pld_only=True)
+
+        # PLD alone (RDP's composition of many blocks is ten times slower),
+        # at an interval fixed by the target: pessimistic, so sound.
+        interval = epsilon / _SCHEDULE_PLD_STEPS
+        scale = smallest_noise_for(scaled_epsilon, epsilon, delta, guess=guess)
+        mechanism = scaled(scale)
+        calibration = PrivacyCalibration(
+            float(scale),
+            event_epsilon(mechanism.dp_event(), delta, neighboring, interval, pld_only=True),
+            float(delta), float(sample_rate), int(n_steps), "pld", neighboring)
         return mechanism, calibration
+
+    def step_noise_multipliers(self):
+        """``z_t`` for each of the ``n_steps`` steps (an array)."""
+        if not self.noise_schedule:
+            return np.full(self.n_steps, self.noise_multiplier)
+        return self.noise_multiplier * step_levels(self.noise_schedule)
+
+    def block_noise_multipliers(self):
+        """The noise multiplier of each block of the schedule (one for constant noise)."""
+        if not self.noise_schedule:
+            return np.array([self.noise_multiplier])
+        return np.array([self.noise_multiplier * level for _, level in self.noise_schedule])
 
     @property
     def private(self):
@@ -86,16 +160,33 @@ class GradientPerturbation:
 
         ``NonPrivateDpEvent`` without noise or for a seeded fit; otherwise
         ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), T)``
-        (without the sampling for ``q = 1``).
+        (without the sampling for ``q = 1``), and for a noise schedule the
+        ``ComposedDpEvent`` of one such event per block.
         """
         if not self.private:
             return dp_accounting.NonPrivateDpEvent()
+        if self.scheduled:
+            return dp_accounting.ComposedDpEvent([
+                dp_event(self.noise_multiplier * level, self.sample_rate, steps)
+                for steps, level in self.noise_schedule])
         return dp_event(self.noise_multiplier, self.sample_rate, self.n_steps)
 
     def epsilon(self, delta, accountant="pld"):
-        """Epsilon of the release at ``delta`` (``inf`` when not private)."""
+        """Epsilon of the release at ``delta`` (``inf`` when not private).
+
+        A noise schedule is accounted by :func:`event_epsilon` of
+        :meth:`dp_event` (``accountant`` is then not used).
+        """
         if not self.private:
             return math.inf
+        if self.scheduled:
+            # PLD alone (see calibrated), at an interval set by a coarse pass.
+            event = self.dp_event()
+            coarse = event_epsilon(event, delta, self.neighboring, 1e-2, pld_only=True)
+            if not math.isfinite(coarse):
+                return coarse
+            return event_epsilon(event, delta, self.neighboring,
+                                 max(coarse / _SCHEDULE_PLD_STEPS, 1e-6), pld_only=True)
         return compute_epsilon(
             self.noise_multiplier, delta, sample_rate=self.sample_rate,
             n_steps=self.n_steps, accountant=accountant, neighboring=self.neighboring,
@@ -185,7 +276,7 @@ class RandomSearchSelection:
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, neighboring, clip_norm,
-                   mean_trials, trials_shape, score_share):
+                   mean_trials, trials_shape, score_share, noise_schedule=()):
         """The search whose noise meets ``(epsilon, delta)`` for the search as a whole.
 
         The score's noise is set first, so that the scores alone (repeated
@@ -195,12 +286,13 @@ class RandomSearchSelection:
         """
         if epsilon == math.inf:
             trial = GradientPerturbation(float(sample_rate), int(n_steps), 0.0, neighboring,
-                                         float(clip_norm))
+                                         float(clip_norm), noise_schedule=noise_schedule)
             return cls(trial, 0.0, float(mean_trials), float(trials_shape))
 
         def search(trial_noise, score_noise):
             trial = GradientPerturbation(float(sample_rate), int(n_steps), trial_noise,
-                                         neighboring, float(clip_norm))
+                                         neighboring, float(clip_norm),
+                                         noise_schedule=noise_schedule)
             return cls(trial, score_noise, float(mean_trials), float(trials_shape))
 
         def scores_only(score_noise):

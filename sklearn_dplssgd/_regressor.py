@@ -116,6 +116,13 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         eta0="auto",
         power_t=0.5,
         average="auto",
+        optimizer="sgd",
+        momentum=0.9,
+        beta1=0.9,
+        beta2=0.999,
+        adam_epsilon=1e-8,
+        noise_schedule="constant",
+        noise_decay=0.9,
         accountant="pld",
         neighboring="replace_one",
         public_n_samples=None,
@@ -140,6 +147,13 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.eta0 = eta0
         self.power_t = power_t
         self.average = average
+        self.optimizer = optimizer
+        self.momentum = momentum
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.adam_epsilon = adam_epsilon
+        self.noise_schedule = noise_schedule
+        self.noise_decay = noise_decay
         self.accountant = accountant
         self.neighboring = neighboring
         self.public_n_samples = public_n_samples

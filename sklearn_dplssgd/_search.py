@@ -34,6 +34,7 @@ from ._base import (
 )
 from ._defaults import resolve_schedule
 from ._mechanism import RandomSearchSelection
+from ._schedules import noise_schedule_blocks
 from ._scaler import BoundedScaler
 from ._sgd import number_of_steps
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters
@@ -45,7 +46,8 @@ __all__ = ["DPRandomizedSearch"]
 # run the same mechanism, so they cannot be searched.
 _MECHANISM_PARAMETERS = frozenset({
     "epsilon", "delta", "batch_size", "max_iter", "neighboring", "accountant",
-    "public_n_samples", "reproducible", "ledger", "random_state",
+    "public_n_samples", "reproducible", "ledger", "random_state", "noise_schedule",
+    "noise_decay",
 })
 # Scores that are means of a bounded per-row value: (per-row function,
 # whether it needs score_bound). The released score is the sum over the
@@ -434,16 +436,19 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         n_validation = max(1, n_public - n_train)
         # The trials resolve "auto" from the same public count (_plan_release).
         batch_size, max_iter = resolve_schedule(final.batch_size, final.max_iter, n_train)
+        n_steps = number_of_steps(n_train, batch_size, max_iter)
         mechanism = RandomSearchSelection.calibrated(
             float(self.epsilon),
             float(self.delta),
             sample_rate=min(1.0, batch_size / n_train),
-            n_steps=number_of_steps(n_train, batch_size, max_iter),
+            n_steps=n_steps,
             neighboring=final.neighboring,
             clip_norm=float(final.clip_norm),
             mean_trials=float(self.n_trials),
             trials_shape=float(self.trials_shape),
             score_share=float(self.score_budget),
+            noise_schedule=noise_schedule_blocks(final.noise_schedule, float(final.noise_decay),
+                                                 n_steps, max_iter),
         )
         return mechanism, n_train, n_validation
 

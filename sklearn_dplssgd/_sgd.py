@@ -1,11 +1,14 @@
 """The one DP-LSSGD training loop, shared by both estimators.
 
-Data flows one way: Poisson-sample a batch -> clipped gradient sum plus
-Gaussian noise (Numba) -> Laplacian smoothing -> step. The smoothing is the
-exact O(d) solve of the compiled step (:func:`_kernels.smooth_rows`); the FFT
-form (:func:`_smoothing.apply_smoothing`) is its reference. All randomness
-is drawn here, in Python, from one ``numpy.random.Generator``; the kernels
-get index arrays and noise arrays.
+Data flows one way: sample a batch (the batch sampler) -> clipped gradient
+sum plus Gaussian noise (Numba; the noise source) -> Laplacian smoothing ->
+weight decay -> optimizer update (:mod:`._optimizers`). Only the first two
+touch the rows; everything after is post-processing. The smoothing is the
+exact O(d) solve of :func:`_kernels.smooth_rows`; the FFT form
+(:func:`_smoothing.apply_smoothing`) is its reference. All randomness is
+drawn here, in Python, from one ``numpy.random.Generator``; the kernels get
+index arrays and noise arrays. The sampler and the noise source can be
+substituted (the audit's tests do, to show that a broken one is caught).
 """
 
 import functools
@@ -18,14 +21,16 @@ from threadpoolctl import ThreadpoolController
 from ._kernels import (
     compute_row_norms,
     noisy_clipped_gradient_sum,
-    sgd_step,
+    smooth_rows,
     smoothing_omega,
 )
+from ._optimizers import Optimizer, apply_weight_decay
 
 __all__ = [
     "LEARNING_RATES",
     "learning_rate_schedule",
     "number_of_steps",
+    "gaussian_noise",
     "poisson_batches",
     "train_dp_lssgd",
 ]
@@ -143,6 +148,11 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
     return positions % n_samples, offsets
 
 
+def gaussian_noise(rng, shape, dtype):
+    """Standard normal noise of ``shape`` (the default noise source)."""
+    return rng.standard_normal(shape, dtype=dtype)
+
+
 def train_dp_lssgd(
     X,
     y,
@@ -165,6 +175,10 @@ def train_dp_lssgd(
     verbose=0,
     epoch_callback=None,
     average_start=None,
+    optimizer="sgd",
+    optimizer_settings=None,
+    batch_sampler=poisson_batches,
+    noise_source=gaussian_noise,
 ):
     """Run T steps of DP-LSSGD from zero weights.
 
@@ -180,8 +194,9 @@ def train_dp_lssgd(
     fit_intercept : bool
     clip_norm : float
         C.
-    noise_multiplier : float
-        z: the noise on the clipped sum has standard deviation ``z * C``.
+    noise_multiplier : float or ndarray of shape (n_steps,)
+        z: the noise on the clipped sum has standard deviation ``z * C``; an
+        array gives each step its own (a noise schedule).
     sample_rate : float
         q, the Poisson sampling rate.
     batch_size : int
@@ -213,6 +228,17 @@ def train_dp_lssgd(
         ``average_start + 1 .. T`` (0 averages all of them) instead of the
         last iterate. The iterates are functions of the noisy gradients
         only, so their mean is post-processing: it costs no privacy.
+    optimizer : {"sgd", "momentum", "adam"}, default="sgd"
+        The update applied to the smoothed noisy gradient (post-processing).
+    optimizer_settings : dict, optional
+        Keyword arguments of :class:`~sklearn_dplssgd._optimizers.Optimizer`
+        (``momentum``, ``beta1``, ``beta2``, ``epsilon``).
+    batch_sampler : callable, default=poisson_batches
+        ``batch_sampler(rng, n_samples, sample_rate, n_steps) -> (rows,
+        offsets)`` as :func:`poisson_batches` (called for sample rates below 1).
+    noise_source : callable, default=gaussian_noise
+        ``noise_source(rng, shape, dtype)``: standard normal draws, scaled
+        here by each step's ``z * C``.
 
     Returns
     -------
@@ -233,7 +259,10 @@ def train_dp_lssgd(
             "model's outputs w . x could overflow float64. "
             "Rescale the features by a known bound before training."
         )
-    noise_std = noise_multiplier * clip_norm
+    # Per-step standard deviation of the noise on the clipped sum.
+    noise_std = np.broadcast_to(
+        np.asarray(noise_multiplier, dtype=np.float64) * clip_norm, (n_steps,))
+    update = Optimizer(optimizer, params.shape, dtype, batch_size, **(optimizer_settings or {}))
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
     # Computed once per fit; the compiled step solves A_sigma u = g exactly in
     # O(d) through A_sigma's factorisation (see _kernels.smooth_rows).
@@ -256,13 +285,13 @@ def train_dp_lssgd(
         for chunk_start in range(0, n_steps, chunk):
             chunk_steps = min(chunk, n_steps - chunk_start)
             if all_rows is None:
-                rows, offsets = poisson_batches(rng, n_samples, sample_rate, chunk_steps)
+                rows, offsets = batch_sampler(rng, n_samples, sample_rate, chunk_steps)
             noise = np.zeros((chunk_steps,) + params.shape, dtype=dtype)
-            if noise_std > 0:
-                noise[:, :, :n_noisy_columns] = rng.standard_normal(
-                    (chunk_steps, n_outputs, n_noisy_columns), dtype=dtype
-                )
-                noise *= dtype.type(noise_std)
+            chunk_std = noise_std[chunk_start:chunk_start + chunk_steps]
+            if (chunk_std > 0).any():
+                noise[:, :, :n_noisy_columns] = noise_source(
+                    rng, (chunk_steps, n_outputs, n_noisy_columns), dtype)
+                noise *= chunk_std.astype(dtype)[:, None, None]
             for local_step in range(chunk_steps):
                 step = chunk_start + local_step
                 if all_rows is None:
@@ -275,8 +304,10 @@ def train_dp_lssgd(
                     noise[local_step], grad, n_threads,
                 )
                 eta = learning_rates[step]
-                sgd_step(params, grad, eta / batch_size, 1.0 - eta * alpha, n_features,
-                         omega, sigma)
+                if sigma > 0:
+                    smooth_rows(grad, n_features, omega, sigma)
+                apply_weight_decay(params, 1.0 - eta * alpha, n_features)
+                update.step(params, grad, eta)
                 if averaged is not None and step >= average_start:
                     averaged += (params - averaged) / (step - average_start + 1)
                 if step + 1 == epoch_ends[next_epoch]:

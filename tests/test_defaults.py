@@ -81,17 +81,18 @@ def test_schedule_rule():
 
 def test_eta0_rule_sets_the_accumulated_noise():
     # eta0 * (z C / b) * sqrt(T) = 0.5 for a constant rate, below the cap.
-    eta0 = resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=8.0,
-                        clip_norm=2.0, batch_size=256, n_steps=1000, alpha=1e-4, max_step=4.0)
+    eta0 = resolve_eta0("auto", learning_rate="constant", power_t=0.5,
+                        noise_multipliers=np.full(1000, 8.0), clip_norm=2.0, batch_size=256,
+                        alpha=1e-4, max_step=4.0)
     assert eta0 * 8.0 * 2.0 / 256 * math.sqrt(1000) == pytest.approx(0.5)
-    assert resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=0.0,
-                        clip_norm=2.0, batch_size=256, n_steps=1000, alpha=1e-4,
+    assert resolve_eta0("auto", learning_rate="constant", power_t=0.5,
+                        noise_multipliers=np.zeros(1000), clip_norm=2.0, batch_size=256, alpha=1e-4,
                         max_step=4.0) == 2.0
-    assert resolve_eta0("auto", learning_rate="constant", power_t=0.5, noise_multiplier=0.0,
-                        clip_norm=1.0, batch_size=256, n_steps=1000, alpha=0.5,
+    assert resolve_eta0("auto", learning_rate="constant", power_t=0.5,
+                        noise_multipliers=np.zeros(1000), clip_norm=1.0, batch_size=256, alpha=0.5,
                         max_step=4.0) == 2.0
-    assert resolve_eta0(0.3, learning_rate="constant", power_t=0.5, noise_multiplier=1.0,
-                        clip_norm=1.0, batch_size=1, n_steps=1, alpha=0.0, max_step=4.0) == 0.3
+    assert resolve_eta0(0.3, learning_rate="constant", power_t=0.5, noise_multipliers=np.ones(1),
+                        clip_norm=1.0, batch_size=1, alpha=0.0, max_step=4.0) == 0.3
 
 
 def test_noise_free_step_is_shorter_for_the_regressor():

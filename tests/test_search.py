@@ -267,4 +267,7 @@ def test_infinite_epsilon_searches_without_noise(data):
     X, y = data
     search = _search_of(epsilon=math.inf).fit(X, y)
     assert search.epsilon_ == math.inf and search.noise_multiplier_ == 0.0
-    assert all(trial["score"] <= 1.0 for trial in search.trials_)  # exact accuracies
+    # Exact counts of correct validation rows over the public expected count
+    # (600 - 480 = 120; the realised count varies, so a score may pass 1).
+    assert all(abs(trial["score"] * 120 - round(trial["score"] * 120)) < 1e-9
+               for trial in search.trials_)
