@@ -593,3 +593,44 @@ def test_defaults_are_pld_and_replace_one():
     direct = _direct_pld(cal.noise_multiplier, 256 / 8000, 938, 0.5 / 5000,
                          relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     assert eps == pytest.approx(direct, rel=2e-3)
+
+
+# ---------------------------------------------------------------------------
+# Fast calibration: same distributions as dp-accounting, certified answers
+# ---------------------------------------------------------------------------
+
+REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
+
+
+@pytest.mark.parametrize("z, q, interval", [
+    (2.1868, 0.0042667, 1e-4), (0.6009, 0.000256, 2e-3), (26.0, 0.032, 5e-5),
+    (0.3, 0.5, 1e-3), (5.0, 0.9, 1e-3), (1.0, 1e-6, 1e-4),
+])
+def test_vectorised_replace_one_step_matches_dp_accounting(z, q, interval):
+    # The inverse privacy loss at every grid point, and the resulting one-step
+    # distribution, agree with dp-accounting's own (per-point) construction.
+    loss = dp_pld.privacy_loss_mechanism.GaussianPrivacyLoss(
+        z, sampling_prob=q, adjacency_type=dp_pld.privacy_loss_mechanism.AdjacencyType.REPLACE)
+    bounds = loss.connect_dots_bounds()
+    grid = np.arange(math.floor(bounds.epsilon_lower / interval),
+                     math.ceil(bounds.epsilon_upper / interval) + 1) * interval
+    fast = _accounting._replace_one_inverse_loss(grid, z, q)
+    slow = np.array([loss.inverse_privacy_loss(e) for e in grid])
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+
+    ours = _accounting._replace_one_step_pld(z, q, interval)
+    theirs = dp_pld.privacy_loss_distribution.from_gaussian_mechanism(
+        z, sampling_prob=q, value_discretization_interval=interval,
+        neighboring_relation=REPLACE_ONE)
+    probe = np.linspace(0.0, bounds.epsilon_upper, 50)
+    np.testing.assert_allclose(ours.get_delta_for_epsilon(probe),
+                               theirs.get_delta_for_epsilon(probe), rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("z, q, T, interval", [
+    (2.1868, 256 / 60000, 4688, 1e-4), (0.6009, 0.000256, 19532, 1e-3), (1.5, 0.02, 200, 1e-4),
+])
+def test_fast_pld_epsilon_matches_pld_accountant(z, q, T, interval):
+    ours = compute_epsilon(z, DELTA, sample_rate=q, n_steps=T, accountant="pld",
+                           neighboring="replace_one", pld_discretization=interval)
+    assert ours == pytest.approx(_direct_pld(z, q, T, interval, relation=REPLACE_ONE), rel=1e-7)
