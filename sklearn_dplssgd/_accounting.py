@@ -50,9 +50,16 @@ Decisions, and why
 * Under replace-one, the one-step PLD is built by
   :func:`_replace_one_step_pld`: dp-accounting's construction with its
   per-point inverse privacy loss vectorised (the same grid, divergences and
-  discretization; checked against dp-accounting at run time on three points
-  and in the tests on whole grids).  That loop was 80 to 90 percent of the
-  cost of a PLD evaluation.
+  discretization, and the same operations, so the distribution and every
+  epsilon are dp-accounting's bit for bit; checked at run time on 64 grid
+  points, in the tests on whole grids and composed epsilons, and by
+  ``benchmarks/check_replace_one_pld.py``).  That loop was 80 to 90 percent
+  of the cost of a PLD evaluation.  Equal to rounding is not enough: the
+  connect-the-dots discretization amplifies last-bit differences of the
+  inverse into epsilons up to 2e-6 relative below dp-accounting's (measured
+  with the first, all-numpy version of this path).  The path uses dp-accounting
+  internals; if they are missing or changed, or the run-time check fails,
+  :func:`_epsilon` uses the public ``PLDAccountant`` instead.
 * ``replace_one``: one row replaced by another (sensitivity ``2C`` on the sum).
   ``dp-accounting``'s PLD accountant supports the Poisson-subsampled Gaussian
   under ``REPLACE_ONE`` natively and is used as is.  Its RDP accountant refuses
@@ -87,9 +94,17 @@ from scipy import optimize
 import dp_accounting
 from dp_accounting import pld as _dp_pld
 from dp_accounting import rdp as _dp_rdp
-from dp_accounting.pld import pld_pmf as _dp_pld_pmf
-from dp_accounting.pld import privacy_loss_distribution as _dp_pld_distribution
-from dp_accounting.pld import privacy_loss_mechanism as _dp_pld_mechanism
+
+try:
+    # dp-accounting modules used only by the fast replace-one path
+    # (_replace_one_step_pld), which also relies on private functions and
+    # methods in them.  Should a release move them, that path is skipped and
+    # dp-accounting's public PLDAccountant is used instead (see _epsilon).
+    from dp_accounting.pld import pld_pmf as _dp_pld_pmf
+    from dp_accounting.pld import privacy_loss_distribution as _dp_pld_distribution
+    from dp_accounting.pld import privacy_loss_mechanism as _dp_pld_mechanism
+except ImportError:  # pragma: no cover - depends on the dp-accounting release
+    _dp_pld_pmf = _dp_pld_distribution = _dp_pld_mechanism = None
 
 __all__ = [
     "ACCOUNTANTS",
@@ -413,11 +428,19 @@ def _epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
             return float(accountant.get_epsilon(delta))
         if neighboring == "replace_one" and sample_rate < 1.0:
             # What PLDAccountant does for this event, with the one step's
-            # distribution built without its per-point Python loop.
-            step = _replace_one_step_pld(noise_multiplier, sample_rate, pld_interval)
-            composed = _dp_pld_distribution.identity(pld_interval).compose(
-                step.self_compose(n_steps))
-            return float(composed.get_epsilon_for_delta(delta))
+            # distribution built without its per-point Python loop.  That
+            # construction uses dp-accounting internals (private functions and
+            # methods, see _replace_one_step_pld), which a release may move or
+            # change: then it fails safe, falling through to the public
+            # accountant below (slower, the same answer) instead of raising.
+            try:
+                step = _replace_one_step_pld(noise_multiplier, sample_rate,
+                                             pld_interval)
+                composed = _dp_pld_distribution.identity(pld_interval).compose(
+                    step.self_compose(n_steps))
+                return float(composed.get_epsilon_for_delta(delta))
+            except _FAST_PATH_ERRORS:
+                pass
         # PLD supports both relations natively (and the q = 1 Gaussian with
         # sensitivity 2C under REPLACE_ONE).
         accountant = _dp_pld.PLDAccountant(
@@ -428,39 +451,79 @@ def _epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
         return float(accountant.get_epsilon(delta))
 
 
+class _FastPathMismatch(Exception):
+    """The vectorised inverse privacy loss is not dp-accounting's, bit for bit."""
+
+
+# What a moved or changed dp-accounting internal raises in the fast
+# replace-one path (a missing module, function or method, another signature,
+# other arguments refused), and its own mismatch check: _epsilon then uses
+# dp-accounting's public PLDAccountant instead.
+_FAST_PATH_ERRORS = (AttributeError, TypeError, ImportError, ValueError,
+                     LookupError, NotImplementedError, _FastPathMismatch)
+
+# Grid points whose inverse privacy loss is recomputed by dp-accounting's
+# scalar code at run time (see _replace_one_step_pld).
+_N_PROBES = 64
+
+
 def _replace_one_inverse_loss(epsilons, noise_multiplier, sample_rate):
     """dp-accounting's inverse privacy loss under REPLACE, for an array.
 
     ``GaussianPrivacyLoss._inverse_privacy_loss_replace`` (sensitivity 1,
-    ``0 < q < 1``), written with numpy: the largest x whose privacy loss is at
-    least epsilon, ``x = z**2 * (asinh(-sinh(eps / 2) * alpha) - eps / 2)`` with
+    ``0 < q < 1``): the largest x whose privacy loss is at least epsilon,
+    ``x = z**2 * (asinh(-sinh(eps / 2) * alpha) - eps / 2)`` with
     ``alpha = exp(0.5 / z**2) (1 - q) / q``, in logs as there.
+
+    The result must be dp-accounting's bit for bit, not just to rounding:
+    the pessimistic connect-the-dots distribution takes second differences of
+    the hockey-stick divergences at these points, which turns a last-bit
+    change of x into relative changes of up to 5e-3 in single probabilities,
+    and of 1e-6 to 1e-5 in an epsilon composed over thousands of steps, in
+    either direction (measured; benchmarks/check_replace_one_pld.py).  So every
+    operation is dp-accounting's, in its order and precision: the
+    transcendental functions of ``common.log_sinh`` with ``math`` (numpy's
+    SIMD ``exp`` and ``log1p`` differ from them in the last bit for a few
+    percent of arguments), the rest with numpy's ``logaddexp`` (not SIMD in
+    numpy 2.4: the same bits on arrays as on scalars) and plain arithmetic.
+    :func:`_replace_one_step_pld` checks the result at run time.
     """
     z, q = noise_multiplier, sample_rate
-    log_alpha = 0.5 / z**2 + math.log1p(-q) - math.log(q)
-    half = np.abs(epsilons) / 2.0
-    with np.errstate(divide="ignore"):  # eps = 0 is set apart below
-        log_sinh = half + np.log1p(-np.exp(-2.0 * half)) - math.log(2.0)
+    # As in _inverse_privacy_loss_replace: (sensitivity / sd)**2, not 1 / sd**2.
+    log_alpha = 0.5 * (1 / z) ** 2 + math.log1p(-q) - math.log(q)
+    half = np.abs(epsilons) / 2
+    log_2 = math.log(2)
+    # common.log_sinh, element by element (0 where eps = 0, set apart below).
+    log_sinh = np.array([
+        a + math.log1p(-math.exp(-2 * a)) - log_2 if a > 0 else 0.0
+        for a in half.tolist()
+    ], dtype=float).reshape(half.shape)
     log_term = log_alpha + log_sinh
+    # common.asinh_exp(log_term, -sign(eps)); log(|b|) = 0 adds nothing.
     asinh_term = -np.where(epsilons >= 0, 1.0, -1.0) * np.logaddexp(
-        0.5 * np.logaddexp(0.0, 2.0 * log_term), log_term)
-    return np.where(epsilons == 0, 0.0, z**2 * (asinh_term - epsilons / 2.0))
+        0.5 * np.logaddexp(0, 2 * log_term), log_term)
+    return np.where(epsilons == 0, 0.0, z**2 / 1 * (asinh_term - epsilons / 2))
 
 
 def _replace_one_step_pld(noise_multiplier, sample_rate, interval):
     """PLD of one Poisson-subsampled Gaussian step under replace-one.
 
-    The same distribution as dp-accounting's ``from_gaussian_mechanism(z,
-    sampling_prob=q, neighboring_relation=REPLACE_ONE,
-    value_discretization_interval=interval)`` (pessimistic connect-the-dots,
-    truncation ``exp(-50)``), which spends 80 to 90 percent of a calibration
-    calling the scalar inverse privacy loss once per grid point (160 000 calls,
-    0.6 s, at z = 0.6, interval 1e-4).  Here the inverse is vectorised
-    (:func:`_replace_one_inverse_loss`); everything else (the truncation, the
-    hockey-stick divergences, the discretization) is dp-accounting's own code.
-    Three grid points are checked against dp-accounting's scalar inverse; on a
-    mismatch (a dp-accounting release that changed the formula) its own slow
-    path computes the divergences instead.  The tests compare the whole grid.
+    The same distribution, bit for bit, as dp-accounting's
+    ``from_gaussian_mechanism(z, sampling_prob=q,
+    neighboring_relation=REPLACE_ONE, value_discretization_interval=interval)``
+    (pessimistic connect-the-dots, truncation ``exp(-50)``), which spends 80
+    to 90 percent of a calibration calling the scalar inverse privacy loss
+    once per grid point (160 000 calls, 0.6 s, at z = 0.6, interval 1e-4).
+    Here the inverse is vectorised (:func:`_replace_one_inverse_loss`);
+    everything else (the truncation, the hockey-stick divergences, the
+    discretization) is dp-accounting's own code, called as it calls it.
+
+    ``_N_PROBES`` grid points, both ends included, are recomputed with
+    dp-accounting's scalar inverse and must agree exactly; otherwise (a
+    dp-accounting or numpy release that computes differently) this raises
+    ``_FastPathMismatch`` and :func:`_epsilon` uses dp-accounting's accountant.
+    A moved or changed internal raises one of ``_FAST_PATH_ERRORS`` with the
+    same effect.  The tests compare whole grids.
     """
     loss = _dp_pld_mechanism.GaussianPrivacyLoss(
         noise_multiplier, sampling_prob=sample_rate,
@@ -468,16 +531,16 @@ def _replace_one_step_pld(noise_multiplier, sample_rate, interval):
     bounds = loss.connect_dots_bounds()
     lower = math.floor(bounds.epsilon_lower / interval)
     upper = math.ceil(bounds.epsilon_upper / interval)
+    # As in _create_pld_pmf_from_monotone_privacy_loss.
     epsilons = np.arange(lower, upper + 1) * interval
     x = _replace_one_inverse_loss(epsilons, noise_multiplier, sample_rate)
-    probe = np.unique([0, epsilons.size // 2, epsilons.size - 1])
+    probe = np.unique(np.linspace(0, epsilons.size - 1, _N_PROBES).astype(int))
     expected = np.array([loss.inverse_privacy_loss(e) for e in epsilons[probe]])
-    if np.allclose(x[probe], expected, rtol=1e-9, atol=1e-12):
-        # The body of dp-accounting's get_delta_for_epsilon under REPLACE.
-        deltas = np.clip(loss.mu_upper_cdf(x)
-                         - np.exp(epsilons + loss.mu_lower_log_cdf(x)), 0.0, 1.0)
-    else:
-        deltas = loss.get_delta_for_epsilon(epsilons)
+    if not np.array_equal(x[probe], expected):
+        raise _FastPathMismatch
+    # The body of dp-accounting's get_delta_for_epsilon under REPLACE.
+    deltas = np.clip(loss.mu_upper_cdf(x)
+                     - np.exp(epsilons + loss.mu_lower_log_cdf(x)), 0, 1)
     pmf = _dp_pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(
         interval, lower, upper, deltas)
     return _dp_pld_distribution.PrivacyLossDistribution(pmf)
@@ -743,9 +806,9 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
        guarantees the end).
 
     Only fine-interval evaluations decide the answer: the returned z meets
-    the target at the returned interval (and with a 1e-7 relative slack, so
-    it also does when dp-accounting's own accountant recomputes it, whose
-    floating-point rounding differs from ours by about 1e-8).
+    the target at the returned interval, where dp-accounting's own
+    accountant computes the same epsilon bit for bit (with a 1e-7 relative
+    slack besides).
     """
     def curve(h):
         # Positional arguments: the same cache entries as compute_epsilon's.
