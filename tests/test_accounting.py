@@ -593,3 +593,170 @@ def test_defaults_are_pld_and_replace_one():
     direct = _direct_pld(cal.noise_multiplier, 256 / 8000, 938, 0.5 / 5000,
                          relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     assert eps == pytest.approx(direct, rel=2e-3)
+
+
+# ---------------------------------------------------------------------------
+# Fast calibration: same distributions as dp-accounting, certified answers
+# ---------------------------------------------------------------------------
+
+REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
+
+
+@pytest.mark.parametrize("z, q, interval", [
+    (2.1868, 0.0042667, 1e-4), (0.6009, 0.000256, 2e-3), (26.0, 0.032, 5e-5),
+    (0.3, 0.5, 1e-3), (5.0, 0.9, 1e-3), (1.0, 1e-6, 1e-4),
+])
+def test_vectorised_replace_one_step_matches_dp_accounting(z, q, interval):
+    # The inverse privacy loss at every grid point, and the resulting one-step
+    # distribution, are dp-accounting's own (per-point) construction bit for
+    # bit: connect-the-dots amplifies last-bit differences of the inverse
+    # into relative differences of up to 1e-6 in a composed epsilon, in
+    # either direction, so "equal to rounding" would not be enough.
+    loss = dp_pld.privacy_loss_mechanism.GaussianPrivacyLoss(
+        z, sampling_prob=q, adjacency_type=dp_pld.privacy_loss_mechanism.AdjacencyType.REPLACE)
+    bounds = loss.connect_dots_bounds()
+    grid = np.arange(math.floor(bounds.epsilon_lower / interval),
+                     math.ceil(bounds.epsilon_upper / interval) + 1) * interval
+    fast = _accounting._replace_one_inverse_loss(grid, z, q)
+    slow = np.array([loss.inverse_privacy_loss(e) for e in grid])
+    np.testing.assert_array_equal(fast, slow)
+
+    ours = _accounting._replace_one_step_pld(z, q, interval)._pmf_remove
+    theirs = dp_pld.privacy_loss_distribution.from_gaussian_mechanism(
+        z, sampling_prob=q, value_discretization_interval=interval,
+        neighboring_relation=REPLACE_ONE)._pmf_remove
+    assert type(ours) is type(theirs)  # dense, or sparse for a narrow grid
+    ours, theirs = ours.to_dense_pmf(), theirs.to_dense_pmf()
+    assert ours._lower_loss == theirs._lower_loss
+    assert ours._infinity_mass == theirs._infinity_mass
+    np.testing.assert_array_equal(ours._probs, theirs._probs)
+
+
+def _seeded_replace_one_points(n, seed=20240611):
+    """``n`` (z, q, T, interval): z log-uniform in [0.4, 20], the rest from lists."""
+    rng = np.random.default_rng(seed)
+    points = []
+    for _ in range(n):
+        z = float(f"{math.exp(rng.uniform(math.log(0.4), math.log(20.0))):.4g}")
+        q = float(rng.choice([1e-4, 1e-3, 4.27e-3, 0.01, 0.032, 0.1, 0.5, 0.99]))
+        T = int(rng.choice([1, 10, 100, 1000]))
+        interval = float(rng.choice([1e-2, 1e-3]))
+        points.append((z, q, T, interval))
+    return points
+
+
+@pytest.mark.parametrize("z, q, T, interval", [
+    (2.1868, 256 / 60000, 4688, 1e-4), (0.6009, 0.000256, 19532, 1e-3), (1.5, 0.02, 200, 1e-4),
+] + _seeded_replace_one_points(5))
+@pytest.mark.parametrize("delta", [1e-5, 1e-8])
+def test_fast_pld_epsilon_matches_pld_accountant(z, q, T, interval, delta):
+    # Bit for bit: never below (nor above) what dp-accounting itself reports.
+    _accounting._epsilon.cache_clear()
+    ours = compute_epsilon(z, delta, sample_rate=q, n_steps=T, accountant="pld",
+                           neighboring="replace_one", pld_discretization=interval)
+    assert ours == _direct_pld(z, q, T, interval, delta=delta, relation=REPLACE_ONE)
+
+
+class _Missing:
+    """Stands for a dp-accounting module whose internals have moved."""
+
+
+def _break_pmf_module(monkeypatch):
+    # create_pmf_pessimistic_connect_dots_fixed_gap gone (AttributeError).
+    monkeypatch.setattr(_accounting, "_dp_pld_pmf", _Missing())
+
+
+def _break_imports(monkeypatch):
+    # The private modules could not be imported at all.
+    monkeypatch.setattr(_accounting, "_dp_pld_pmf", None)
+    monkeypatch.setattr(_accounting, "_dp_pld_distribution", None)
+    monkeypatch.setattr(_accounting, "_dp_pld_mechanism", None)
+
+
+def _break_private_method(monkeypatch):
+    # GaussianPrivacyLoss.mu_upper_cdf gone (only for the fast path's module
+    # object, so that dp-accounting's own accountant still works).
+    real = dp_pld.privacy_loss_mechanism
+
+    class Loss(real.GaussianPrivacyLoss):
+        @property
+        def mu_upper_cdf(self):
+            raise AttributeError("mu_upper_cdf")
+
+    module = _Missing()
+    module.GaussianPrivacyLoss, module.AdjacencyType = Loss, real.AdjacencyType
+    monkeypatch.setattr(_accounting, "_dp_pld_mechanism", module)
+
+
+def _break_signature(monkeypatch):
+    # A new signature of the PMF constructor (TypeError).
+    module = _Missing()
+    module.create_pmf_pessimistic_connect_dots_fixed_gap = lambda interval, lower, upper: None
+    monkeypatch.setattr(_accounting, "_dp_pld_pmf", module)
+
+
+def _break_formula(monkeypatch):
+    # dp-accounting computes the inverse privacy loss differently (the run-time
+    # check on the probed grid points refuses the fast result).
+    fast = _accounting._replace_one_inverse_loss
+    monkeypatch.setattr(_accounting, "_replace_one_inverse_loss",
+                        lambda *args: fast(*args) * (1.0 + 1e-13))
+
+
+@pytest.mark.parametrize("breakage", [_break_pmf_module, _break_imports, _break_private_method,
+                                      _break_signature, _break_formula])
+def test_fast_replace_one_path_falls_back_to_pld_accountant(monkeypatch, breakage):
+    z, q, T, interval = 1.3, 0.01, 50, 1e-3
+    expected = _direct_pld(z, q, T, interval, relation=REPLACE_ONE)
+    used = []
+
+    class Counting(dp_pld.PLDAccountant):
+        def __init__(self, *args, **kwargs):
+            used.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(_accounting._dp_pld, "PLDAccountant", Counting)
+    _accounting._epsilon.cache_clear()
+    try:
+        intact = _accounting._epsilon(z, DELTA, q, T, "pld", "replace_one", interval)
+        assert intact == expected and not used  # the fast path, when nothing is broken
+        breakage(monkeypatch)
+        _accounting._epsilon.cache_clear()
+        assert _accounting._epsilon(z, DELTA, q, T, "pld", "replace_one", interval) == expected
+        assert used  # dp-accounting's public accountant gave it
+        assert compute_epsilon(z, DELTA, sample_rate=q, n_steps=T, accountant="pld",
+                               neighboring="replace_one", pld_discretization=interval) == expected
+    finally:
+        _accounting._epsilon.cache_clear()
+
+
+# z of the previous calibration (fine evaluations throughout, z to 1e-5 relative,
+# commit 263aada) for the settings of benchmarks/bench_speed.py, the last one
+# its slowest (10 s).
+PREVIOUS_Z = {
+    (1.0, 256 / 60000, 4688): 2.1868400447064325,
+    (0.25, 256 / 60000, 11719): 12.273983191381332,
+    (4.0, 256 / 8000, 938): 2.120757822806418,
+    (0.25, 256 / 8000, 938): 26.042030544464097,
+    (1.0, 256 / 1000000, 19532): 0.6009301282534149,
+}
+
+
+@pytest.mark.parametrize("eps, q, T", sorted(PREVIOUS_Z))
+def test_fast_pld_calibration_is_certified_and_as_tight_as_before(eps, q, T):
+    calibrate_noise.cache_clear()
+    cal = _accounting.calibrate_noise(eps, DELTA, sample_rate=q, n_steps=T)
+    z, interval = _accounting._pld_smallest_noise(eps, DELTA, q, T, "replace_one", None)
+    assert cal.noise_multiplier == z
+    # Certified: dp-accounting's own PLD accountant, at the interval the
+    # answer was certified at, finds the target met; the reported epsilon is
+    # what it finds.
+    direct = _direct_pld(z, q, T, interval, relation=REPLACE_ONE)
+    assert direct <= eps
+    assert cal.epsilon <= eps
+    assert cal.epsilon == direct
+    # As tight as before: within 3e-4 of the previous z (the search stops
+    # 2e-4 above the root; the interval may differ by a factor 2**k).
+    assert z == pytest.approx(PREVIOUS_Z[eps, q, T], rel=3e-4)
+    # Within the search's tolerance of the smallest z at that interval.
+    assert _direct_pld(z * (1 - 4e-4), q, T, interval, relation=REPLACE_ONE) > eps
