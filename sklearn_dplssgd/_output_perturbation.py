@@ -128,22 +128,22 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
     norm at most ``X = sqrt(row_norm_bound^2 + 1)`` with ``fit_intercept``
     (``X = row_norm_bound`` without), and it is penalised like the other
     weights, or the objective would not be strongly convex in it. With
-    ``K = n_outputs``:
+    ``K = n_outputs`` (1 for the regression losses, which have one output):
 
     ====================  ===========================  =================
     loss                  R                            L
     ====================  ===========================  =================
     log_loss, K = 1       X                            X^2 / 4 + alpha
     log_loss, K > 1       sqrt(2) X                    X^2 / 2 + alpha
-    huber (threshold h)   sqrt(K) h X                  X^2 + alpha
-    squared_error         (W X + sqrt(K) Y) X          X^2 + alpha
+    huber (threshold h)   h X                          X^2 + alpha
+    squared_error         (W X + Y) X                  X^2 + alpha
     ====================  ===========================  =================
 
     and ``mu = alpha``. Why: ``|sigmoid(z) - y| <= 1`` and ``sigmoid' <= 1/4``;
     ``||softmax(z) - onehot(y)||^2 <= 2 (1 - p_y)^2 <= 2`` and the softmax
     Hessian ``diag(p) - p p^T`` has eigenvalues at most 1/2; Huber's
-    derivative is clipped to ``[-h, h]`` per output with curvature at most 1;
-    the squared error's residual ``W x - y`` is at most ``W X + sqrt(K) Y``
+    derivative is clipped to ``[-h, h]`` with curvature at most 1;
+    the squared error's residual ``w . x - y`` is at most ``W X + Y``
     only while ``||(W, b)|| <= W`` (the training projects onto that ball after
     every step, a non-expansive map that keeps the contraction) and
     ``|y| <= Y`` (the training clips the targets). The Hessian of a row's
@@ -153,8 +153,8 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
     ----------
     loss : {"log_loss", "huber", "squared_error"}
     n_outputs : int
-        K: 1 for binary log_loss and for regression, the number of classes for
-        multinomial log_loss.
+        K: 1 for binary log_loss and for regression (huber and squared_error
+        have one output), the number of classes for multinomial log_loss.
     row_norm_bound : float
         Public bound to which every row (without the intercept's 1) is
         clipped.
@@ -207,6 +207,10 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
             f"is unbounded without it); loss={loss!r} has bounded gradients: leave "
             "it None."
         )
+    if loss != "log_loss" and n_outputs != 1:
+        raise ValueError(
+            f"loss={loss!r} has one output (the library's regression losses are "
+            f"single-target); got n_outputs={n_outputs}.")
     # The intercept is the weight of a constant feature 1.
     x = math.sqrt(row_norm_bound**2 + 1.0) if fit_intercept else row_norm_bound
 
@@ -218,7 +222,7 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
         if loss_threshold is None:
             raise ValueError("loss='huber' needs loss_threshold (the threshold h > 0).")
         h = _positive_finite(loss_threshold, "loss_threshold")
-        return SmoothnessConstants(math.sqrt(n_outputs) * h * x, x**2 + alpha, alpha)
+        return SmoothnessConstants(h * x, x**2 + alpha, alpha)
     # squared_error
     if weight_norm_bound is None or target_bound is None:
         raise ValueError(
@@ -229,7 +233,7 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
         )
     w = _positive_finite(weight_norm_bound, "weight_norm_bound")
     y = _positive_finite(target_bound, "target_bound")
-    return SmoothnessConstants((w * x + math.sqrt(n_outputs) * y) * x, x**2 + alpha, alpha)
+    return SmoothnessConstants((w * x + y) * x, x**2 + alpha, alpha)
 
 
 # --------------------------------------------------------------------------
@@ -427,6 +431,8 @@ class OutputPerturbation:
         """
         _check_neighboring(neighboring)
         sensitivity = _positive_finite(sensitivity, "sensitivity")
+        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
+            raise ValueError(f"delta must be a number in (0, 1); got {delta!r}.")
 
         def epsilon_of(noise_multiplier):
             return event_epsilon(_gaussian_event(noise_multiplier), delta, _NEIGHBORING)

@@ -67,7 +67,7 @@ def _plan(n_samples, **kwargs):
     ("log_loss", 1, True, {}, (math.sqrt(5), 5 / 4 + 0.1, 0.1)),
     ("log_loss", 4, True, {}, (math.sqrt(10), 5 / 2 + 0.1, 0.1)),
     ("huber", 1, True, {"loss_threshold": 0.3}, (0.3 * math.sqrt(5), 5 + 0.1, 0.1)),
-    ("huber", 2, False, {"loss_threshold": 0.3}, (0.3 * 2 * math.sqrt(2), 4 + 0.1, 0.1)),
+    ("huber", 1, False, {"loss_threshold": 0.3}, (0.3 * 2, 4 + 0.1, 0.1)),
     ("squared_error", 1, True, {"weight_norm_bound": 3.0, "target_bound": 0.5},
      ((3 * math.sqrt(5) + 0.5) * math.sqrt(5), 5 + 0.1, 0.1)),
 ])
@@ -162,6 +162,10 @@ def test_other_refusals():
         smoothness_constants("huber", 1, 1.0, 0.1, True)
     with pytest.raises(ValueError, match="row_norm_bound"):
         smoothness_constants("log_loss", 1, math.inf, 0.1, True)
+    with pytest.raises(ValueError, match="loss='huber' has one output"):
+        smoothness_constants("huber", 2, 1.0, 0.1, True, loss_threshold=0.1)
+    with pytest.raises(ValueError, match="delta must be"):
+        OutputPerturbation.calibrated(1.0, 1.0, sensitivity=0.1)
     with pytest.raises(ValueError, match="batch_size must be at most"):
         _plan(10, loss="log_loss", n_outputs=1, fit_intercept=True, alpha=0.1,
               row_norm_bound=1.0, batch_size=11)
