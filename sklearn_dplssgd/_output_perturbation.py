@@ -1,0 +1,733 @@
+"""Output perturbation: non-private mini-batch descent, then Gaussian noise once.
+
+The mechanism of seed 004 (Proposition 2 of the supplement of "Renyi
+Differentially Private ERM for Smooth Objectives", AISTATS 2019):
+
+1. clip every row to a public L2 norm bound (on a copy of the data);
+2. draw one random permutation of the rows, independent of their values, and
+   cut it into ``m = floor(n / b)`` batches of exactly ``b`` rows;
+3. run plain (noise-free, unclipped-gradient) mini-batch gradient descent
+   with a constant step ``eta`` over these batches, for any number of passes,
+   on an objective that is ``L``-smooth and ``mu``-strongly convex and whose
+   per-sample loss gradients are bounded by ``R``;
+4. release the final weights plus ``N(0, (z Delta)^2 I)``, where ``Delta`` is
+   the replace-one L2 sensitivity of the final weights (:func:`sensitivity`).
+
+Everything the privacy claim depends on (``n``, ``b``, the constants, the
+step and the noise) is computed from public quantities before any row is
+read; the rows only enter the descent, whose output the Gaussian mechanism
+protects. The accounting is dp-accounting's, through
+:func:`sklearn_dplssgd._accounting.event_epsilon`.
+
+Proposition 3 of the same supplement (averaging over the uniformly random
+batch of the differing row) is tighter but is not used: its mixture RDP curve
+is not a dp-accounting event, and dp-accounting's ``MixtureOfGaussiansDpEvent``
+describes a different pair of distributions (DESIGN.md, section 8).
+"""
+
+import dataclasses
+import math
+import numbers
+import typing
+
+import dp_accounting
+import numpy as np
+
+from ._accounting import PrivacyCalibration, event_epsilon, smallest_noise_for
+from ._kernels import compute_row_norms
+from ._losses import loss_code, loss_derivative_reference
+from ._sgd import _blas_controller
+
+__all__ = [
+    "NON_SMOOTH_LOSSES",
+    "SMOOTH_LOSSES",
+    "OutputPerturbation",
+    "OutputPerturbationPlan",
+    "SmoothnessConstants",
+    "add_output_noise",
+    "contraction_factor",
+    "default_step",
+    "fixed_batches",
+    "plan_output_perturbation",
+    "sensitivity",
+    "smoothness_constants",
+    "train_output_perturbation",
+]
+
+SMOOTH_LOSSES = ("log_loss", "huber", "squared_error")
+NON_SMOOTH_LOSSES = ("hinge", "epsilon_insensitive")
+
+# The only adjacency Proposition 2 bounds: the two data sets have the same
+# rows but one, so the same permutation cuts them into the same batches.
+_NEIGHBORING = "replace_one"
+
+
+# --------------------------------------------------------------------------
+# Validation helpers (messages name the parameter, never a data value)
+# --------------------------------------------------------------------------
+
+
+def _positive_finite(value, name):
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not math.isfinite(value) or value <= 0):
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}.")
+    return float(value)
+
+
+def _positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+    return int(value)
+
+
+def _check_neighboring(neighboring):
+    if neighboring == "add_remove":
+        raise ValueError(
+            "Output perturbation supports neighboring='replace_one' only: its "
+            "sensitivity bound (Proposition 2 of seed 004) compares two data sets "
+            "of the same size that differ in one row, cut into the same batches by "
+            "the same permutation. Adding or removing a row shifts every later row "
+            "to another batch, and the bound says nothing about that."
+        )
+    if neighboring != _NEIGHBORING:
+        raise ValueError(f"neighboring must be 'replace_one'; got {neighboring!r}.")
+    return neighboring
+
+
+# --------------------------------------------------------------------------
+# The constants of the objective
+# --------------------------------------------------------------------------
+
+
+class SmoothnessConstants(typing.NamedTuple):
+    """Constants of the L2-penalised objective that Proposition 2 needs.
+
+    Attributes
+    ----------
+    gradient_bound : float
+        R: a bound on the L2 norm of one row's loss gradient (the penalty's
+        gradient is the same for both neighbours and cancels).
+    smoothness : float
+        L: a bound on the Hessian's largest eigenvalue (loss plus penalty).
+    strong_convexity : float
+        mu: a lower bound on the Hessian's smallest eigenvalue (``alpha``).
+    """
+
+    gradient_bound: float
+    smoothness: float
+    strong_convexity: float
+
+
+def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, *,
+                         loss_threshold=None, weight_norm_bound=None, target_bound=None):
+    """R, L and mu of the objective, from public bounds only (DESIGN.md, section 8).
+
+    The objective is ``mean_i loss(W x_i + b; y_i) + alpha / 2 ||(W, b)||^2``
+    with every row clipped to ``||x_i|| <= row_norm_bound``. The intercept is
+    the weight of an appended constant feature 1, so the augmented rows have
+    norm at most ``X = sqrt(row_norm_bound^2 + 1)`` with ``fit_intercept``
+    (``X = row_norm_bound`` without), and it is penalised like the other
+    weights, or the objective would not be strongly convex in it. With
+    ``K = n_outputs`` (1 for the regression losses, which have one output):
+
+    ====================  ===========================  =================
+    loss                  R                            L
+    ====================  ===========================  =================
+    log_loss, K = 1       X                            X^2 / 4 + alpha
+    log_loss, K > 1       sqrt(2) X                    X^2 / 2 + alpha
+    huber (threshold h)   h X                          X^2 + alpha
+    squared_error         (W X + Y) X                  X^2 + alpha
+    ====================  ===========================  =================
+
+    and ``mu = alpha``. Why: ``|sigmoid(z) - y| <= 1`` and ``sigmoid' <= 1/4``;
+    ``||softmax(z) - onehot(y)||^2 <= 2 (1 - p_y)^2 <= 2`` and the softmax
+    Hessian ``diag(p) - p p^T`` has eigenvalues at most 1/2; Huber's
+    derivative is clipped to ``[-h, h]`` with curvature at most 1;
+    the squared error's residual ``w . x - y`` is at most ``W X + Y``
+    only while ``||(W, b)|| <= W`` (the training projects onto that ball after
+    every step, a non-expansive map that keeps the contraction) and
+    ``|y| <= Y`` (the training clips the targets). The Hessian of a row's
+    loss is (curvature in z) times ``x x^T``, whose norm is ``||x||^2 <= X^2``.
+
+    Parameters
+    ----------
+    loss : {"log_loss", "huber", "squared_error"}
+    n_outputs : int
+        K: 1 for binary log_loss and for regression (huber and squared_error
+        have one output), the number of classes for multinomial log_loss.
+    row_norm_bound : float
+        Public bound to which every row (without the intercept's 1) is
+        clipped.
+    alpha : float
+        L2 strength, > 0: it is mu.
+    fit_intercept : bool
+    loss_threshold : float, optional
+        Huber threshold h > 0 (required for ``huber``, unused otherwise).
+    weight_norm_bound : float, optional
+        W, the public radius of the ball the weights are projected onto:
+        required for ``squared_error``, refused for the other losses.
+    target_bound : float, optional
+        Y, the public bound the targets are clipped to (``|y| <= Y``):
+        required for ``squared_error``, ignored by the other losses.
+
+    Returns
+    -------
+    SmoothnessConstants
+        ``(R, L, mu)``, unpackable as a tuple.
+
+    Raises
+    ------
+    ValueError
+        For ``alpha <= 0``, a non-smooth loss (hinge, epsilon_insensitive),
+        ``squared_error`` without both bounds, or another invalid argument;
+        the message names the parameter or the loss and says why.
+    """
+    if loss in NON_SMOOTH_LOSSES:
+        raise ValueError(
+            f"loss={loss!r} cannot be trained by output perturbation: it is not "
+            "smooth (its derivative jumps), so its gradient step is not a "
+            "contraction and Proposition 2 of seed 004 gives no sensitivity bound. "
+            f"Use one of {SMOOTH_LOSSES}, or gradient perturbation (DP-LSSGD)."
+        )
+    if loss not in SMOOTH_LOSSES:
+        raise ValueError(f"Unknown loss {loss!r}; expected one of {SMOOTH_LOSSES}.")
+    if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) and alpha <= 0:
+        raise ValueError(
+            f"alpha must be > 0 for output perturbation; got {alpha!r}. The L2 "
+            "penalty alpha is the strong convexity mu of the objective: without it "
+            "the gradient steps do not contract and the final weights can depend "
+            "on one row without bound."
+        )
+    alpha = _positive_finite(alpha, "alpha")
+    n_outputs = _positive_int(n_outputs, "n_outputs")
+    row_norm_bound = _positive_finite(row_norm_bound, "row_norm_bound")
+    if weight_norm_bound is not None and loss != "squared_error":
+        raise ValueError(
+            f"weight_norm_bound is only used by loss='squared_error' (whose gradient "
+            f"is unbounded without it); loss={loss!r} has bounded gradients: leave "
+            "it None."
+        )
+    if loss != "log_loss" and n_outputs != 1:
+        raise ValueError(
+            f"loss={loss!r} has one output (the library's regression losses are "
+            f"single-target); got n_outputs={n_outputs}.")
+    # The intercept is the weight of a constant feature 1.
+    x = math.sqrt(row_norm_bound**2 + 1.0) if fit_intercept else row_norm_bound
+
+    if loss == "log_loss":
+        if n_outputs == 1:
+            return SmoothnessConstants(x, x**2 / 4.0 + alpha, alpha)
+        return SmoothnessConstants(math.sqrt(2.0) * x, x**2 / 2.0 + alpha, alpha)
+    if loss == "huber":
+        if loss_threshold is None:
+            raise ValueError("loss='huber' needs loss_threshold (the threshold h > 0).")
+        h = _positive_finite(loss_threshold, "loss_threshold")
+        return SmoothnessConstants(h * x, x**2 + alpha, alpha)
+    # squared_error
+    if weight_norm_bound is None or target_bound is None:
+        raise ValueError(
+            "loss='squared_error' needs weight_norm_bound (W) and target_bound (Y): "
+            "its gradient (w . x - y) x is unbounded unless the weights are "
+            "projected onto a ball of public radius W and the targets clipped to "
+            "|y| <= Y; then R = (W X + Y) X."
+        )
+    w = _positive_finite(weight_norm_bound, "weight_norm_bound")
+    y = _positive_finite(target_bound, "target_bound")
+    return SmoothnessConstants((w * x + y) * x, x**2 + alpha, alpha)
+
+
+# --------------------------------------------------------------------------
+# Step and sensitivity
+# --------------------------------------------------------------------------
+
+
+def contraction_factor(eta, smoothness, strong_convexity):
+    """rho = max(|1 - eta mu|, |1 - eta L|): one gradient step's Lipschitz constant.
+
+    Lemma 2 of seed 004: the same batch's step maps two weight vectors ``v``
+    apart to two at most ``rho v`` apart.
+    """
+    return max(abs(1.0 - eta * strong_convexity), abs(1.0 - eta * smoothness))
+
+
+def default_step(smoothness, strong_convexity):
+    """The constant step ``2 / (L + mu)``, computed from public constants only.
+
+    It minimises ``rho = max(|1 - eta mu|, |1 - eta L|)`` over ``eta``: the
+    first term decreases and the second increases with ``eta`` (for
+    ``eta >= 1 / L``), and they meet at ``eta = 2 / (L + mu)``, where
+    ``rho = (L - mu) / (L + mu) < 1`` (seed 004, proof of Proposition 2). That
+    is the fastest contraction of a gradient step, hence the fastest
+    convergence per pass; it always satisfies ``eta < 2 / L``.
+
+    A smaller step lowers the sensitivity (``2 eta R / (b (1 - rho^m))``
+    increases with ``eta`` and tends to ``2 R / (m b mu)`` as ``eta -> 0``) but
+    needs more passes to converge; the default does not trade that off.
+
+    Parameters
+    ----------
+    smoothness : float
+        L.
+    strong_convexity : float
+        mu, with ``0 < mu <= L``.
+
+    Returns
+    -------
+    float
+    """
+    smoothness = _positive_finite(smoothness, "L")
+    strong_convexity = _positive_finite(strong_convexity, "mu")
+    return 2.0 / (smoothness + strong_convexity)
+
+
+def sensitivity(eta, gradient_bound, smoothness, strong_convexity, batch_size, n_batches):
+    """Replace-one L2 sensitivity of the final weights: ``2 eta R / (b (1 - rho^m))``.
+
+    Proposition 2 of seed 004, with ``rho = max(|1 - eta mu|, |1 - eta L|)``.
+    The two neighbours run the same permutation, cut into the same ``m``
+    batches of ``b`` rows, and differ in one batch ``j``. In every pass the
+    steps on the other batches contract the distance of the two weight
+    vectors by ``rho`` (Lemma 2) and the step on batch ``j`` adds at most
+    ``2 eta R / b``; after ``k`` passes from the same start the distance is at
+    most ``rho^(m - j) (2 eta R / b) (1 + rho^m + ... + rho^((k - 1) m))``,
+    a partial geometric sum, so the bound holds for ANY number of passes
+    (the proposition's "arbitrary number of epochs"). A differing row that
+    falls among the ``n - m b`` rows the permutation leaves out changes
+    nothing. The bound holds for every fixed permutation, so drawing it at
+    random (and keeping it secret or not) costs nothing.
+
+    Parameters
+    ----------
+    eta : float
+        Constant step size (the estimators' ``eta0``).
+    gradient_bound, smoothness, strong_convexity : float
+        R, L and mu (see :func:`smoothness_constants`).
+    batch_size : int
+        b, the size of every batch.
+    n_batches : int
+        m = floor(n / b).
+
+    Returns
+    -------
+    float
+        Delta.
+
+    Raises
+    ------
+    ValueError
+        When ``rho >= 1``, i.e. ``eta`` is not in ``(0, 2 / L)``: the steps do
+        not contract and no bound holds.
+    """
+    eta = _positive_finite(eta, "eta (eta0)")
+    gradient_bound = _positive_finite(gradient_bound, "R")
+    smoothness = _positive_finite(smoothness, "L")
+    strong_convexity = _positive_finite(strong_convexity, "mu")
+    batch_size = _positive_int(batch_size, "batch_size")
+    n_batches = _positive_int(n_batches, "n_batches")
+    if strong_convexity > smoothness:
+        raise ValueError(f"mu = {strong_convexity:g} must not exceed L = {smoothness:g}.")
+    rho = contraction_factor(eta, smoothness, strong_convexity)
+    if rho >= 1.0:
+        raise ValueError(
+            f"The step size eta0 = {eta:g} is too large for output perturbation: "
+            f"rho = max(|1 - eta0 mu|, |1 - eta0 L|) = {rho:g} must be below 1 "
+            f"(|1 - eta0 L| < 1 fails), so the gradient steps do not contract and "
+            f"Proposition 2 of seed 004 gives no sensitivity bound. The allowed "
+            f"range is 0 < eta0 < 2 / L = {2.0 / smoothness:g} (L = {smoothness:g}); "
+            f"2 / (L + mu) = {default_step(smoothness, strong_convexity):g} contracts "
+            "fastest."
+        )
+    # 1 - rho^m, accurately when rho is close to 1.
+    shrink = 1.0 if rho == 0.0 else -math.expm1(n_batches * math.log(rho))
+    return 2.0 * eta * gradient_bound / (batch_size * shrink)
+
+
+# --------------------------------------------------------------------------
+# The mechanism
+# --------------------------------------------------------------------------
+
+
+def _gaussian_event(noise_multiplier):
+    # dp-accounting's GaussianDpEvent(s) under REPLACE_ONE is the pair
+    # N(-1, s^2), N(+1, s^2): sensitivity 2, std s (PLD: AdjacencyType.REPLACE
+    # shifts mu_upper and mu_lower by -1 and +1). Our release has sensitivity
+    # Delta and std z Delta, i.e. std / sensitivity = z = s / 2.
+    return dp_accounting.GaussianDpEvent(2.0 * noise_multiplier)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputPerturbation:
+    """One Gaussian mechanism on the final weights of a non-private descent.
+
+    The release is ``w + N(0, (noise_multiplier * sensitivity)^2 I)`` where
+    ``sensitivity`` is the replace-one L2 sensitivity Delta of the weights
+    ``w`` (:func:`sensitivity`). The mechanism has the interface of
+    :class:`~sklearn_dplssgd._mechanism.GradientPerturbation`.
+
+    **Event encoding.** Every event of this library is accounted by
+    dp-accounting under the fit's neighbouring relation, and dp-accounting
+    reads ``GaussianDpEvent(s)`` under ``REPLACE_ONE`` as the Gaussian
+    mechanism with L2 sensitivity 2 and noise standard deviation ``s`` (a
+    replaced row moves a unit query from -1 to +1). The event of this
+    mechanism is therefore ``GaussianDpEvent(2 * noise_multiplier)``: under
+    ``"replace_one"`` it is exactly the Gaussian mechanism with sensitivity
+    Delta and standard deviation ``noise_multiplier * Delta`` (checked against
+    the analytic Gaussian mechanism of Balle and Wang 2018 in the tests).
+
+    Parameters
+    ----------
+    sensitivity : float
+        Delta, > 0.
+    noise_multiplier : float
+        z >= 0 (0 for a non-private fit): the noise std is ``z * Delta``.
+    neighboring : {"replace_one"}, default="replace_one"
+        Proposition 2 bounds replace-one neighbours only; "add_remove" is
+        refused.
+    seeded : bool, default=False
+        Whether the noise was derived from a seed that travels with the
+        model (``reproducible=True``): then nothing is private.
+    """
+
+    sensitivity: float
+    noise_multiplier: float
+    neighboring: str = _NEIGHBORING
+    seeded: bool = False
+
+    def __post_init__(self):
+        _check_neighboring(self.neighboring)
+        _positive_finite(self.sensitivity, "sensitivity")
+        if not (isinstance(self.noise_multiplier, numbers.Real)
+                and 0 <= self.noise_multiplier < math.inf):
+            raise ValueError(
+                f"noise_multiplier must be a finite number >= 0; got {self.noise_multiplier!r}.")
+
+    @classmethod
+    def calibrated(cls, epsilon, delta, *, sensitivity, neighboring=_NEIGHBORING):
+        """The mechanism whose noise meets ``(epsilon, delta)``, and its calibration.
+
+        ``z`` is the smallest noise multiplier whose event
+        (``GaussianDpEvent(2 z)`` under replace-one) the library's accountant,
+        :func:`~sklearn_dplssgd._accounting.event_epsilon` (PLD, pessimistic),
+        certifies at ``epsilon``; found by
+        :func:`~sklearn_dplssgd._accounting.smallest_noise_for`.
+
+        Parameters
+        ----------
+        epsilon : float
+            Target, > 0; ``inf`` gives no noise.
+        delta : float
+            In (0, 1).
+        sensitivity : float
+            Delta, computed from public quantities (:func:`sensitivity`).
+        neighboring : {"replace_one"}, default="replace_one"
+
+        Returns
+        -------
+        mechanism : OutputPerturbation
+        calibration : PrivacyCalibration
+            ``noise_multiplier`` (relative to Delta) and the epsilon it
+            reaches; one step (``n_steps=1``) without sampling
+            (``sample_rate=1``).
+        """
+        _check_neighboring(neighboring)
+        sensitivity = _positive_finite(sensitivity, "sensitivity")
+        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
+            raise ValueError(f"delta must be a number in (0, 1); got {delta!r}.")
+
+        def epsilon_of(noise_multiplier):
+            return event_epsilon(_gaussian_event(noise_multiplier), delta, _NEIGHBORING)
+
+        if epsilon == math.inf:
+            noise_multiplier, reached = 0.0, math.inf
+        else:
+            # The classic bound's noise is only where the search starts.
+            guess = math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+            noise_multiplier = float(smallest_noise_for(epsilon_of, epsilon, delta, guess=guess))
+            reached = float(epsilon_of(noise_multiplier))
+        mechanism = cls(sensitivity=sensitivity, noise_multiplier=noise_multiplier)
+        calibration = PrivacyCalibration(noise_multiplier, reached, float(delta), 1.0, 1,
+                                         "pld", _NEIGHBORING)
+        return mechanism, calibration
+
+    @property
+    def noise_std(self):
+        """Standard deviation of the noise on every released coefficient."""
+        return self.noise_multiplier * self.sensitivity
+
+    @property
+    def private(self):
+        """Whether the release is differentially private at all."""
+        return self.noise_multiplier > 0 and not self.seeded
+
+    def dp_event(self):
+        """``GaussianDpEvent(2 * noise_multiplier)`` (see the class docstring).
+
+        ``NonPrivateDpEvent`` without noise or for a seeded fit.
+        """
+        if not self.private:
+            return dp_accounting.NonPrivateDpEvent()
+        return _gaussian_event(self.noise_multiplier)
+
+    def epsilon(self, delta):
+        """Epsilon of the release at ``delta`` (``inf`` when not private)."""
+        if not self.private:
+            return math.inf
+        return event_epsilon(self.dp_event(), delta, self.neighboring)
+
+    def seeded_copy(self):
+        """The same mechanism run with a seed that travels with the model."""
+        return dataclasses.replace(self, seeded=True)
+
+
+class OutputPerturbationPlan(typing.NamedTuple):
+    """What :func:`plan_output_perturbation` fixes before any row is read."""
+
+    mechanism: OutputPerturbation
+    calibration: PrivacyCalibration
+    constants: SmoothnessConstants
+    eta: float
+    batch_size: int
+    n_batches: int
+
+
+def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_intercept,
+                             alpha, row_norm_bound, batch_size, eta=None, loss_threshold=None,
+                             weight_norm_bound=None, target_bound=None,
+                             neighboring=_NEIGHBORING):
+    """The mechanism of a fit, from public quantities only.
+
+    ``n_samples`` is public under replace-one adjacency (neighbours have the
+    same number of rows), so the number of batches ``m = floor(n / b)``, the
+    sensitivity and the noise are all known before the rows are read: an
+    estimator can charge its ledger with ``plan.mechanism.dp_event()`` first.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Target; ``epsilon=inf`` plans a noise-free fit.
+    n_samples : int
+        n, the number of rows.
+    loss, n_outputs, fit_intercept, alpha, row_norm_bound, loss_threshold, \
+weight_norm_bound, target_bound
+        See :func:`smoothness_constants`.
+    batch_size : int
+        b, between 1 and ``n_samples``.
+    eta : float or None, default=None
+        Constant step; None takes :func:`default_step`.
+    neighboring : {"replace_one"}, default="replace_one"
+
+    Returns
+    -------
+    OutputPerturbationPlan
+    """
+    _check_neighboring(neighboring)
+    n_samples = _positive_int(n_samples, "n_samples")
+    batch_size = _positive_int(batch_size, "batch_size")
+    if batch_size > n_samples:
+        raise ValueError(
+            f"batch_size must be at most the number of rows; got {batch_size} > {n_samples}.")
+    constants = smoothness_constants(
+        loss, n_outputs, row_norm_bound, alpha, fit_intercept, loss_threshold=loss_threshold,
+        weight_norm_bound=weight_norm_bound, target_bound=target_bound)
+    if eta is None:
+        eta = default_step(constants.smoothness, constants.strong_convexity)
+    n_batches = n_samples // batch_size
+    delta_w = sensitivity(eta, *constants, batch_size, n_batches)
+    mechanism, calibration = OutputPerturbation.calibrated(epsilon, delta, sensitivity=delta_w)
+    return OutputPerturbationPlan(mechanism, calibration, constants, float(eta), batch_size,
+                                  n_batches)
+
+
+# --------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------
+
+
+def fixed_batches(rng, n_samples, batch_size):
+    """One random permutation cut into ``m = floor(n / b)`` batches of ``b`` rows.
+
+    The last ``n - m b`` rows of the permutation are left out of the fit:
+    every batch then has exactly ``b`` rows, as Lemma 2 of seed 004 assumes
+    (it divides by ``|B|``), and a differing row among the left-out ones
+    changes nothing, which :func:`sensitivity` covers.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_samples : int
+    batch_size : int
+
+    Returns
+    -------
+    batches : ndarray of int64 of shape (m, b)
+    """
+    n_batches = n_samples // batch_size
+    order = rng.permutation(n_samples)
+    return order[:n_batches * batch_size].reshape(n_batches, batch_size).astype(np.int64)
+
+
+def _row_scales(X, row_norm_bound):
+    """Factors that clip every row to ``row_norm_bound`` (1 for shorter rows)."""
+    norms = compute_row_norms(X)
+    if not np.isfinite(norms).all():
+        # No data value in the message.
+        raise ValueError("X contains non-finite values (or rows whose norm overflows).")
+    scales = np.ones_like(norms)
+    long_rows = norms > row_norm_bound
+    scales[long_rows] = row_norm_bound / norms[long_rows]
+    return scales
+
+
+def _check_encoded_targets(y, code, n_outputs):
+    """Refuse targets outside the encoding the constants assume (a caller's bug)."""
+    if not np.isfinite(y).all():
+        raise ValueError("y contains non-finite values.")
+    if code == loss_code("log_loss", 1):
+        if not np.isin(y, (0.0, 1.0)).all():
+            raise ValueError("binary log_loss needs y encoded in {0, 1}.")
+    elif code == loss_code("log_loss", 2):
+        if not (np.isin(y, np.arange(n_outputs, dtype=np.float64))).all():
+            raise ValueError(f"multinomial log_loss needs y encoded in 0 .. {n_outputs - 1}.")
+
+
+def _descend(X, y, row_scales, batches, *, code, loss_threshold, fit_intercept, alpha, eta,
+             n_passes, n_outputs, weight_norm_bound):
+    """Noise-free mini-batch gradient descent from zero weights.
+
+    Each step: ``theta <- theta - eta (mean_{i in B} grad loss_i + alpha theta)``
+    over the clipped rows of batch B, intercept included in the penalty, then
+    (squared_error) the projection onto ``||theta|| <= weight_norm_bound``.
+    The rows of a batch are gathered and clipped on the fly: the user's X is
+    never modified and no clipped copy of all of it is kept.
+    """
+    n_features = X.shape[1]
+    params = np.zeros((n_outputs, n_features + 1))
+    coef = params[:, :n_features]  # views: updated in place
+    intercept = params[:, n_features]
+    batch_size = batches.shape[1]
+    for _ in range(n_passes):
+        for rows in batches:
+            x_batch = X[rows].astype(np.float64, copy=False)  # a copy (fancy indexing)
+            x_batch *= row_scales[rows, None]
+            margins = x_batch @ coef.T
+            if fit_intercept:
+                margins += intercept
+            residuals = loss_derivative_reference(code, margins, y[rows], loss_threshold)
+            # Mean loss gradient: outer products r_i [x_i, 1], summed.
+            grad_coef = residuals.T @ x_batch / batch_size
+            coef -= eta * (grad_coef + alpha * coef)
+            if fit_intercept:
+                intercept -= eta * (residuals.sum(axis=0) / batch_size + alpha * intercept)
+            if weight_norm_bound is not None:
+                norm = np.linalg.norm(params)
+                if norm > weight_norm_bound:
+                    params *= weight_norm_bound / norm
+        if not np.isfinite(params).all():
+            raise ValueError("The descent diverged: the weights are no longer finite.")
+    return params
+
+
+def add_output_noise(params, mechanism, rng, fit_intercept):
+    """The release: ``params + N(0, (z Delta)^2)`` on every released coefficient.
+
+    Without an intercept the last column is the constant 0 (not a function
+    of the data) and stays 0. Leading axes of ``params`` are kept, so many
+    independent releases of the same weights can be drawn at once.
+
+    Parameters
+    ----------
+    params : ndarray of shape (..., K, d + 1)
+    mechanism : OutputPerturbation
+    rng : numpy.random.Generator
+    fit_intercept : bool
+
+    Returns
+    -------
+    ndarray of the shape of ``params``, float64
+    """
+    released = np.array(params, dtype=np.float64)
+    if mechanism.noise_std > 0:
+        columns = released.shape[-1] if fit_intercept else released.shape[-1] - 1
+        released[..., :columns] += mechanism.noise_std * rng.standard_normal(
+            released[..., :columns].shape)
+    return released
+
+
+def train_output_perturbation(X, y, *, loss, n_outputs, fit_intercept, alpha, row_norm_bound,
+                              eta, batch_size, n_passes, rng, loss_threshold, epsilon, delta,
+                              weight_norm_bound=None, target_bound=None, seeded=False):
+    """Train a linear model by output perturbation (seed 004, Proposition 2).
+
+    Rows are clipped to ``row_norm_bound`` (on the fly, the user's X is not
+    modified); ``squared_error`` targets are clipped to ``target_bound``. One
+    permutation drawn from ``rng`` is cut into ``m = floor(n / b)`` batches
+    of ``b`` rows (the remaining ``n - m b`` rows are not used); ``n_passes``
+    passes of noise-free gradient descent with the constant step ``eta`` run
+    over them on the L2-penalised objective, intercept penalised too
+    (``squared_error``: projected onto ``||(W, b)|| <= weight_norm_bound``
+    after each step); then Gaussian noise of standard deviation
+    ``z * Delta`` is added to every released coefficient. The mechanism
+    (``Delta``, ``z``) comes from :func:`plan_output_perturbation`, from
+    public quantities only.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d)
+    y : ndarray of shape (n_samples,)
+        Encoded targets: {0, 1} for binary log_loss, class indices for
+        multinomial log_loss, values for regression.
+    loss, n_outputs, fit_intercept, alpha, row_norm_bound, loss_threshold, \
+weight_norm_bound, target_bound
+        See :func:`smoothness_constants`.
+    eta : float or None
+        Constant step size in ``(0, 2 / L)``; None takes :func:`default_step`.
+    batch_size : int
+        b.
+    n_passes : int
+        Passes over the fixed batches (``max_iter``).
+    rng : numpy.random.Generator
+        Draws the permutation, then the noise.
+    epsilon, delta : float
+        Target; ``epsilon=inf`` releases the noise-free weights.
+    seeded : bool, default=False
+        Whether ``rng`` is a function of a seed that travels with the model:
+        the returned mechanism is then not private.
+
+    Returns
+    -------
+    params : ndarray of shape (n_outputs, d + 1)
+        Coefficients, intercepts in the last column (the layout of
+        ``_sgd.train_dp_lssgd``), in X's float dtype.
+    mechanism : OutputPerturbation
+    """
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError("X must be 2-D and y 1-D with one target per row of X.")
+    n_passes = _positive_int(n_passes, "n_passes")
+    plan = plan_output_perturbation(
+        epsilon, delta, n_samples=X.shape[0], loss=loss, n_outputs=n_outputs,
+        fit_intercept=fit_intercept, alpha=alpha, row_norm_bound=row_norm_bound,
+        batch_size=batch_size, eta=eta, loss_threshold=loss_threshold,
+        weight_norm_bound=weight_norm_bound, target_bound=target_bound)
+    code = loss_code(loss, n_outputs)
+    _check_encoded_targets(y, code, n_outputs)
+    if loss == "squared_error":
+        y = np.clip(y, -target_bound, target_bound)  # a copy
+    threshold = 0.0 if loss_threshold is None else float(loss_threshold)
+    batches = fixed_batches(rng, X.shape[0], plan.batch_size)
+    # Each step multiplies small matrices (b x d by d x K): BLAS's own threads
+    # only add synchronisation there and stall when the cores are busy
+    # (3 times slower per step measured on a loaded 2-core machine), as in
+    # _sgd.train_dp_lssgd.
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        params = _descend(
+            X, y, _row_scales(X, float(row_norm_bound)), batches,
+            code=code, loss_threshold=threshold, fit_intercept=bool(fit_intercept),
+            alpha=float(alpha), eta=plan.eta, n_passes=n_passes, n_outputs=n_outputs,
+            weight_norm_bound=None if weight_norm_bound is None else float(weight_norm_bound))
+    mechanism = plan.mechanism.seeded_copy() if seeded else plan.mechanism
+    released = add_output_noise(params, mechanism, rng, bool(fit_intercept))
+    return released.astype(X.dtype, copy=False), mechanism
