@@ -272,7 +272,7 @@ _SHARED_PARAMETER_DOCS = {
         dynamic schedules): ``"exponential"`` multiplies it by
         ``noise_decay`` every epoch, ``"step"`` after half and after three
         quarters of the steps; an array gives the relative levels of that
-        many equal blocks of steps (at most 100). The overall scale is
+        many equal blocks of steps (at most 50). The overall scale is
         calibrated so that the whole run meets (epsilon, delta); the
         per-block multipliers are reported as ``noise_multipliers_``.
 

@@ -22,14 +22,32 @@ from ._accounting import (
 )
 from ._schedules import step_levels
 
-__all__ = ["GradientPerturbation", "RandomSearchSelection"]
+__all__ = ["GradientPerturbation", "Mechanism", "RandomSearchSelection"]
 
 # A noise schedule is calibrated with PLD at an interval of epsilon / this.
 _SCHEDULE_PLD_STEPS = 1000
 
 
+class Mechanism:
+    """What every mechanism derives from its ``private`` and ``dp_event()``.
+
+    Subclasses are frozen dataclasses with a ``seeded`` field and a
+    ``neighboring`` attribute.
+    """
+
+    def epsilon(self, delta):
+        """Epsilon of the release at ``delta`` (``inf`` when not private)."""
+        if not self.private:
+            return math.inf
+        return event_epsilon(self.dp_event(), delta, self.neighboring)
+
+    def seeded_copy(self):
+        """The same mechanism run with a seed that travels with the model."""
+        return dataclasses.replace(self, seeded=True)
+
+
 @dataclasses.dataclass(frozen=True)
-class GradientPerturbation:
+class GradientPerturbation(Mechanism):
     """``n_steps`` steps of the Poisson-subsampled Gaussian mechanism.
 
     Each step samples every row with probability ``sample_rate``, sums the
@@ -192,13 +210,9 @@ class GradientPerturbation:
             n_steps=self.n_steps, accountant=accountant, neighboring=self.neighboring,
         )
 
-    def seeded_copy(self):
-        """The same mechanism run with a seed that travels with the model."""
-        return dataclasses.replace(self, seeded=True)
-
 
 @dataclasses.dataclass(frozen=True)
-class RandomSearchSelection:
+class RandomSearchSelection(Mechanism):
     """Random search with a random number of trials, releasing the best one.
 
     Each trial splits the rows at random (each row independently) into a
@@ -263,16 +277,6 @@ class RandomSearchSelection:
             return dp_accounting.NonPrivateDpEvent()
         return dp_accounting.dp_event.RepeatAndSelectDpEvent(
             self.trial_event(), float(self.mean_trials), float(self.trials_shape))
-
-    def epsilon(self, delta):
-        """Epsilon of the whole search at ``delta`` (RDP; ``inf`` when not private)."""
-        if not self.private:
-            return math.inf
-        return event_epsilon(self.dp_event(), delta, self.neighboring)
-
-    def seeded_copy(self):
-        """The same search run with a seed that travels with it."""
-        return dataclasses.replace(self, seeded=True)
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, neighboring, clip_norm,

@@ -36,6 +36,7 @@ import numpy as np
 from ._accounting import PrivacyCalibration, event_epsilon, smallest_noise_for
 from ._kernels import compute_row_norms
 from ._losses import loss_code, loss_derivative_reference
+from ._mechanism import Mechanism
 from ._sgd import _blas_controller
 
 __all__ = [
@@ -356,7 +357,7 @@ def _gaussian_event(noise_multiplier):
 
 
 @dataclasses.dataclass(frozen=True)
-class OutputPerturbation:
+class OutputPerturbation(Mechanism):
     """One Gaussian mechanism on the final weights of a non-private descent.
 
     The release is ``w + N(0, (noise_multiplier * sensitivity)^2 I)`` where
@@ -467,16 +468,6 @@ class OutputPerturbation:
         if not self.private:
             return dp_accounting.NonPrivateDpEvent()
         return _gaussian_event(self.noise_multiplier)
-
-    def epsilon(self, delta):
-        """Epsilon of the release at ``delta`` (``inf`` when not private)."""
-        if not self.private:
-            return math.inf
-        return event_epsilon(self.dp_event(), delta, self.neighboring)
-
-    def seeded_copy(self):
-        """The same mechanism run with a seed that travels with the model."""
-        return dataclasses.replace(self, seeded=True)
 
 
 class OutputPerturbationPlan(typing.NamedTuple):

@@ -92,9 +92,8 @@ def test_fit_reports_the_schedule_and_draws_each_steps_noise(monkeypatch):
 
 
 def test_training_loop_scales_each_steps_noise():
-    # No data signal (zero rows, zero labels' gradients cancel in the margin):
-    # with zero features and no intercept the weights stay 0, so use the
-    # intercept: its noise sum is the only movement.
+    # Zero features: only the intercept moves, by its (clipped) squared-error
+    # gradient plus each step's noise at that step's level; replayed below.
     n_steps = 6
     X = np.zeros((10, 2))
     y = np.zeros(10)
