@@ -24,11 +24,21 @@ from ._defaults import (
 from ._ledger import PrivacyLedger
 from ._mechanism import GradientPerturbation
 from ._optimizers import OPTIMIZERS
+from ._output_perturbation import (
+    SMOOTH_LOSSES,
+    default_passes,
+    plan_output_perturbation,
+    release_output_perturbation,
+)
 from ._schedules import check_noise_schedule, noise_schedule_blocks
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
 
-__all__ = ["BaseDPLSSGD", "fill_parameter_docs"]
+__all__ = ["BaseDPLSSGD", "MECHANISMS", "fill_parameter_docs"]
+
+# What a fit releases: noisy gradients at every step (DP-LSSGD), or the
+# weights of a noise-free descent plus noise once (seed 004).
+MECHANISMS = ("gradient", "output")
 
 
 def _check_random_state(value):
@@ -199,7 +209,31 @@ _SHARED_PARAMETER_DOCS = {
     clip_norm : float, default=1.0
         Per-sample clipping bound C on the L2 norm of each sample's gradient
         with respect to all parameters together (every output's coefficients
-        and intercepts). Choose it without looking at the private data.""",
+        and intercepts). Choose it without looking at the private data.
+
+    mechanism : {"gradient", "output"}, default="gradient"
+        What is made private. ``"gradient"``: DP-LSSGD, noise on every
+        step's clipped gradient sum. ``"output"``: output perturbation (seed
+        004; see the user guide's page on it): rows are clipped to
+        ``row_norm_bound``, noise-free mini-batch descent with a constant
+        step runs on the L2-penalised objective (``alpha > 0``, intercept
+        penalised too), and Gaussian noise scaled to the weights'
+        replace-one sensitivity is added once. For smooth losses only
+        (``log_loss``, ``huber``, and ``squared_error`` with
+        ``target_bounds`` and ``weight_norm_bound``), replace-one adjacency,
+        ``learning_rate="constant"``, ``optimizer="sgd"``, constant noise and
+        no averaging; ``clip_norm``, ``sigma`` and the optimizer settings are
+        not used. It wins when ``n * alpha`` is large: the sensitivity is
+        about ``2 R / (n alpha)``.
+
+    row_norm_bound : float, default=1.0
+        ``mechanism="output"`` only: the public L2 bound every row (without
+        the intercept's 1) is clipped to before training.
+
+    weight_norm_bound : float or None, default=None
+        ``mechanism="output"`` with ``loss="squared_error"`` only (required
+        there): the public radius of the ball the weights are projected onto
+        after every step, which bounds the squared error's gradient.""",
     "training_parameters": """alpha : float, default=1e-4
         L2 regularisation strength. Applied as weight decay after the noise
         (it does not depend on the data); the intercept is not penalised.
@@ -361,14 +395,22 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         (None: the last iterate).
 
     n_steps_ : int
-        Number of steps T.
+        Number of steps T (with ``mechanism="output"``: passes times the
+        ``floor(n / batch_size)`` batches).
 
     noise_multiplier_ : float
         z: the Gaussian noise added to each step's clipped gradient sum has
         standard deviation ``z * clip_norm`` per coordinate.
 
     sample_rate_ : float
-        Poisson sampling rate q.
+        Poisson sampling rate q (NaN with ``mechanism="output"``, whose
+        batches are one random permutation of the rows).
+
+    output_sensitivity_ : float or None
+        ``mechanism="output"``: the replace-one L2 sensitivity Delta of the
+        noise-free weights; the released weights have noise of standard
+        deviation ``noise_multiplier_ * output_sensitivity_``. None for
+        gradient perturbation.
 
     epsilon_ : float
         Epsilon actually reached by the fit, as certified by the accountant:
@@ -387,7 +429,10 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         What the fit released, as a dp-accounting event:
         ``SelfComposedDpEvent(PoissonSampledDpEvent(sample_rate_,
         GaussianDpEvent(noise_multiplier_)), n_steps_)`` (without the
-        sampling when ``sample_rate_ = 1``), or ``NonPrivateDpEvent()`` for a
+        sampling when ``sample_rate_ = 1``; one such block per level of a
+        noise schedule, composed), ``GaussianDpEvent(2 *
+        noise_multiplier_)`` for ``mechanism="output"`` (a sensitivity-2
+        query under replace-one), or ``NonPrivateDpEvent()`` for a
         fit without noise or a ``reproducible`` one. Any dp-accounting
         accountant built with ``neighboring_``'s relation recomputes
         ``epsilon_`` from it, and events of several fits compose.
@@ -456,6 +501,9 @@ class BaseDPLSSGD(BaseEstimator):
         # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
         "sigma": [Interval("real", 0, 1e12, closed="both")],
         "clip_norm": [Interval("real", 0, None, closed="neither")],
+        "mechanism": [Options(str, MECHANISMS)],
+        "row_norm_bound": [Interval("real", 0, None, closed="neither")],
+        "weight_norm_bound": [Interval("real", 0, None, closed="neither"), None],
         "alpha": [Interval("real", 0, None, closed="left")],
         "fit_intercept": [Options(bool, (True, False))],
         "batch_size": [Interval("integral", 1, None), Options(str, (AUTO,))],
@@ -484,8 +532,10 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _validate_hyperparameters(self):
         validate_parameters(self)
-        for name in ("sigma", "clip_norm", "eta0", "alpha"):
-            if getattr(self, name) != AUTO and not math.isfinite(getattr(self, name)):
+        for name in ("sigma", "clip_norm", "eta0", "alpha", "row_norm_bound",
+                     "weight_norm_bound"):
+            if getattr(self, name) not in (AUTO, None) and not math.isfinite(
+                    getattr(self, name)):
                 raise ValueError(
                     f"The {name!r} parameter of {type(self).__name__} must be finite; "
                     f"got {getattr(self, name)!r}."
@@ -502,6 +552,73 @@ class BaseDPLSSGD(BaseEstimator):
             raise ValueError(
                 "The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int)."
             )
+        if self.mechanism == "output":
+            self._check_output_perturbation_settings()
+        elif self.weight_norm_bound is not None:
+            raise ValueError(
+                "weight_norm_bound is used by mechanism='output' only; gradient "
+                "perturbation bounds each row's influence by clip_norm. Leave it None.")
+
+    def _check_output_perturbation_settings(self):
+        """Refuse, before any row is read, what output perturbation cannot honour.
+
+        Proposition 2 of seed 004 bounds the sensitivity of the last iterate
+        of constant-step gradient descent on a smooth, strongly convex
+        objective, for replace-one neighbours; a setting outside that (or one
+        that would silently do nothing) is an error naming it.
+        """
+        estimator = type(self).__name__
+        if self.loss not in SMOOTH_LOSSES:
+            raise ValueError(
+                f"mechanism='output' needs a smooth loss ({', '.join(SMOOTH_LOSSES)}); "
+                f"loss={self.loss!r} is not smooth (its derivative jumps), so its "
+                "gradient steps do not contract and no sensitivity bound holds. Use "
+                "mechanism='gradient' for it.")
+        if not self.alpha > 0:
+            raise ValueError(
+                "mechanism='output' needs alpha > 0: the L2 penalty is the strong "
+                "convexity that makes the final weights depend boundedly on one row "
+                "(the sensitivity is about 2 R / (n alpha)).")
+        if self.neighboring != "replace_one":
+            raise ValueError(
+                "mechanism='output' is proven for neighboring='replace_one' only (seed "
+                "004, Proposition 2): it cannot claim add/remove adjacency.")
+        if self.public_n_samples is not None:
+            raise ValueError(
+                "public_n_samples is not used by mechanism='output': its sensitivity "
+                "is computed from the actual row count, public under replace-one "
+                "adjacency. Leave it None.")
+        if self.accountant != "pld":
+            raise ValueError(
+                f"mechanism='output' is one Gaussian mechanism, calibrated with the "
+                f"PLD accountant; accountant={self.accountant!r} does not apply to it.")
+        fixed = {
+            "learning_rate": ("constant", "the sensitivity bound needs a constant step"),
+            "optimizer": ("sgd", "the contraction argument is for plain gradient steps"),
+            "noise_schedule": ("constant", "the noise is added once, at the end"),
+        }
+        for name, (required, why) in fixed.items():
+            value = getattr(self, name)
+            if not (isinstance(value, str) and value == required):
+                raise ValueError(
+                    f"mechanism='output' needs {name}={required!r} ({why}); got "
+                    f"{name}={value!r}.")
+        if self.average not in (False, AUTO):
+            raise ValueError(
+                "mechanism='output' releases the last iterate (the one whose sensitivity "
+                f"is bounded): use average=False or 'auto'; got average={self.average!r}.")
+        if self.loss == "squared_error" and (
+                self.weight_norm_bound is None or getattr(self, "target_bounds", None) is None):
+            raise ValueError(
+                f"{estimator}(loss='squared_error', mechanism='output') needs "
+                "weight_norm_bound (the public radius the weights are projected onto) "
+                "and target_bounds=(low, high): otherwise the squared error's gradient, "
+                "hence the sensitivity, is unbounded. Or use loss='huber'.")
+        if self.loss != "squared_error" and self.weight_norm_bound is not None:
+            raise ValueError(
+                f"weight_norm_bound is only used by loss='squared_error' with "
+                f"mechanism='output'; loss={self.loss!r} has bounded gradients: leave it "
+                "None.")
 
     def _plan_release(self, n_samples):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
@@ -704,11 +821,14 @@ class BaseDPLSSGD(BaseEstimator):
         params : ndarray of shape (n_outputs, n_features + 1)
         """
         self._validate_hyperparameters()
+        output = self.mechanism == "output"
         # The mechanism depends on public quantities only (the row count is
         # public under the adjacency in force), so it is fixed, and charged
-        # to the ledger, before any row is read.
+        # to the ledger, before any row is read. (Output perturbation's
+        # constants also depend on the number of classes: planned below,
+        # still before training.)
         n_rows = _public_row_count(X)
-        plan = self._plan_release(n_rows) if n_rows else None
+        plan = self._plan_release(n_rows) if n_rows and not output else None
         X, y = validate_data(
             self,
             X,
@@ -720,20 +840,12 @@ class BaseDPLSSGD(BaseEstimator):
         )
         y_encoded, n_outputs = self._encode_targets(y)
         n_samples = X.shape[0]
+        if output:
+            return self._fit_output_perturbation(X, y_encoded, n_outputs)
         if plan is None or n_rows != n_samples:
             plan = self._plan_release(n_samples)
         mechanism, calibration, sample_rate, n_steps, rng = plan[:5]
-        if math.isfinite(self.epsilon) and calibration.delta >= 1.0 / n_samples:
-            # No per-fit number in the text: one warning per process, not
-            # one per fold of a search.
-            warn_once(
-                "delta is not below 1/n_samples (n_samples: the number of training "
-                "rows): a mechanism that publishes a random row with probability "
-                "delta meets such a guarantee. Use a smaller delta, or delta='auto' "
-                "(min(1e-5, 1 / (10 n))).",
-                PrivacyLeakWarning,
-            )
-        self._warn_about_workflow()
+        self._warn_before_training(calibration.delta, n_samples)
         self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs)
         params = train_dp_lssgd(
             X,
@@ -773,6 +885,71 @@ class BaseDPLSSGD(BaseEstimator):
         self.dp_event_ = mechanism.dp_event()
         self.delta_ = calibration.delta
         self.neighboring_ = calibration.neighboring
+        self.output_sensitivity_ = None
+        return params
+
+    def _warn_before_training(self, delta, n_samples):
+        """The warnings every mechanism gives once its plan is fixed."""
+        if math.isfinite(self.epsilon) and delta >= 1.0 / n_samples:
+            # No per-fit number in the text: one warning per process, not
+            # one per fold of a search.
+            warn_once(
+                "delta is not below 1/n_samples (n_samples: the number of training "
+                "rows): a mechanism that publishes a random row with probability "
+                "delta meets such a guarantee. Use a smaller delta, or delta='auto' "
+                "(min(1e-5, 1 / (10 n))).",
+                PrivacyLeakWarning,
+            )
+        self._warn_about_workflow()
+
+    def _fit_output_perturbation(self, X, y_encoded, n_outputs):
+        """``mechanism="output"``: plan, charge the ledger, descend, add noise once.
+
+        Everything the plan depends on is public: the row count (public under
+        replace-one, the only adjacency allowed), the number of outputs, the
+        loss and its bounds, ``alpha``, the step and the batch size. See
+        :mod:`sklearn_dplssgd._output_perturbation`.
+
+        Returns
+        -------
+        params : ndarray of shape (n_outputs, n_features + 1)
+        """
+        n_samples = X.shape[0]
+        delta = resolve_delta(self.delta, n_samples)
+        squared_error = self.loss == "squared_error"
+        plan = plan_output_perturbation(
+            self.epsilon, delta, n_samples=n_samples, loss=self.loss, n_outputs=n_outputs,
+            fit_intercept=bool(self.fit_intercept), alpha=float(self.alpha),
+            row_norm_bound=float(self.row_norm_bound),
+            # Every batch has exactly b <= n rows (Lemma 2 of seed 004).
+            batch_size=None if self.batch_size == AUTO else min(int(self.batch_size), n_samples),
+            eta=None if self.eta0 == AUTO else float(self.eta0),
+            loss_threshold=float(self.loss_threshold) if self.loss == "huber" else None,
+            weight_norm_bound=self.weight_norm_bound if squared_error else None,
+            # The regressor maps targets in target_bounds to [-1, 1].
+            target_bound=1.0 if squared_error else None,
+        )
+        max_iter = default_passes(plan) if self.max_iter == AUTO else int(self.max_iter)
+        rng, seeded = make_generator(self.random_state, self.reproducible)
+        mechanism = plan.mechanism.seeded_copy() if seeded else plan.mechanism
+        if self.ledger is not None:
+            self.ledger.charge(type(self).__name__, mechanism.dp_event(), "replace_one")
+        self._warn_before_training(delta, n_samples)
+        params, mechanism = release_output_perturbation(
+            X, y_encoded, plan, n_passes=max_iter, rng=rng, seeded=seeded)
+        self.n_iter_ = max_iter
+        self.batch_size_ = plan.batch_size
+        self.eta0_ = plan.eta
+        self.average_start_ = None
+        self.n_steps_ = max_iter * plan.n_batches
+        self.noise_multiplier_ = plan.calibration.noise_multiplier
+        self.noise_multipliers_ = np.array([plan.calibration.noise_multiplier])
+        self.sample_rate_ = math.nan
+        self.epsilon_ = plan.calibration.epsilon if mechanism.private else math.inf
+        self.dp_event_ = mechanism.dp_event()
+        self.delta_ = plan.calibration.delta
+        self.neighboring_ = "replace_one"
+        self.output_sensitivity_ = mechanism.sensitivity
         return params
 
     def _decision_values(self, X):

@@ -156,6 +156,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         delta="auto",
         sigma=1.0,
         clip_norm=1.0,
+        mechanism="gradient",
+        row_norm_bound=1.0,
+        weight_norm_bound=None,
         alpha=1e-4,
         fit_intercept=True,
         batch_size="auto",
@@ -186,6 +189,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.delta = delta
         self.sigma = sigma
         self.clip_norm = clip_norm
+        self.mechanism = mechanism
+        self.row_norm_bound = row_norm_bound
+        self.weight_norm_bound = weight_norm_bound
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.batch_size = batch_size

@@ -47,9 +47,12 @@ __all__ = [
     "SmoothnessConstants",
     "add_output_noise",
     "contraction_factor",
+    "default_batch_size",
+    "default_passes",
     "default_step",
     "fixed_batches",
     "plan_output_perturbation",
+    "release_output_perturbation",
     "sensitivity",
     "smoothness_constants",
     "train_output_perturbation",
@@ -281,6 +284,61 @@ def default_step(smoothness, strong_convexity):
     return 2.0 / (smoothness + strong_convexity)
 
 
+# The default batch count keeps m (1 - rho) at about this value: 1 - rho^m is
+# then within 12 % of m (1 - rho), so the sensitivity is within 12 % of its
+# full-batch floor 2 eta R / (n (1 - rho)), with m times more steps per pass.
+_BATCHES_PER_CONTRACTION = 0.25
+# Default passes: enough steps to shrink the distance to the minimiser by
+# e^-10 (rho^steps <= e^-10).
+_CONTRACTIONS_TO_CONVERGE = 10.0
+
+
+def default_batch_size(n_samples, eta, constants):
+    """``b = floor(n / m)`` for ``m = max(1, floor(0.25 / (1 - rho)))`` batches.
+
+    Public quantities only. The sensitivity ``2 eta R / (b (1 - rho^m))``
+    with ``b m = n`` is smallest for one batch, ``2 eta R / (n (1 - rho))``,
+    and grows towards ``2 eta R / b`` as ``m`` grows past ``1 / (1 - rho)``;
+    with ``m (1 - rho) = 0.25`` it is within 12 % of the floor while each
+    pass takes ``m`` steps instead of one (faster convergence per pass).
+
+    Parameters
+    ----------
+    n_samples : int
+    eta : float
+    constants : SmoothnessConstants
+
+    Returns
+    -------
+    int
+    """
+    rho = contraction_factor(eta, constants.smoothness, constants.strong_convexity)
+    n_batches = max(1, min(n_samples, math.floor(_BATCHES_PER_CONTRACTION / (1.0 - rho))))
+    return max(1, n_samples // n_batches)
+
+
+def default_passes(plan):
+    """Passes over the batches for ``rho^(m passes) <= e^-10``: a converged descent.
+
+    The noise does not depend on the number of passes (the sensitivity
+    bound holds for any), only the running time does.
+
+    Parameters
+    ----------
+    plan : OutputPerturbationPlan
+
+    Returns
+    -------
+    int
+    """
+    rho = contraction_factor(plan.eta, plan.constants.smoothness,
+                             plan.constants.strong_convexity)
+    if rho == 0.0:
+        return 1
+    steps = _CONTRACTIONS_TO_CONVERGE / -math.log(rho)
+    return max(1, math.ceil(steps / plan.n_batches))
+
+
 def sensitivity(eta, gradient_bound, smoothness, strong_convexity, batch_size, n_batches):
     """Replace-one L2 sensitivity of the final weights: ``2 eta R / (b (1 - rho^m))``.
 
@@ -471,7 +529,13 @@ class OutputPerturbation(Mechanism):
 
 
 class OutputPerturbationPlan(typing.NamedTuple):
-    """What :func:`plan_output_perturbation` fixes before any row is read."""
+    """What :func:`plan_output_perturbation` fixes before any row is read.
+
+    The mechanism and its calibration, the constants and step they come
+    from, the batches' shape, and the problem the constants describe (which
+    :func:`release_output_perturbation` trains, so that the descent and the
+    sensitivity cannot disagree).
+    """
 
     mechanism: OutputPerturbation
     calibration: PrivacyCalibration
@@ -479,6 +543,14 @@ class OutputPerturbationPlan(typing.NamedTuple):
     eta: float
     batch_size: int
     n_batches: int
+    loss: str
+    n_outputs: int
+    fit_intercept: bool
+    alpha: float
+    row_norm_bound: float
+    loss_threshold: typing.Optional[float]
+    weight_norm_bound: typing.Optional[float]
+    target_bound: typing.Optional[float]
 
 
 def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_intercept,
@@ -501,8 +573,8 @@ def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_
     loss, n_outputs, fit_intercept, alpha, row_norm_bound, loss_threshold, \
 weight_norm_bound, target_bound
         See :func:`smoothness_constants`.
-    batch_size : int
-        b, between 1 and ``n_samples``.
+    batch_size : int or None
+        b, between 1 and ``n_samples``; None takes :func:`default_batch_size`.
     eta : float or None, default=None
         Constant step; None takes :func:`default_step`.
     neighboring : {"replace_one"}, default="replace_one"
@@ -513,20 +585,27 @@ weight_norm_bound, target_bound
     """
     _check_neighboring(neighboring)
     n_samples = _positive_int(n_samples, "n_samples")
-    batch_size = _positive_int(batch_size, "batch_size")
-    if batch_size > n_samples:
-        raise ValueError(
-            f"batch_size must be at most the number of rows; got {batch_size} > {n_samples}.")
     constants = smoothness_constants(
         loss, n_outputs, row_norm_bound, alpha, fit_intercept, loss_threshold=loss_threshold,
         weight_norm_bound=weight_norm_bound, target_bound=target_bound)
     if eta is None:
         eta = default_step(constants.smoothness, constants.strong_convexity)
+    if batch_size is None:
+        batch_size = default_batch_size(n_samples, eta, constants)
+    batch_size = _positive_int(batch_size, "batch_size")
+    if batch_size > n_samples:
+        raise ValueError(
+            f"batch_size must be at most the number of rows; got {batch_size} > {n_samples}.")
     n_batches = n_samples // batch_size
     delta_w = sensitivity(eta, *constants, batch_size, n_batches)
     mechanism, calibration = OutputPerturbation.calibrated(epsilon, delta, sensitivity=delta_w)
-    return OutputPerturbationPlan(mechanism, calibration, constants, float(eta), batch_size,
-                                  n_batches)
+    return OutputPerturbationPlan(
+        mechanism, calibration, constants, float(eta), batch_size, n_batches,
+        loss=loss, n_outputs=int(n_outputs), fit_intercept=bool(fit_intercept),
+        alpha=float(alpha), row_norm_bound=float(row_norm_bound),
+        loss_threshold=None if loss_threshold is None else float(loss_threshold),
+        weight_norm_bound=None if weight_norm_bound is None else float(weight_norm_bound),
+        target_bound=None if target_bound is None else float(target_bound))
 
 
 # --------------------------------------------------------------------------
@@ -647,19 +726,11 @@ def add_output_noise(params, mechanism, rng, fit_intercept):
 def train_output_perturbation(X, y, *, loss, n_outputs, fit_intercept, alpha, row_norm_bound,
                               eta, batch_size, n_passes, rng, loss_threshold, epsilon, delta,
                               weight_norm_bound=None, target_bound=None, seeded=False):
-    """Train a linear model by output perturbation (seed 004, Proposition 2).
+    """Plan and train a linear model by output perturbation (seed 004, Proposition 2).
 
-    Rows are clipped to ``row_norm_bound`` (on the fly, the user's X is not
-    modified); ``squared_error`` targets are clipped to ``target_bound``. One
-    permutation drawn from ``rng`` is cut into ``m = floor(n / b)`` batches
-    of ``b`` rows (the remaining ``n - m b`` rows are not used); ``n_passes``
-    passes of noise-free gradient descent with the constant step ``eta`` run
-    over them on the L2-penalised objective, intercept penalised too
-    (``squared_error``: projected onto ``||(W, b)|| <= weight_norm_bound``
-    after each step); then Gaussian noise of standard deviation
-    ``z * Delta`` is added to every released coefficient. The mechanism
-    (``Delta``, ``z``) comes from :func:`plan_output_perturbation`, from
-    public quantities only.
+    :func:`plan_output_perturbation` followed by
+    :func:`release_output_perturbation` (the estimators call the two apart,
+    to charge their ledger in between).
 
     Parameters
     ----------
@@ -692,22 +763,64 @@ weight_norm_bound, target_bound
     mechanism : OutputPerturbation
     """
     X = np.asarray(X)
+    plan = plan_output_perturbation(
+        epsilon, delta, n_samples=X.shape[0] if X.ndim == 2 else 0, loss=loss,
+        n_outputs=n_outputs, fit_intercept=fit_intercept, alpha=alpha,
+        row_norm_bound=row_norm_bound, batch_size=batch_size, eta=eta,
+        loss_threshold=loss_threshold, weight_norm_bound=weight_norm_bound,
+        target_bound=target_bound)
+    return release_output_perturbation(X, y, plan, n_passes=n_passes, rng=rng, seeded=seeded)
+
+
+def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False):
+    """Train the planned problem without noise, then add the planned noise once.
+
+    Rows are clipped to ``plan.row_norm_bound`` (on the fly, the user's X is
+    not modified); ``squared_error`` targets are clipped to
+    ``plan.target_bound``. One permutation drawn from ``rng`` is cut into
+    ``m = floor(n / b)`` batches of ``b`` rows (the remaining ``n - m b`` rows
+    are not used); ``n_passes`` passes of noise-free gradient descent with the
+    constant step ``plan.eta`` run over them on the L2-penalised objective,
+    intercept penalised too (``squared_error``: projected onto
+    ``||(W, b)|| <= weight_norm_bound`` after each step); then Gaussian noise
+    of standard deviation ``z * Delta`` is added to every released
+    coefficient.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d)
+        ``n_samples`` must be the row count the plan was made for.
+    y : ndarray of shape (n_samples,)
+        Encoded targets (see :func:`train_output_perturbation`).
+    plan : OutputPerturbationPlan
+    n_passes : int
+    rng : numpy.random.Generator
+    seeded : bool, default=False
+        Whether ``rng`` is a function of a seed that travels with the model.
+
+    Returns
+    -------
+    params : ndarray of shape (n_outputs, d + 1), in X's float dtype
+    mechanism : OutputPerturbation
+        ``plan.mechanism``, or its seeded copy.
+    """
+    X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     y = np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError("X must be 2-D and y 1-D with one target per row of X.")
+    if X.shape[0] // plan.batch_size != plan.n_batches:
+        # The sensitivity was computed for m batches: another n breaks it.
+        raise ValueError(
+            f"The plan is for {plan.n_batches} batches of {plan.batch_size} rows; "
+            f"X has {X.shape[0]} rows.")
     n_passes = _positive_int(n_passes, "n_passes")
-    plan = plan_output_perturbation(
-        epsilon, delta, n_samples=X.shape[0], loss=loss, n_outputs=n_outputs,
-        fit_intercept=fit_intercept, alpha=alpha, row_norm_bound=row_norm_bound,
-        batch_size=batch_size, eta=eta, loss_threshold=loss_threshold,
-        weight_norm_bound=weight_norm_bound, target_bound=target_bound)
-    code = loss_code(loss, n_outputs)
-    _check_encoded_targets(y, code, n_outputs)
-    if loss == "squared_error":
-        y = np.clip(y, -target_bound, target_bound)  # a copy
-    threshold = 0.0 if loss_threshold is None else float(loss_threshold)
+    code = loss_code(plan.loss, plan.n_outputs)
+    _check_encoded_targets(y, code, plan.n_outputs)
+    if plan.loss == "squared_error":
+        y = np.clip(y, -plan.target_bound, plan.target_bound)  # a copy
+    threshold = 0.0 if plan.loss_threshold is None else plan.loss_threshold
     batches = fixed_batches(rng, X.shape[0], plan.batch_size)
     # Each step multiplies small matrices (b x d by d x K): BLAS's own threads
     # only add synchronisation there and stall when the cores are busy
@@ -715,10 +828,10 @@ weight_norm_bound, target_bound
     # _sgd.train_dp_lssgd.
     with _blas_controller().limit(limits=1, user_api="blas"):
         params = _descend(
-            X, y, _row_scales(X, float(row_norm_bound)), batches,
-            code=code, loss_threshold=threshold, fit_intercept=bool(fit_intercept),
-            alpha=float(alpha), eta=plan.eta, n_passes=n_passes, n_outputs=n_outputs,
-            weight_norm_bound=None if weight_norm_bound is None else float(weight_norm_bound))
+            X, y, _row_scales(X, plan.row_norm_bound), batches,
+            code=code, loss_threshold=threshold, fit_intercept=plan.fit_intercept,
+            alpha=plan.alpha, eta=plan.eta, n_passes=n_passes, n_outputs=plan.n_outputs,
+            weight_norm_bound=plan.weight_norm_bound)
     mechanism = plan.mechanism.seeded_copy() if seeded else plan.mechanism
-    released = add_output_noise(params, mechanism, rng, bool(fit_intercept))
+    released = add_output_noise(params, mechanism, rng, plan.fit_intercept)
     return released.astype(X.dtype, copy=False), mechanism

@@ -108,6 +108,9 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         delta="auto",
         sigma=1.0,
         clip_norm=1.0,
+        mechanism="gradient",
+        row_norm_bound=1.0,
+        weight_norm_bound=None,
         alpha=1e-4,
         fit_intercept=True,
         batch_size="auto",
@@ -139,6 +142,9 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.delta = delta
         self.sigma = sigma
         self.clip_norm = clip_norm
+        self.mechanism = mechanism
+        self.row_norm_bound = row_norm_bound
+        self.weight_norm_bound = weight_norm_bound
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.batch_size = batch_size

@@ -47,7 +47,7 @@ __all__ = ["DPRandomizedSearch"]
 _MECHANISM_PARAMETERS = frozenset({
     "epsilon", "delta", "batch_size", "max_iter", "neighboring", "accountant",
     "public_n_samples", "reproducible", "ledger", "random_state", "noise_schedule",
-    "noise_decay",
+    "noise_decay", "mechanism",
 })
 # Scores that are means of a bounded per-row value: (per-row function,
 # whether it needs score_bound). The released score is the sum over the
@@ -470,6 +470,11 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         """
         validate_parameters(self)
         final, prefix = _final_estimator(self.estimator)
+        if final.mechanism != "gradient":
+            # The trials' noise is calibrated jointly as gradient perturbation.
+            raise ValueError(
+                f"DPRandomizedSearch calibrates gradient perturbation trials; "
+                f"mechanism={final.mechanism!r} cannot be searched with it.")
         spaces = self._check_search_space(final, prefix)
         scoring, score_range = self._scoring(final)
         ledger = self.ledger if self.ledger is not None else final.ledger

@@ -11,6 +11,9 @@ ESTIMATORS = [
     DPLSSGDClassifier(loss="hinge", sigma=0.0, random_state=0, reproducible=True),
     DPLSSGDRegressor(random_state=0, reproducible=True),
     DPLSSGDRegressor(loss="huber", random_state=0, reproducible=True),
+    DPLSSGDClassifier(mechanism="output", alpha=0.01, random_state=0, reproducible=True),
+    DPLSSGDRegressor(loss="huber", mechanism="output", alpha=0.01, random_state=0,
+                     reproducible=True),
 ]
 
 # Every expected failure is listed with its reason.

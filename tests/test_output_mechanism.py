@@ -1,0 +1,180 @@
+"""``mechanism="output"`` on the estimators: planning, accounting, refusals, the release."""
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting import pld as dp_pld
+
+from sklearn_dplssgd import (
+    DPLSSGDClassifier,
+    DPLSSGDRegressor,
+    DPRandomizedSearch,
+    PrivacyBudgetExceededError,
+    PrivacyLedger,
+    PrivacyLeakWarning,
+)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+def _classification(n=600, d=5, n_classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, d))
+    y = rng.integers(n_classes, size=n)
+    X = centres[y] + 0.5 * rng.normal(size=(n, d))
+    return X / np.sqrt(d), y
+
+
+def _regression(n=600, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
+    y = X @ np.array([1.0, -0.5, 0.25, 0.0])[:d] + 0.05 * rng.normal(size=n)
+    return X, y
+
+
+def _pld_epsilon(event, delta):
+    accountant = dp_pld.PLDAccountant(
+        dp_accounting.NeighboringRelation.REPLACE_ONE, value_discretization_interval=1e-4)
+    return accountant.compose(event).get_epsilon(delta)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_release_is_accounted_from_its_event(n_classes):
+    X, y = _classification(n_classes=n_classes)
+    clf = DPLSSGDClassifier(mechanism="output", alpha=0.05, epsilon=1.0, classes=range(n_classes),
+                            max_iter=3).fit(X, y)
+    z = clf.noise_multiplier_
+    assert clf.dp_event_ == dp_accounting.GaussianDpEvent(2 * z)
+    assert clf.neighboring_ == "replace_one" and math.isnan(clf.sample_rate_)
+    np.testing.assert_array_equal(clf.noise_multipliers_, [z])
+    recomputed = _pld_epsilon(clf.dp_event_, clf.delta_)
+    assert clf.epsilon_ <= 1.0
+    assert recomputed == pytest.approx(clf.epsilon_, rel=2e-3)
+    # Barely less noise would not meet the target (the calibration is tight).
+    assert _pld_epsilon(dp_accounting.GaussianDpEvent(2 * z * 0.99), clf.delta_) > 1.0
+    assert clf.output_sensitivity_ > 0 and clf.coef_.shape == (
+        (1, 5) if n_classes == 2 else (n_classes, 5))
+    assert clf.n_steps_ == 3 * (600 // clf.batch_size_)
+
+
+def test_the_noise_on_the_weights_has_the_planned_scale():
+    # Same seed: the same permutation and the same noise-free weights, so the
+    # difference of a noisy and a noise-free fit is the noise alone.
+    X, y = _classification(n=2000, d=40, n_classes=10, seed=1)
+    common = dict(mechanism="output", alpha=0.05, classes=range(10), max_iter=2,
+                  random_state=3, reproducible=True)
+    noisy = DPLSSGDClassifier(epsilon=1.0, **common).fit(X, y)
+    exact = DPLSSGDClassifier(epsilon=math.inf, **common).fit(X, y)
+    assert exact.output_sensitivity_ == noisy.output_sensitivity_
+    noise = np.concatenate([(noisy.coef_ - exact.coef_).ravel(),
+                            noisy.intercept_ - exact.intercept_])
+    expected_std = noisy.noise_multiplier_ * noisy.output_sensitivity_
+    # 410 draws: the sample std is within 10 % of the truth with overwhelming probability.
+    assert np.std(noise) == pytest.approx(expected_std, rel=0.1)
+    assert abs(np.mean(noise)) < 4 * expected_std / math.sqrt(noise.size)
+    # reproducible: nothing is claimed, yet the noise is the calibrated one.
+    assert noisy.epsilon_ == math.inf and noisy.dp_event_ == dp_accounting.NonPrivateDpEvent()
+
+
+def test_noise_free_output_fit_learns_and_noise_costs_accuracy():
+    X, y = _classification(n=3000, d=5, n_classes=3, seed=2)
+    exact = DPLSSGDClassifier(mechanism="output", alpha=0.01, epsilon=math.inf, classes=range(3),
+                              max_iter=5, random_state=0, reproducible=True).fit(X, y)
+    assert exact.score(X, y) > 0.9
+    assert exact.epsilon_ == math.inf and exact.noise_multiplier_ == 0
+
+
+def test_regressors_huber_and_bounded_squared_error():
+    X, y = _regression()
+    huber = DPLSSGDRegressor(loss="huber", loss_threshold=1.0, mechanism="output", alpha=0.05,
+                             epsilon=math.inf, max_iter=20, random_state=0,
+                             reproducible=True).fit(X, y)
+    assert huber.score(X, y) > 0.5
+    squared = DPLSSGDRegressor(mechanism="output", alpha=0.05, epsilon=2.0,
+                               target_bounds=(-2, 2), weight_norm_bound=3.0,
+                               max_iter=5).fit(X, y)
+    assert squared.dp_event_ == dp_accounting.GaussianDpEvent(2 * squared.noise_multiplier_)
+    assert np.isfinite(squared.predict(X)).all()
+    exact = DPLSSGDRegressor(mechanism="output", alpha=0.01, epsilon=math.inf,
+                             target_bounds=(-2, 2), weight_norm_bound=10.0, max_iter=50,
+                             random_state=0, reproducible=True).fit(X, y)
+    # Predictions come back in the target's units.
+    assert exact.score(X, y) > 0.5
+
+
+def test_the_ledger_is_charged_with_the_output_event():
+    X, y = _classification()
+    ledger = PrivacyLedger(max_epsilon=1.2)
+    clf = DPLSSGDClassifier(mechanism="output", alpha=0.05, epsilon=1.0, classes=range(3),
+                            ledger=ledger, max_iter=1).fit(X, y)
+    assert [record["dp_event"] for record in ledger.records] == [clf.dp_event_]
+    with pytest.raises(PrivacyBudgetExceededError, match="max_epsilon"):
+        DPLSSGDClassifier(mechanism="output", alpha=0.05, epsilon=1.0, classes=range(3),
+                          ledger=ledger, max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator, match", [
+    (DPLSSGDClassifier(loss="hinge", mechanism="output", alpha=0.1), "smooth loss"),
+    (DPLSSGDRegressor(loss="epsilon_insensitive", mechanism="output", alpha=0.1), "smooth loss"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.0), "alpha > 0"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, neighboring="add_remove",
+                       public_n_samples=100), "replace_one"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, public_n_samples=100), "public_n_samples"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, accountant="rdp"), "PLD"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, learning_rate="inverse_time"),
+     "learning_rate='constant'"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, optimizer="adam"), "optimizer='sgd'"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, noise_schedule="exponential"),
+     "noise_schedule='constant'"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, noise_schedule=[1.0, 0.5]),
+     "noise_schedule='constant'"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, average=True), "last iterate"),
+    (DPLSSGDRegressor(mechanism="output", alpha=0.1), "weight_norm_bound"),
+    (DPLSSGDRegressor(mechanism="output", alpha=0.1, weight_norm_bound=1.0), "target_bounds"),
+    (DPLSSGDRegressor(loss="huber", mechanism="output", alpha=0.1, weight_norm_bound=1.0),
+     "weight_norm_bound is only used"),
+    (DPLSSGDRegressor(weight_norm_bound=1.0), "mechanism='output' only"),
+    (DPLSSGDRegressor(loss="huber", loss_threshold=0.0, mechanism="output", alpha=0.1),
+     "loss_threshold"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.01, eta0=50.0), "too large"),
+    (DPLSSGDClassifier(mechanism="output", alpha=0.1, row_norm_bound=math.inf),
+     "row_norm_bound"),
+    (DPLSSGDClassifier(mechanism="outputs"), "mechanism"),
+])
+def test_settings_output_perturbation_cannot_honour_are_refused(estimator, match):
+    X, y = _regression() if isinstance(estimator, DPLSSGDRegressor) else _classification()
+    ledger = PrivacyLedger()
+    estimator.set_params(ledger=ledger)
+    with pytest.raises(ValueError, match=match):
+        estimator.fit(X, y)
+    # Refused before anything was released.
+    assert not ledger.records
+
+
+def test_the_private_search_refuses_output_trials():
+    X, y = _classification()
+    search = DPRandomizedSearch(
+        DPLSSGDClassifier(mechanism="output", alpha=0.1, classes=range(3)),
+        {"sigma": [0.0, 1.0]}, epsilon=1.0, delta=1e-5, n_trials=2)
+    with pytest.raises(ValueError, match="mechanism='output' cannot be searched"):
+        search.fit(X, y)
+
+
+def test_user_data_is_not_modified():
+    X, y = _classification()
+    X32 = (X * 10).astype(np.float32)  # rows far beyond row_norm_bound
+    before_X, before_y = X32.copy(), y.copy()
+    clf = DPLSSGDClassifier(mechanism="output", alpha=0.05, classes=range(3), max_iter=1)
+    clf.fit(X32, y)
+    np.testing.assert_array_equal(X32, before_X)
+    np.testing.assert_array_equal(y, before_y)
+    assert clf.coef_.dtype == np.float32
