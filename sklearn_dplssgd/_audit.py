@@ -25,6 +25,8 @@ from sklearn.base import clone, is_classifier
 
 from ._base import BaseDPLSSGD
 from ._mechanism import GradientPerturbation
+from ._output_perturbation import OutputPerturbation, smoothness_constants
+from ._schedules import noise_schedule_blocks
 from ._validation import PrivacyLeakWarning
 from ._losses import loss_code, loss_derivative_reference
 from ._defaults import nominal_batch_size
@@ -470,7 +472,13 @@ class AuditResult:
             f"Privacy audit of {subject}: {self.n_runs} runs without and {self.n_runs} "
             f"with the canary, {self.confidence:.0%} confidence",
         ]
-        if self.noise_multiplier is not None:
+        if self.noise_multiplier is not None and math.isnan(self.sample_rate):
+            lines.append(
+                f"  mechanism:            output perturbation, noise multiplier "
+                f"{self.noise_multiplier:.4g} (times the sensitivity), {self.n_steps} "
+                "noise-free steps"
+            )
+        elif self.noise_multiplier is not None:
             lines.append(
                 f"  mechanism:            noise multiplier {self.noise_multiplier:.4g}, "
                 f"sample rate {self.sample_rate:.4g}, {self.n_steps} steps"
@@ -689,7 +697,8 @@ def canary_score(model, x_canary, y_canary):
     training on the canary raises it: ``c . (W A_sigma u)`` with ``u`` the
     canary's unit feature vector, ``A_sigma`` the Laplacian of the model's
     smoothing and ``c`` the direction the canary's gradient pushes the
-    outputs at zero weights.
+    outputs at zero weights. For ``mechanism="output"`` (no smoothing) it is
+    ``c . (W u)``: the released weights themselves.
 
     Parameters
     ----------
@@ -706,7 +715,16 @@ def canary_score(model, x_canary, y_canary):
     classes = getattr(model, "classes_", None)
     x_canary = np.asarray(x_canary, dtype=np.float64)
     direction, push, _, _ = _canary_direction(model, x_canary, y_canary, classes)
-    return _CanaryStatistic(direction, push, float(model.sigma))(model)
+    return _CanaryStatistic(direction, push, _smoothing_strength(model))(model)
+
+
+def _smoothing_strength(estimator):
+    """The sigma of the smoothing applied to the noisy steps (none for output perturbation).
+
+    Output perturbation adds its noise to the final weights directly, so the
+    canary's coordinate is read from the released weights as they are.
+    """
+    return 0.0 if estimator.mechanism == "output" else float(estimator.sigma)
 
 
 # ---------------------------------------------------------------------------
@@ -806,6 +824,31 @@ def _regression_canary(model, scale):
     return magnitude, target
 
 
+def _output_canary(estimator, direction, label):
+    """Canary for output perturbation: at the row norm bound, saturating the loss.
+
+    Longer rows are clipped to ``row_norm_bound``, so the canary sits on it.
+    A regression canary's target lies beyond any prediction of the
+    noise-free weights, which stay within ``2 R / mu`` of zero (the penalised
+    minimiser is within ``R / mu``, and the descent from zero contracts
+    towards it): Huber's derivative then stays clipped at its threshold, the
+    worst case of the sensitivity bound.
+    """
+    magnitude = float(estimator.row_norm_bound)
+    if is_classifier(estimator):
+        return magnitude * direction, label
+    if estimator.loss == "huber":
+        constants = smoothness_constants(
+            "huber", 1, magnitude, float(estimator.alpha), bool(estimator.fit_intercept),
+            loss_threshold=float(estimator.loss_threshold))
+        reach = 2.0 * constants.gradient_bound / constants.strong_convexity * (magnitude + 1.0)
+        target = _TARGET_HEADROOM * (reach + float(estimator.loss_threshold) + 1.0)
+    else:
+        # squared_error: the targets are clipped to target_bounds anyway.
+        target = float(estimator.target_bounds[1])
+    return magnitude * direction, target
+
+
 def _auto_canary(estimator, X, y, classes):
     """Canary for ``estimator`` on background ``(X, y)``: direction, size, label."""
     direction = _quietest_direction(X)
@@ -813,6 +856,8 @@ def _auto_canary(estimator, X, y, classes):
         label = classes[-1]
     else:
         label = 1.0
+    if estimator.mechanism == "output":
+        return _output_canary(estimator, direction, label)
     # One fit with a unit canary gives the data-free quantities (z, q, T)
     # that the canary's size is tuned to; they do not depend on the size.
     reference = _seeded_fit(estimator, 0, np.vstack([X, direction]), _append(y, label))
@@ -888,13 +933,22 @@ def _claimed_epsilon(estimator, model, n_rows):
     """The epsilon a non-reproducible fit of ``model``'s mechanism reports.
 
     The audit's own fits are seeded (``epsilon_`` is then ``inf``); the
-    claim is what the same configuration states when fitted privately.
+    claim is what the same configuration states when fitted privately,
+    recomputed from the configuration and the public settings the fit
+    reports (its sensitivity and noise for output perturbation, its sample
+    rate, steps and noise schedule for gradient perturbation).
     """
+    if estimator.mechanism == "output":
+        mechanism = OutputPerturbation(sensitivity=model.output_sensitivity_,
+                                       noise_multiplier=model.noise_multiplier_)
+        return mechanism.epsilon(model.delta_)
+    schedule = noise_schedule_blocks(estimator.noise_schedule, float(estimator.noise_decay),
+                                     model.n_steps_, model.n_iter_)
     _, calibration = GradientPerturbation.calibrated(
         estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,
         n_steps=model.n_steps_, accountant=estimator.accountant,
         neighboring=model.neighboring_, clip_norm=float(estimator.clip_norm),
-        n_samples=estimator._accounted_n_samples(n_rows),
+        n_samples=estimator._accounted_n_samples(n_rows), noise_schedule=schedule,
     )
     return calibration.epsilon
 
@@ -1020,7 +1074,7 @@ def audit_epsilon(
         if x_canary.shape != (X.shape[1],):
             raise ValueError(f"x_canary must have shape ({X.shape[1]},); got {x_canary.shape}.")
     direction, push, _, _ = _canary_direction(estimator, x_canary, y_canary, classes)
-    statistic = _CanaryStatistic(direction, push, float(estimator.sigma))
+    statistic = _CanaryStatistic(direction, push, _smoothing_strength(estimator))
     X_with = np.ascontiguousarray(np.vstack([X, x_canary.astype(X.dtype)]))
     y_with = _append(y, y_canary)
     if estimator.neighboring == "replace_one":

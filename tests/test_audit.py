@@ -24,10 +24,11 @@ import warnings
 import numpy as np
 import pytest
 from dp_accounting import gaussian_mechanism
+from sklearn.base import clone
 from scipy import stats
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd import _mechanism, _sgd
+from sklearn_dplssgd import _mechanism, _output_perturbation, _sgd
 from sklearn_dplssgd.audit import (
     AuditResult,
     audit_epsilon,
@@ -393,6 +394,77 @@ def test_batch_clipping_is_caught(monkeypatch):
 # ---------------------------------------------------------------------------
 # The audit's interface
 # ---------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------
+# The other mechanisms: noise schedules and output perturbation
+# ---------------------------------------------------------------------------
+
+
+def test_a_noise_schedule_is_audited_and_its_scale_off_by_two_is_caught(monkeypatch):
+    # Full batches, replace-one: the mechanism is exactly Gaussian with
+    # mu = 2 sqrt(sum_t 1 / z_t^2). The broken trainer draws every step's
+    # noise at half the calibrated schedule (the claim is unchanged).
+    # Two blocks, at levels 1 and 0.8 (a final-weights statistic sums the
+    # steps' noise with equal weights: it loses little to mild schedules).
+    estimator = _tiny_regressor(neighboring="replace_one", epsilon=3.0,
+                                noise_schedule=[1.0, 0.8])
+    correct = audit_epsilon(estimator, n_runs=1000, random_state=12)
+    # A private fit on 20 rows (one full batch), for its event: with sample
+    # rate 1 each block is SelfComposedDpEvent(GaussianDpEvent(z_k), T_k).
+    fitted = clone(estimator).fit(*make_canary_dataset(20, 5, task="regression",
+                                                       random_state=0)[:2])
+    blocks = fitted.dp_event_.events
+    blocks = [(block.count, block.event.noise_multiplier) for block in blocks]
+    assert [z for _, z in blocks] == pytest.approx(list(fitted.noise_multipliers_))
+    mechanism_mu = 2 * math.sqrt(sum(count / z**2 for count, z in blocks))
+    assert len(fitted.noise_multipliers_) == 2 and correct.claimed_epsilon <= 3.0
+    assert correct.mu_lower_bound < mechanism_mu
+    assert correct.epsilon_from_mu < correct.claimed_epsilon and not correct.claim_refuted
+    real = _mechanism.GradientPerturbation.step_noise_multipliers
+    monkeypatch.setattr(_mechanism.GradientPerturbation, "step_noise_multipliers",
+                        lambda self: real(self) / 2.0)
+    broken = audit_epsilon(estimator, n_runs=1000, random_state=12)
+    assert broken.claimed_epsilon == pytest.approx(correct.claimed_epsilon, rel=1e-9)
+    # (Seeds 1 to 3 give correct / broken mu bounds 0.38 / 0.88, 0.34 / 0.98,
+    # 0.26 / 0.88, and broken epsilon_from_mu 3.8 to 4.3 against the claim 3.)
+    assert broken.mu_lower_bound > correct.mu_lower_bound + 0.4
+    assert broken.epsilon_from_mu > broken.claimed_epsilon
+
+
+def _output_regressor(**params):
+    # One full batch of 20 rows without an intercept: the canary, alone on a
+    # zero feature with a far target, is the worst case of Proposition 2, so
+    # the two releases differ by exactly the sensitivity after enough passes.
+    settings = dict(loss="huber", loss_threshold=1.0, mechanism="output", alpha=0.1,
+                    fit_intercept=False, batch_size=20, epsilon=3.0)
+    return DPLSSGDRegressor(**{**settings, **params})
+
+
+def test_output_perturbation_is_audited_and_a_halved_sensitivity_is_caught(monkeypatch):
+    estimator = _output_regressor()
+    correct = audit_epsilon(estimator, n_runs=800, random_state=13)
+    assert math.isnan(correct.sample_rate) and "output perturbation" in str(correct)
+    # The release is the Gaussian mechanism of sensitivity Delta and std z Delta.
+    mechanism_mu = 1.0 / correct.noise_multiplier
+    assert correct.claimed_epsilon <= 3.0
+    assert 0.6 * mechanism_mu < correct.mu_lower_bound < mechanism_mu
+    assert not correct.claim_refuted and correct.epsilon_from_mu < correct.claimed_epsilon
+    real = _output_perturbation.sensitivity
+    monkeypatch.setattr(_output_perturbation, "sensitivity",
+                        lambda *args: real(*args) / 2.0)
+    broken = audit_epsilon(estimator, n_runs=800, random_state=13)
+    assert broken.claimed_epsilon == pytest.approx(correct.claimed_epsilon, rel=1e-9)
+    assert broken.mu_lower_bound > mechanism_mu
+    assert broken.epsilon_from_mu > 1.2 * broken.claimed_epsilon
+
+
+def test_output_perturbation_classifier_stays_below_its_claim():
+    estimator = DPLSSGDClassifier(mechanism="output", alpha=0.1, classes=[0, 1], batch_size=20,
+                                  epsilon=1.0)
+    result = audit_epsilon(estimator, n_runs=400, random_state=14)
+    assert result.claimed_epsilon <= 1.0 and not result.claim_refuted
+    assert result.epsilon_from_mu < result.claimed_epsilon
 
 
 def test_audit_is_reproducible_and_uses_distinct_seeds():
