@@ -90,3 +90,13 @@ def test_bench_search_quick(tmp_path):
     text = (tmp_path / "search.md").read_text()
     assert "DPRandomizedSearch" in text and "breast cancer" in text
     assert "tuned on the TEST set (not private)" in text
+
+
+@pytest.mark.skipif(not _mnist_present(), reason="MNIST t10k files not in ../shared/data")
+def test_bench_mechanisms_quick(tmp_path):
+    _run("bench_mechanisms.py", tmp_path)
+    text = (tmp_path / "mechanisms.md").read_text()
+    for fragment in ("| adam | step 0.5 |", "| momentum | constant |",
+                     "| breast cancer | output, alpha=0.01 |", "| digits | gradient |",
+                     "Which wins"):
+        assert fragment in text
