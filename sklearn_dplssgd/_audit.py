@@ -28,7 +28,7 @@ from ._mechanism import GradientPerturbation
 from ._output_perturbation import OutputPerturbation, smoothness_constants
 from ._schedules import noise_schedule_blocks
 from ._validation import PrivacyLeakWarning
-from ._losses import loss_code, loss_derivative_reference
+from ._losses import LOSSES, loss_code, loss_derivative_reference
 from ._defaults import nominal_batch_size
 from ._sgd import learning_rate_schedule
 from ._smoothing import smoothing_eigenvalues
@@ -657,7 +657,7 @@ def _canary_direction(estimator, x_canary, y_canary, classes):
     y_encoded, n_outputs = probe_model._encode_targets(np.asarray([y_canary]))
     code = loss_code(estimator.loss, n_outputs)
     residual = loss_derivative_reference(
-        code, np.zeros((1, n_outputs)), y_encoded, float(getattr(estimator, "loss_threshold", 0.0))
+        code, np.zeros((1, n_outputs)), y_encoded, LOSSES[estimator.loss].threshold(estimator)
     )[0]
     push = -residual
     if not np.linalg.norm(push) > 0:

@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._losses import loss_code, loss_derivative_reference
+from ._losses import LOSSES, SMOOTH_LOSSES, loss_code, loss_derivative_reference
 from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration
 from ._defaults import (
     AUTO,
@@ -25,7 +25,6 @@ from ._ledger import PrivacyLedger
 from ._mechanism import GradientPerturbation
 from ._optimizers import OPTIMIZERS
 from ._output_perturbation import (
-    SMOOTH_LOSSES,
     default_passes,
     plan_output_perturbation,
     release_output_perturbation,
@@ -764,7 +763,7 @@ class BaseDPLSSGD(BaseEstimator):
         with np.errstate(all="ignore"):
             residuals = loss_derivative_reference(
                 code, np.zeros((X.shape[0], n_outputs)), y_encoded,
-                float(getattr(self, "loss_threshold", 0.0)))
+                LOSSES[self.loss].threshold(self))
             row_norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64)
                                 + float(bool(self.fit_intercept)))
             norms = np.linalg.norm(residuals, axis=1) * row_norms
@@ -852,7 +851,7 @@ class BaseDPLSSGD(BaseEstimator):
             y_encoded,
             n_outputs,
             loss_code=loss_code(self.loss, n_outputs),
-            loss_threshold=float(getattr(self, "loss_threshold", 0.0)),
+            loss_threshold=LOSSES[self.loss].threshold(self),
             fit_intercept=bool(self.fit_intercept),
             clip_norm=float(self.clip_norm),
             noise_multiplier=mechanism.step_noise_multipliers(),
@@ -924,7 +923,8 @@ class BaseDPLSSGD(BaseEstimator):
             # Every batch has exactly b <= n rows (Lemma 2 of seed 004).
             batch_size=None if self.batch_size == AUTO else min(int(self.batch_size), n_samples),
             eta=None if self.eta0 == AUTO else float(self.eta0),
-            loss_threshold=float(self.loss_threshold) if self.loss == "huber" else None,
+            loss_threshold=(LOSSES[self.loss].threshold(self)
+                            if LOSSES[self.loss].uses_threshold else None),
             weight_norm_bound=self.weight_norm_bound if squared_error else None,
             # The regressor maps targets in target_bounds to [-1, 1].
             target_bound=1.0 if squared_error else None,

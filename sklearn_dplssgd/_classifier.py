@@ -10,7 +10,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._base import BaseDPLSSGD, fill_parameter_docs
-from ._losses import CLASSIFICATION_LOSSES
+from ._losses import CLASSIFICATION_LOSSES, LOSSES
 from ._validation import Options, PrivacyLeakWarning, warn_once
 
 __all__ = ["DPLSSGDClassifier"]
@@ -246,9 +246,8 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         indices = np.searchsorted(classes, y).astype(np.float64)
         if len(classes) > 2:
             return indices, len(classes)
-        if self.loss == "hinge":
-            return 2.0 * indices - 1.0, 1
-        return indices, 1
+        negative, positive = LOSSES[self.loss].binary_targets
+        return np.where(indices > 0, positive, negative), 1
 
     def fit(self, X, y):
         """Train the model with (epsilon, delta)-differential privacy.

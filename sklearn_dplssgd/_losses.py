@@ -1,10 +1,18 @@
-"""Loss codes and a plain NumPy reference implementation (the test oracle).
+"""The losses: one registry entry each, and a plain NumPy reference (the test oracle).
 
-The compiled kernels in :mod:`sklearn_dplssgd._kernels` see a loss only as an
-integer code. This module maps loss names to codes and holds, for every loss,
-the derivative ``r = d loss / d z`` with respect to the margins ``z`` written
-in plain vectorised NumPy. The tests compare the Numba kernels with
-:func:`clipped_gradient_sum_reference` built from these functions.
+Everything the library knows about a loss is in its :class:`Loss` entry of
+:data:`LOSSES`: its task, its kernel codes (one output, several outputs), how
+two classes are encoded, its parameter (the threshold of Huber and
+epsilon-insensitive, read from the estimator's ``loss_threshold``), and, for
+the smooth losses, the gradient bound and smoothness constants output
+perturbation needs. The compiled kernels in :mod:`sklearn_dplssgd._kernels`
+see a loss only as its integer code and its parameter; this module also holds,
+for every code, the derivative ``r = d loss / d z`` with respect to the
+margins ``z`` written in plain vectorised NumPy. The tests compare the Numba
+kernels with :func:`clipped_gradient_sum_reference` built from these
+functions. Adding a loss: its entry here, its branch in
+``_kernels._residual`` and in the two reference functions below, and their
+tests.
 
 Target encodings (prepared in Python before training):
 
@@ -14,10 +22,18 @@ Target encodings (prepared in Python before training):
 - regression losses: ``y`` is the target value.
 """
 
+import dataclasses
+import math
+import typing
+
 import numpy as np
 from scipy.special import expit, softmax
 
 __all__ = [
+    "LOSSES",
+    "Loss",
+    "NON_SMOOTH_LOSSES",
+    "SMOOTH_LOSSES",
     "LOG_LOSS_BINARY",
     "LOG_LOSS_MULTINOMIAL",
     "HINGE_BINARY",
@@ -41,8 +57,93 @@ SQUARED_ERROR = 4
 HUBER = 5
 EPSILON_INSENSITIVE = 6
 
-CLASSIFICATION_LOSSES = ("log_loss", "hinge")
-REGRESSION_LOSSES = ("squared_error", "huber", "epsilon_insensitive")
+
+def _log_loss_constants(x_norm, n_outputs, threshold, weight_norm_bound, target_bound):
+    # |sigmoid(z) - y| <= 1 and sigmoid' <= 1/4; ||softmax(z) - onehot(y)||^2
+    # <= 2 (1 - p_y)^2 <= 2 and the softmax Hessian diag(p) - p p^T has
+    # eigenvalues at most 1/2.
+    if n_outputs == 1:
+        return x_norm, x_norm**2 / 4.0
+    return math.sqrt(2.0) * x_norm, x_norm**2 / 2.0
+
+
+def _huber_constants(x_norm, n_outputs, threshold, weight_norm_bound, target_bound):
+    # The derivative is clipped to [-h, h]; the curvature is at most 1.
+    return threshold * x_norm, x_norm**2
+
+
+def _squared_error_constants(x_norm, n_outputs, threshold, weight_norm_bound, target_bound):
+    # The residual w . x - y is at most W X + Y while ||(W, b)|| <= W and |y| <= Y.
+    return (weight_norm_bound * x_norm + target_bound) * x_norm, x_norm**2
+
+
+@dataclasses.dataclass(frozen=True)
+class Loss:
+    """One loss, as every part of the library sees it.
+
+    Attributes
+    ----------
+    name : str
+        The estimators' ``loss`` value.
+    task : {"classification", "regression"}
+    code : int
+        Kernel code with one output (binary classification, regression).
+    multiclass_code : int or None
+        Kernel code with K > 1 outputs (multinomial, Crammer-Singer).
+    binary_targets : tuple of two floats or None
+        How a classifier encodes its two classes for this loss.
+    uses_threshold : bool
+        Whether the loss has the parameter ``loss_threshold`` (its kink).
+    constants : callable or None
+        For a smooth loss, ``(x_norm, n_outputs, threshold, weight_norm_bound,
+        target_bound) -> (R, L_loss)``: a bound on one row's loss gradient and
+        on the curvature of its loss, for rows of norm at most ``x_norm``
+        (output perturbation adds ``alpha`` to L). None for a loss that is not
+        smooth (its derivative jumps).
+    """
+
+    name: str
+    task: str
+    code: int
+    multiclass_code: typing.Optional[int] = None
+    binary_targets: typing.Optional[tuple] = None
+    uses_threshold: bool = False
+    constants: typing.Optional[typing.Callable] = None
+
+    @property
+    def smooth(self):
+        """Whether the loss has a Lipschitz derivative (output perturbation needs it)."""
+        return self.constants is not None
+
+    def kernel_code(self, n_outputs=1):
+        """The kernels' code for a model with ``n_outputs`` outputs."""
+        if n_outputs > 1 and self.multiclass_code is not None:
+            return self.multiclass_code
+        return self.code
+
+    def threshold(self, estimator):
+        """The loss's parameter as the kernels take it (0 for a loss without one)."""
+        return float(estimator.loss_threshold) if self.uses_threshold else 0.0
+
+
+LOSSES = {
+    loss.name: loss
+    for loss in (
+        Loss("log_loss", "classification", LOG_LOSS_BINARY, LOG_LOSS_MULTINOMIAL,
+             binary_targets=(0.0, 1.0), constants=_log_loss_constants),
+        Loss("hinge", "classification", HINGE_BINARY, HINGE_CRAMMER_SINGER,
+             binary_targets=(-1.0, 1.0)),
+        Loss("squared_error", "regression", SQUARED_ERROR,
+             constants=_squared_error_constants),
+        Loss("huber", "regression", HUBER, uses_threshold=True, constants=_huber_constants),
+        Loss("epsilon_insensitive", "regression", EPSILON_INSENSITIVE, uses_threshold=True),
+    )
+}
+CLASSIFICATION_LOSSES = tuple(name for name, loss in LOSSES.items()
+                              if loss.task == "classification")
+REGRESSION_LOSSES = tuple(name for name, loss in LOSSES.items() if loss.task == "regression")
+SMOOTH_LOSSES = tuple(name for name, loss in LOSSES.items() if loss.smooth)
+NON_SMOOTH_LOSSES = tuple(name for name, loss in LOSSES.items() if not loss.smooth)
 
 
 def loss_code(loss, n_outputs=1):
@@ -51,7 +152,7 @@ def loss_code(loss, n_outputs=1):
     Parameters
     ----------
     loss : str
-        One of ``CLASSIFICATION_LOSSES`` or ``REGRESSION_LOSSES``.
+        A key of :data:`LOSSES`.
     n_outputs : int, default=1
         Number of model outputs ``K``; a classification loss with ``K > 1``
         is the multinomial (log_loss) or Crammer-Singer (hinge) loss.
@@ -60,17 +161,9 @@ def loss_code(loss, n_outputs=1):
     -------
     code : int
     """
-    multiclass = n_outputs > 1
-    codes = {
-        "log_loss": LOG_LOSS_MULTINOMIAL if multiclass else LOG_LOSS_BINARY,
-        "hinge": HINGE_CRAMMER_SINGER if multiclass else HINGE_BINARY,
-        "squared_error": SQUARED_ERROR,
-        "huber": HUBER,
-        "epsilon_insensitive": EPSILON_INSENSITIVE,
-    }
-    if loss not in codes:
-        raise ValueError(f"Unknown loss {loss!r}; expected one of {sorted(codes)}.")
-    return codes[loss]
+    if loss not in LOSSES:
+        raise ValueError(f"Unknown loss {loss!r}; expected one of {sorted(LOSSES)}.")
+    return LOSSES[loss].kernel_code(n_outputs)
 
 
 def loss_derivative_reference(code, margins, y, threshold=0.0):

@@ -35,7 +35,13 @@ import numpy as np
 
 from ._accounting import PrivacyCalibration, event_epsilon, smallest_noise_for
 from ._kernels import compute_row_norms
-from ._losses import loss_code, loss_derivative_reference
+from ._losses import (
+    LOSSES,
+    NON_SMOOTH_LOSSES,
+    SMOOTH_LOSSES,
+    loss_code,
+    loss_derivative_reference,
+)
 from ._mechanism import Mechanism
 from ._sgd import _blas_controller
 
@@ -58,8 +64,6 @@ __all__ = [
     "train_output_perturbation",
 ]
 
-SMOOTH_LOSSES = ("log_loss", "huber", "squared_error")
-NON_SMOOTH_LOSSES = ("hinge", "epsilon_insensitive")
 
 # The only adjacency Proposition 2 bounds: the two data sets have the same
 # rows but one, so the same permutation cuts them into the same batches.
@@ -215,29 +219,25 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
         raise ValueError(
             f"loss={loss!r} has one output (the library's regression losses are "
             f"single-target); got n_outputs={n_outputs}.")
-    # The intercept is the weight of a constant feature 1.
-    x = math.sqrt(row_norm_bound**2 + 1.0) if fit_intercept else row_norm_bound
-
-    if loss == "log_loss":
-        if n_outputs == 1:
-            return SmoothnessConstants(x, x**2 / 4.0 + alpha, alpha)
-        return SmoothnessConstants(math.sqrt(2.0) * x, x**2 / 2.0 + alpha, alpha)
     if loss == "huber":
         if loss_threshold is None:
             raise ValueError("loss='huber' needs loss_threshold (the threshold h > 0).")
-        h = _positive_finite(loss_threshold, "loss_threshold")
-        return SmoothnessConstants(h * x, x**2 + alpha, alpha)
-    # squared_error
-    if weight_norm_bound is None or target_bound is None:
-        raise ValueError(
-            "loss='squared_error' needs weight_norm_bound (W) and target_bound (Y): "
-            "its gradient (w . x - y) x is unbounded unless the weights are "
-            "projected onto a ball of public radius W and the targets clipped to "
-            "|y| <= Y; then R = (W X + Y) X."
-        )
-    w = _positive_finite(weight_norm_bound, "weight_norm_bound")
-    y = _positive_finite(target_bound, "target_bound")
-    return SmoothnessConstants((w * x + y) * x, x**2 + alpha, alpha)
+        loss_threshold = _positive_finite(loss_threshold, "loss_threshold")
+    if loss == "squared_error":
+        if weight_norm_bound is None or target_bound is None:
+            raise ValueError(
+                "loss='squared_error' needs weight_norm_bound (W) and target_bound (Y): "
+                "its gradient (w . x - y) x is unbounded unless the weights are "
+                "projected onto a ball of public radius W and the targets clipped to "
+                "|y| <= Y; then R = (W X + Y) X."
+            )
+        weight_norm_bound = _positive_finite(weight_norm_bound, "weight_norm_bound")
+        target_bound = _positive_finite(target_bound, "target_bound")
+    # The intercept is the weight of a constant feature 1.
+    x = math.sqrt(row_norm_bound**2 + 1.0) if fit_intercept else row_norm_bound
+    gradient_bound, loss_smoothness = LOSSES[loss].constants(
+        x, n_outputs, loss_threshold, weight_norm_bound, target_bound)
+    return SmoothnessConstants(gradient_bound, loss_smoothness + alpha, alpha)
 
 
 # --------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from sklearn_dplssgd._losses import (
     HUBER,
     LOG_LOSS_BINARY,
     LOG_LOSS_MULTINOMIAL,
+    LOSSES,
     SQUARED_ERROR,
     clipped_gradient_sum_reference,
     loss_code,
@@ -25,16 +26,17 @@ from sklearn_dplssgd._losses import (
 )
 from sklearn_dplssgd._smoothing import apply_smoothing, smoothing_eigenvalues
 
-# (code, K): every loss, binary/regression with one output, multiclass with 4.
-CASES = [
-    (LOG_LOSS_BINARY, 1),
-    (LOG_LOSS_MULTINOMIAL, 4),
-    (HINGE_BINARY, 1),
-    (HINGE_CRAMMER_SINGER, 4),
-    (SQUARED_ERROR, 1),
-    (HUBER, 1),
-    (EPSILON_INSENSITIVE, 1),
-]
+# (code, K): every loss of the registry, with one output (binary
+# classification, regression) and, where it has one, its multiclass code
+# with 4 outputs: a loss added to LOSSES is checked against the oracle here.
+CASES = [(loss.code, 1) for loss in LOSSES.values()] + [
+    (loss.multiclass_code, 4) for loss in LOSSES.values() if loss.multiclass_code is not None]
+
+
+def test_every_kernel_code_is_covered():
+    assert sorted(code for code, _ in CASES) == sorted({
+        EPSILON_INSENSITIVE, HINGE_BINARY, HINGE_CRAMMER_SINGER, HUBER, LOG_LOSS_BINARY,
+        LOG_LOSS_MULTINOMIAL, SQUARED_ERROR})
 
 
 def _problem(code, n_outputs, dtype, fit_intercept, seed, n_samples=60, n_features=9):
