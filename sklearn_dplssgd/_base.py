@@ -9,6 +9,7 @@ import string
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -25,6 +26,7 @@ from ._ledger import PrivacyLedger
 from ._mechanism import GradientPerturbation
 from ._optimizers import OPTIMIZERS
 from ._schedules import check_noise_schedule, noise_schedule_blocks
+from ._sparse import as_canonical_csr, compute_sparse_row_norms
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
 
@@ -482,6 +484,13 @@ class BaseDPLSSGD(BaseEstimator):
         "verbose": [Interval("integral", 0, None)],
     }
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # CSR (other formats converted once): only the per-sample gradients
+        # use the sparsity; the noise and the smoothing stay dense.
+        tags.input_tags.sparse = True
+        return tags
+
     def _validate_hyperparameters(self):
         validate_parameters(self)
         for name in ("sigma", "clip_norm", "eta0", "alpha"):
@@ -648,8 +657,9 @@ class BaseDPLSSGD(BaseEstimator):
             residuals = loss_derivative_reference(
                 code, np.zeros((X.shape[0], n_outputs)), y_encoded,
                 float(getattr(self, "loss_threshold", 0.0)))
-            row_norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64)
-                                + float(bool(self.fit_intercept)))
+            squared_norms = (compute_sparse_row_norms(X) ** 2 if sp.issparse(X)
+                             else np.einsum("ij,ij->i", X, X, dtype=np.float64))
+            row_norms = np.sqrt(squared_norms + float(bool(self.fit_intercept)))
             norms = np.linalg.norm(residuals, axis=1) * row_norms
         limit = self._CLIPPED_FACTOR * float(self.clip_norm)
         if not np.mean(norms > limit) >= self._CLIPPED_SHARE:
@@ -713,11 +723,16 @@ class BaseDPLSSGD(BaseEstimator):
             self,
             X,
             y,
-            accept_sparse=False,
+            # Other sparse formats are converted to CSR once, here.
+            accept_sparse="csr",
             dtype=[np.float64, np.float32],
             order="C",
             y_numeric=self._y_numeric,
         )
+        if sp.issparse(X):
+            # Duplicate entries summed into a copy: the clip's row norms are
+            # taken over stored entries (see _sparse).
+            X = as_canonical_csr(X)
         y_encoded, n_outputs = self._encode_targets(y)
         n_samples = X.shape[0]
         if plan is None or n_rows != n_samples:
@@ -779,7 +794,8 @@ class BaseDPLSSGD(BaseEstimator):
         """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X."""
         check_is_fitted(self)
         X = validate_data(
-            self, X, accept_sparse=False, dtype=[np.float64, np.float32], reset=False
+            self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
+            reset=False,
         )
         coef = np.atleast_2d(self.coef_)
         with np.errstate(over="ignore", invalid="ignore"):

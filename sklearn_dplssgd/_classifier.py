@@ -249,8 +249,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; float32 stays float32. Sparse input is refused.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; float32 stays float32. Sparse X is used as CSR
+            (other formats are converted once) and never densified.
         y : array-like of shape (n_samples,)
             Class labels.
 
@@ -271,7 +272,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns
@@ -287,7 +288,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns
@@ -314,7 +315,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns
@@ -334,7 +335,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns

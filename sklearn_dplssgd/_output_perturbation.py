@@ -32,6 +32,7 @@ import typing
 
 import dp_accounting
 import numpy as np
+import scipy.sparse as sp
 
 from ._accounting import PrivacyCalibration, event_epsilon, smallest_noise_for
 from ._kernels import compute_row_norms
@@ -664,6 +665,7 @@ def train_output_perturbation(X, y, *, loss, n_outputs, fit_intercept, alpha, ro
     Parameters
     ----------
     X : ndarray of shape (n_samples, d)
+        Dense (sparse X is refused with a TypeError).
     y : ndarray of shape (n_samples,)
         Encoded targets: {0, 1} for binary log_loss, class indices for
         multinomial log_loss, values for regression.
@@ -691,6 +693,12 @@ weight_norm_bound, target_bound
         ``_sgd.train_dp_lssgd``), in X's float dtype.
     mechanism : OutputPerturbation
     """
+    if sp.issparse(X):
+        raise TypeError(
+            "Output perturbation needs dense X (its descent clips and gathers dense "
+            "rows). Sparse X is trained by DP-LSSGD's gradient perturbation, which "
+            "uses the sparsity; or pass X.toarray() if it fits in memory."
+        )
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
