@@ -23,6 +23,7 @@ from sklearn_dplssgd import (
     DPLSSGDClassifier,
     DPLSSGDRegressor,
     DPRandomizedSearch,
+    PrivacyLedger,
     PrivacyLeakWarning,
 )
 from sklearn_dplssgd._kernels import (
@@ -341,10 +342,14 @@ def test_sparse_fit_is_the_dense_fit(estimator, n_classes, fit_intercept, dtype)
 
 def test_private_sparse_fit_reports_the_dense_mechanism():
     X, y = _data(2, np.float64)
-    sparse = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1]).fit(X, y)
-    dense = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1]).fit(X.toarray(), y)
+    ledger = PrivacyLedger()
+    sparse = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger).fit(X, y)
+    dense = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger).fit(X.toarray(), y)
     assert sparse.epsilon_ == dense.epsilon_ <= 1.0
     assert sparse.noise_multiplier_ == dense.noise_multiplier_ > 0
+    # The ledger charges a sparse fit as it charges the dense one.
+    charged = [record["dp_event"] for record in ledger.records]
+    assert charged == [sparse.dp_event_, dense.dp_event_]
 
 
 def test_sparse_input_tag():
