@@ -20,6 +20,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import optimize, special, stats
 from sklearn.base import clone, is_classifier
 
@@ -985,9 +986,10 @@ def audit_epsilon(
         classifier without ``classes``, the label set of D plus the canary
         is declared, so that the label set itself does not reveal the canary.
     X : array-like of shape (n_samples, n_features), default=None
-        Background data D. By default, ``batch_size - 1`` rows from
-        :func:`make_canary_dataset` (5 features, one of them zero), so that
-        with the canary every step uses the full batch.
+        Background data D, dense (sparse X is refused). By default,
+        ``batch_size - 1`` rows from :func:`make_canary_dataset` (5 features,
+        one of them zero), so that with the canary every step uses the full
+        batch.
     y : array-like of shape (n_samples,), default=None
         Background targets; required with ``X``.
     canary : tuple (x_canary, y_canary), default=None
@@ -1048,6 +1050,13 @@ def audit_epsilon(
 
     if X is None:
         X, y = _default_background(estimator, np.random.default_rng(background_seed))
+    if sp.issparse(X):
+        raise TypeError(
+            "audit_epsilon needs dense background rows X: it appends the canary "
+            "row and finds its direction with an SVD of X. The audit measures the "
+            "mechanism, which is the same for sparse rows; pass X.toarray() (a "
+            "background of about batch_size rows is enough)."
+        )
     X = np.asarray(X)
     # float32 data keeps float32 training; anything else becomes float64.
     X = np.ascontiguousarray(X, dtype=X.dtype if X.dtype == np.float32 else np.float64)

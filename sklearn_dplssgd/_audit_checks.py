@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from ._base import BaseDPLSSGD
+from ._base import BaseDPLSSGD, _public_row_count
 from ._defaults import nominal_batch_size
 from ._validation import PrivacyLeakWarning
 
@@ -259,7 +259,7 @@ def check_seed_replay(estimator, X=None, y=None):
     Parameters
     ----------
     estimator : DPLSSGDClassifier or DPLSSGDRegressor
-    X, y : array-like, default=None
+    X, y : array-like or sparse matrix, default=None
         Training rows; by default 200 random rows with 5 features.
 
     Returns
@@ -273,7 +273,8 @@ def check_seed_replay(estimator, X=None, y=None):
     for name, make_seed in _seed_forms().items():
         seed = make_seed()
         state_before = pickle.dumps(seed)
-        model = _declare_public_n(_private(estimator).set_params(random_state=seed), len(X))
+        model = _declare_public_n(_private(estimator).set_params(random_state=seed),
+                                  _public_row_count(X))
         fitted = _quiet(model.fit, X, y)
         if not math.isfinite(fitted.epsilon_):
             continue  # a reproducible fit claims no privacy
@@ -305,7 +306,8 @@ def check_clone_independence(estimator, X=None, y=None):
     """
     if X is None:
         X, y = _default_data(estimator)
-    base = _declare_public_n(_private(estimator).set_params(random_state=42), len(X))
+    base = _declare_public_n(_private(estimator).set_params(random_state=42),
+                             _public_row_count(X))
     first = _quiet(clone(base).fit, X, y)
     second = _quiet(clone(base).fit, X, y)
     difference = float(np.max(np.abs(np.ravel(first.coef_) - np.ravel(second.coef_))))
@@ -403,7 +405,7 @@ def audit_implementation(estimator, X=None, y=None):
     ----------
     estimator : DPLSSGDClassifier or DPLSSGDRegressor
         The configuration to check (it is cloned, never fitted itself).
-    X, y : array-like, default=None
+    X, y : array-like or sparse matrix, default=None
         Rows for the seed and clone checks; by default random ones.
 
     Returns

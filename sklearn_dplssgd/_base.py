@@ -9,6 +9,7 @@ import string
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -30,6 +31,7 @@ from ._output_perturbation import (
     release_output_perturbation,
 )
 from ._schedules import check_noise_schedule, noise_schedule_blocks
+from ._sparse import as_canonical_csr, compute_sparse_row_norms
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
 
@@ -529,6 +531,14 @@ class BaseDPLSSGD(BaseEstimator):
         "verbose": [Interval("integral", 0, None)],
     }
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # CSR (other formats converted once): only the per-sample gradients
+        # use the sparsity; the noise and the smoothing stay dense. Output
+        # perturbation's descent takes dense rows.
+        tags.input_tags.sparse = self.mechanism != "output"
+        return tags
+
     def _validate_hyperparameters(self):
         validate_parameters(self)
         for name in ("sigma", "clip_norm", "eta0", "alpha", "row_norm_bound",
@@ -764,8 +774,9 @@ class BaseDPLSSGD(BaseEstimator):
             residuals = loss_derivative_reference(
                 code, np.zeros((X.shape[0], n_outputs)), y_encoded,
                 LOSSES[self.loss].threshold(self))
-            row_norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64)
-                                + float(bool(self.fit_intercept)))
+            squared_norms = (compute_sparse_row_norms(X) ** 2 if sp.issparse(X)
+                             else np.einsum("ij,ij->i", X, X, dtype=np.float64))
+            row_norms = np.sqrt(squared_norms + float(bool(self.fit_intercept)))
             norms = np.linalg.norm(residuals, axis=1) * row_norms
         limit = self._CLIPPED_FACTOR * float(self.clip_norm)
         if not np.mean(norms > limit) >= self._CLIPPED_SHARE:
@@ -826,17 +837,27 @@ class BaseDPLSSGD(BaseEstimator):
         # to the ledger, before any row is read. (Output perturbation's
         # constants also depend on the number of classes: planned below,
         # still before training.)
+        if output and sp.issparse(X):
+            # The format is public: refused before anything is released.
+            raise TypeError(
+                "mechanism='output' needs dense X; sparse X is trained by gradient "
+                "perturbation (mechanism='gradient'), which uses the sparsity.")
         n_rows = _public_row_count(X)
         plan = self._plan_release(n_rows) if n_rows and not output else None
         X, y = validate_data(
             self,
             X,
             y,
-            accept_sparse=False,
+            # Other sparse formats are converted to CSR once, here.
+            accept_sparse="csr",
             dtype=[np.float64, np.float32],
             order="C",
             y_numeric=self._y_numeric,
         )
+        if sp.issparse(X):
+            # Duplicate entries summed into a copy: the clip's row norms are
+            # taken over stored entries (see _sparse).
+            X = as_canonical_csr(X)
         y_encoded, n_outputs = self._encode_targets(y)
         n_samples = X.shape[0]
         if output:
@@ -956,7 +977,8 @@ class BaseDPLSSGD(BaseEstimator):
         """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X."""
         check_is_fitted(self)
         X = validate_data(
-            self, X, accept_sparse=False, dtype=[np.float64, np.float32], reset=False
+            self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
+            reset=False,
         )
         coef = np.atleast_2d(self.coef_)
         with np.errstate(over="ignore", invalid="ignore"):

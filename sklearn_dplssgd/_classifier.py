@@ -254,8 +254,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; float32 stays float32. Sparse input is refused.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; float32 stays float32. Sparse X is used as CSR
+            (other formats are converted once) and never densified.
         y : array-like of shape (n_samples,)
             Class labels.
 
@@ -276,7 +277,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns
@@ -292,7 +293,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns
@@ -319,7 +320,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns
@@ -339,7 +340,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns

@@ -39,6 +39,7 @@ __all__ = [
     "noisy_clipped_gradient_sum",
     "smooth_rows",
     "smoothing_omega",
+    "vector_norm",
     "PARALLEL_MIN_WORK",
 ]
 
@@ -293,14 +294,40 @@ def _sum_of_squares(x):
 
 
 @njit(cache=True, nogil=True)
+def vector_norm(x):
+    """L2 norm of a 1-D array, in float64, without overflow or underflow.
+
+    Entries are converted to float64 before squaring (float32 squares of
+    entries below about 1e-19 underflow), and a vector whose plain sum of
+    squares overflowed or came close to underflowing is scaled by its
+    largest absolute entry before squaring, so entries of magnitude 1e-300
+    or 1e300 give their true norm (a plain sum of squares would give 0 or
+    inf, and clipping would then drop or keep the row whole). Shared by the
+    dense rows here and the stored entries of sparse rows
+    (:mod:`sklearn_dplssgd._sparse`).
+    """
+    # Fast path: a plain sum of squares is exact enough unless it overflowed
+    # or came close to underflowing.
+    total = _sum_of_squares(x)
+    if _SMALLEST_SAFE_SQUARE < total < math.inf:
+        return math.sqrt(total)
+    largest = 0.0
+    for j in range(x.shape[0]):
+        largest = max(largest, abs(np.float64(x[j])))
+    if largest == 0.0 or not math.isfinite(largest):
+        return largest
+    total = 0.0
+    for j in range(x.shape[0]):
+        scaled = np.float64(x[j]) / largest
+        total += scaled * scaled
+    return largest * math.sqrt(total)
+
+
+@njit(cache=True, nogil=True)
 def compute_row_norms(X):
     """L2 norm of every row, in float64, without overflow or underflow.
 
-    Entries are converted to float64 before squaring (float32 squares of
-    entries below about 1e-19 underflow), and a float64 row is scaled by its
-    largest absolute entry before squaring, so rows of magnitude 1e-300 or
-    1e300 get their true norm (a plain sum of squares
-    would give 0 or inf, and clipping would then drop or keep the row whole).
+    See :func:`vector_norm`.
 
     Parameters
     ----------
@@ -312,23 +339,7 @@ def compute_row_norms(X):
     """
     norms = np.empty(X.shape[0], dtype=np.float64)
     for i in range(X.shape[0]):
-        # Fast path: a plain sum of squares is exact enough unless it
-        # overflowed or came close to underflowing.
-        total = _sum_of_squares(X[i])
-        if _SMALLEST_SAFE_SQUARE < total < math.inf:
-            norms[i] = math.sqrt(total)
-            continue
-        largest = 0.0
-        for j in range(X.shape[1]):
-            largest = max(largest, abs(np.float64(X[i, j])))
-        if largest == 0.0 or not math.isfinite(largest):
-            norms[i] = largest
-            continue
-        total = 0.0
-        for j in range(X.shape[1]):
-            scaled = np.float64(X[i, j]) / largest
-            total += scaled * scaled
-        norms[i] = largest * math.sqrt(total)
+        norms[i] = vector_norm(X[i])
     return norms
 
 

@@ -27,6 +27,7 @@ import math
 import typing
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit, softmax
 
 __all__ = [
@@ -276,7 +277,10 @@ def clipped_gradient_sum_reference(
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, d)
+    X : ndarray or scipy sparse matrix of shape (n_samples, d)
+        A sparse X stands for the dense matrix it represents (entries stored
+        twice are summed, as ``toarray()`` does): the oracle densifies the
+        batch's rows, so that it says what the sparse kernels must compute.
     y : ndarray of shape (n_samples,)
         Encoded targets.
     rows : ndarray of int
@@ -299,7 +303,10 @@ def clipped_gradient_sum_reference(
     grad_intercept : ndarray of shape (K,)
         Zero when ``fit_intercept`` is False.
     """
-    X_batch = np.asarray(X, dtype=np.float64)[rows]
+    if sp.issparse(X):
+        X_batch = sp.csr_array(X)[np.asarray(rows, dtype=np.intp)].toarray().astype(np.float64)
+    else:
+        X_batch = np.asarray(X, dtype=np.float64)[rows]
     margins = X_batch @ np.asarray(coef, dtype=np.float64).T
     if fit_intercept:
         margins = margins + intercept

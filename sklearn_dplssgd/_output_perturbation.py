@@ -32,6 +32,7 @@ import typing
 
 import dp_accounting
 import numpy as np
+import scipy.sparse as sp
 
 from ._accounting import PrivacyCalibration, event_epsilon, smallest_noise_for
 from ._kernels import compute_row_norms
@@ -723,6 +724,16 @@ def add_output_noise(params, mechanism, rng, fit_intercept):
     return released
 
 
+def _refuse_sparse(X):
+    if sp.issparse(X):
+        raise TypeError(
+            "Output perturbation needs dense X (its descent clips and gathers dense "
+            "rows). Sparse X is trained by DP-LSSGD's gradient perturbation "
+            "(mechanism='gradient'), which uses the sparsity; or pass X.toarray() if it "
+            "fits in memory."
+        )
+
+
 def train_output_perturbation(X, y, *, loss, n_outputs, fit_intercept, alpha, row_norm_bound,
                               eta, batch_size, n_passes, rng, loss_threshold, epsilon, delta,
                               weight_norm_bound=None, target_bound=None, seeded=False):
@@ -735,6 +746,7 @@ def train_output_perturbation(X, y, *, loss, n_outputs, fit_intercept, alpha, ro
     Parameters
     ----------
     X : ndarray of shape (n_samples, d)
+        Dense (sparse X is refused with a TypeError).
     y : ndarray of shape (n_samples,)
         Encoded targets: {0, 1} for binary log_loss, class indices for
         multinomial log_loss, values for regression.
@@ -762,6 +774,7 @@ weight_norm_bound, target_bound
         ``_sgd.train_dp_lssgd``), in X's float dtype.
     mechanism : OutputPerturbation
     """
+    _refuse_sparse(X)
     X = np.asarray(X)
     plan = plan_output_perturbation(
         epsilon, delta, n_samples=X.shape[0] if X.ndim == 2 else 0, loss=loss,
@@ -804,6 +817,7 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False):
     mechanism : OutputPerturbation
         ``plan.mechanism``, or its seeded copy.
     """
+    _refuse_sparse(X)
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)

@@ -190,8 +190,9 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; float32 stays float32. Sparse input is refused.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; float32 stays float32. Sparse X is used as CSR
+            (other formats are converted once) and never densified.
         y : array-like of shape (n_samples,)
             Targets.
 
@@ -218,7 +219,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             The samples.
 
         Returns

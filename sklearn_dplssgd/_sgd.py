@@ -16,6 +16,7 @@ import math
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from ._kernels import (
@@ -25,6 +26,11 @@ from ._kernels import (
     smoothing_omega,
 )
 from ._optimizers import Optimizer, apply_weight_decay
+from ._sparse import (
+    as_canonical_csr,
+    compute_sparse_row_norms,
+    noisy_clipped_gradient_sum_sparse,
+)
 
 __all__ = [
     "LEARNING_RATES",
@@ -184,7 +190,11 @@ def train_dp_lssgd(
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, d), C-contiguous float64 or float32
+    X : ndarray or scipy sparse matrix of shape (n_samples, d), float64 or float32
+        Dense X is C-contiguous. Sparse X is used in CSR form, converted
+        (or deduplicated) once into a copy when it is not canonical CSR
+        (:func:`~sklearn_dplssgd._sparse.as_canonical_csr`); only the
+        gradients use its sparsity, the noise and the smoothing are dense.
     y : ndarray of shape (n_samples,), float64
         Encoded targets.
     n_outputs : int
@@ -247,11 +257,19 @@ def train_dp_lssgd(
         over the last steps with ``average_start``).
     """
     start_time = time.perf_counter()
+    if sp.issparse(X):
+        # The row norms that set each clip are taken over stored entries:
+        # valid only without duplicates (see _sparse).
+        X = as_canonical_csr(X)
+        row_norms = compute_sparse_row_norms(X)
+        gradient_sum = noisy_clipped_gradient_sum_sparse
+    else:
+        row_norms = compute_row_norms(X)
+        gradient_sum = noisy_clipped_gradient_sum
     n_samples, n_features = X.shape
     dtype = X.dtype
     params = np.zeros((n_outputs, n_features + 1), dtype=dtype)
     grad = np.empty_like(params)
-    row_norms = compute_row_norms(X)
     if not (row_norms <= _MAX_ROW_NORM).all():
         raise ValueError(
             # No data value in the message: only that the bound was crossed.
@@ -298,7 +316,7 @@ def train_dp_lssgd(
                     batch = rows[offsets[local_step]:offsets[local_step + 1]]
                 else:
                     batch = all_rows
-                noisy_clipped_gradient_sum(
+                gradient_sum(
                     X, y, batch, params,
                     row_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
                     noise[local_step], grad, n_threads,

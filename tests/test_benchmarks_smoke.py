@@ -100,3 +100,11 @@ def test_bench_mechanisms_quick(tmp_path):
                      "| breast cancer | output, alpha=0.01 |", "| digits | gradient |",
                      "Which wins"):
         assert fragment in text
+
+
+def test_bench_sparse_quick(tmp_path):
+    _run("bench_sparse.py", tmp_path)
+    text = (tmp_path / "sparse.md").read_text()
+    assert "Adult-like one-hot table" in text and "Text-like hashed features" in text
+    assert "SGDClassifier" in text and "Laplacian smoothing on one-hot columns" in text
+    assert "shared, loaded 2-core machine" in text

@@ -666,16 +666,28 @@ SPARSE_FORMATS = [
 
 @pytest.mark.parametrize("fmt", SPARSE_FORMATS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("cls", ESTIMATORS)
-def test_sparse_input_is_refused(fmt, cls):
+def test_sparse_input_of_every_format_gives_the_dense_model(fmt, cls):
+    # Every scipy format is accepted (converted to CSR once) and trains the
+    # model the dense rows give, with the same seed.
     X = np.where(np.abs(X_LABELS) > 1, X_LABELS, 0.0)
     y = np.arange(12) % 2
     estimator = _fast(cls, classes=[0, 1]) if cls is DPLSSGDClassifier else _fast(cls)
     error, _ = _try_fit(estimator, fmt(X), y)
-    assert isinstance(error, TypeError), f"sparse {fmt.__name__} for fit: {error!r}"
-    _assert_clear_error(error, r"sparse|dense")
-    estimator.fit(X, y)
-    with pytest.raises(TypeError, match=r"(?i)sparse|dense"):
-        estimator.predict(fmt(X))
+    assert error is None, f"sparse {fmt.__name__} for fit: {error!r}"
+    _check_fitted_model(estimator, X, 3)
+    dense = clone(estimator).fit(X, y)
+    np.testing.assert_allclose(estimator.coef_, dense.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(estimator.predict(fmt(X)), dense.predict(X), rtol=1e-12)
+
+
+def test_malformed_sparse_matrix_is_refused():
+    # Column indices past n_features would be read out of bounds by the
+    # compiled kernels: refused with a ValueError naming X.
+    X = sp.csr_matrix(np.eye(4))
+    X.indices[2] = 7
+    error, _ = _try_fit(_fast(DPLSSGDRegressor), X, np.arange(4.0))
+    assert isinstance(error, ValueError)
+    _assert_clear_error(error, r"sparse matrix X is malformed")
 
 
 # --------------------------------------------------------------------------

@@ -178,3 +178,14 @@ def test_user_data_is_not_modified():
     np.testing.assert_array_equal(X32, before_X)
     np.testing.assert_array_equal(y, before_y)
     assert clf.coef_.dtype == np.float32
+
+
+def test_sparse_input_is_refused_before_anything_is_released():
+    import scipy.sparse as sp
+
+    X, y = _classification()
+    ledger = PrivacyLedger()
+    clf = DPLSSGDClassifier(mechanism="output", alpha=0.1, classes=range(3), ledger=ledger)
+    with pytest.raises(TypeError, match="mechanism='output' needs dense X"):
+        clf.fit(sp.csr_matrix(X), y)
+    assert not ledger.records
