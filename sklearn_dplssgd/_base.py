@@ -1,6 +1,7 @@
 """Shared base of the DP-LSSGD estimators: parameters, validation, fit glue."""
 
 import copy
+import dataclasses
 import math
 import typing
 import numbers
@@ -27,6 +28,7 @@ from ._optimizers import OPTIMIZERS
 from ._schedules import check_noise_schedule, noise_schedule_blocks
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
+from ._weights import row_weights
 
 __all__ = ["BaseDPLSSGD", "fill_parameter_docs"]
 
@@ -111,14 +113,14 @@ _META_ESTIMATOR_NOTES = {
         "private labels"
     ),
     "BaggingClassifier": (
-        "fits many models on resampled rows: a row drawn k times into one "
-        "bag has sensitivity up to k * clip_norm in that fit, and the "
-        "budgets of the bags add up"
+        "fits many models on resampled rows (the budgets of the bags add up) "
+        "and passes a row drawn k times into a bag as sample_weight=k, which "
+        "max_sample_weight must cover (a larger count is refused)"
     ),
     "BaggingRegressor": (
-        "fits many models on resampled rows: a row drawn k times into one "
-        "bag has sensitivity up to k * clip_norm in that fit, and the "
-        "budgets of the bags add up"
+        "fits many models on resampled rows (the budgets of the bags add up) "
+        "and passes a row drawn k times into a bag as sample_weight=k, which "
+        "max_sample_weight must cover (a larger count is refused)"
     ),
     "CalibratedClassifierCV": (
         "fits one model per fold (budgets add up) and stores a calibrator "
@@ -199,7 +201,17 @@ _SHARED_PARAMETER_DOCS = {
     clip_norm : float, default=1.0
         Per-sample clipping bound C on the L2 norm of each sample's gradient
         with respect to all parameters together (every output's coefficients
-        and intercepts). Choose it without looking at the private data.""",
+        and intercepts). Choose it without looking at the private data.
+
+    max_sample_weight : float, default=1.0
+        Public bound w_max on the weight of a row (``sample_weight`` times
+        the ``class_weight`` of its class, when given); a larger weight is
+        refused. A weight multiplies the row's *clipped* gradient, so one row
+        moves each step's sum by at most ``w_max * clip_norm``: the noise is
+        calibrated to that, and grows with ``max_sample_weight``. Weights
+        are relative: scale them so that the largest possible weight is
+        ``max_sample_weight`` (rows of weight below it get less than the
+        full clip norm of signal against the same noise).""",
     "training_parameters": """alpha : float, default=1e-4
         L2 regularisation strength. Applied as weight decay after the noise
         (it does not depend on the data); the intercept is not penalised.
@@ -365,7 +377,8 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
 
     noise_multiplier_ : float
         z: the Gaussian noise added to each step's clipped gradient sum has
-        standard deviation ``z * clip_norm`` per coordinate.
+        standard deviation ``z * max_sample_weight * clip_norm`` per
+        coordinate.
 
     sample_rate_ : float
         Poisson sampling rate q.
@@ -456,6 +469,7 @@ class BaseDPLSSGD(BaseEstimator):
         # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
         "sigma": [Interval("real", 0, 1e12, closed="both")],
         "clip_norm": [Interval("real", 0, None, closed="neither")],
+        "max_sample_weight": [Interval("real", 0, None, closed="neither")],
         "alpha": [Interval("real", 0, None, closed="left")],
         "fit_intercept": [Options(bool, (True, False))],
         "batch_size": [Interval("integral", 1, None), Options(str, (AUTO,))],
@@ -484,12 +498,17 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _validate_hyperparameters(self):
         validate_parameters(self)
-        for name in ("sigma", "clip_norm", "eta0", "alpha"):
+        for name in ("sigma", "clip_norm", "max_sample_weight", "eta0", "alpha"):
             if getattr(self, name) != AUTO and not math.isfinite(getattr(self, name)):
                 raise ValueError(
                     f"The {name!r} parameter of {type(self).__name__} must be finite; "
                     f"got {getattr(self, name)!r}."
                 )
+        if not math.isfinite(self.max_sample_weight * self.clip_norm):
+            raise ValueError(
+                "max_sample_weight * clip_norm (the sensitivity the noise is "
+                "calibrated to) must be finite; use smaller values."
+            )
         if self.eta0 != AUTO and self.eta0 * self.alpha >= 2.0:
             # The weight decay factor 1 - eta * alpha would have modulus >= 1:
             # the iteration diverges whatever the data.
@@ -533,7 +552,10 @@ class BaseDPLSSGD(BaseEstimator):
             if (fixed.sample_rate, fixed.n_steps, fixed.noise_schedule) != (
                     sample_rate, n_steps, expected):
                 raise RuntimeError("the search's mechanism does not match this fit's")
-            mechanism = fixed
+            # The search's accounting is relative to the sensitivity, which
+            # this estimator's weight bound sets.
+            mechanism = dataclasses.replace(
+                fixed, max_sample_weight=float(self.max_sample_weight))
             calibration = PrivacyCalibration(
                 fixed.noise_multiplier, math.nan, delta, sample_rate, n_steps,
                 "rdp", self.neighboring)
@@ -548,6 +570,7 @@ class BaseDPLSSGD(BaseEstimator):
                 clip_norm=float(self.clip_norm),
                 n_samples=n_accounted,
                 noise_schedule=schedule,
+                max_sample_weight=float(self.max_sample_weight),
             )
         rng, seeded = make_generator(self.random_state, self.reproducible)
         if seeded:
@@ -558,7 +581,7 @@ class BaseDPLSSGD(BaseEstimator):
         eta0 = resolve_eta0(
             self.eta0, learning_rate=self.learning_rate, power_t=self.power_t,
             noise_multipliers=mechanism.step_noise_multipliers(),
-            clip_norm=float(self.clip_norm), batch_size=batch_size, alpha=float(self.alpha),
+            clip_norm=mechanism.sensitivity, batch_size=batch_size, alpha=float(self.alpha),
             max_step=self._noise_free_step, optimizer=self.optimizer,
             momentum=float(self.momentum),
         )
@@ -691,13 +714,19 @@ class BaseDPLSSGD(BaseEstimator):
     def _encode_targets(self, y):
         raise NotImplementedError
 
-    def _fit(self, X, y):
+    def _row_weights(self, sample_weight, y):
+        """Each row's validated weight (see :func:`._weights.row_weights`), or None."""
+        return row_weights(sample_weight, len(y), float(self.max_sample_weight))
+
+    def _fit(self, X, y, sample_weight=None):
         """Validate, calibrate the noise, train, and set the common attributes.
 
         Parameters
         ----------
         X, y : array-like
             Training data as given by the user (never modified).
+        sample_weight : array-like of shape (n_samples,), number or None
+            Per-row weights in ``[0, max_sample_weight]`` (never modified).
 
         Returns
         -------
@@ -734,6 +763,7 @@ class BaseDPLSSGD(BaseEstimator):
                 PrivacyLeakWarning,
             )
         self._warn_about_workflow()
+        weights = self._row_weights(sample_weight, y)
         self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs)
         params = train_dp_lssgd(
             X,
@@ -759,6 +789,8 @@ class BaseDPLSSGD(BaseEstimator):
             average_start=plan.average_start,
             optimizer=self.optimizer,
             optimizer_settings=self._optimizer_settings(),
+            sample_weight=weights,
+            max_sample_weight=mechanism.max_sample_weight,
         )
         self.n_iter_ = plan.max_iter
         self.batch_size_ = plan.batch_size

@@ -12,6 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES
 from ._validation import Options, PrivacyLeakWarning, warn_once
+from ._weights import check_class_weight, class_weight_table, row_weights
 
 __all__ = ["DPLSSGDClassifier"]
 
@@ -101,6 +102,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         occur in the private data (a :class:`PrivacyLeakWarning` says so).
         Declaring it keeps the label set out of the released model.
 
+    class_weight : dict or None, default=None
+        Weights ``{{label: weight}}`` of the classes, public (chosen without
+        the private labels); a class not listed weighs 1. A row's weight is
+        its class's weight times its ``sample_weight`` and must not exceed
+        ``max_sample_weight``. ``"balanced"`` is refused: it reads the class
+        frequencies of the private labels.
+
     {accounting_parameters}
 
     Attributes
@@ -143,6 +151,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         **BaseDPLSSGD._parameter_constraints,
         "loss": [Options(str, CLASSIFICATION_LOSSES)],
         "classes": [None, _check_classes],
+        "class_weight": [check_class_weight],
     }
     _y_numeric = False
     # Separable classes want large weights: a long noise-free step.
@@ -156,6 +165,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         delta="auto",
         sigma=1.0,
         clip_norm=1.0,
+        max_sample_weight=1.0,
         alpha=1e-4,
         fit_intercept=True,
         batch_size="auto",
@@ -172,6 +182,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         noise_schedule="constant",
         noise_decay=0.9,
         classes=None,
+        class_weight=None,
         accountant="pld",
         neighboring="replace_one",
         public_n_samples=None,
@@ -186,6 +197,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.delta = delta
         self.sigma = sigma
         self.clip_norm = clip_norm
+        self.max_sample_weight = max_sample_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.batch_size = batch_size
@@ -202,6 +214,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.noise_schedule = noise_schedule
         self.noise_decay = noise_decay
         self.classes = classes
+        self.class_weight = class_weight
         self.accountant = accountant
         self.neighboring = neighboring
         self.public_n_samples = public_n_samples
@@ -210,6 +223,18 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.ledger = ledger
         self.n_jobs = n_jobs
         self.verbose = verbose
+
+    def _validate_hyperparameters(self):
+        super()._validate_hyperparameters()
+        # Public values, checked before the ledger is charged.
+        declared = None if self.classes is None else np.unique(np.asarray(self.classes))
+        class_weight_table(self.class_weight, declared, float(self.max_sample_weight))
+
+    def _row_weights(self, sample_weight, y):
+        table = class_weight_table(self.class_weight, self.classes_,
+                                   float(self.max_sample_weight))
+        index = None if table is None else np.searchsorted(self.classes_, y)
+        return row_weights(sample_weight, len(y), float(self.max_sample_weight), table, index)
 
     def _encode_targets(self, y):
         check_classification_targets(y)
@@ -244,7 +269,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             return 2.0 * indices - 1.0, 1
         return indices, 1
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train the model with (epsilon, delta)-differential privacy.
 
         Parameters
@@ -253,6 +278,11 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             Training data; float32 stays float32. Sparse input is refused.
         y : array-like of shape (n_samples,)
             Class labels.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            Weight of each row, in ``[0, max_sample_weight]`` once multiplied
+            by its class's ``class_weight``; it multiplies the row's clipped
+            gradient. None weighs every row 1. See the user guide's section
+            on weights.
 
         Returns
         -------
@@ -260,7 +290,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             The fitted estimator.
         """
         _check_label_values(y)
-        params = self._fit(X, y)
+        params = self._fit(X, y, sample_weight)
         n_features = params.shape[1] - 1
         self.coef_ = params[:, :n_features].copy()
         self.intercept_ = params[:, n_features].copy()

@@ -108,6 +108,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         delta="auto",
         sigma=1.0,
         clip_norm=1.0,
+        max_sample_weight=1.0,
         alpha=1e-4,
         fit_intercept=True,
         batch_size="auto",
@@ -139,6 +140,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.delta = delta
         self.sigma = sigma
         self.clip_norm = clip_norm
+        self.max_sample_weight = max_sample_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.batch_size = batch_size
@@ -179,7 +181,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         # Public bounds: clipping changes no row's influence beyond the clip.
         return np.clip((y - centre) / half_width, -1.0, 1.0), 1
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train the model with (epsilon, delta)-differential privacy.
 
         Parameters
@@ -188,13 +190,17 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
             Training data; float32 stays float32. Sparse input is refused.
         y : array-like of shape (n_samples,)
             Targets.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            Weight of each row, in ``[0, max_sample_weight]``; it multiplies
+            the row's clipped gradient. None weighs every row 1. See the
+            user guide's section on weights.
 
         Returns
         -------
         self : DPLSSGDRegressor
             The fitted estimator.
         """
-        params = self._fit(X, y)
+        params = self._fit(X, y, sample_weight)
         n_features = params.shape[1] - 1
         self.coef_ = params[0, :n_features].copy()
         self.intercept_ = params[0, n_features:].copy()
