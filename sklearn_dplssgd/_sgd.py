@@ -74,8 +74,8 @@ def number_of_steps(n_samples, batch_size, max_iter):
     return int(-(-max_iter * n_samples // batch_size))
 
 
-def learning_rate_schedule(learning_rate, eta0, power_t, n_steps):
-    """Step sizes eta_t for t = 1 .. T.
+def learning_rate_schedule(learning_rate, eta0, power_t, n_steps, first_step=0):
+    """Step sizes eta_t for t = first_step + 1 .. first_step + T.
 
     Parameters
     ----------
@@ -89,12 +89,15 @@ def learning_rate_schedule(learning_rate, eta0, power_t, n_steps):
         Exponent of ``invscaling``.
     n_steps : int
         T.
+    first_step : int, default=0
+        Steps already taken by the releases this one continues
+        (``partial_fit``), so that a decaying schedule goes on decaying.
 
     Returns
     -------
     etas : ndarray of shape (n_steps,)
     """
-    t = np.arange(1, n_steps + 1, dtype=np.float64)
+    t = np.arange(first_step + 1, first_step + n_steps + 1, dtype=np.float64)
     if learning_rate == "constant":
         return np.full(n_steps, float(eta0))
     if learning_rate == "inverse_time":
