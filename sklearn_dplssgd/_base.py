@@ -1,6 +1,7 @@
 """Shared base of the DP-LSSGD estimators: parameters, validation, fit glue."""
 
 import copy
+import dataclasses
 import math
 import typing
 import numbers
@@ -33,7 +34,9 @@ from ._output_perturbation import (
 from ._schedules import check_noise_schedule, noise_schedule_blocks
 from ._sparse import as_canonical_csr, compute_sparse_row_norms
 from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
+from ._streaming import Series, compose_events, series_epsilon
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
+from ._weights import row_weights
 
 __all__ = ["BaseDPLSSGD", "MECHANISMS", "fill_parameter_docs"]
 
@@ -122,14 +125,14 @@ _META_ESTIMATOR_NOTES = {
         "private labels"
     ),
     "BaggingClassifier": (
-        "fits many models on resampled rows: a row drawn k times into one "
-        "bag has sensitivity up to k * clip_norm in that fit, and the "
-        "budgets of the bags add up"
+        "fits many models on resampled rows (the budgets of the bags add up) "
+        "and passes a row drawn k times into a bag as sample_weight=k, which "
+        "max_sample_weight must cover (a larger count is refused)"
     ),
     "BaggingRegressor": (
-        "fits many models on resampled rows: a row drawn k times into one "
-        "bag has sensitivity up to k * clip_norm in that fit, and the "
-        "budgets of the bags add up"
+        "fits many models on resampled rows (the budgets of the bags add up) "
+        "and passes a row drawn k times into a bag as sample_weight=k, which "
+        "max_sample_weight must cover (a larger count is refused)"
     ),
     "CalibratedClassifierCV": (
         "fits one model per fold (budgets add up) and stores a calibrator "
@@ -234,7 +237,17 @@ _SHARED_PARAMETER_DOCS = {
     weight_norm_bound : float or None, default=None
         ``mechanism="output"`` with ``loss="squared_error"`` only (required
         there): the public radius of the ball the weights are projected onto
-        after every step, which bounds the squared error's gradient.""",
+        after every step, which bounds the squared error's gradient.
+
+    max_sample_weight : float, default=1.0
+        Public bound w_max on the weight of a row (``sample_weight`` times
+        the ``class_weight`` of its class, when given); a larger weight is
+        refused. A weight multiplies the row's *clipped* gradient, so one row
+        moves each step's sum by at most ``w_max * clip_norm``: the noise is
+        calibrated to that, and grows with ``max_sample_weight``. Weights
+        are relative: scale them so that the largest possible weight is
+        ``max_sample_weight`` (rows of weight below it get less than the
+        full clip norm of signal against the same noise).""",
     "training_parameters": """alpha : float, default=1e-4
         L2 regularisation strength. Applied as weight decay after the noise
         (it does not depend on the data); the intercept is not penalised.
@@ -313,7 +326,15 @@ _SHARED_PARAMETER_DOCS = {
 
     noise_decay : float, default=0.9
         In (0, 1]: the factor of the ``"exponential"`` and ``"step"``
-        schedules.""",
+        schedules.
+
+    warm_start : bool, default=False
+        When the estimator is already fitted, ``fit`` starts from its
+        ``coef_`` and ``intercept_`` instead of zeros, and the new release is
+        composed with the earlier ones: ``epsilon_`` and ``dp_event_`` then
+        cover all of them (see ``partial_fit`` and ``disjoint_batches``).
+        ``coef_init`` and ``intercept_init`` given to ``fit`` take precedence
+        and start a new series.""",
     "accounting_parameters": """\
 accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         How the noise multiplier is calibrated to (epsilon, delta).
@@ -346,7 +367,19 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         ``neighboring="add_remove"`` and finite ``epsilon``. Each step still
         samples the actual rows with rate q, so the expected batch holds
         ``q * n_samples`` rows; choose a value close to the real size (e.g. a
-        published or rounded count).
+        published or rounded count). With ``partial_fit`` it is the declared
+        row count of each call.
+
+    disjoint_batches : bool, default=False
+        Your promise that the releases of one series (the ``partial_fit``
+        calls and warm-started fits since the last cold ``fit``) saw
+        disjoint rows: which rows go to which call is decided without
+        looking at their values (arrival order, a public key), and no row
+        goes to two calls. ``epsilon_`` is then the largest of the
+        releases' epsilons (parallel composition) instead of their
+        sequential composition. The library cannot check the promise;
+        ``dp_event_`` and the ledger keep the sequential composition, which
+        holds without it.
 
     random_state : int, Generator, RandomState, SeedSequence or None, default=None
         Used only with ``reproducible=True``. By default every fit draws its
@@ -383,25 +416,37 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         for constant noise).
 
     n_iter_ : int
-        Number of epochs run (``max_iter``, resolved when ``"auto"``).
+        Number of epochs run by the last release (``max_iter``, resolved
+        when ``"auto"``; 1 for a ``partial_fit`` call). Like
+        ``batch_size_``, ``average_start_``, ``n_steps_``,
+        ``noise_multiplier_``, ``noise_multipliers_`` and ``sample_rate_``,
+        it describes the last ``fit`` or ``partial_fit`` call.
 
     batch_size_ : int
         The expected batch size used (``batch_size`` resolved).
 
     eta0_ : float
-        The initial step size used (``eta0`` resolved).
+        The initial step size used (``eta0`` resolved). ``partial_fit``
+        calls after the first keep it, and continue the learning-rate
+        schedule from step ``t_``.
 
     average_start_ : int or None
         The returned model averages the iterates after this many steps
         (None: the last iterate).
 
     n_steps_ : int
-        Number of steps T (with ``mechanism="output"``: passes times the
-        ``floor(n / batch_size)`` batches).
+        Number of steps T of the last release (with ``mechanism="output"``:
+        passes times the ``floor(n / batch_size)`` batches).
+
+    t_ : int
+        Number of steps taken by all the releases of the series (the
+        ``partial_fit`` calls and warm-started fits since the last cold
+        ``fit``).
 
     noise_multiplier_ : float
         z: the Gaussian noise added to each step's clipped gradient sum has
-        standard deviation ``z * clip_norm`` per coordinate.
+        standard deviation ``z * max_sample_weight * clip_norm`` per
+        coordinate.
 
     sample_rate_ : float
         Poisson sampling rate q (NaN with ``mechanism="output"``, whose
@@ -418,10 +463,16 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         never above ``epsilon`` with ``"rdp"`` and ``"pld"``. With the paper
         accountants it is what the RDP accountant certifies for the
         Poisson-sampled run, and a warning says so if that exceeds ``epsilon``.
-        ``inf`` when the fit had no noise or was ``reproducible``.
+        ``inf`` when the fit had no noise or was ``reproducible``. After
+        several releases of one series (``partial_fit``, ``warm_start``):
+        the epsilon of all of them together, by the accountant from
+        ``dp_event_`` at ``delta_``, or with ``disjoint_batches=True`` the
+        largest of the releases' epsilons (each from its event in
+        ``dp_events_``).
 
     delta_ : float
-        Delta of the guarantee.
+        Delta of the guarantee; fixed by the first release of a series and
+        kept by the later ones (each calibrates its noise to it).
 
     neighboring_ : str
         Adjacency under which ``epsilon_`` holds.
@@ -436,7 +487,14 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         query under replace-one), or ``NonPrivateDpEvent()`` for a
         fit without noise or a ``reproducible`` one. Any dp-accounting
         accountant built with ``neighboring_``'s relation recomputes
-        ``epsilon_`` from it, and events of several fits compose.
+        ``epsilon_`` from it, and events of several fits compose. After
+        several releases of one series: their sequential composition (a
+        ``ComposedDpEvent``, runs of equal releases self-composed), whatever
+        ``disjoint_batches`` says.
+
+    dp_events_ : list of dp_accounting.DpEvent
+        The event of each release of the series, in order (one element
+        after a cold ``fit``).
 
     n_features_in_ : int
         Number of features seen during fit.
@@ -447,8 +505,22 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
 }
 
 
+# Paragraphs both estimators' methods share, filled into their docstrings.
+_SHARED_METHOD_DOCS = {
+    "partial_fit_release": """Each call is a release of its own rows, calibrated to ``(epsilon,
+        delta_)`` on its own: one epoch, ``ceil(n / batch_size)`` steps
+        (one with full batches) of Poisson-sampled batches, starting from
+        the current ``coef_`` and ``intercept_`` (zeros on the first call).
+        ``epsilon_`` and ``dp_event_`` then cover all the calls since the
+        last cold ``fit``: their composition, or with
+        ``disjoint_batches=True`` the largest of their epsilons. Every call
+        is charged to the ``ledger``. See the privacy guide's section on
+        streaming.""",
+}
+
+
 def fill_parameter_docs(**defaults):
-    """Class decorator: fill the shared parameter docs into ``cls.__doc__``.
+    """Class decorator: fill the shared docs into ``cls.__doc__`` and ``partial_fit``'s.
 
     Parameters
     ----------
@@ -463,6 +535,7 @@ def fill_parameter_docs(**defaults):
             for key, text in _SHARED_PARAMETER_DOCS.items()
         }
         cls.__doc__ = cls.__doc__.format(**docs)
+        cls.partial_fit.__doc__ = cls.partial_fit.__doc__.format(**_SHARED_METHOD_DOCS)
         return cls
 
     return decorate
@@ -505,6 +578,7 @@ class BaseDPLSSGD(BaseEstimator):
         "mechanism": [Options(str, MECHANISMS)],
         "row_norm_bound": [Interval("real", 0, None, closed="neither")],
         "weight_norm_bound": [Interval("real", 0, None, closed="neither"), None],
+        "max_sample_weight": [Interval("real", 0, None, closed="neither")],
         "alpha": [Interval("real", 0, None, closed="left")],
         "fit_intercept": [Options(bool, (True, False))],
         "batch_size": [Interval("integral", 1, None), Options(str, (AUTO,))],
@@ -521,6 +595,8 @@ class BaseDPLSSGD(BaseEstimator):
         "adam_epsilon": [Interval("real", 0, None, closed="neither")],
         "noise_schedule": [_check_noise_schedule],
         "noise_decay": [Interval("real", 0, 1, closed="right")],
+        "warm_start": [Options(bool, (True, False))],
+        "disjoint_batches": [Options(bool, (True, False))],
         "accountant": [Options(str, ACCOUNTANTS)],
         "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
         "public_n_samples": [Interval("integral", 1, None), None],
@@ -541,14 +617,19 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _validate_hyperparameters(self):
         validate_parameters(self)
-        for name in ("sigma", "clip_norm", "eta0", "alpha", "row_norm_bound",
-                     "weight_norm_bound"):
+        for name in ("sigma", "clip_norm", "max_sample_weight", "eta0", "alpha",
+                     "row_norm_bound", "weight_norm_bound"):
             if getattr(self, name) not in (AUTO, None) and not math.isfinite(
                     getattr(self, name)):
                 raise ValueError(
                     f"The {name!r} parameter of {type(self).__name__} must be finite; "
                     f"got {getattr(self, name)!r}."
                 )
+        if not math.isfinite(self.max_sample_weight * self.clip_norm):
+            raise ValueError(
+                "max_sample_weight * clip_norm (the sensitivity the noise is "
+                "calibrated to) must be finite; use smaller values."
+            )
         if self.eta0 != AUTO and self.eta0 * self.alpha >= 2.0:
             # The weight decay factor 1 - eta * alpha would have modulus >= 1:
             # the iteration diverges whatever the data.
@@ -629,12 +710,22 @@ class BaseDPLSSGD(BaseEstimator):
                 f"mechanism='output'; loss={self.loss!r} has bounded gradients: leave it "
                 "None.")
 
-    def _plan_release(self, n_samples):
+    def _plan_release(self, n_samples, series=None, partial=False):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
 
         The ``"auto"`` hyperparameters are resolved here, from the accounted
         (public) row count and the calibrated noise only (see
         :mod:`sklearn_dplssgd._defaults`).
+
+        Parameters
+        ----------
+        n_samples : int
+        series : Series or None, default=None
+            The series this release continues: its ``delta`` is kept (the
+            releases compose at one delta), and a ``partial_fit`` call keeps
+            its ``eta0``.
+        partial : bool, default=False
+            A ``partial_fit`` call: one epoch over its rows.
 
         Returns
         -------
@@ -643,8 +734,9 @@ class BaseDPLSSGD(BaseEstimator):
             (see :func:`make_generator`) and the resolved settings.
         """
         n_accounted = self._accounted_n_samples(n_samples)
-        delta = resolve_delta(self.delta, n_accounted)
-        batch_size, max_iter = resolve_schedule(self.batch_size, self.max_iter, n_accounted)
+        delta = resolve_delta(self.delta, n_accounted) if series is None else series.delta
+        batch_size, max_iter = resolve_schedule(
+            self.batch_size, 1 if partial else self.max_iter, n_accounted)
         sample_rate = min(1.0, batch_size / n_accounted)
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
         schedule = noise_schedule_blocks(self.noise_schedule, float(self.noise_decay),
@@ -659,7 +751,10 @@ class BaseDPLSSGD(BaseEstimator):
             if (fixed.sample_rate, fixed.n_steps, fixed.noise_schedule) != (
                     sample_rate, n_steps, expected):
                 raise RuntimeError("the search's mechanism does not match this fit's")
-            mechanism = fixed
+            # The search's accounting is relative to the sensitivity, which
+            # this estimator's weight bound sets.
+            mechanism = dataclasses.replace(
+                fixed, max_sample_weight=float(self.max_sample_weight))
             calibration = PrivacyCalibration(
                 fixed.noise_multiplier, math.nan, delta, sample_rate, n_steps,
                 "rdp", self.neighboring)
@@ -674,6 +769,7 @@ class BaseDPLSSGD(BaseEstimator):
                 clip_norm=float(self.clip_norm),
                 n_samples=n_accounted,
                 noise_schedule=schedule,
+                max_sample_weight=float(self.max_sample_weight),
             )
         rng, seeded = make_generator(self.random_state, self.reproducible)
         if seeded:
@@ -681,10 +777,10 @@ class BaseDPLSSGD(BaseEstimator):
             mechanism = mechanism.seeded_copy()
         if fixed is None and self.ledger is not None:
             self.ledger.charge(type(self).__name__, mechanism.dp_event(), self.neighboring)
-        eta0 = resolve_eta0(
+        eta0 = series.eta0 if partial and series is not None else resolve_eta0(
             self.eta0, learning_rate=self.learning_rate, power_t=self.power_t,
             noise_multipliers=mechanism.step_noise_multipliers(),
-            clip_norm=float(self.clip_norm), batch_size=batch_size, alpha=float(self.alpha),
+            clip_norm=mechanism.sensitivity, batch_size=batch_size, alpha=float(self.alpha),
             max_step=self._noise_free_step, optimizer=self.optimizer,
             momentum=float(self.momentum),
         )
@@ -818,13 +914,97 @@ class BaseDPLSSGD(BaseEstimator):
     def _encode_targets(self, y):
         raise NotImplementedError
 
-    def _fit(self, X, y):
+    def _row_weights(self, sample_weight, y):
+        """Each row's validated weight (see :func:`._weights.row_weights`), or None."""
+        return row_weights(sample_weight, len(y), float(self.max_sample_weight))
+
+    def _continued_series(self, partial, coef_init, intercept_init):
+        """The series this release continues, or None for a fresh start.
+
+        ``partial_fit`` continues whatever the estimator fitted last;
+        ``fit`` does with ``warm_start=True`` and no ``coef_init`` or
+        ``intercept_init``.
+        """
+        fitted = "dp_events_" in self.__dict__
+        if not fitted or not (partial or (self.warm_start and coef_init is None
+                                          and intercept_init is None)):
+            return None
+        if self.neighboring != self.neighboring_:
+            # Epsilons under different adjacencies do not compose.
+            raise ValueError(
+                f"The fitted releases were accounted under neighboring="
+                f"{self.neighboring_!r}, this one would be under {self.neighboring!r}: "
+                "they do not compose. Restore neighboring, or fit from scratch "
+                "(warm_start=False)."
+            )
+        params = self._initial_params(self.coef_, self.intercept_, len(self.intercept_),
+                                      self.n_features_in_)
+        return Series(tuple(self.dp_events_), self.delta_, self.eta0_, self.t_,
+                      self._to_training_scale(params), self.__dict__.get("classes_"))
+
+    def _initial_params(self, coef, intercept, n_outputs, n_features):
+        """``[coef, intercept]`` as one ``(n_outputs, n_features + 1)`` float64 array.
+
+        ``coef`` may be 1-d for a single output; ``intercept`` a scalar or
+        None (zeros).
+        """
+        try:
+            coef = np.zeros((n_outputs, n_features)) if coef is None else np.array(
+                coef, dtype=np.float64)
+            intercept = np.zeros(n_outputs) if intercept is None else np.array(
+                intercept, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise TypeError("coef_init and intercept_init must be arrays of numbers.") from None
+        if coef.shape != (n_outputs, n_features) and not (
+                n_outputs == 1 and coef.shape == (n_features,)):
+            raise ValueError(
+                f"coef_init has shape {coef.shape}; this model's coefficients have shape "
+                f"{(n_outputs, n_features)}."
+            )
+        coef = coef.reshape(n_outputs, n_features)
+        if intercept.shape != (n_outputs,):
+            raise ValueError(
+                f"intercept_init has {intercept.size} values; this model has {n_outputs}."
+            )
+        params = np.column_stack([coef, intercept])
+        if not np.isfinite(params).all():
+            raise ValueError("coef_init and intercept_init must be finite.")
+        return params
+
+    def _to_training_scale(self, params):
+        """Model parameters in the scale training uses (subclasses may rescale)."""
+        return params
+
+    def _start_params(self, series, coef_init, intercept_init, n_outputs, n_features):
+        """Where training starts: the series' weights, the user's, or None (zeros)."""
+        if series is not None:
+            return series.params
+        if coef_init is None and intercept_init is None:
+            return None
+        if intercept_init is not None and not self.fit_intercept:
+            raise ValueError("intercept_init is only used with fit_intercept=True.")
+        params = self._to_training_scale(
+            self._initial_params(coef_init, intercept_init, n_outputs, n_features))
+        if not self.fit_intercept:
+            params[:, -1] = 0.0  # the kernels' invariant: no intercept, a zero column
+        return params
+
+    def _fit(self, X, y, sample_weight=None, *, partial=False, classes=None, coef_init=None,
+             intercept_init=None):
         """Validate, calibrate the noise, train, and set the common attributes.
 
         Parameters
         ----------
         X, y : array-like
             Training data as given by the user (never modified).
+        sample_weight : array-like of shape (n_samples,), number or None
+            Per-row weights in ``[0, max_sample_weight]`` (never modified).
+        partial : bool, default=False
+            A ``partial_fit`` call: one epoch, continuing the fitted series.
+        classes : array-like or None, default=None
+            The label set of a ``partial_fit`` call (classifier only).
+        coef_init, intercept_init : array-like or None, default=None
+            A public starting point (``fit`` only).
 
         Returns
         -------
@@ -832,6 +1012,9 @@ class BaseDPLSSGD(BaseEstimator):
         """
         self._validate_hyperparameters()
         output = self.mechanism == "output"
+        if output:
+            self._check_output_start(coef_init, intercept_init)
+        series = None if output else self._continued_series(partial, coef_init, intercept_init)
         # The mechanism depends on public quantities only (the row count is
         # public under the adjacency in force), so it is fixed, and charged
         # to the ledger, before any row is read. (Output perturbation's
@@ -843,7 +1026,7 @@ class BaseDPLSSGD(BaseEstimator):
                 "mechanism='output' needs dense X; sparse X is trained by gradient "
                 "perturbation (mechanism='gradient'), which uses the sparsity.")
         n_rows = _public_row_count(X)
-        plan = self._plan_release(n_rows) if n_rows and not output else None
+        plan = self._plan_release(n_rows, series, partial) if n_rows and not output else None
         X, y = validate_data(
             self,
             X,
@@ -853,19 +1036,30 @@ class BaseDPLSSGD(BaseEstimator):
             dtype=[np.float64, np.float32],
             order="C",
             y_numeric=self._y_numeric,
+            reset=series is None,
         )
         if sp.issparse(X):
             # Duplicate entries summed into a copy: the clip's row norms are
             # taken over stored entries (see _sparse).
             X = as_canonical_csr(X)
-        y_encoded, n_outputs = self._encode_targets(y)
+        y_encoded, n_outputs = self._encode_targets(y, classes)
+        if series is not None and series.classes is not None and not np.array_equal(
+                series.classes, self.classes_):
+            self.classes_ = series.classes
+            raise ValueError(
+                "This release's label set differs from the fitted classes_: a warm start "
+                "continues the same model. Declare classes=..., or fit from scratch "
+                "(warm_start=False)."
+            )
         n_samples = X.shape[0]
         if output:
-            return self._fit_output_perturbation(X, y_encoded, n_outputs)
+            return self._fit_output_perturbation(
+                X, y_encoded, n_outputs, self._row_weights(sample_weight, y))
         if plan is None or n_rows != n_samples:
-            plan = self._plan_release(n_samples)
+            plan = self._plan_release(n_samples, series, partial)
         mechanism, calibration, sample_rate, n_steps, rng = plan[:5]
         self._warn_before_training(calibration.delta, n_samples)
+        weights = self._row_weights(sample_weight, y)
         self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs)
         params = train_dp_lssgd(
             X,
@@ -881,7 +1075,8 @@ class BaseDPLSSGD(BaseEstimator):
             n_steps=n_steps,
             n_epochs=plan.max_iter,
             learning_rates=learning_rate_schedule(
-                self.learning_rate, plan.eta0, self.power_t, n_steps
+                self.learning_rate, plan.eta0, self.power_t, n_steps,
+                first_step=series.n_steps if partial and series is not None else 0,
             ),
             alpha=float(self.alpha),
             sigma=float(self.sigma),
@@ -891,6 +1086,10 @@ class BaseDPLSSGD(BaseEstimator):
             average_start=plan.average_start,
             optimizer=self.optimizer,
             optimizer_settings=self._optimizer_settings(),
+            sample_weight=weights,
+            max_sample_weight=mechanism.max_sample_weight,
+            initial_params=self._start_params(series, coef_init, intercept_init, n_outputs,
+                                              X.shape[1]),
         )
         self.n_iter_ = plan.max_iter
         self.batch_size_ = plan.batch_size
@@ -900,9 +1099,16 @@ class BaseDPLSSGD(BaseEstimator):
         self.noise_multiplier_ = calibration.noise_multiplier
         self.noise_multipliers_ = mechanism.block_noise_multipliers()
         self.sample_rate_ = sample_rate
-        # A seeded fit's noise can be regenerated from its own parameters.
-        self.epsilon_ = calibration.epsilon if mechanism.private else math.inf
-        self.dp_event_ = mechanism.dp_event()
+        events = (series.events if series is not None else ()) + (mechanism.dp_event(),)
+        if len(events) == 1:
+            # A seeded fit's noise can be regenerated from its own parameters.
+            self.epsilon_ = calibration.epsilon if mechanism.private else math.inf
+        else:
+            self.epsilon_ = series_epsilon(events, calibration.delta, calibration.neighboring,
+                                           self.disjoint_batches)
+        self.dp_events_ = list(events)
+        self.dp_event_ = compose_events(events)
+        self.t_ = (series.n_steps if series is not None else 0) + n_steps
         self.delta_ = calibration.delta
         self.neighboring_ = calibration.neighboring
         self.output_sensitivity_ = None
@@ -922,7 +1128,30 @@ class BaseDPLSSGD(BaseEstimator):
             )
         self._warn_about_workflow()
 
-    def _fit_output_perturbation(self, X, y_encoded, n_outputs):
+    def _can_stream(self):
+        """Whether ``partial_fit`` exists: not for output perturbation.
+
+        Its sensitivity bound is for one descent from zero weights to the
+        release, over all the rows; a series of them would need its own
+        accounting.
+        """
+        if self.mechanism == "output":
+            raise AttributeError(
+                "partial_fit is not available with mechanism='output': the mechanism "
+                "releases one noise-free descent over all the rows, plus noise. Use "
+                "mechanism='gradient' for streaming.")
+        return True
+
+    def _check_output_start(self, coef_init, intercept_init):
+        """Refuse a continued release with output perturbation, before any row is read."""
+        if coef_init is not None or intercept_init is not None or (
+                self.warm_start and "dp_events_" in self.__dict__):
+            raise ValueError(
+                "mechanism='output' starts its descent from zero weights (its "
+                "sensitivity bound is for that start): coef_init, intercept_init and "
+                "warm_start=True are not available with it.")
+
+    def _fit_output_perturbation(self, X, y_encoded, n_outputs, weights):
         """``mechanism="output"``: plan, charge the ledger, descend, add noise once.
 
         Everything the plan depends on is public: the row count (public under
@@ -949,6 +1178,7 @@ class BaseDPLSSGD(BaseEstimator):
             weight_norm_bound=self.weight_norm_bound if squared_error else None,
             # The regressor maps targets in target_bounds to [-1, 1].
             target_bound=1.0 if squared_error else None,
+            max_sample_weight=float(self.max_sample_weight),
         )
         max_iter = default_passes(plan) if self.max_iter == AUTO else int(self.max_iter)
         rng, seeded = make_generator(self.random_state, self.reproducible)
@@ -957,7 +1187,8 @@ class BaseDPLSSGD(BaseEstimator):
             self.ledger.charge(type(self).__name__, mechanism.dp_event(), "replace_one")
         self._warn_before_training(delta, n_samples)
         params, mechanism = release_output_perturbation(
-            X, y_encoded, plan, n_passes=max_iter, rng=rng, seeded=seeded)
+            X, y_encoded, plan, n_passes=max_iter, rng=rng, seeded=seeded,
+            sample_weight=weights)
         self.n_iter_ = max_iter
         self.batch_size_ = plan.batch_size
         self.eta0_ = plan.eta
@@ -968,6 +1199,9 @@ class BaseDPLSSGD(BaseEstimator):
         self.sample_rate_ = math.nan
         self.epsilon_ = plan.calibration.epsilon if mechanism.private else math.inf
         self.dp_event_ = mechanism.dp_event()
+        # A later gradient-perturbation partial_fit or warm start composes with it.
+        self.dp_events_ = [self.dp_event_]
+        self.t_ = self.n_steps_
         self.delta_ = plan.calibration.delta
         self.neighboring_ = "replace_one"
         self.output_sensitivity_ = mechanism.sensitivity

@@ -12,6 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES, LOSSES
 from ._validation import Options, PrivacyLeakWarning, warn_once
+from ._weights import check_class_weight, class_weight_table, row_weights
 
 __all__ = ["DPLSSGDClassifier"]
 
@@ -101,6 +102,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         occur in the private data (a :class:`PrivacyLeakWarning` says so).
         Declaring it keeps the label set out of the released model.
 
+    class_weight : dict or None, default=None
+        Weights ``{{label: weight}}`` of the classes, public (chosen without
+        the private labels); a class not listed weighs 1. A row's weight is
+        its class's weight times its ``sample_weight`` and must not exceed
+        ``max_sample_weight``. ``"balanced"`` is refused: it reads the class
+        frequencies of the private labels.
+
     {accounting_parameters}
 
     Attributes
@@ -143,6 +151,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         **BaseDPLSSGD._parameter_constraints,
         "loss": [Options(str, CLASSIFICATION_LOSSES)],
         "classes": [None, _check_classes],
+        "class_weight": [check_class_weight],
     }
     _y_numeric = False
     # Separable classes want large weights: a long noise-free step.
@@ -159,6 +168,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         mechanism="gradient",
         row_norm_bound=1.0,
         weight_norm_bound=None,
+        max_sample_weight=1.0,
         alpha=1e-4,
         fit_intercept=True,
         batch_size="auto",
@@ -174,10 +184,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         adam_epsilon=1e-8,
         noise_schedule="constant",
         noise_decay=0.9,
+        warm_start=False,
         classes=None,
+        class_weight=None,
         accountant="pld",
         neighboring="replace_one",
         public_n_samples=None,
+        disjoint_batches=False,
         random_state=None,
         reproducible=False,
         ledger=None,
@@ -192,6 +205,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.mechanism = mechanism
         self.row_norm_bound = row_norm_bound
         self.weight_norm_bound = weight_norm_bound
+        self.max_sample_weight = max_sample_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.batch_size = batch_size
@@ -207,19 +221,36 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.adam_epsilon = adam_epsilon
         self.noise_schedule = noise_schedule
         self.noise_decay = noise_decay
+        self.warm_start = warm_start
         self.classes = classes
+        self.class_weight = class_weight
         self.accountant = accountant
         self.neighboring = neighboring
         self.public_n_samples = public_n_samples
+        self.disjoint_batches = disjoint_batches
         self.random_state = random_state
         self.reproducible = reproducible
         self.ledger = ledger
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _encode_targets(self, y):
+    def _validate_hyperparameters(self):
+        super()._validate_hyperparameters()
+        # Public values, checked before the ledger is charged.
+        declared = None if self.classes is None else np.unique(np.asarray(self.classes))
+        class_weight_table(self.class_weight, declared, float(self.max_sample_weight))
+
+    def _row_weights(self, sample_weight, y):
+        table = class_weight_table(self.class_weight, self.classes_,
+                                   float(self.max_sample_weight))
+        index = None if table is None else np.searchsorted(self.classes_, y)
+        return row_weights(sample_weight, len(y), float(self.max_sample_weight), table, index)
+
+    def _encode_targets(self, y, classes=None):
         check_classification_targets(y)
-        if self.classes is None:
+        if classes is None:
+            classes = self.classes
+        if classes is None:
             warn_once(
                 "classes was not given, so classes_ is read from the private labels: "
                 "the fitted model reveals which labels occur in the training data. "
@@ -234,7 +265,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
                     "classes are needed. Pass classes=... to declare the label set."
                 )
         else:
-            classes = np.unique(np.asarray(self.classes))
+            classes = np.unique(np.asarray(classes))
             unknown = ~np.isin(y, classes)
             if unknown.any():
                 # Neither the labels nor their number: both are private data.
@@ -249,7 +280,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         negative, positive = LOSSES[self.loss].binary_targets
         return np.where(indices > 0, positive, negative), 1
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None, *, coef_init=None, intercept_init=None):
         """Train the model with (epsilon, delta)-differential privacy.
 
         Parameters
@@ -259,6 +290,20 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             (other formats are converted once) and never densified.
         y : array-like of shape (n_samples,)
             Class labels.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            Weight of each row, in ``[0, max_sample_weight]`` once multiplied
+            by its class's ``class_weight``; it multiplies the row's clipped
+            gradient. None weighs every row 1. See the user guide's section
+            on weights.
+        coef_init : array-like of shape (n_classes, n_features), default=None
+            Starting coefficients (shape ``(1, n_features)`` or
+            ``(n_features,)`` for two classes). Treated as public: the fit
+            spends nothing on them, so they must not come from these rows
+            (a model fitted on them is covered only by its own release: use
+            ``warm_start`` or ``partial_fit``, which compose, or record it in
+            a ledger).
+        intercept_init : array-like of shape (n_classes,), default=None
+            Starting intercepts, as ``coef_init``.
 
         Returns
         -------
@@ -266,11 +311,66 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             The fitted estimator.
         """
         _check_label_values(y)
-        params = self._fit(X, y)
+        params = self._fit(X, y, sample_weight, coef_init=coef_init,
+                           intercept_init=intercept_init)
+        self._set_coefficients(params)
+        return self
+
+    @available_if(BaseDPLSSGD._can_stream)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One private epoch over ``(X, y)``, continuing the fitted model.
+
+        {partial_fit_release}
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows of this call.
+        y : array-like of shape (n_samples,)
+            Their labels.
+        classes : array-like of shape (n_classes,), default=None
+            The label set, required on the first call unless the
+            ``classes`` parameter declares it (never read from ``y``: the
+            label set would leak); later calls may repeat it.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        self : DPLSSGDClassifier
+        """
+        _check_label_values(y)
+        params = self._fit(X, y, sample_weight, partial=True,
+                           classes=self._partial_fit_classes(classes))
+        self._set_coefficients(params)
+        return self
+
+    def _partial_fit_classes(self, classes):
+        """The label set of a ``partial_fit`` call, checked against what is known."""
+        self._validate_hyperparameters()  # the classes parameter among them
+        if classes is not None and _check_classes(classes) is not None:
+            raise ValueError(f"classes {_check_classes(classes)}")
+        known = [np.unique(np.asarray(value)) for value in (classes, self.classes)
+                 if value is not None]
+        if "dp_events_" in self.__dict__:
+            known.append(self.classes_)  # the series' own label set
+        if not known:
+            raise ValueError(
+                "classes must be passed to the first call of partial_fit (or declared "
+                "with the classes parameter): the label set is never read from the "
+                "private labels."
+            )
+        if any(not np.array_equal(known[0], other) for other in known[1:]):
+            raise ValueError(
+                "classes differs from the label set declared or fitted before; a "
+                "partial_fit series keeps one label set."
+            )
+        return known[0]
+
+    def _set_coefficients(self, params):
         n_features = params.shape[1] - 1
         self.coef_ = params[:, :n_features].copy()
         self.intercept_ = params[:, n_features].copy()
-        return self
 
     def decision_function(self, X):
         """Compute the margins of the linear model.

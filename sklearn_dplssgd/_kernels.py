@@ -154,6 +154,26 @@ def _clipped_residual(residual, row_norm, intercept_term, clip_norm, largest, ti
             out[k] = 0.0
 
 
+@njit(cache=True, nogil=True)
+def _apply_weight(weight, largest, tiny, out):
+    """``out *= weight`` for a clipped residual, failing closed as the clip does.
+
+    The weight multiplies the *clipped* gradient (``w clip_C(g)``, norm at
+    most ``w C``). Computed in float64; a weighted coefficient the
+    parameters' dtype cannot hold (above ``largest``, or nonzero below
+    ``tiny``: see :func:`_clipped_residual`) zeroes the whole sample, whose
+    contribution then stays within the bound. Without reassociation, like
+    the clip.
+    """
+    representable = True
+    for k in range(out.shape[0]):
+        value = abs(np.float64(out[k]) * weight)
+        if value > largest or (0.0 < value < tiny):
+            representable = False
+    for k in range(out.shape[0]):
+        out[k] = out[k] * weight if representable else 0.0
+
+
 @njit(cache=True, fastmath=_FASTMATH, nogil=True)
 def _row_margins(params, x, n_features, margins):
     """``margins[k] = params[k, :d] . x + params[k, d]`` (vectorised).
@@ -191,9 +211,9 @@ def _margin_float64(weights, x, n_features):
 @njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
 def _accumulate_rows(
     X, y, rows, start, stop, params, row_norms, code, threshold, clip_norm,
-    fit_intercept, largest, tiny, grad,
+    fit_intercept, largest, tiny, grad, weights,
 ):
-    """Add the clipped gradients of ``rows[start:stop]`` to ``grad``."""
+    """Add the (weighted) clipped gradients of ``rows[start:stop]`` to ``grad``."""
     n_outputs = params.shape[0]
     n_features = X.shape[1]
     margins = np.empty(n_outputs, dtype=np.float64)
@@ -211,6 +231,8 @@ def _accumulate_rows(
         # coefficients and intercept together): sensitivity C, not sqrt(K) C.
         _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, largest,
                           tiny, scaled)
+        if weights.shape[0] > 0:
+            _apply_weight(weights[i], largest, tiny, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -223,19 +245,19 @@ def _accumulate_rows(
 @njit(cache=True, nogil=True)
 def _noisy_sum_serial(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad,
+    largest, tiny, noise, grad, weights,
 ):
     grad[:, :] = noise
     _accumulate_rows(
         X, y, rows, 0, rows.shape[0], params, row_norms, code, threshold,
-        clip_norm, fit_intercept, largest, tiny, grad,
+        clip_norm, fit_intercept, largest, tiny, grad, weights,
     )
 
 
 @njit(cache=True, nogil=True)
 def _noisy_sum_blas(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad,
+    largest, tiny, noise, grad, weights,
 ):
     """The same sum for K > 1 outputs, through two BLAS matrix products.
 
@@ -272,6 +294,8 @@ def _noisy_sum_blas(
         _residual(code, row_margins, y[i], threshold, residual)
         _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, largest,
                           tiny, scaled)
+        if weights.shape[0] > 0:
+            _apply_weight(weights[i], largest, tiny, scaled)
         for k in range(n_outputs):
             clipped[r, k] = scaled[k]
     grad += np.dot(clipped.T, batch)
@@ -349,6 +373,10 @@ _COEFFICIENT_RANGE = {
     for dtype in (np.float32, np.float64)
 }
 
+# "No weights" for the compiled kernels: an empty array (one compiled
+# signature whether or not a fit is weighted, and no array of ones per step).
+_UNWEIGHTED = np.empty(0, dtype=np.float64)
+
 # One pool per thread count, kept for the life of the process. Plain threads
 # running the GIL-free serial kernel on parts of the batch behave well on a
 # loaded machine, where an OpenMP team (numba's prange) can be slowed down by
@@ -366,7 +394,7 @@ def _pool(n_threads):
 
 def _noisy_sum_threaded(
     kernel, X, y, rows, params, row_norms, code, threshold, clip_norm,
-    fit_intercept, largest, tiny, noise, grad, n_threads,
+    fit_intercept, largest, tiny, noise, grad, weights, n_threads,
 ):
     """Split the batch over threads; each sums its part into its own buffer."""
     bounds = np.linspace(0, rows.shape[0], n_threads + 1).astype(np.int64)
@@ -378,7 +406,7 @@ def _noisy_sum_threaded(
         _pool(n_threads).submit(
             kernel, X, y, rows[bounds[i]:bounds[i + 1]], params,
             row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny,
-            starts[i], outputs[i],
+            starts[i], outputs[i], weights,
         )
         for i in range(n_threads)
     ]
@@ -387,11 +415,21 @@ def _noisy_sum_threaded(
     grad += partial.sum(axis=0)
 
 
+def _check_weights(weights, n_samples):
+    """The kernels' weights argument: ``_UNWEIGHTED`` for None, else checked."""
+    if weights is None:
+        return _UNWEIGHTED
+    if weights.shape != (n_samples,) or weights.dtype != np.float64:
+        # The compiled kernels index it by row without bounds checks.
+        raise ValueError("weights must be a float64 array with one entry per row of X.")
+    return weights
+
+
 def noisy_clipped_gradient_sum(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    noise, grad, n_threads=1,
+    noise, grad, n_threads=1, weights=None,
 ):
-    """``grad = noise + sum_{i in rows} clip_C(gradient of sample i)``.
+    """``grad = noise + sum_{i in rows} w_i clip_C(gradient of sample i)``.
 
     Parameters
     ----------
@@ -418,7 +456,12 @@ def noisy_clipped_gradient_sum(
         Output buffer, overwritten.
     n_threads : int, default=1
         Split the batch over this many threads when the work is large enough.
+    weights : ndarray of shape (n_samples,), float64, or None, default=None
+        Per-sample weights ``w_i >= 0`` (validated by the caller), applied to
+        the *clipped* gradients: a sample contributes at most ``w_i C``.
+        None weighs every sample 1.
     """
+    weights = _check_weights(weights, X.shape[0])
     # One output: the fused row-by-row kernel (no gather, one pass). Several:
     # BLAS (see _noisy_sum_blas).
     kernel = _noisy_sum_blas if params.shape[0] > 1 else _noisy_sum_serial
@@ -429,12 +472,12 @@ def noisy_clipped_gradient_sum(
     if n_threads > 1 and work >= PARALLEL_MIN_WORK:
         _noisy_sum_threaded(
             kernel, X, y, rows, params, row_norms, code, threshold, clip_norm,
-            fit_intercept, largest, tiny, noise, grad, n_threads,
+            fit_intercept, largest, tiny, noise, grad, weights, n_threads,
         )
     else:
         kernel(
             X, y, rows, params, row_norms, code, threshold, clip_norm,
-            fit_intercept, largest, tiny, noise, grad,
+            fit_intercept, largest, tiny, noise, grad, weights,
         )
 
 

@@ -268,9 +268,12 @@ def loss_value_reference(code, margins, y, threshold=0.0):
 
 
 def clipped_gradient_sum_reference(
-    X, y, rows, coef, intercept, code, threshold, clip_norm, fit_intercept
+    X, y, rows, coef, intercept, code, threshold, clip_norm, fit_intercept, weights=None
 ):
     """Sum over ``rows`` of per-sample gradients, each clipped to ``clip_norm``.
+
+    With ``weights``, each clipped gradient is multiplied by its row's weight
+    (``w_i clip_C(g_i)``) before the sum.
 
     Builds every per-sample gradient explicitly (memory O(b d K)): slow but
     obviously right, which is what an oracle is for.
@@ -296,6 +299,8 @@ def clipped_gradient_sum_reference(
     fit_intercept : bool
         Whether the intercept is a parameter (its gradient is clipped together
         with the coefficients').
+    weights : ndarray of shape (n_samples,) or None, default=None
+        Per-sample weights (of all rows, indexed by ``rows``); None is 1.
 
     Returns
     -------
@@ -322,6 +327,8 @@ def clipped_gradient_sum_reference(
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(norms > clip_norm, clip_norm / norms, 1.0)
     clipped = per_sample * scale[:, None, None]
+    if weights is not None:
+        clipped = clipped * np.asarray(weights, dtype=np.float64)[rows][:, None, None]
     total = clipped.sum(axis=0)
     d = X_batch.shape[1]
     grad_intercept = total[:, d] if fit_intercept else np.zeros(coef.shape[0])

@@ -51,11 +51,14 @@ class GradientPerturbation(Mechanism):
     """``n_steps`` steps of the Poisson-subsampled Gaussian mechanism.
 
     Each step samples every row with probability ``sample_rate``, sums the
-    per-sample gradients clipped to ``clip_norm`` and adds Gaussian noise of
-    standard deviation ``z_t * clip_norm`` per coordinate, where ``z_t`` is
-    ``noise_multiplier`` times the level of step t's block in
-    ``noise_schedule`` (1 throughout by default). Smoothing, the optimizer
-    step and the weight decay are post-processing.
+    per-sample gradients clipped to ``clip_norm`` (each times its row's
+    weight, at most ``max_sample_weight``) and adds Gaussian noise of
+    standard deviation ``z_t * sensitivity`` per coordinate, where
+    ``sensitivity = max_sample_weight * clip_norm`` bounds one row's
+    contribution and ``z_t`` is ``noise_multiplier`` times the level of step
+    t's block in ``noise_schedule`` (1 throughout by default). Smoothing, the
+    optimizer step and the weight decay are post-processing. The event
+    depends on z, q and T only: z is relative to the sensitivity.
 
     Parameters
     ----------
@@ -69,7 +72,7 @@ class GradientPerturbation(Mechanism):
         The adjacency the event is to be accounted under (a ``DpEvent`` does
         not carry it: pass it to the accountant).
     clip_norm : float
-        C, for the record (z is relative to it).
+        C, for the record (z is relative to ``sensitivity``).
     seeded : bool, default=False
         Whether the noise was derived from a seed that travels with the
         model (``reproducible=True``): then nothing is private.
@@ -77,6 +80,8 @@ class GradientPerturbation(Mechanism):
         The public shape of the noise (:mod:`sklearn_dplssgd._schedules`):
         blocks of ``(n_steps_k, level_k)`` summing to ``n_steps``; empty for
         a constant noise multiplier.
+    max_sample_weight : float, default=1.0
+        The public bound w_max on the rows' weights, for the record.
     """
 
     sample_rate: float
@@ -86,6 +91,17 @@ class GradientPerturbation(Mechanism):
     clip_norm: float
     seeded: bool = False
     noise_schedule: tuple = ()
+    max_sample_weight: float = 1.0
+
+    @property
+    def sensitivity(self):
+        """``max_sample_weight * clip_norm``: how far one row moves a step's sum.
+
+        Under add/remove adjacency; replace-one moves it by up to twice that,
+        which the accountant's neighbouring relation accounts for. The noise
+        on the sum has standard deviation ``z_t`` times this.
+        """
+        return self.max_sample_weight * self.clip_norm
 
     def __post_init__(self):
         if self.noise_schedule and sum(s for s, _ in self.noise_schedule) != self.n_steps:
@@ -101,7 +117,7 @@ class GradientPerturbation(Mechanism):
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, accountant, neighboring,
-                   clip_norm, n_samples=None, noise_schedule=()):
+                   clip_norm, n_samples=None, noise_schedule=(), max_sample_weight=1.0):
         """The mechanism whose noise meets ``(epsilon, delta)``, and its calibration.
 
         With a non-constant ``noise_schedule`` the scale is the smallest for
@@ -122,7 +138,7 @@ class GradientPerturbation(Mechanism):
             sample_rate=float(sample_rate), n_steps=int(n_steps),
             noise_multiplier=float(calibration.noise_multiplier),
             neighboring=neighboring, clip_norm=float(clip_norm),
-            noise_schedule=tuple(noise_schedule),
+            noise_schedule=tuple(noise_schedule), max_sample_weight=float(max_sample_weight),
         )
         if not mechanism.scheduled or epsilon == math.inf:
             return mechanism, calibration

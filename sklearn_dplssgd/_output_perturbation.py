@@ -128,7 +128,8 @@ class SmoothnessConstants(typing.NamedTuple):
 
 
 def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, *,
-                         loss_threshold=None, weight_norm_bound=None, target_bound=None):
+                         loss_threshold=None, weight_norm_bound=None, target_bound=None,
+                         max_sample_weight=1.0):
     """R, L and mu of the objective, from public bounds only (DESIGN.md, section 8).
 
     The objective is ``mean_i loss(W x_i + b; y_i) + alpha / 2 ||(W, b)||^2``
@@ -178,6 +179,11 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
     target_bound : float, optional
         Y, the public bound the targets are clipped to (``|y| <= Y``):
         required for ``squared_error``, ignored by the other losses.
+    max_sample_weight : float, default=1.0
+        w_max, the public bound on a row's weight: a weighted row's loss
+        ``w_i loss_i`` has gradient at most ``w_max R`` and curvature at most
+        ``w_max`` times the loss's, so R and the loss's part of L are
+        multiplied by it.
 
     Returns
     -------
@@ -238,7 +244,8 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
     x = math.sqrt(row_norm_bound**2 + 1.0) if fit_intercept else row_norm_bound
     gradient_bound, loss_smoothness = LOSSES[loss].constants(
         x, n_outputs, loss_threshold, weight_norm_bound, target_bound)
-    return SmoothnessConstants(gradient_bound, loss_smoothness + alpha, alpha)
+    w_max = _positive_finite(max_sample_weight, "max_sample_weight")
+    return SmoothnessConstants(w_max * gradient_bound, w_max * loss_smoothness + alpha, alpha)
 
 
 # --------------------------------------------------------------------------
@@ -290,8 +297,10 @@ def default_step(smoothness, strong_convexity):
 # full-batch floor 2 eta R / (n (1 - rho)), with m times more steps per pass.
 _BATCHES_PER_CONTRACTION = 0.25
 # Default passes: enough steps to shrink the distance to the minimiser by
-# e^-10 (rho^steps <= e^-10).
+# e^-10 (rho^steps <= e^-10), but at most this many steps (a weakly convex
+# objective, alpha much smaller than L, would otherwise ask for millions).
 _CONTRACTIONS_TO_CONVERGE = 10.0
+_MAX_DEFAULT_STEPS = 20_000
 
 
 def default_batch_size(n_samples, eta, constants):
@@ -321,8 +330,9 @@ def default_batch_size(n_samples, eta, constants):
 def default_passes(plan):
     """Passes over the batches for ``rho^(m passes) <= e^-10``: a converged descent.
 
-    The noise does not depend on the number of passes (the sensitivity
-    bound holds for any), only the running time does.
+    At most ``20,000`` steps (at least one pass). The noise does not depend on
+    the number of passes (the sensitivity bound holds for any), only the
+    running time and how close the descent gets to the minimiser do.
 
     Parameters
     ----------
@@ -336,7 +346,7 @@ def default_passes(plan):
                              plan.constants.strong_convexity)
     if rho == 0.0:
         return 1
-    steps = _CONTRACTIONS_TO_CONVERGE / -math.log(rho)
+    steps = min(_CONTRACTIONS_TO_CONVERGE / -math.log(rho), _MAX_DEFAULT_STEPS)
     return max(1, math.ceil(steps / plan.n_batches))
 
 
@@ -552,12 +562,13 @@ class OutputPerturbationPlan(typing.NamedTuple):
     loss_threshold: typing.Optional[float]
     weight_norm_bound: typing.Optional[float]
     target_bound: typing.Optional[float]
+    max_sample_weight: float = 1.0
 
 
 def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_intercept,
                              alpha, row_norm_bound, batch_size, eta=None, loss_threshold=None,
                              weight_norm_bound=None, target_bound=None,
-                             neighboring=_NEIGHBORING):
+                             max_sample_weight=1.0, neighboring=_NEIGHBORING):
     """The mechanism of a fit, from public quantities only.
 
     ``n_samples`` is public under replace-one adjacency (neighbours have the
@@ -572,7 +583,7 @@ def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_
     n_samples : int
         n, the number of rows.
     loss, n_outputs, fit_intercept, alpha, row_norm_bound, loss_threshold, \
-weight_norm_bound, target_bound
+weight_norm_bound, target_bound, max_sample_weight
         See :func:`smoothness_constants`.
     batch_size : int or None
         b, between 1 and ``n_samples``; None takes :func:`default_batch_size`.
@@ -588,7 +599,8 @@ weight_norm_bound, target_bound
     n_samples = _positive_int(n_samples, "n_samples")
     constants = smoothness_constants(
         loss, n_outputs, row_norm_bound, alpha, fit_intercept, loss_threshold=loss_threshold,
-        weight_norm_bound=weight_norm_bound, target_bound=target_bound)
+        weight_norm_bound=weight_norm_bound, target_bound=target_bound,
+        max_sample_weight=max_sample_weight)
     if eta is None:
         eta = default_step(constants.smoothness, constants.strong_convexity)
     if batch_size is None:
@@ -606,7 +618,8 @@ weight_norm_bound, target_bound
         alpha=float(alpha), row_norm_bound=float(row_norm_bound),
         loss_threshold=None if loss_threshold is None else float(loss_threshold),
         weight_norm_bound=None if weight_norm_bound is None else float(weight_norm_bound),
-        target_bound=None if target_bound is None else float(target_bound))
+        target_bound=None if target_bound is None else float(target_bound),
+        max_sample_weight=float(max_sample_weight))
 
 
 # --------------------------------------------------------------------------
@@ -662,7 +675,7 @@ def _check_encoded_targets(y, code, n_outputs):
 
 
 def _descend(X, y, row_scales, batches, *, code, loss_threshold, fit_intercept, alpha, eta,
-             n_passes, n_outputs, weight_norm_bound):
+             n_passes, n_outputs, weight_norm_bound, sample_weight=None):
     """Noise-free mini-batch gradient descent from zero weights.
 
     Each step: ``theta <- theta - eta (mean_{i in B} grad loss_i + alpha theta)``
@@ -684,6 +697,8 @@ def _descend(X, y, row_scales, batches, *, code, loss_threshold, fit_intercept, 
             if fit_intercept:
                 margins += intercept
             residuals = loss_derivative_reference(code, margins, y[rows], loss_threshold)
+            if sample_weight is not None:
+                residuals *= sample_weight[rows, None]
             # Mean loss gradient: outer products r_i [x_i, 1], summed.
             grad_coef = residuals.T @ x_batch / batch_size
             coef -= eta * (grad_coef + alpha * coef)
@@ -785,7 +800,8 @@ weight_norm_bound, target_bound
     return release_output_perturbation(X, y, plan, n_passes=n_passes, rng=rng, seeded=seeded)
 
 
-def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False):
+def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
+                                sample_weight=None):
     """Train the planned problem without noise, then add the planned noise once.
 
     Rows are clipped to ``plan.row_norm_bound`` (on the fly, the user's X is
@@ -810,6 +826,9 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False):
     rng : numpy.random.Generator
     seeded : bool, default=False
         Whether ``rng`` is a function of a seed that travels with the model.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Each row's weight in ``[0, plan.max_sample_weight]`` (validated by
+        the caller): it multiplies the row's loss.
 
     Returns
     -------
@@ -830,6 +849,13 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False):
             f"The plan is for {plan.n_batches} batches of {plan.batch_size} rows; "
             f"X has {X.shape[0]} rows.")
     n_passes = _positive_int(n_passes, "n_passes")
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != (X.shape[0],) or not (
+                np.all(sample_weight >= 0) and np.all(sample_weight <= plan.max_sample_weight)):
+            # The constants assume w_i <= w_max (a caller's bug otherwise).
+            raise ValueError("sample_weight must hold one weight in [0, max_sample_weight] "
+                             "per row.")
     code = loss_code(plan.loss, plan.n_outputs)
     _check_encoded_targets(y, code, plan.n_outputs)
     if plan.loss == "squared_error":
@@ -845,7 +871,7 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False):
             X, y, _row_scales(X, plan.row_norm_bound), batches,
             code=code, loss_threshold=threshold, fit_intercept=plan.fit_intercept,
             alpha=plan.alpha, eta=plan.eta, n_passes=n_passes, n_outputs=plan.n_outputs,
-            weight_norm_bound=plan.weight_norm_bound)
+            weight_norm_bound=plan.weight_norm_bound, sample_weight=sample_weight)
     mechanism = plan.mechanism.seeded_copy() if seeded else plan.mechanism
     released = add_output_noise(params, mechanism, rng, plan.fit_intercept)
     return released.astype(X.dtype, copy=False), mechanism

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 from sklearn.base import RegressorMixin
+from sklearn.utils.metaestimators import available_if
 
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import REGRESSION_LOSSES
@@ -111,6 +112,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         mechanism="gradient",
         row_norm_bound=1.0,
         weight_norm_bound=None,
+        max_sample_weight=1.0,
         alpha=1e-4,
         fit_intercept=True,
         batch_size="auto",
@@ -126,9 +128,11 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         adam_epsilon=1e-8,
         noise_schedule="constant",
         noise_decay=0.9,
+        warm_start=False,
         accountant="pld",
         neighboring="replace_one",
         public_n_samples=None,
+        disjoint_batches=False,
         random_state=None,
         reproducible=False,
         ledger=None,
@@ -145,6 +149,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.mechanism = mechanism
         self.row_norm_bound = row_norm_bound
         self.weight_norm_bound = weight_norm_bound
+        self.max_sample_weight = max_sample_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.batch_size = batch_size
@@ -160,9 +165,11 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.adam_epsilon = adam_epsilon
         self.noise_schedule = noise_schedule
         self.noise_decay = noise_decay
+        self.warm_start = warm_start
         self.accountant = accountant
         self.neighboring = neighboring
         self.public_n_samples = public_n_samples
+        self.disjoint_batches = disjoint_batches
         self.random_state = random_state
         self.reproducible = reproducible
         self.ledger = ledger
@@ -176,7 +183,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         low, high = (float(bound) for bound in self.target_bounds)
         return (low + high) / 2.0, (high - low) / 2.0
 
-    def _encode_targets(self, y):
+    def _encode_targets(self, y, classes=None):
         y = np.asarray(y, dtype=np.float64)
         scale = self._target_scale()
         if scale is None:
@@ -185,7 +192,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         # Public bounds: clipping changes no row's influence beyond the clip.
         return np.clip((y - centre) / half_width, -1.0, 1.0), 1
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None, *, coef_init=None, intercept_init=None):
         """Train the model with (epsilon, delta)-differential privacy.
 
         Parameters
@@ -195,13 +202,63 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
             (other formats are converted once) and never densified.
         y : array-like of shape (n_samples,)
             Targets.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            Weight of each row, in ``[0, max_sample_weight]``; it multiplies
+            the row's clipped gradient. None weighs every row 1. See the
+            user guide's section on weights.
+        coef_init : array-like of shape (n_features,), default=None
+            Starting coefficients, in the target's units. Treated as public:
+            the fit spends nothing on them, so they must not come from these
+            rows (a model fitted on them is covered only by its own release:
+            use ``warm_start`` or ``partial_fit``, which compose, or record
+            it in a ledger).
+        intercept_init : float or array-like of shape (1,), default=None
+            Starting intercept, as ``coef_init``.
 
         Returns
         -------
         self : DPLSSGDRegressor
             The fitted estimator.
         """
-        params = self._fit(X, y)
+        params = self._fit(X, y, sample_weight, coef_init=coef_init,
+                           intercept_init=intercept_init)
+        self._set_coefficients(params)
+        return self
+
+    @available_if(BaseDPLSSGD._can_stream)
+    def partial_fit(self, X, y, sample_weight=None):
+        """One private epoch over ``(X, y)``, continuing the fitted model.
+
+        {partial_fit_release}
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows of this call.
+        y : array-like of shape (n_samples,)
+            Their targets.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        self : DPLSSGDRegressor
+        """
+        self._set_coefficients(self._fit(X, y, sample_weight, partial=True))
+        return self
+
+    def _to_training_scale(self, params):
+        scale = self._target_scale()
+        if scale is None:
+            return params
+        # The inverse of _set_coefficients' mapping to the target's units.
+        centre, half_width = scale
+        params = params.copy()
+        params[:, :-1] /= half_width
+        params[:, -1] = (params[:, -1] - centre) / half_width if self.fit_intercept else 0.0
+        return params
+
+    def _set_coefficients(self, params):
         n_features = params.shape[1] - 1
         self.coef_ = params[0, :n_features].copy()
         self.intercept_ = params[0, n_features:].copy()
@@ -212,7 +269,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
             self.coef_ = self.coef_ * self.coef_.dtype.type(half_width)
             self.intercept_ = self.intercept_ * self.intercept_.dtype.type(half_width) + (
                 self.intercept_.dtype.type(centre))
-        return self
 
     def predict(self, X):
         """Predict targets.

@@ -563,6 +563,8 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         best_final.epsilon_ = self.epsilon_
         best_final.delta_ = self.delta_
         best_final.dp_event_ = self.dp_event_
+        # A partial_fit or warm start continuing this model composes with it.
+        best_final.dp_events_ = [self.dp_event_]
         self.best_estimator_ = best
         self.best_params_ = best_params
         self.best_score_ = float(best_score)

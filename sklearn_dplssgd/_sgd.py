@@ -80,8 +80,8 @@ def number_of_steps(n_samples, batch_size, max_iter):
     return int(-(-max_iter * n_samples // batch_size))
 
 
-def learning_rate_schedule(learning_rate, eta0, power_t, n_steps):
-    """Step sizes eta_t for t = 1 .. T.
+def learning_rate_schedule(learning_rate, eta0, power_t, n_steps, first_step=0):
+    """Step sizes eta_t for t = first_step + 1 .. first_step + T.
 
     Parameters
     ----------
@@ -95,12 +95,15 @@ def learning_rate_schedule(learning_rate, eta0, power_t, n_steps):
         Exponent of ``invscaling``.
     n_steps : int
         T.
+    first_step : int, default=0
+        Steps already taken by the releases this one continues
+        (``partial_fit``), so that a decaying schedule goes on decaying.
 
     Returns
     -------
     etas : ndarray of shape (n_steps,)
     """
-    t = np.arange(1, n_steps + 1, dtype=np.float64)
+    t = np.arange(first_step + 1, first_step + n_steps + 1, dtype=np.float64)
     if learning_rate == "constant":
         return np.full(n_steps, float(eta0))
     if learning_rate == "inverse_time":
@@ -185,8 +188,11 @@ def train_dp_lssgd(
     optimizer_settings=None,
     batch_sampler=poisson_batches,
     noise_source=gaussian_noise,
+    sample_weight=None,
+    max_sample_weight=1.0,
+    initial_params=None,
 ):
-    """Run T steps of DP-LSSGD from zero weights.
+    """Run T steps of DP-LSSGD from zero weights (or ``initial_params``).
 
     Parameters
     ----------
@@ -248,7 +254,19 @@ def train_dp_lssgd(
         offsets)`` as :func:`poisson_batches` (called for sample rates below 1).
     noise_source : callable, default=gaussian_noise
         ``noise_source(rng, shape, dtype)``: standard normal draws, scaled
-        here by each step's ``z * C``.
+        here by each step's ``z * max_sample_weight * C``.
+    sample_weight : ndarray of shape (n_samples,), float64, or None, default=None
+        Per-sample weights in ``[0, max_sample_weight]`` (validated by the
+        caller): sample i contributes ``w_i`` times its clipped gradient.
+    max_sample_weight : float, default=1.0
+        The public bound w_max on the weights. One row moves the clipped sum
+        by at most ``w_max C`` (add/remove), so that is the scale of the
+        noise: z stays relative to the sensitivity and the accounting is
+        unchanged.
+    initial_params : ndarray of shape (n_outputs, d + 1) or None, default=None
+        Starting weights (a warm start; copied). Their privacy is the
+        caller's business: they must be public or covered by an earlier
+        release.
 
     Returns
     -------
@@ -269,6 +287,8 @@ def train_dp_lssgd(
     n_samples, n_features = X.shape
     dtype = X.dtype
     params = np.zeros((n_outputs, n_features + 1), dtype=dtype)
+    if initial_params is not None:
+        params[:] = initial_params
     grad = np.empty_like(params)
     if not (row_norms <= _MAX_ROW_NORM).all():
         raise ValueError(
@@ -277,10 +297,15 @@ def train_dp_lssgd(
             "model's outputs w . x could overflow float64. "
             "Rescale the features by a known bound before training."
         )
-    # Per-step standard deviation of the noise on the clipped sum.
+    # Per-step standard deviation of the noise on the clipped sum: z times
+    # the sum's sensitivity w_max C.
     noise_std = np.broadcast_to(
-        np.asarray(noise_multiplier, dtype=np.float64) * clip_norm, (n_steps,))
+        np.asarray(noise_multiplier, dtype=np.float64) * (max_sample_weight * clip_norm),
+        (n_steps,))
     update = Optimizer(optimizer, params.shape, dtype, batch_size, **(optimizer_settings or {}))
+    # Weights are passed only when there are any, so an unweighted fit calls
+    # the kernel exactly as before (the audits substitute that call).
+    weighting = {} if sample_weight is None else {"weights": sample_weight}
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
     # Computed once per fit; the compiled step solves A_sigma u = g exactly in
     # O(d) through A_sigma's factorisation (see _kernels.smooth_rows).
@@ -319,7 +344,7 @@ def train_dp_lssgd(
                 gradient_sum(
                     X, y, batch, params,
                     row_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
-                    noise[local_step], grad, n_threads,
+                    noise[local_step], grad, n_threads, **weighting,
                 )
                 eta = learning_rates[step]
                 if sigma > 0:

@@ -30,6 +30,8 @@ from ._kernels import (
     _CONTRACT_ONLY,
     _FASTMATH,
     PARALLEL_MIN_WORK,
+    _apply_weight,
+    _check_weights,
     _clipped_residual,
     _noisy_sum_threaded,
     _residual,
@@ -189,9 +191,9 @@ def _sparse_row_margins(params, values, columns, n_features, margins):
 @njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
 def _accumulate_sparse_rows(
     data, indices, indptr, y, rows, params, row_norms, code, threshold, clip_norm,
-    fit_intercept, largest, tiny, grad,
+    fit_intercept, largest, tiny, grad, weights,
 ):
-    """Add the clipped gradients of ``rows`` to ``grad``: O(stored entries * K)."""
+    """Add the (weighted) clipped gradients of ``rows`` to ``grad``: O(stored entries * K)."""
     n_outputs = params.shape[0]
     n_features = params.shape[1] - 1
     margins = np.empty(n_outputs, dtype=np.float64)
@@ -208,6 +210,8 @@ def _accumulate_sparse_rows(
         # the sample (all outputs, coefficients and intercept) to C.
         _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, largest,
                           tiny, scaled)
+        if weights.shape[0] > 0:
+            _apply_weight(weights[i], largest, tiny, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -220,7 +224,7 @@ def _accumulate_sparse_rows(
 @njit(cache=True, nogil=True)
 def _noisy_sum_csr(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad,
+    largest, tiny, noise, grad, weights,
 ):
     """``grad = noise + clipped sum``; ``X`` is the tuple ``(data, indices, indptr)``.
 
@@ -231,15 +235,15 @@ def _noisy_sum_csr(
     grad[:, :] = noise
     _accumulate_sparse_rows(
         data, indices, indptr, y, rows, params, row_norms, code, threshold,
-        clip_norm, fit_intercept, largest, tiny, grad,
+        clip_norm, fit_intercept, largest, tiny, grad, weights,
     )
 
 
 def noisy_clipped_gradient_sum_sparse(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    noise, grad, n_threads=1,
+    noise, grad, n_threads=1, weights=None,
 ):
-    """``grad = noise + sum_{i in rows} clip_C(gradient of sample i)`` for sparse X.
+    """``grad = noise + sum_{i in rows} w_i clip_C(gradient of sample i)`` for sparse X.
 
     The sparse form of :func:`sklearn_dplssgd._kernels.noisy_clipped_gradient_sum`,
     with the same arguments and the same result up to float rounding; every
@@ -266,7 +270,11 @@ def noisy_clipped_gradient_sum_sparse(
         Output buffer, overwritten.
     n_threads : int, default=1
         Split the batch over this many threads when its work is large enough.
+    weights : ndarray of shape (n_samples,), float64, or None, default=None
+        Per-sample weights, applied to the clipped gradients (as the dense
+        kernel's).
     """
+    weights = _check_weights(weights, X.shape[0])
     csr = (X.data, X.indices, X.indptr)
     largest, tiny = _COEFFICIENT_RANGE[np.dtype(params.dtype)]
     if n_threads > 1 and rows.shape[0] > 1:
@@ -276,10 +284,10 @@ def noisy_clipped_gradient_sum_sparse(
         if work >= max(PARALLEL_MIN_WORK, n_threads * params.size):
             _noisy_sum_threaded(
                 _noisy_sum_csr, csr, y, rows, params, row_norms, code, threshold,
-                clip_norm, fit_intercept, largest, tiny, noise, grad, n_threads,
+                clip_norm, fit_intercept, largest, tiny, noise, grad, weights, n_threads,
             )
             return
     _noisy_sum_csr(
         csr, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-        largest, tiny, noise, grad,
+        largest, tiny, noise, grad, weights,
     )

@@ -6,18 +6,48 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
 
+# The checks weigh rows by up to 10 (sample weights) and 1000 (class
+# weights); weights above the public max_sample_weight are refused by design,
+# so the bound is declared here (the noise grows with it).
 ESTIMATORS = [
-    DPLSSGDClassifier(random_state=0, reproducible=True),
-    DPLSSGDClassifier(loss="hinge", sigma=0.0, random_state=0, reproducible=True),
-    DPLSSGDRegressor(random_state=0, reproducible=True),
-    DPLSSGDRegressor(loss="huber", random_state=0, reproducible=True),
-    DPLSSGDClassifier(mechanism="output", alpha=0.01, random_state=0, reproducible=True),
-    DPLSSGDRegressor(loss="huber", mechanism="output", alpha=0.01, random_state=0,
-                     reproducible=True),
+    DPLSSGDClassifier(random_state=0, reproducible=True, max_sample_weight=1000.0),
+    DPLSSGDClassifier(loss="hinge", sigma=0.0, random_state=0, reproducible=True,
+                      max_sample_weight=1000.0),
+    DPLSSGDRegressor(random_state=0, reproducible=True, max_sample_weight=10.0),
+    DPLSSGDRegressor(loss="huber", random_state=0, reproducible=True, max_sample_weight=10.0),
+    # Output perturbation without noise: with the checks' weights of up to
+    # 1000, its noise (scaled to max_sample_weight) would saturate the
+    # probabilities, and log(predict_proba) would underflow where
+    # predict_log_proba does not. The noise itself is tested elsewhere.
+    DPLSSGDClassifier(mechanism="output", alpha=0.01, epsilon=float("inf"), max_iter=20,
+                      random_state=0, reproducible=True, max_sample_weight=1000.0),
+    DPLSSGDRegressor(loss="huber", mechanism="output", alpha=0.01, max_iter=20, random_state=0,
+                     reproducible=True, max_sample_weight=10.0),
 ]
 
+# The premise of these checks does not hold for a differentially private
+# estimator: they require a row of weight k to give *exactly* the model of k
+# copies of the row (and weight 0 that of a removed row). Here the number of
+# rows is part of the mechanism (it sets the sample rate, the number of steps,
+# delta and so the noise), each copy is Poisson-sampled on its own where a
+# weighted row is sampled once, and the noise is random: the two fits are
+# equal at best in expectation. The guarantee also differs on purpose (k
+# copies are k rows; one row of weight k is one row, which max_sample_weight
+# must allow). tests/test_weights.py checks the equivalence where it does
+# hold: noise-free fits on full batches with fixed settings.
+_WEIGHT_EQUIVALENCE = (
+    "a weighted row is one Poisson-sampled row under random noise calibrated to the "
+    "row count; repeated rows change the count and are sampled separately"
+)
+_EXPECTED_FAILURES = {
+    "check_sample_weight_equivalence_on_dense_data": _WEIGHT_EQUIVALENCE,
+    "check_sample_weight_equivalence_on_sparse_data": _WEIGHT_EQUIVALENCE,
+}
 # Every expected failure is listed with its reason.
-EXPECTED_FAILED_CHECKS = {}
+EXPECTED_FAILED_CHECKS = {
+    "DPLSSGDClassifier": _EXPECTED_FAILURES,
+    "DPLSSGDRegressor": _EXPECTED_FAILURES,
+}
 
 
 def _expected_failed_checks(estimator):

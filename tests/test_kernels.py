@@ -243,3 +243,85 @@ def test_subnormal_float32_clip_factor_drops_the_sample():
     grad = _kernel(X, np.array([1e30]), np.array([0]), params, compute_row_norms(X),
                    SQUARED_ERROR, 0.0, 1.0, True)
     assert np.array_equal(grad, np.zeros_like(grad))
+
+
+# ---------------------------------------------------------------- weights
+
+
+def _weights(n_samples, seed, largest=3.0):
+    """Weights with zeros, fractions and values above 1."""
+    weights = np.random.default_rng(seed).uniform(0.0, largest, n_samples)
+    weights[::7] = 0.0
+    return weights
+
+
+@pytest.mark.parametrize("code, n_outputs", CASES)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_weighted_kernel_matches_oracle(code, n_outputs, fit_intercept, dtype):
+    X, y, params, row_norms = _problem(code, n_outputs, dtype, fit_intercept, seed=code + 20)
+    rows = np.sort(np.random.default_rng(3).choice(len(X), 30, replace=False)).astype(np.int64)
+    weights = _weights(len(X), seed=code)
+    grad = np.empty_like(params)
+    noisy_clipped_gradient_sum(X, y, rows, params, row_norms, code, 0.5, 0.3, fit_intercept,
+                               np.zeros_like(params), grad, 1, weights)
+    d = X.shape[1]
+    ref_coef, ref_intercept = clipped_gradient_sum_reference(
+        X, y, rows, params[:, :d], params[:, d], code, 0.5, 0.3, fit_intercept, weights)
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    scale = max(1.0, np.abs(ref_coef).max())
+    np.testing.assert_allclose(grad[:, :d], ref_coef, atol=tol * scale, rtol=tol)
+    np.testing.assert_allclose(grad[:, d], ref_intercept, atol=tol * scale, rtol=tol)
+    # Weights of 1 are the unweighted sum, bit for bit.
+    unweighted = _kernel(X, y, rows, params, row_norms, code, 0.5, 0.3, fit_intercept)
+    noisy_clipped_gradient_sum(X, y, rows, params, row_norms, code, 0.5, 0.3, fit_intercept,
+                               np.zeros_like(params), grad, 1, np.ones(len(X)))
+    np.testing.assert_array_equal(grad, unweighted)
+
+
+@pytest.mark.parametrize("code, n_outputs", CASES)
+def test_each_weighted_gradient_is_within_its_weight_times_clip_norm(code, n_outputs):
+    X, y, params, row_norms = _problem(code, n_outputs, np.float64, True, seed=8)
+    params *= 5
+    weights = _weights(len(X), seed=1)
+    grad = np.empty_like(params)
+    ratios = []
+    for i in range(len(X)):
+        noisy_clipped_gradient_sum(X, y, np.array([i]), params, row_norms, code, 0.5, 0.25,
+                                   True, np.zeros_like(params), grad, 1, weights)
+        norm = np.linalg.norm(grad)
+        if weights[i] == 0:
+            assert norm == 0  # a row of weight 0 contributes nothing
+        else:
+            ratios.append(norm / (weights[i] * 0.25))
+    assert max(ratios) <= 1 + 1e-12
+    if code not in (HINGE_BINARY, HINGE_CRAMMER_SINGER, EPSILON_INSENSITIVE):
+        assert np.isclose(max(ratios), 1.0)
+
+
+def test_weighted_coefficient_beyond_the_dtype_drops_the_row():
+    # float32: the clipped coefficient C / ||x|| = 1e30 fits, times 1e9 it does
+    # not (above 3.4e38), so the row must contribute nothing rather than inf.
+    X = np.array([[1e-30], [1.0]], dtype=np.float32)
+    y = np.array([-1e35, 0.5])
+    params = np.zeros((1, 2), dtype=np.float32)
+    row_norms = compute_row_norms(X)
+    grad = np.empty_like(params)
+    rows = np.array([0, 1], dtype=np.int64)
+    for weight, expected_first in ((1e9, 0.0), (10.0, 10.0)):
+        weights = np.array([weight, 1.0])
+        noisy_clipped_gradient_sum(X, y, rows, params, row_norms, SQUARED_ERROR, 0.0, 1.0,
+                                   False, np.zeros_like(params), grad, 1, weights)
+        assert np.isfinite(grad).all()
+        # Row 1 (residual -0.5, unclipped) adds -0.5 * 1.0 to the coefficient.
+        np.testing.assert_allclose(grad[0, 0], expected_first - 0.5, rtol=1e-6)
+
+
+def test_weights_of_the_wrong_shape_or_dtype_are_refused():
+    X, y, params, row_norms = _problem(SQUARED_ERROR, 1, np.float64, True, seed=0)
+    grad = np.empty_like(params)
+    rows = np.arange(5, dtype=np.int64)
+    for weights in (np.ones(len(X) - 1), np.ones(len(X), dtype=np.float32)):
+        with pytest.raises(ValueError, match="one entry per row"):
+            noisy_clipped_gradient_sum(X, y, rows, params, row_norms, SQUARED_ERROR, 0.0,
+                                       1.0, True, np.zeros_like(params), grad, 1, weights)

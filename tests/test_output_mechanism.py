@@ -189,3 +189,41 @@ def test_sparse_input_is_refused_before_anything_is_released():
     with pytest.raises(TypeError, match="mechanism='output' needs dense X"):
         clf.fit(sp.csr_matrix(X), y)
     assert not ledger.records
+
+
+def test_sample_weights_enter_the_loss_and_the_bound_scales_the_sensitivity():
+    X, y = _classification(n=400)
+    common = dict(mechanism="output", alpha=0.1, classes=range(3), batch_size=400, max_iter=5,
+                  epsilon=math.inf, random_state=0, reproducible=True)
+    plain = DPLSSGDClassifier(**common).fit(X, y)
+    ones = DPLSSGDClassifier(**common).fit(X, y, sample_weight=np.ones(400))
+    np.testing.assert_array_equal(plain.coef_, ones.coef_)
+    # Weight 0 on half the rows: the descent's mean loss over the other half,
+    # times 1/2 (full batch, the public batch size divides).
+    weights = np.where(np.arange(400) < 200, 1.0, 0.0)
+    half = DPLSSGDClassifier(**common).fit(X, y, sample_weight=weights)
+    assert not np.allclose(half.coef_, plain.coef_)
+    bounded = DPLSSGDClassifier(**{**common, "max_sample_weight": 2.0}).fit(X, y)
+    # R and the loss's curvature double: the sensitivity grows.
+    assert bounded.output_sensitivity_ > plain.output_sensitivity_
+    with pytest.raises(ValueError, match="max_sample_weight"):
+        DPLSSGDClassifier(**common).fit(X, y, sample_weight=np.full(400, 2.0))
+
+
+@pytest.mark.parametrize("call", ["partial_fit", "coef_init", "warm_start"])
+def test_continued_releases_are_refused(call):
+    X, y = _classification()
+    clf = DPLSSGDClassifier(mechanism="output", alpha=0.1, classes=range(3), max_iter=1)
+    if call == "partial_fit":
+        assert not hasattr(clf, "partial_fit")
+        with pytest.raises(AttributeError, match="no attribute 'partial_fit'") as excinfo:
+            clf.partial_fit(X, y, classes=range(3))
+        # scikit-learn's available_if chains the reason.
+        assert "mechanism='output'" in str(excinfo.value.__cause__)
+        return
+    with pytest.raises(ValueError, match="mechanism='output'"):
+        if call == "coef_init":
+            clf.fit(X, y, coef_init=np.zeros((3, 5)))
+        else:
+            clf.fit(X, y)
+            clf.set_params(warm_start=True).fit(X, y)

@@ -464,3 +464,18 @@ def test_output_perturbation_refuses_sparse_rows():
             X, y.astype(float), loss="log_loss", n_outputs=1, fit_intercept=True, alpha=0.1,
             row_norm_bound=1.0, eta=None, batch_size=10, n_passes=1,
             rng=np.random.default_rng(0), loss_threshold=0.0, epsilon=1.0, delta=1e-5)
+
+
+def test_weighted_sparse_fit_equals_the_weighted_dense_fit():
+    import scipy.sparse as sp
+    from sklearn_dplssgd import DPLSSGDClassifier
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 12)) * (rng.random((300, 12)) < 0.3)
+    y = rng.integers(3, size=300)
+    weights = rng.uniform(0, 2, size=300)
+    params = dict(classes=range(3), max_sample_weight=2.0, epsilon=1.0, max_iter=3,
+                  random_state=0, reproducible=True)
+    dense = DPLSSGDClassifier(**params).fit(X, y, sample_weight=weights)
+    sparse = DPLSSGDClassifier(**params).fit(sp.csr_matrix(X), y, sample_weight=weights)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-9, atol=1e-12)

@@ -41,13 +41,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _gradient_sum(X, y, rows, params, code, threshold, clip_norm, fit_intercept,
-                  noise=None, n_threads=1):
+                  noise=None, n_threads=1, weights=None):
     """Call the kernel by parameter name (the names checked against its signature)."""
     arguments = dict(
         X=X, y=y, rows=rows, params=params, row_norms=compute_row_norms(X), code=code,
         threshold=threshold, clip_norm=clip_norm, fit_intercept=fit_intercept,
         noise=np.zeros_like(params) if noise is None else noise,
-        grad=np.full_like(params, np.nan), n_threads=n_threads,
+        grad=np.full_like(params, np.nan), n_threads=n_threads, weights=weights,
     )
     names = inspect.signature(noisy_clipped_gradient_sum).parameters
     assert set(arguments) <= set(names), sorted(set(arguments) - set(names))
@@ -158,6 +158,17 @@ def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows):
     np.testing.assert_allclose(parallel, serial, rtol=1e-10,
                                atol=1e-12 * np.abs(serial).max())
     assert not np.array_equal(serial, noise)  # the rows did contribute
+    # Weighted rows: each thread weighs its own part of the batch.
+    weights = rng.uniform(0.0, 2.0, len(X))
+    serial = _gradient_sum(X, y, rows, params, code, 0.0, 1.0, True, noise, 1, weights)
+    parallel = _gradient_sum(X, y, rows, params, code, 0.0, 1.0, True, noise, 2, weights)
+    assert calls == [2, 2]
+    np.testing.assert_allclose(parallel, serial, rtol=1e-10,
+                               atol=1e-12 * np.abs(serial).max())
+    reference = clipped_gradient_sum_reference(
+        X, y, rows, params[:, :-1], params[:, -1], code, 0.0, 1.0, True, weights)
+    np.testing.assert_allclose(serial - noise, np.column_stack(reference), rtol=1e-8,
+                               atol=1e-10 * np.abs(serial).max())
 
 
 # ---------------------------------------------------------------------------

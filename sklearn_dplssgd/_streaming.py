@@ -1,0 +1,90 @@
+"""Releases that continue one another: ``partial_fit`` and ``warm_start``.
+
+A *series* is the sequence of releases of one estimator since its last cold
+``fit``: every ``partial_fit`` call, and every ``fit`` with
+``warm_start=True``, starts from the weights the previous release published
+and is a private release of its own rows, calibrated to ``(epsilon,
+delta_)`` on its own. What the series as a whole releases is their
+(adaptive, sequential) composition: the same rows may come again, and each
+release starts from the previous one's output. That is always a valid upper
+bound. When the user promises that the releases saw disjoint sets of rows,
+parallel composition applies: a row (and a replaced or added row) is in one
+release only, the releases before it do not depend on it, and the ones after
+it depend on it only through the published weights they start from (post-
+processing), so the series is as private as its least private release.
+"""
+
+import math
+import typing
+
+import dp_accounting
+import numpy as np
+
+from ._accounting import event_epsilon
+
+__all__ = ["Series", "compose_events", "series_epsilon"]
+
+
+class Series(typing.NamedTuple):
+    """What a continuing release takes over from the estimator's fitted state."""
+
+    events: tuple
+    delta: float
+    eta0: float
+    n_steps: int
+    params: np.ndarray
+    classes: typing.Optional[np.ndarray]
+
+
+def compose_events(events):
+    """One dp-accounting event for releases made in this order.
+
+    A single release is its own event. Otherwise the ``ComposedDpEvent`` of
+    the releases, with each run of equal consecutive events written as one
+    ``SelfComposedDpEvent`` (the same composition, which the accountants
+    evaluate in a few convolutions instead of one per call).
+
+    Parameters
+    ----------
+    events : sequence of dp_accounting.DpEvent
+
+    Returns
+    -------
+    event : dp_accounting.DpEvent
+    """
+    runs = []
+    for event in events:
+        if runs and runs[-1][0] == event:
+            runs[-1][1] += 1
+        else:
+            runs.append([event, 1])
+    parts = [event if count == 1 else dp_accounting.SelfComposedDpEvent(event, count)
+             for event, count in runs]
+    return parts[0] if len(parts) == 1 else dp_accounting.ComposedDpEvent(parts)
+
+
+def series_epsilon(events, delta, neighboring, disjoint):
+    """Epsilon at ``delta`` of a series of releases.
+
+    Parameters
+    ----------
+    events : sequence of dp_accounting.DpEvent
+        Each release's event, in order (at least two).
+    delta : float
+    neighboring : {"replace_one", "add_remove"}
+    disjoint : bool
+        The user's promise that no row was in two releases: parallel
+        composition, the largest of the releases' epsilons. Otherwise the
+        sequential composition of all of them.
+
+    Returns
+    -------
+    epsilon : float
+        ``inf`` when a release was not private.
+    """
+    if any(isinstance(event, dp_accounting.NonPrivateDpEvent) for event in events):
+        return math.inf
+    if disjoint:
+        distinct = {repr(event): event for event in events}.values()
+        return max(event_epsilon(event, delta, neighboring) for event in distinct)
+    return event_epsilon(compose_events(events), delta, neighboring)
