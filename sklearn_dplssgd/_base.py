@@ -13,6 +13,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._losses import loss_code, loss_derivative_reference
+from ._array_api import (
+    array_api_namespace,
+    check_fitted_namespace,
+    decision_values,
+    initial_gradient_norms,
+    to_device,
+    to_numpy,
+    train_dp_lssgd_array_api,
+)
 from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration
 from ._defaults import (
     AUTO,
@@ -530,6 +539,14 @@ class BaseDPLSSGD(BaseEstimator):
         "verbose": [Interval("integral", 0, None)],
     }
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Gradient perturbation trains on array API arrays (PyTorch, CuPy,
+        # array-api-strict) under array_api_dispatch; output perturbation on
+        # NumPy arrays only.
+        tags.array_api_support = self.mechanism == "gradient"
+        return tags
+
     def _validate_hyperparameters(self):
         validate_parameters(self)
         for name in ("sigma", "clip_norm", "eta0", "alpha", "row_norm_bound",
@@ -759,15 +776,19 @@ class BaseDPLSSGD(BaseEstimator):
         either way.
         """
         code = loss_code(self.loss, n_outputs)
-        # Extreme but valid rows may overflow these squares: an infinite norm
-        # is simply "far above the limit" here.
-        with np.errstate(all="ignore"):
-            residuals = loss_derivative_reference(
-                code, np.zeros((X.shape[0], n_outputs)), y_encoded,
-                float(getattr(self, "loss_threshold", 0.0)))
-            row_norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64)
-                                + float(bool(self.fit_intercept)))
-            norms = np.linalg.norm(residuals, axis=1) * row_norms
+        threshold = float(getattr(self, "loss_threshold", 0.0))
+        if isinstance(X, np.ndarray):
+            # Extreme but valid rows may overflow these squares: an infinite
+            # norm is simply "far above the limit" here.
+            with np.errstate(all="ignore"):
+                residuals = loss_derivative_reference(
+                    code, np.zeros((X.shape[0], n_outputs)), y_encoded, threshold)
+                row_norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64)
+                                    + float(bool(self.fit_intercept)))
+                norms = np.linalg.norm(residuals, axis=1) * row_norms
+        else:
+            norms, row_norms = initial_gradient_norms(
+                X, y_encoded, n_outputs, code, threshold, bool(self.fit_intercept))
         limit = self._CLIPPED_FACTOR * float(self.clip_norm)
         if not np.mean(norms > limit) >= self._CLIPPED_SHARE:
             return
@@ -822,6 +843,14 @@ class BaseDPLSSGD(BaseEstimator):
         """
         self._validate_hyperparameters()
         output = self.mechanism == "output"
+        # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
+        # device (see _array_api); everything else takes the NumPy path.
+        namespace = array_api_namespace(X)
+        if namespace is not None and output:
+            raise ValueError(
+                "mechanism='output' trains on NumPy arrays only; array API inputs "
+                f"({namespace[0].__name__} arrays) are supported with "
+                "mechanism='gradient'. Pass NumPy arrays, or use mechanism='gradient'.")
         # The mechanism depends on public quantities only (the row count is
         # public under the adjacency in force), so it is fixed, and charged
         # to the ledger, before any row is read. (Output perturbation's
@@ -829,15 +858,22 @@ class BaseDPLSSGD(BaseEstimator):
         # still before training.)
         n_rows = _public_row_count(X)
         plan = self._plan_release(n_rows) if n_rows and not output else None
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            accept_sparse=False,
-            dtype=[np.float64, np.float32],
-            order="C",
-            y_numeric=self._y_numeric,
-        )
+        if namespace is None:
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                accept_sparse=False,
+                dtype=[np.float64, np.float32],
+                order="C",
+                y_numeric=self._y_numeric,
+            )
+        else:
+            # The targets are encoded on the host (labels, bounds), whatever
+            # their namespace; X keeps its namespace, device and float dtype.
+            xp = namespace[0]
+            X, y = validate_data(self, X, to_numpy(y), accept_sparse=False,
+                                 dtype=[xp.float64, xp.float32], y_numeric=self._y_numeric)
         y_encoded, n_outputs = self._encode_targets(y)
         n_samples = X.shape[0]
         if output:
@@ -847,7 +883,9 @@ class BaseDPLSSGD(BaseEstimator):
         mechanism, calibration, sample_rate, n_steps, rng = plan[:5]
         self._warn_before_training(calibration.delta, n_samples)
         self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs)
-        params = train_dp_lssgd(
+        trainer = train_dp_lssgd if namespace is None else train_dp_lssgd_array_api
+        extra = {"n_threads": self._n_threads()} if namespace is None else {}
+        params = trainer(
             X,
             y_encoded,
             n_outputs,
@@ -866,11 +904,11 @@ class BaseDPLSSGD(BaseEstimator):
             alpha=float(self.alpha),
             sigma=float(self.sigma),
             rng=rng,
-            n_threads=self._n_threads(),
             verbose=self.verbose,
             average_start=plan.average_start,
             optimizer=self.optimizer,
             optimizer_settings=self._optimizer_settings(),
+            **extra,
         )
         self.n_iter_ = plan.max_iter
         self.batch_size_ = plan.batch_size
@@ -879,6 +917,9 @@ class BaseDPLSSGD(BaseEstimator):
         self.n_steps_ = n_steps
         self.noise_multiplier_ = calibration.noise_multiplier
         self.noise_multipliers_ = mechanism.block_noise_multipliers()
+        if namespace is not None:
+            # Array attributes follow X (scikit-learn's array API convention).
+            self.noise_multipliers_ = to_device(self.noise_multipliers_, *namespace)
         self.sample_rate_ = sample_rate
         # A seeded fit's noise can be regenerated from its own parameters.
         self.epsilon_ = calibration.epsilon if mechanism.private else math.inf
@@ -952,9 +993,19 @@ class BaseDPLSSGD(BaseEstimator):
         self.output_sensitivity_ = mechanism.sensitivity
         return params
 
-    def _decision_values(self, X):
-        """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X."""
+    def _decision_values(self, X, method="predict"):
+        """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X.
+
+        ``method`` names the public method asking, for the error raised when
+        X's array namespace or device differs from the fitted weights'.
+        """
         check_is_fitted(self)
+        check_fitted_namespace(self, X, method)
+        namespace = array_api_namespace(X)
+        if namespace is not None:
+            X = validate_data(self, X, accept_sparse=False,
+                              dtype=[namespace[0].float64, namespace[0].float32], reset=False)
+            return decision_values(namespace[0], X, self.coef_, self.intercept_)
         X = validate_data(
             self, X, accept_sparse=False, dtype=[np.float64, np.float32], reset=False
         )

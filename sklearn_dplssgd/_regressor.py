@@ -5,6 +5,7 @@ import math
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from ._array_api import copy_params
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import REGRESSION_LOSSES
 from ._validation import Interval, Options
@@ -202,15 +203,15 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         """
         params = self._fit(X, y)
         n_features = params.shape[1] - 1
-        self.coef_ = params[0, :n_features].copy()
-        self.intercept_ = params[0, n_features:].copy()
+        self.coef_ = copy_params(params, 0, slice(None, n_features))
+        self.intercept_ = copy_params(params, 0, slice(n_features, None))
         scale = self._target_scale()
         if scale is not None:
             # Back to the target's units (post-processing of the release).
             centre, half_width = scale
-            self.coef_ = self.coef_ * self.coef_.dtype.type(half_width)
-            self.intercept_ = self.intercept_ * self.intercept_.dtype.type(half_width) + (
-                self.intercept_.dtype.type(centre))
+            # Python floats keep the weights' dtype (float32 stays float32).
+            self.coef_ = self.coef_ * half_width
+            self.intercept_ = self.intercept_ * half_width + centre
         return self
 
     def predict(self, X):
@@ -226,7 +227,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         y_pred : ndarray of shape (n_samples,)
             Predicted targets.
         """
-        return self._decision_values(X)[:, 0]
+        return self._decision_values(X, "predict")[:, 0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

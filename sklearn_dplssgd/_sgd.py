@@ -326,11 +326,16 @@ def train_dp_lssgd(
 def _check_finite(params, epoch, step, n_steps):
     """Raise if the weights are no longer finite."""
     if not np.isfinite(params).all():
-        raise ValueError(
-            f"The fit diverged by epoch {epoch} (step {step + 1} of {n_steps}): the "
-            "weights are no longer finite. Use a smaller learning rate (eta0), a "
-            "smaller alpha, or rescale the features."
-        )
+        _raise_diverged(epoch, step, n_steps)
+
+
+def _raise_diverged(epoch, step, n_steps):
+    """The error of a fit whose weights are no longer finite (both training paths)."""
+    raise ValueError(
+        f"The fit diverged by epoch {epoch} (step {step + 1} of {n_steps}): the "
+        "weights are no longer finite. Use a smaller learning rate (eta0), a "
+        "smaller alpha, or rescale the features."
+    )
 
 
 def _report_epoch(params, epoch, step, n_steps, verbose, callback, elapsed):
