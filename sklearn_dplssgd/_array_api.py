@@ -102,13 +102,13 @@ def _sklearn_array_api():
     return helpers
 
 
-def array_api_namespace(*arrays):
-    """``(xp, device)`` of non-NumPy array API inputs under dispatch, else None.
+def array_api_namespace(X):
+    """``(xp, device)`` of a non-NumPy array API input under dispatch, else None.
 
     Parameters
     ----------
-    *arrays : objects
-        Inputs of a fit or a prediction; the first is ``X``.
+    X : object
+        An input of a fit or a prediction.
 
     Returns
     -------
@@ -121,7 +121,6 @@ def array_api_namespace(*arrays):
         return None
     from sklearn.externals.array_api_compat import is_array_api_obj, is_numpy_array
 
-    X = arrays[0]
     if not is_array_api_obj(X) or is_numpy_array(X):
         return None
     xp, _, device = _sklearn_array_api().get_namespace_and_device(X)
@@ -130,6 +129,9 @@ def array_api_namespace(*arrays):
 
 def to_numpy(array):
     """A NumPy copy, on the host, of an array of any namespace (others unchanged).
+
+    Always a copy: moving a CPU tensor can share its memory, and the caller
+    may be holding the user's array.
 
     Parameters
     ----------
@@ -146,7 +148,7 @@ def to_numpy(array):
     from sklearn import config_context
 
     with config_context(array_api_dispatch=True):
-        return _sklearn_array_api().move_to(array, xp=np, device="cpu")
+        return np.array(_sklearn_array_api().move_to(array, xp=np, device="cpu"), copy=True)
 
 
 def to_device(array, xp, device):
@@ -231,8 +233,8 @@ def loss_derivative(xp, code, margins, y, threshold):
         probabilities = shifted / xp.sum(shifted, axis=1, keepdims=True)
         return probabilities - xp.astype(is_label, margins.dtype)
     if code == HINGE_CRAMMER_SINGER:
-        others = xp.where(is_label, xp.asarray(-math.inf, dtype=margins.dtype,
-                                                device=_device_of(margins)), margins)
+        minus_inf = xp.asarray(-math.inf, dtype=margins.dtype, device=_device_of(margins))
+        others = xp.where(is_label, minus_inf, margins)
         # argmax returns the first maximum, as the kernel's strict comparison.
         is_rival = xp.argmax(others, axis=1)[:, None] == classes[None, :]
         label_margin = xp.sum(xp.where(is_label, margins, xp.zeros_like(margins)), axis=1)
@@ -271,8 +273,7 @@ def row_norms(xp, X, dtype):
     blocks = []
     for start in range(0, X.shape[0], _NORM_BLOCK_ROWS):
         block = xp.astype(X[start:min(start + _NORM_BLOCK_ROWS, X.shape[0]), :], dtype)
-        largest = xp.max(xp.abs(block), axis=1) if block.shape[1] else xp.zeros(
-            block.shape[0], dtype=dtype, device=_device_of(block))
+        largest = xp.max(xp.abs(block), axis=1)
         safe = xp.where(largest > 0, largest, xp.ones_like(largest))
         scaled = block / safe[:, None]
         blocks.append(largest * xp.sqrt(xp.sum(scaled * scaled, axis=1)))
@@ -452,7 +453,7 @@ def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_inter
     margins = xp.zeros((X.shape[0], n_outputs), dtype=wide, device=device)
     residuals = loss_derivative(xp, loss_code, margins, targets, loss_threshold)
     norms = row_norms(xp, X, wide)
-    feature_norms = xp.sqrt(norms * norms + (1.0 if fit_intercept else 0.0))
+    feature_norms = xp.hypot(norms, xp.full_like(norms, 1.0 if fit_intercept else 0.0))
     gradient_norms = xp.linalg.vector_norm(residuals, axis=1) * feature_norms
     return to_numpy(gradient_norms), to_numpy(feature_norms)
 
@@ -709,8 +710,9 @@ verbose, epoch_callback, average_start, optimizer, optimizer_settings, batch_sam
             "Rescale the features by a known bound before training."
         )
     intercept_term = 1.0 if fit_intercept else 0.0
-    # ||[x_i, 1]||, the factor of every per-sample gradient norm.
-    feature_norms = xp.sqrt(norms * norms + intercept_term)
+    # ||[x_i, 1]||, the factor of every per-sample gradient norm (hypot:
+    # the square of a long row's norm would overflow).
+    feature_norms = xp.hypot(norms, xp.full_like(norms, intercept_term))
     y_device = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device), dtype=wide)
     params = xp.zeros((n_outputs, n_features + 1), dtype=dtype, device=device)
     noise_std = np.broadcast_to(
@@ -729,8 +731,9 @@ verbose, epoch_callback, average_start, optimizer, optimizer_settings, batch_sam
     # The same chunks as the NumPy path, so that host draws match it exactly.
     chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // (n_outputs * (n_features + 1))))
     full_batches = sample_rate >= 1.0
-    averaged = None if average_start is None else xp.zeros(params.shape, dtype=wide,
-                                                            device=device)
+    averaged = None
+    if average_start is not None:
+        averaged = xp.zeros(params.shape, dtype=wide, device=device)
     for chunk_start in range(0, n_steps, chunk):
         chunk_steps = min(chunk, n_steps - chunk_start)
         if not full_batches:

@@ -407,7 +407,8 @@ def test_refusals_and_divergence_on_device(xp_module):
     with pytest.raises(ValueError, match="diverged"), np.errstate(over="ignore",
                                                                   invalid="ignore"):
         DPLSSGDRegressor(max_iter=5, eta0=1e300, alpha=0.0, epsilon=float("inf"),
-                         clip_norm=1e100, sigma=0.0).fit(_as(xp_module, X * 1e100), _as(xp_module, y * 1e100))
+                         clip_norm=1e100, sigma=0.0).fit(_as(xp_module, X * 1e100),
+                                                         _as(xp_module, y * 1e100))
 
 
 def test_verbose_prints_one_line_per_epoch(xp_module, capsys):
