@@ -80,6 +80,7 @@ __all__ = [
     "to_numpy",
     "train_dp_lssgd_array_api",
     "wide_dtype",
+    "without_autograd",
 ]
 
 # Values per block when the row norms are computed (bounds the float64
@@ -126,6 +127,18 @@ def array_api_namespace(X):
         return None
     xp, _, device = _sklearn_array_api().get_namespace_and_device(X)
     return xp, device
+
+
+def without_autograd(X):
+    """``X`` cut from PyTorch's autograd graph (the same memory); other arrays unchanged.
+
+    Features that require gradients (the output of a network, say) would
+    otherwise make every step of the fit record a graph, and the fitted
+    weights require gradients.
+    """
+    from sklearn.externals.array_api_compat import is_torch_array
+
+    return X.detach() if is_torch_array(X) else X
 
 
 def to_numpy(array):

@@ -21,6 +21,7 @@ from ._array_api import (
     to_device,
     to_numpy,
     train_dp_lssgd_array_api,
+    without_autograd,
 )
 from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration
 from ._defaults import (
@@ -849,7 +850,7 @@ class BaseDPLSSGD(BaseEstimator):
         if namespace is not None and output:
             raise ValueError(
                 "mechanism='output' trains on NumPy arrays only; array API inputs "
-                f"({namespace[0].__name__} arrays) are supported with "
+                f"({type(X).__module__.split('.')[0]} arrays) are supported with "
                 "mechanism='gradient'. Pass NumPy arrays, or use mechanism='gradient'.")
         # The mechanism depends on public quantities only (the row count is
         # public under the adjacency in force), so it is fixed, and charged
@@ -872,8 +873,9 @@ class BaseDPLSSGD(BaseEstimator):
             # The targets are encoded on the host (labels, bounds), whatever
             # their namespace; X keeps its namespace, device and float dtype.
             xp = namespace[0]
-            X, y = validate_data(self, X, to_numpy(y), accept_sparse=False,
-                                 dtype=[xp.float64, xp.float32], y_numeric=self._y_numeric)
+            X, y = validate_data(self, without_autograd(X), to_numpy(without_autograd(y)),
+                                 accept_sparse=False, dtype=[xp.float64, xp.float32],
+                                 y_numeric=self._y_numeric)
         y_encoded, n_outputs = self._encode_targets(y)
         n_samples = X.shape[0]
         if output:

@@ -364,6 +364,15 @@ def test_float32_stays_float32_and_inputs_are_not_modified(xp_module):
     assert model.predict_proba(X_dev).dtype == X_dev.dtype
 
 
+def test_features_that_require_gradients_are_not_tracked():
+    torch = pytest.importorskip("torch")
+    X, y = _classification_data()
+    X_grad = torch.asarray(X).requires_grad_(True)
+    model = DPLSSGDClassifier(classes=[0, 1, 2], max_iter=2).fit(X_grad, torch.asarray(y))
+    assert not model.coef_.requires_grad and X_grad.grad is None
+    assert model.predict(X_grad).shape == (X.shape[0],)
+
+
 def test_string_labels_with_device_features():
     torch = pytest.importorskip("torch")
     X, y = _classification_data(n_classes=2)
