@@ -56,10 +56,10 @@ from ._losses import (
 from ._optimizers import OPTIMIZERS
 from ._sgd import (
     _MAX_ROW_NORM,
-    _NOISE_VALUES_PER_CHUNK,
     _raise_diverged,
     _report_epoch,
     poisson_batches,
+    step_schedule,
 )
 from ._smoothing import smoothing_eigenvalues
 
@@ -744,8 +744,9 @@ verbose, epoch_callback, average_start, optimizer, optimizer_settings, batch_sam
     feature_norms = xp.hypot(norms, xp.full_like(norms, intercept_term))
     y_device = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device), dtype=wide)
     params = xp.zeros((n_outputs, n_features + 1), dtype=dtype, device=device)
-    noise_std = np.broadcast_to(
-        np.asarray(noise_multiplier, dtype=np.float64) * clip_norm, (n_steps,))
+    # The same chunks as the NumPy path, so that host draws match it exactly.
+    noise_std, epoch_ends, chunk = step_schedule(noise_multiplier, clip_norm, n_steps,
+                                                 n_epochs, n_outputs * (n_features + 1))
     draw_on_device = device_gaussian(xp, device, rng) if noise_source is None else None
     if noise_source is None:
         noise_source = gaussian_noise
@@ -754,11 +755,8 @@ verbose, epoch_callback, average_start, optimizer, optimizer_settings, batch_sam
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
     # The L2 penalty decays the coefficients, never the intercepts.
     penalised = to_device(np.arange(n_features + 1) < n_features, xp, device)
-    epoch_ends = -(-np.arange(1, n_epochs + 1) * n_steps // n_epochs)
     next_epoch = 0
     report_epochs = bool(verbose) or epoch_callback is not None
-    # The same chunks as the NumPy path, so that host draws match it exactly.
-    chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // (n_outputs * (n_features + 1))))
     full_batches = sample_rate >= 1.0
     averaged = None
     if average_start is not None:

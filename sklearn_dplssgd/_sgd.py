@@ -32,6 +32,7 @@ __all__ = [
     "number_of_steps",
     "gaussian_noise",
     "poisson_batches",
+    "step_schedule",
     "train_dp_lssgd",
 ]
 
@@ -153,6 +154,35 @@ def gaussian_noise(rng, shape, dtype):
     return rng.standard_normal(shape, dtype=dtype)
 
 
+def step_schedule(noise_multiplier, clip_norm, n_steps, n_epochs, n_parameters):
+    """The per-step quantities both training loops share.
+
+    Parameters
+    ----------
+    noise_multiplier : float or ndarray of shape (n_steps,)
+    clip_norm : float
+    n_steps : int
+    n_epochs : int
+    n_parameters : int
+        ``K (d + 1)``, the size of one step's noise.
+
+    Returns
+    -------
+    noise_std : ndarray of shape (n_steps,)
+        Standard deviation ``z_t C`` of each step's noise on the clipped sum.
+    epoch_ends : ndarray of shape (n_epochs,)
+        Epoch e ends after ``ceil(e T / n_epochs)`` steps.
+    chunk : int
+        Steps whose batches and noise are drawn at once (the same chunks, so
+        the same draws, in both loops).
+    """
+    noise_std = np.broadcast_to(
+        np.asarray(noise_multiplier, dtype=np.float64) * clip_norm, (n_steps,))
+    epoch_ends = -(-np.arange(1, n_epochs + 1) * n_steps // n_epochs)
+    chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // n_parameters))
+    return noise_std, epoch_ends, chunk
+
+
 def train_dp_lssgd(
     X,
     y,
@@ -259,19 +289,15 @@ def train_dp_lssgd(
             "model's outputs w . x could overflow float64. "
             "Rescale the features by a known bound before training."
         )
-    # Per-step standard deviation of the noise on the clipped sum.
-    noise_std = np.broadcast_to(
-        np.asarray(noise_multiplier, dtype=np.float64) * clip_norm, (n_steps,))
+    noise_std, epoch_ends, chunk = step_schedule(noise_multiplier, clip_norm, n_steps,
+                                                 n_epochs, params.size)
     update = Optimizer(optimizer, params.shape, dtype, batch_size, **(optimizer_settings or {}))
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
     # Computed once per fit; the compiled step solves A_sigma u = g exactly in
     # O(d) through A_sigma's factorisation (see _kernels.smooth_rows).
     omega = smoothing_omega(sigma) if sigma > 0 else 0.0
-    # Epoch e ends after ceil(e T / n_epochs) steps.
-    epoch_ends = -(-np.arange(1, n_epochs + 1) * n_steps // n_epochs)
     next_epoch = 0
     report_epochs = bool(verbose) or epoch_callback is not None
-    chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // params.size))
     # Full batches (q = 1) use every row in every step: one index array,
     # instead of n * T sampled slots.
     all_rows = np.arange(n_samples, dtype=np.int64) if sample_rate >= 1.0 else None
