@@ -15,6 +15,16 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._losses import LOSSES, SMOOTH_LOSSES, loss_code, loss_derivative_reference
+from ._array_api import (
+    array_api_namespace,
+    check_fitted_namespace,
+    decision_values,
+    initial_gradient_norms,
+    to_device,
+    to_numpy,
+    train_dp_lssgd_array_api,
+    without_autograd,
+)
 from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration
 from ._defaults import (
     AUTO,
@@ -613,6 +623,10 @@ class BaseDPLSSGD(BaseEstimator):
         # use the sparsity; the noise and the smoothing stay dense. Output
         # perturbation's descent takes dense rows.
         tags.input_tags.sparse = self.mechanism != "output"
+        # Gradient perturbation trains on array API arrays (PyTorch, CuPy,
+        # array-api-strict) under array_api_dispatch; output perturbation on
+        # NumPy arrays only.
+        tags.array_api_support = self.mechanism == "gradient"
         return tags
 
     def _validate_hyperparameters(self):
@@ -864,16 +878,20 @@ class BaseDPLSSGD(BaseEstimator):
         either way.
         """
         code = loss_code(self.loss, n_outputs)
-        # Extreme but valid rows may overflow these squares: an infinite norm
-        # is simply "far above the limit" here.
-        with np.errstate(all="ignore"):
-            residuals = loss_derivative_reference(
-                code, np.zeros((X.shape[0], n_outputs)), y_encoded,
-                LOSSES[self.loss].threshold(self))
-            squared_norms = (compute_sparse_row_norms(X) ** 2 if sp.issparse(X)
-                             else np.einsum("ij,ij->i", X, X, dtype=np.float64))
-            row_norms = np.sqrt(squared_norms + float(bool(self.fit_intercept)))
-            norms = np.linalg.norm(residuals, axis=1) * row_norms
+        threshold = LOSSES[self.loss].threshold(self)
+        if isinstance(X, np.ndarray) or sp.issparse(X):
+            # Extreme but valid rows may overflow these squares: an infinite
+            # norm is simply "far above the limit" here.
+            with np.errstate(all="ignore"):
+                residuals = loss_derivative_reference(
+                    code, np.zeros((X.shape[0], n_outputs)), y_encoded, threshold)
+                squared_norms = (compute_sparse_row_norms(X) ** 2 if sp.issparse(X)
+                                 else np.einsum("ij,ij->i", X, X, dtype=np.float64))
+                row_norms = np.sqrt(squared_norms + float(bool(self.fit_intercept)))
+                norms = np.linalg.norm(residuals, axis=1) * row_norms
+        else:
+            norms, row_norms = initial_gradient_norms(
+                X, y_encoded, n_outputs, code, threshold, bool(self.fit_intercept))
         limit = self._CLIPPED_FACTOR * float(self.clip_norm)
         if not np.mean(norms > limit) >= self._CLIPPED_SHARE:
             return
@@ -1012,6 +1030,19 @@ class BaseDPLSSGD(BaseEstimator):
         """
         self._validate_hyperparameters()
         output = self.mechanism == "output"
+        # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
+        # device (see _array_api); everything else takes the NumPy path.
+        namespace = array_api_namespace(X)
+        if namespace is not None and output:
+            raise ValueError(
+                "mechanism='output' trains on NumPy arrays only; array API inputs "
+                f"({type(X).__module__.split('.')[0]} arrays) are supported with "
+                "mechanism='gradient'. Pass NumPy arrays, or use mechanism='gradient'.")
+        if namespace is not None:
+            self._check_array_api_release(partial, coef_init, intercept_init)
+            if sample_weight is not None:
+                # Weights are validated on the host, whatever their namespace.
+                sample_weight = to_numpy(without_autograd(sample_weight))
         if output:
             self._check_output_start(coef_init, intercept_init)
         series = None if output else self._continued_series(partial, coef_init, intercept_init)
@@ -1027,17 +1058,25 @@ class BaseDPLSSGD(BaseEstimator):
                 "perturbation (mechanism='gradient'), which uses the sparsity.")
         n_rows = _public_row_count(X)
         plan = self._plan_release(n_rows, series, partial) if n_rows and not output else None
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            # Other sparse formats are converted to CSR once, here.
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            order="C",
-            y_numeric=self._y_numeric,
-            reset=series is None,
-        )
+        if namespace is None:
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                # Other sparse formats are converted to CSR once, here.
+                accept_sparse="csr",
+                dtype=[np.float64, np.float32],
+                order="C",
+                y_numeric=self._y_numeric,
+                reset=series is None,
+            )
+        else:
+            # The targets are encoded on the host (labels, bounds), whatever
+            # their namespace; X keeps its namespace, device and float dtype.
+            xp = namespace[0]
+            X, y = validate_data(self, without_autograd(X), to_numpy(without_autograd(y)),
+                                 accept_sparse=False, dtype=[xp.float64, xp.float32],
+                                 y_numeric=self._y_numeric)
         if sp.issparse(X):
             # Duplicate entries summed into a copy: the clip's row norms are
             # taken over stored entries (see _sparse).
@@ -1061,7 +1100,15 @@ class BaseDPLSSGD(BaseEstimator):
         self._warn_before_training(calibration.delta, n_samples)
         weights = self._row_weights(sample_weight, y)
         self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs)
-        params = train_dp_lssgd(
+        trainer = train_dp_lssgd if namespace is None else train_dp_lssgd_array_api
+        # The NumPy path's own settings: threads and a starting point (the
+        # array API path refuses the latter, _check_array_api_release).
+        extra = {} if namespace is not None else {
+            "n_threads": self._n_threads(),
+            "initial_params": self._start_params(series, coef_init, intercept_init, n_outputs,
+                                                 X.shape[1]),
+        }
+        params = trainer(
             X,
             y_encoded,
             n_outputs,
@@ -1081,15 +1128,13 @@ class BaseDPLSSGD(BaseEstimator):
             alpha=float(self.alpha),
             sigma=float(self.sigma),
             rng=rng,
-            n_threads=self._n_threads(),
             verbose=self.verbose,
             average_start=plan.average_start,
             optimizer=self.optimizer,
             optimizer_settings=self._optimizer_settings(),
             sample_weight=weights,
             max_sample_weight=mechanism.max_sample_weight,
-            initial_params=self._start_params(series, coef_init, intercept_init, n_outputs,
-                                              X.shape[1]),
+            **extra,
         )
         self.n_iter_ = plan.max_iter
         self.batch_size_ = plan.batch_size
@@ -1098,6 +1143,9 @@ class BaseDPLSSGD(BaseEstimator):
         self.n_steps_ = n_steps
         self.noise_multiplier_ = calibration.noise_multiplier
         self.noise_multipliers_ = mechanism.block_noise_multipliers()
+        if namespace is not None:
+            # Array attributes follow X (scikit-learn's array API convention).
+            self.noise_multipliers_ = to_device(self.noise_multipliers_, *namespace)
         self.sample_rate_ = sample_rate
         events = (series.events if series is not None else ()) + (mechanism.dp_event(),)
         if len(events) == 1:
@@ -1141,6 +1189,15 @@ class BaseDPLSSGD(BaseEstimator):
                 "releases one noise-free descent over all the rows, plus noise. Use "
                 "mechanism='gradient' for streaming.")
         return True
+
+    def _check_array_api_release(self, partial, coef_init, intercept_init):
+        """Refuse, before any row is read, what the array API path does not implement."""
+        if partial or coef_init is not None or intercept_init is not None or (
+                self.warm_start and "dp_events_" in self.__dict__):
+            raise ValueError(
+                "Array API inputs (PyTorch, CuPy, ... arrays) train one fit from zero "
+                "weights: partial_fit, warm_start and coef_init / intercept_init need "
+                "NumPy inputs.")
 
     def _check_output_start(self, coef_init, intercept_init):
         """Refuse a continued release with output perturbation, before any row is read."""
@@ -1207,9 +1264,19 @@ class BaseDPLSSGD(BaseEstimator):
         self.output_sensitivity_ = mechanism.sensitivity
         return params
 
-    def _decision_values(self, X):
-        """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X."""
+    def _decision_values(self, X, method="predict"):
+        """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X.
+
+        ``method`` names the public method asking, for the error raised when
+        X's array namespace or device differs from the fitted weights'.
+        """
         check_is_fitted(self)
+        check_fitted_namespace(self, X, method)
+        namespace = array_api_namespace(X)
+        if namespace is not None:
+            X = validate_data(self, X, accept_sparse=False,
+                              dtype=[namespace[0].float64, namespace[0].float32], reset=False)
+            return decision_values(namespace[0], X, self.coef_, self.intercept_)
         X = validate_data(
             self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
             reset=False,

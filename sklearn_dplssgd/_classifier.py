@@ -6,9 +6,11 @@ import numbers
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import ClassifierMixin
+from sklearn.utils._array_api import get_namespace
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
+from ._array_api import array_api_namespace, class_labels, class_probabilities, copy_params
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES, LOSSES
 from ._validation import Options, PrivacyLeakWarning, warn_once
@@ -43,6 +45,8 @@ def _check_label_values(y):
     """
     if y is None:
         return  # validate_data says that y is required
+    if array_api_namespace(y) is not None:
+        return  # numeric arrays of another namespace: no None, no mixed types
     if isinstance(y, (list, tuple)):
         labels = [label for label in y if np.ndim(label) == 0]
     else:
@@ -369,8 +373,8 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
     def _set_coefficients(self, params):
         n_features = params.shape[1] - 1
-        self.coef_ = params[:, :n_features].copy()
-        self.intercept_ = params[:, n_features].copy()
+        self.coef_ = copy_params(params, slice(None), slice(None, n_features))
+        self.intercept_ = copy_params(params, slice(None), n_features)
 
     def decision_function(self, X):
         """Compute the margins of the linear model.
@@ -385,7 +389,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
             For two classes, positive scores favour ``classes_[1]``.
         """
-        margins = self._decision_values(X)
+        margins = self._decision_values(X, "decision_function")
         return margins[:, 0] if margins.shape[1] == 1 else margins
 
     def predict(self, X):
@@ -401,7 +405,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         y_pred : ndarray of shape (n_samples,)
             Predicted class labels, from ``classes_``.
         """
-        margins = self._decision_values(X)
+        margins = self._decision_values(X, "predict")
+        if not isinstance(margins, np.ndarray):
+            return class_labels(get_namespace(margins)[0], margins, self.classes_)
         if margins.shape[1] == 1:
             return self.classes_[(margins[:, 0] > 0).astype(np.intp)]
         return self.classes_[np.argmax(margins, axis=1)]
@@ -428,7 +434,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         proba : ndarray of shape (n_samples, n_classes)
             Columns follow ``classes_``.
         """
-        margins = self._decision_values(X)
+        margins = self._decision_values(X, "predict_proba")
+        if not isinstance(margins, np.ndarray):
+            return class_probabilities(get_namespace(margins)[0], margins)
         if margins.shape[1] == 1:
             positive = expit(margins[:, 0])
             return np.column_stack([1.0 - positive, positive])
@@ -448,7 +456,9 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         log_proba : ndarray of shape (n_samples, n_classes)
             Natural logarithm of the probabilities; columns follow ``classes_``.
         """
-        margins = self._decision_values(X)
+        margins = self._decision_values(X, "predict_log_proba")
+        if not isinstance(margins, np.ndarray):
+            return class_probabilities(get_namespace(margins)[0], margins, log=True)
         if margins.shape[1] == 1:
             return np.column_stack([log_expit(-margins[:, 0]), log_expit(margins[:, 0])])
         return log_softmax(margins, axis=1)

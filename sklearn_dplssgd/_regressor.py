@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
+from ._array_api import copy_params
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import REGRESSION_LOSSES
 from ._validation import Interval, Options
@@ -260,15 +261,15 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
 
     def _set_coefficients(self, params):
         n_features = params.shape[1] - 1
-        self.coef_ = params[0, :n_features].copy()
-        self.intercept_ = params[0, n_features:].copy()
+        self.coef_ = copy_params(params, 0, slice(None, n_features))
+        self.intercept_ = copy_params(params, 0, slice(n_features, None))
         scale = self._target_scale()
         if scale is not None:
             # Back to the target's units (post-processing of the release).
             centre, half_width = scale
-            self.coef_ = self.coef_ * self.coef_.dtype.type(half_width)
-            self.intercept_ = self.intercept_ * self.intercept_.dtype.type(half_width) + (
-                self.intercept_.dtype.type(centre))
+            # Python floats keep the weights' dtype (float32 stays float32).
+            self.coef_ = self.coef_ * half_width
+            self.intercept_ = self.intercept_ * half_width + centre
 
     def predict(self, X):
         """Predict targets.
@@ -283,7 +284,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         y_pred : ndarray of shape (n_samples,)
             Predicted targets.
         """
-        return self._decision_values(X)[:, 0]
+        return self._decision_values(X, "predict")[:, 0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -38,6 +38,7 @@ __all__ = [
     "number_of_steps",
     "gaussian_noise",
     "poisson_batches",
+    "step_schedule",
     "train_dp_lssgd",
 ]
 
@@ -160,6 +161,35 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
 def gaussian_noise(rng, shape, dtype):
     """Standard normal noise of ``shape`` (the default noise source)."""
     return rng.standard_normal(shape, dtype=dtype)
+
+
+def step_schedule(noise_multiplier, clip_norm, n_steps, n_epochs, n_parameters):
+    """The per-step quantities both training loops share.
+
+    Parameters
+    ----------
+    noise_multiplier : float or ndarray of shape (n_steps,)
+    clip_norm : float
+    n_steps : int
+    n_epochs : int
+    n_parameters : int
+        ``K (d + 1)``, the size of one step's noise.
+
+    Returns
+    -------
+    noise_std : ndarray of shape (n_steps,)
+        Standard deviation ``z_t C`` of each step's noise on the clipped sum.
+    epoch_ends : ndarray of shape (n_epochs,)
+        Epoch e ends after ``ceil(e T / n_epochs)`` steps.
+    chunk : int
+        Steps whose batches and noise are drawn at once (the same chunks, so
+        the same draws, in both loops).
+    """
+    noise_std = np.broadcast_to(
+        np.asarray(noise_multiplier, dtype=np.float64) * clip_norm, (n_steps,))
+    epoch_ends = -(-np.arange(1, n_epochs + 1) * n_steps // n_epochs)
+    chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // n_parameters))
+    return noise_std, epoch_ends, chunk
 
 
 def train_dp_lssgd(
@@ -299,9 +329,8 @@ def train_dp_lssgd(
         )
     # Per-step standard deviation of the noise on the clipped sum: z times
     # the sum's sensitivity w_max C.
-    noise_std = np.broadcast_to(
-        np.asarray(noise_multiplier, dtype=np.float64) * (max_sample_weight * clip_norm),
-        (n_steps,))
+    noise_std, epoch_ends, chunk = step_schedule(noise_multiplier, max_sample_weight * clip_norm,
+                                                 n_steps, n_epochs, params.size)
     update = Optimizer(optimizer, params.shape, dtype, batch_size, **(optimizer_settings or {}))
     # Weights are passed only when there are any, so an unweighted fit calls
     # the kernel exactly as before (the audits substitute that call).
@@ -310,11 +339,8 @@ def train_dp_lssgd(
     # Computed once per fit; the compiled step solves A_sigma u = g exactly in
     # O(d) through A_sigma's factorisation (see _kernels.smooth_rows).
     omega = smoothing_omega(sigma) if sigma > 0 else 0.0
-    # Epoch e ends after ceil(e T / n_epochs) steps.
-    epoch_ends = -(-np.arange(1, n_epochs + 1) * n_steps // n_epochs)
     next_epoch = 0
     report_epochs = bool(verbose) or epoch_callback is not None
-    chunk = max(1, min(n_steps, _NOISE_VALUES_PER_CHUNK // params.size))
     # Full batches (q = 1) use every row in every step: one index array,
     # instead of n * T sampled slots.
     all_rows = np.arange(n_samples, dtype=np.int64) if sample_rate >= 1.0 else None
@@ -369,11 +395,16 @@ def train_dp_lssgd(
 def _check_finite(params, epoch, step, n_steps):
     """Raise if the weights are no longer finite."""
     if not np.isfinite(params).all():
-        raise ValueError(
-            f"The fit diverged by epoch {epoch} (step {step + 1} of {n_steps}): the "
-            "weights are no longer finite. Use a smaller learning rate (eta0), a "
-            "smaller alpha, or rescale the features."
-        )
+        _raise_diverged(epoch, step, n_steps)
+
+
+def _raise_diverged(epoch, step, n_steps):
+    """The error of a fit whose weights are no longer finite (both training paths)."""
+    raise ValueError(
+        f"The fit diverged by epoch {epoch} (step {step + 1} of {n_steps}): the "
+        "weights are no longer finite. Use a smaller learning rate (eta0), a "
+        "smaller alpha, or rescale the features."
+    )
 
 
 def _report_epoch(params, epoch, step, n_steps, verbose, callback, elapsed):

@@ -85,6 +85,13 @@ def test_bench_speed_quick(tmp_path):
     assert "PASS" in stdout or "MISS" in stdout
 
 
+def test_bench_array_api_quick(tmp_path):
+    pytest.importorskip("torch")
+    _run("bench_array_api.py", tmp_path)
+    text = (tmp_path / "array_api.md").read_text()
+    assert "| float32 | 256 |" in text and "not measured (no GPU" in text
+
+
 def test_bench_search_quick(tmp_path):
     _run("bench_search.py", tmp_path)
     text = (tmp_path / "search.md").read_text()

@@ -1,0 +1,828 @@
+"""DP-LSSGD on array API arrays (PyTorch, CuPy, array-api-strict): training on their device.
+
+With ``sklearn.set_config(array_api_dispatch=True)`` (and ``SCIPY_ARRAY_API=1``
+in the environment before SciPy is imported), the estimators accept arrays
+of any namespace that scikit-learn's array API support handles and train on
+the arrays' device. The Numba kernels of :mod:`._kernels` cannot take such
+arrays; this module is the one training loop written with array API
+standard operations only:
+
+- per-sample residuals ``r_i = d loss / d z_i`` of every loss
+  (:func:`loss_derivative`; :func:`._losses.loss_derivative_reference` is
+  its oracle);
+- per-sample gradient norms WITHOUT forming the ``(b, K, d)`` per-sample
+  gradients: the gradient of sample i is ``r_i [x_i, 1]``, so its norm is
+  ``||r_i|| sqrt(||x_i||^2 + 1)``, with the row norms computed once per fit,
+  scaled and in float64 where the device has it (:func:`row_norms`);
+- the clipped sum ``S^T [X_B, 1]`` with ``S`` the clipped residuals (two
+  matrix products, as :func:`._kernels._noisy_sum_blas`);
+- Gaussian noise of standard deviation ``z * C``, drawn on the device for
+  PyTorch (a ``torch.Generator`` seeded with 64 bits drawn from the fit's
+  NumPy generator, itself seeded from operating-system entropy) and on the
+  host, by the fit's own NumPy generator exactly as the NumPy path draws it,
+  for other namespaces;
+- Laplacian smoothing by FFT (the eigenvalues of
+  :func:`._smoothing.smoothing_eigenvalues`), or by the host's O(d) solve
+  when the namespace has no FFT extension;
+- weight decay, the optimizer step (sgd, momentum, Adam: the formulas of
+  :mod:`._optimizers`) and averaging.
+
+What stays on the host: the privacy plan (``BaseDPLSSGD._plan_release``:
+sample rate, number of steps, noise multipliers), the accountant, the
+Poisson batch sampler (:func:`._sgd.poisson_batches`, whose index arrays are
+copied to the device one chunk of steps at a time) and the encoding of the
+targets.
+
+Tested with scikit-learn 1.9, whose (private) array API helpers this module
+uses.
+"""
+
+import math
+import time
+
+import numpy as np
+from sklearn import get_config
+
+from ._kernels import smooth_rows, smoothing_omega
+from ._losses import (
+    EPSILON_INSENSITIVE,
+    HINGE_BINARY,
+    HINGE_CRAMMER_SINGER,
+    HUBER,
+    LOG_LOSS_BINARY,
+    LOG_LOSS_MULTINOMIAL,
+    SQUARED_ERROR,
+)
+from ._optimizers import OPTIMIZERS
+from ._sgd import (
+    _MAX_ROW_NORM,
+    _raise_diverged,
+    _report_epoch,
+    poisson_batches,
+    step_schedule,
+)
+from ._smoothing import smoothing_eigenvalues
+
+__all__ = [
+    "DeviceOptimizer",
+    "array_api_namespace",
+    "check_fitted_namespace",
+    "class_labels",
+    "class_probabilities",
+    "copy_params",
+    "clipped_residuals",
+    "decision_values",
+    "device_gaussian",
+    "initial_gradient_norms",
+    "loss_derivative",
+    "row_norms",
+    "to_device",
+    "to_numpy",
+    "train_dp_lssgd_array_api",
+    "wide_dtype",
+    "without_autograd",
+]
+
+# Values per block when the row norms are computed (bounds the float64
+# copy and its temporaries to 32 MiB each).
+_NORM_BLOCK_VALUES = 1 << 22
+
+
+def _sklearn_array_api():
+    """scikit-learn's array API helpers (private, so imported with a clear error)."""
+    try:
+        from sklearn.utils import _array_api as helpers
+
+        helpers.move_to, helpers.check_same_namespace  # noqa: B018 (presence check)
+        helpers.get_namespace_and_device, helpers._max_precision_float_dtype  # noqa: B018
+    except (ImportError, AttributeError) as error:
+        raise ImportError(
+            "Array API inputs need scikit-learn's array API helpers (move_to, "
+            "check_same_namespace), available in scikit-learn 1.9; upgrade "
+            "scikit-learn or pass NumPy arrays."
+        ) from error
+    return helpers
+
+
+def array_api_namespace(X):
+    """``(xp, device)`` of a non-NumPy array API input under dispatch, else None.
+
+    Parameters
+    ----------
+    X : object
+        An input of a fit or a prediction.
+
+    Returns
+    -------
+    namespace : tuple (xp, device) or None
+        None when ``array_api_dispatch`` is off or ``X`` is not an array of a
+        non-NumPy namespace (NumPy arrays, lists, data frames and sparse
+        matrices take the NumPy path).
+    """
+    if not get_config()["array_api_dispatch"]:
+        return None
+    from sklearn.externals.array_api_compat import is_array_api_obj, is_numpy_array
+
+    if not is_array_api_obj(X) or is_numpy_array(X):
+        return None
+    xp, _, device = _sklearn_array_api().get_namespace_and_device(X)
+    return xp, device
+
+
+def without_autograd(X):
+    """``X`` cut from PyTorch's autograd graph (the same memory); other arrays unchanged.
+
+    Features that require gradients (the output of a network, say) would
+    otherwise make every step of the fit record a graph, and the fitted
+    weights require gradients.
+    """
+    from sklearn.externals.array_api_compat import is_torch_array
+
+    return X.detach() if is_torch_array(X) else X
+
+
+def to_numpy(array):
+    """A NumPy copy, on the host, of an array of any namespace (others unchanged).
+
+    Always a copy: moving a CPU tensor can share its memory, and the caller
+    may be holding the user's array.
+
+    Parameters
+    ----------
+    array : array or other
+
+    Returns
+    -------
+    array : ndarray, or the input when it is not an array API array
+    """
+    from sklearn.externals.array_api_compat import is_array_api_obj, is_numpy_array
+
+    if not is_array_api_obj(array) or is_numpy_array(array):
+        return array
+    from sklearn import config_context
+
+    with config_context(array_api_dispatch=True):
+        return np.array(_sklearn_array_api().move_to(array, xp=np, device="cpu"), copy=True)
+
+
+def to_device(array, xp, device):
+    """A host array moved to ``xp`` on ``device`` (float64 down-cast where unsupported)."""
+    from sklearn import config_context
+
+    with config_context(array_api_dispatch=True):
+        return _sklearn_array_api().move_to(np.asarray(array), xp=xp, device=device)
+
+
+def wide_dtype(xp, device):
+    """float64 where the device has it (MPS has not), else float32."""
+    return _sklearn_array_api()._max_precision_float_dtype(xp, device)
+
+
+def check_fitted_namespace(estimator, X, method):
+    """Refuse inputs of another namespace or device than the fitted weights.
+
+    Parameters
+    ----------
+    estimator : fitted estimator with ``coef_``
+    X : array-like
+        The input of ``method``.
+    method : str
+        Name of the calling method (for the message).
+    """
+    fitted_on_device = not isinstance(estimator.coef_, np.ndarray)
+    if fitted_on_device and not get_config()["array_api_dispatch"]:
+        raise ValueError(
+            f"This {type(estimator).__name__} was fitted on array API arrays (its coef_ "
+            f"is a {type(estimator.coef_).__module__} array): call {method} under "
+            "sklearn.config_context(array_api_dispatch=True) with arrays of the same "
+            "namespace and device."
+        )
+    if get_config()["array_api_dispatch"]:
+        _sklearn_array_api().check_same_namespace(X, estimator, attribute="coef_",
+                                                  method=method)
+
+
+def loss_derivative(xp, code, margins, y, threshold):
+    """``r = d loss / d z`` row by row, in the namespace of ``margins``.
+
+    The array API counterpart of :func:`._losses.loss_derivative_reference`
+    (its test oracle) and of the compiled ``_kernels._residual``.
+
+    Parameters
+    ----------
+    xp : namespace
+    code : int
+        Loss code from :func:`._losses.loss_code`.
+    margins : array of shape (b, K)
+    y : array of shape (b,)
+        Encoded targets, in the dtype of ``margins``.
+    threshold : float
+        Huber threshold or epsilon-insensitive margin.
+
+    Returns
+    -------
+    residuals : array of shape (b, K)
+    """
+    z = margins[:, 0]
+    if code == LOG_LOSS_BINARY:
+        # exp of -|z| only: no overflow, and the same expit on both sides.
+        e = xp.exp(-xp.abs(z))
+        probability = xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        return (probability - y)[:, None]
+    zero = xp.zeros_like(z)
+    if code == HINGE_BINARY:
+        return xp.where(y * z < 1.0, -y, zero)[:, None]
+    if code == SQUARED_ERROR:
+        return (z - y)[:, None]
+    if code == HUBER:
+        return xp.clip(z - y, min=-threshold, max=threshold)[:, None]
+    if code == EPSILON_INSENSITIVE:
+        diff = z - y
+        return xp.where(xp.abs(diff) > threshold, xp.sign(diff), zero)[:, None]
+    n_outputs = margins.shape[1]
+    classes = xp.arange(n_outputs, device=_device_of(margins))
+    is_label = xp.astype(y, xp.int64)[:, None] == classes[None, :]
+    if code == LOG_LOSS_MULTINOMIAL:
+        shifted = xp.exp(margins - xp.max(margins, axis=1, keepdims=True))
+        probabilities = shifted / xp.sum(shifted, axis=1, keepdims=True)
+        return probabilities - xp.astype(is_label, margins.dtype)
+    if code == HINGE_CRAMMER_SINGER:
+        minus_inf = xp.asarray(-math.inf, dtype=margins.dtype, device=_device_of(margins))
+        others = xp.where(is_label, minus_inf, margins)
+        # argmax returns the first maximum, as the kernel's strict comparison.
+        is_rival = xp.argmax(others, axis=1)[:, None] == classes[None, :]
+        label_margin = xp.sum(xp.where(is_label, margins, xp.zeros_like(margins)), axis=1)
+        violated = label_margin - xp.max(others, axis=1) < 1.0
+        step = xp.astype(is_rival, margins.dtype) - xp.astype(is_label, margins.dtype)
+        return xp.where(violated[:, None], step, xp.zeros_like(margins))
+    raise ValueError(f"Unknown loss code {code!r}.")
+
+
+def _device_of(array):
+    return array.device
+
+
+def row_norms(xp, X, dtype):
+    """L2 norm of every row of ``X`` in ``dtype``, without overflow or underflow.
+
+    As :func:`._kernels.compute_row_norms`: a plain sum of squares in
+    ``dtype`` (float32 entries squared in float64 can neither underflow nor
+    overflow), and for the rows whose sum overflowed or came close to
+    underflowing, the sum of squares of the row divided by its largest
+    absolute entry. A norm that came out too small would let the row's
+    gradient escape the clip (float32 rows of entries 2.5e-23, squared in
+    float32, did); a norm that overflows ``dtype`` comes out ``inf``, and
+    such a row contributes nothing (clipped to zero, never kept whole).
+    Computed by blocks of rows, so the copy in ``dtype`` stays small.
+
+    Parameters
+    ----------
+    xp : namespace
+    X : array of shape (n, d)
+    dtype : dtype of xp
+        float64 where the device has it.
+
+    Returns
+    -------
+    norms : array of shape (n,), ``dtype``
+    """
+    info = xp.finfo(dtype)
+    # Above this a sum of squares has lost nothing that matters to underflow.
+    smallest_safe = float(info.smallest_normal) / float(info.eps) ** 2
+    n_rows, n_features = X.shape
+    block_rows = max(1, _NORM_BLOCK_VALUES // max(1, n_features))
+    blocks = []
+    for start in range(0, n_rows, block_rows):
+        block = xp.astype(X[start:min(start + block_rows, n_rows), :], dtype)
+        # Overflow is expected and handled below (NumPy-backed namespaces
+        # would warn about it).
+        with np.errstate(over="ignore"):
+            total = xp.sum(block * block, axis=1)
+        norms = xp.sqrt(total)
+        unsafe = ~((total > smallest_safe) & (total < math.inf))
+        if bool(xp.any(unsafe)):
+            largest = xp.max(xp.abs(block), axis=1)
+            safe = xp.where(largest > 0, largest, xp.ones_like(largest))
+            scaled = block / safe[:, None]
+            norms = xp.where(unsafe, largest * xp.sqrt(xp.sum(scaled * scaled, axis=1)), norms)
+        blocks.append(norms)
+    if not blocks:
+        return xp.zeros(0, dtype=dtype, device=_device_of(X))
+    return xp.concat(blocks) if len(blocks) > 1 else blocks[0]
+
+
+def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype):
+    """``r_i min(1, C / ||g_i||)`` with ``||g_i|| = ||r_i|| feature_norms_i``, failing closed.
+
+    The array form of ``_kernels._clipped_residual``: the comparison is
+    ``||r_i|| > C / ||[x_i, 1]||`` and ``r_i / ||r_i||`` is formed before
+    multiplying by ``C / ||[x_i, 1]||``, so that neither the product of the
+    norms (overflow) nor the combined factor (underflow) is ever formed. A
+    sample whose clipped coefficient cannot be represented well enough in
+    ``dtype`` contributes nothing: a non-finite residual (``NaN > bound``
+    is False), a coefficient above the dtype's largest value, or a clipped
+    one below its smallest normal number.
+
+    Parameters
+    ----------
+    xp : namespace
+    residuals : array of shape (b, K)
+        In the wide dtype (float64 where available).
+    feature_norms : array of shape (b,)
+        ``sqrt(||x_i||^2 + [fit_intercept])``, same dtype.
+    clip_norm : float
+        C.
+    dtype : dtype of xp
+        The parameters' dtype, in which the coefficients are returned.
+
+    Returns
+    -------
+    coefficients : array of shape (b, K), ``dtype``
+    """
+    info = xp.finfo(dtype)
+    largest, tiny = float(info.max), float(info.smallest_normal)
+    if residuals.shape[1] == 1:
+        residual_norm = xp.abs(residuals[:, 0])
+    else:
+        residual_norm = xp.linalg.vector_norm(residuals, axis=1)
+    allowed = clip_norm / xp.where(feature_norms > 0, feature_norms, xp.ones_like(feature_norms))
+    finite = xp.isfinite(residual_norm)
+    clipped = finite & (feature_norms > 0) & (residual_norm > allowed)
+    representable = finite & xp.where(
+        clipped, (allowed >= tiny) & (allowed <= largest), residual_norm <= largest)
+    safe_norm = xp.where(clipped, residual_norm, xp.ones_like(residual_norm))
+    scaled = xp.where(clipped[:, None], (residuals / safe_norm[:, None]) * allowed[:, None],
+                      residuals)
+    kept = xp.where(representable[:, None], scaled, xp.zeros_like(scaled))
+    return xp.astype(kept, dtype)
+
+
+def device_gaussian(xp, device, rng):
+    """Standard normal draws on the device, or None where the namespace has no generator.
+
+    For PyTorch: a ``torch.Generator`` on the arrays' device, seeded with 64
+    bits drawn from a child spawned from the fit's NumPy generator (which is seeded from 128 bits
+    of operating-system entropy unless the fit is ``reproducible``).
+    PyTorch's generators take at most a 64-bit seed (CUDA's Philox, the CPU's
+    Mersenne twister). Other namespaces have no random module in the array
+    API standard: None, and the noise is drawn on the host.
+
+    Parameters
+    ----------
+    xp : namespace
+    device : device
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    draw : callable ``draw(shape, dtype) -> array`` or None
+    """
+    from sklearn.externals.array_api_compat import is_torch_namespace
+
+    if not is_torch_namespace(xp):
+        return None
+    import torch
+
+    generator = torch.Generator(device=device)
+    # A child of the fit's generator (spawning leaves its stream untouched,
+    # so the batches are those the NumPy path would draw).
+    child = rng.spawn(1)[0]
+    generator.manual_seed(int(child.integers(0, 2**64, dtype=np.uint64)))
+
+    def draw(shape, dtype):
+        return torch.randn(shape, generator=generator, dtype=dtype, device=device)
+
+    return draw
+
+
+def _smoother(xp, device, n_features, sigma, dtype):
+    """``A_sigma^{-1}`` along the feature axis of a (K, d) array, or None for sigma = 0.
+
+    By real FFT with the eigenvalues of
+    :func:`._smoothing.smoothing_eigenvalues` where the namespace has the FFT
+    extension; otherwise the rows go to the host for the exact O(d) solve
+    :func:`._kernels.smooth_rows` and back.
+    """
+    if sigma <= 0:
+        return None
+    if hasattr(xp, "fft"):
+        complex_dtype = xp.complex64 if dtype == xp.float32 else xp.complex128
+        eigenvalues = xp.asarray(
+            to_device(smoothing_eigenvalues(n_features, sigma), xp, device), dtype=complex_dtype)
+
+        def smooth(coefficients):
+            spectrum = xp.fft.rfft(coefficients, axis=-1) / eigenvalues
+            return xp.astype(xp.fft.irfft(spectrum, n=n_features, axis=-1), dtype)
+
+        return smooth
+    omega = smoothing_omega(sigma)
+
+    def smooth_on_host(coefficients):
+        rows = np.ascontiguousarray(to_numpy(coefficients))
+        # smooth_rows leaves the last column (the intercepts) alone.
+        padded = np.concatenate([rows, np.zeros((rows.shape[0], 1), rows.dtype)], axis=1)
+        smooth_rows(padded, n_features, omega, sigma)
+        return xp.asarray(to_device(padded[:, :n_features], xp, device), dtype=dtype)
+
+    return smooth_on_host
+
+
+def _chunk_noise(xp, device, rng, chunk_std, noisy_shape, n_columns, dtype, host_dtype,
+                 draw_on_device, noise_source):
+    """The scaled noise of a chunk of steps, shape (steps, K, d + 1), on the device.
+
+    Standard deviation ``chunk_std[t]`` in the first ``noisy_shape[1]``
+    columns of step t, zero in the intercept column without an intercept.
+    Host draws follow the NumPy path draw for draw (the same call on the
+    same generator, scaled in the same dtype).
+    """
+    n_steps = chunk_std.shape[0]
+    n_outputs, n_noisy = noisy_shape
+    if not (chunk_std > 0).any():
+        return xp.zeros((n_steps, n_outputs, n_columns), dtype=dtype, device=device)
+    scale = chunk_std.astype(host_dtype)[:, None, None]
+    if draw_on_device is not None:
+        noise = draw_on_device((n_steps, n_outputs, n_noisy), dtype) * xp.asarray(
+            to_device(scale, xp, device), dtype=dtype)
+    else:
+        noise = to_device(noise_source(rng, (n_steps, n_outputs, n_noisy), host_dtype) * scale,
+                          xp, device)
+    if n_noisy < n_columns:
+        noise = xp.concat([noise, xp.zeros((n_steps, n_outputs, n_columns - n_noisy),
+                                           dtype=dtype, device=device)], axis=2)
+    return noise
+
+
+def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_intercept):
+    """Per-sample gradient norms at zero weights, and ``||[x_i, 1]||``, as NumPy arrays.
+
+    For ``BaseDPLSSGD._warn_if_mostly_clipped`` on device arrays: computed
+    on the device, only the two length-n vectors come back.
+
+    Parameters
+    ----------
+    X : array of shape (n, d), of a namespace ``xp``
+    y : ndarray of shape (n,)
+        Encoded targets (host).
+    n_outputs : int
+    loss_code : int
+    loss_threshold : float
+    fit_intercept : bool
+
+    Returns
+    -------
+    gradient_norms, feature_norms : ndarray of shape (n,)
+    """
+    from sklearn.externals.array_api_compat import array_namespace
+
+    xp = array_namespace(X)
+    device = _device_of(X)
+    wide = wide_dtype(xp, device)
+    targets = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device), dtype=wide)
+    margins = xp.zeros((X.shape[0], n_outputs), dtype=wide, device=device)
+    residuals = loss_derivative(xp, loss_code, margins, targets, loss_threshold)
+    norms = row_norms(xp, X, wide)
+    feature_norms = xp.hypot(norms, xp.full_like(norms, 1.0 if fit_intercept else 0.0))
+    gradient_norms = xp.linalg.vector_norm(residuals, axis=1) * feature_norms
+    return to_numpy(gradient_norms), to_numpy(feature_norms)
+
+
+def decision_values(xp, X, coef, intercept):
+    """Margins ``X coef^T + intercept`` of shape (n, K) in the namespace and dtype of X.
+
+    As ``BaseDPLSSGD._decision_values``: float32 margins that overflow are
+    recomputed in float64 (where the device has it) and saturated at the
+    dtype's range.
+
+    Parameters
+    ----------
+    xp : namespace
+    X : array of shape (n, d)
+    coef : array of shape (K, d) or (d,)
+    intercept : array of shape (K,)
+
+    Returns
+    -------
+    margins : array of shape (n, K)
+    """
+    coef = coef if coef.ndim == 2 else coef[None, :]
+    margins = xp.matmul(X, xp.astype(coef, X.dtype).T) + xp.astype(intercept, X.dtype)
+    overflowed = ~xp.isfinite(margins)
+    wide = wide_dtype(xp, _device_of(X))
+    if X.dtype != wide and bool(xp.any(overflowed)):
+        exact = xp.matmul(xp.astype(X, wide), xp.astype(coef, wide).T) + xp.astype(
+            intercept, wide)
+        limit = float(xp.finfo(X.dtype).max)
+        margins = xp.where(overflowed, xp.astype(xp.clip(exact, min=-limit, max=limit),
+                                                 X.dtype), margins)
+    return margins
+
+
+def class_labels(xp, margins, classes):
+    """Predicted labels from margins: in ``xp`` for numeric labels, NumPy for others.
+
+    Parameters
+    ----------
+    xp : namespace
+    margins : array of shape (n, K)
+    classes : ndarray of shape (n_classes,)
+        ``classes_`` (kept on the host: labels may be strings).
+
+    Returns
+    -------
+    labels : array of shape (n,)
+    """
+    if margins.shape[1] == 1:
+        indices = xp.astype(margins[:, 0] > 0, xp.int64)
+    else:
+        indices = xp.argmax(margins, axis=1)
+    if classes.dtype.kind in "biuf":
+        return xp.take(to_device(classes, xp, _device_of(margins)), indices, axis=0)
+    return classes[to_numpy(indices)]
+
+
+def class_probabilities(xp, margins, log=False):
+    """Class probabilities (or their logarithms) of a logistic model, in ``xp``.
+
+    Parameters
+    ----------
+    xp : namespace
+    margins : array of shape (n, K)
+    log : bool, default=False
+
+    Returns
+    -------
+    proba : array of shape (n, max(K, 2))
+    """
+    if margins.shape[1] == 1:
+        z = margins[:, 0]
+        zero = xp.zeros_like(z)
+        if log:
+            # log expit(z) = -log(1 + exp(-z)), without overflow.
+            return xp.stack([-xp.logaddexp(zero, z), -xp.logaddexp(zero, -z)], axis=1)
+        e = xp.exp(-xp.abs(z))
+        positive = xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        return xp.stack([1.0 - positive, positive], axis=1)
+    shifted = margins - xp.max(margins, axis=1, keepdims=True)
+    if log:
+        return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+    exponentials = xp.exp(shifted)
+    return exponentials / xp.sum(exponentials, axis=1, keepdims=True)
+
+
+def copy_params(params, rows, columns):
+    """A copy of ``params[rows, columns]`` in its own namespace (NumPy or not)."""
+    from sklearn.externals.array_api_compat import array_namespace
+
+    return array_namespace(params).asarray(params[rows, columns], copy=True)
+
+
+class DeviceOptimizer:
+    """The optimizers of :mod:`._optimizers` on array API arrays (functional updates).
+
+    Same formulas: ``params -= (eta / b) g`` (sgd); ``v = m v + g``,
+    ``params -= (eta / b) v`` (momentum); Adam on the mean gradient ``g / b``
+    with bias corrections.
+
+    Parameters
+    ----------
+    xp : namespace
+    name : {"sgd", "momentum", "adam"}
+    params : array of shape (K, d + 1)
+        Initial parameters (their shape, dtype and device are used).
+    batch_size : int
+        The public expected batch size b.
+    momentum, beta1, beta2, epsilon : float
+    """
+
+    def __init__(self, xp, name, params, batch_size, momentum=0.9, beta1=0.9, beta2=0.999,
+                 epsilon=1e-8):
+        if name not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}.")
+        self.xp, self.name = xp, name
+        self.inv_batch = 1.0 / batch_size
+        self.momentum = float(momentum)
+        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
+        self.n_updates = 0
+        self._first = xp.zeros_like(params) if name != "sgd" else None
+        self._second = xp.zeros_like(params) if name == "adam" else None
+
+    def step(self, params, gradient_sum, learning_rate):
+        """Return the updated parameters."""
+        xp = self.xp
+        self.n_updates += 1
+        if self.name == "sgd":
+            return params - (learning_rate * self.inv_batch) * gradient_sum
+        if self.name == "momentum":
+            self._first = self.momentum * self._first + gradient_sum
+            return params - (learning_rate * self.inv_batch) * self._first
+        g = self.inv_batch * gradient_sum
+        self._first = self.beta1 * self._first + (1.0 - self.beta1) * g
+        self._second = self.beta2 * self._second + (1.0 - self.beta2) * (g * g)
+        m_hat = self._first / (1.0 - self.beta1 ** self.n_updates)
+        v_hat = self._second / (1.0 - self.beta2 ** self.n_updates)
+        return params - learning_rate * m_hat / (xp.sqrt(v_hat) + self.epsilon)
+
+
+def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, noise, *,
+                               loss_code, loss_threshold, clip_norm, fit_intercept, wide,
+                               weights=None):
+    """``noise + sum_i w_i clip_C(r_i [x_i, 1])`` over a batch, without per-sample gradients.
+
+    Parameters
+    ----------
+    xp : namespace
+    X_batch : array of shape (b, d)
+    y_batch : array of shape (b,), ``wide``
+    feature_norms : array of shape (b,), ``wide``
+        ``sqrt(||x_i||^2 + [fit_intercept])``.
+    params : array of shape (K, d + 1)
+    noise : array of shape (K, d + 1)
+        This step's scaled noise (zero in the intercept column without an
+        intercept).
+    loss_code : int
+    loss_threshold : float
+    clip_norm : float
+    fit_intercept : bool
+    wide : dtype of xp
+        The dtype of the residuals and norms (float64 where available).
+    weights : array of shape (b,), ``wide``, or None
+        The batch's weights in ``[0, max_sample_weight]``, applied to the
+        clipped coefficients (as the compiled kernels do).
+
+    Returns
+    -------
+    grad : array of shape (K, d + 1), the dtype of ``params``
+    """
+    n_features = X_batch.shape[1]
+    margins = xp.matmul(X_batch, params[:, :n_features].T) + params[:, n_features]
+    residuals = loss_derivative(xp, loss_code, xp.astype(margins, wide), y_batch,
+                                loss_threshold)
+    coefficients = clipped_residuals(xp, residuals, feature_norms, clip_norm, params.dtype)
+    if weights is not None:
+        coefficients = xp.astype(xp.astype(coefficients, wide) * weights[:, None],
+                                 params.dtype)
+    coef_sum = xp.matmul(coefficients.T, X_batch)
+    if fit_intercept:
+        intercept_sum = xp.sum(coefficients, axis=0)[:, None]
+    else:
+        intercept_sum = xp.zeros((params.shape[0], 1), dtype=params.dtype,
+                                 device=_device_of(params))
+    return xp.concat([coef_sum, intercept_sum], axis=1) + noise
+
+
+def train_dp_lssgd_array_api(
+    X,
+    y,
+    n_outputs,
+    *,
+    loss_code,
+    loss_threshold,
+    fit_intercept,
+    clip_norm,
+    noise_multiplier,
+    sample_rate,
+    batch_size,
+    n_steps,
+    n_epochs,
+    learning_rates,
+    alpha,
+    sigma,
+    rng,
+    verbose=0,
+    epoch_callback=None,
+    average_start=None,
+    optimizer="sgd",
+    optimizer_settings=None,
+    batch_sampler=poisson_batches,
+    noise_source=None,
+    sample_weight=None,
+    max_sample_weight=1.0,
+):
+    """Run T steps of DP-LSSGD from zero weights on array API arrays.
+
+    The same algorithm, settings and privacy mechanism as
+    :func:`._sgd.train_dp_lssgd` (see it for the parameters shared with it);
+    only the arrays differ.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, d), float32 or float64, of a namespace ``xp``
+        On the device where training runs.
+    y : ndarray of shape (n_samples,)
+        Encoded targets, on the host (moved to the device here).
+    n_outputs : int
+    loss_code, loss_threshold, fit_intercept, clip_norm, noise_multiplier, \
+sample_rate, batch_size, n_steps, n_epochs, learning_rates, alpha, sigma, rng, \
+verbose, epoch_callback, average_start, optimizer, optimizer_settings, batch_sampler
+        As :func:`._sgd.train_dp_lssgd` (``epoch_callback`` gets a NumPy copy).
+    noise_source : callable or None, default=None
+        None: draw on the device where the namespace has a generator
+        (:func:`device_gaussian`), else on the host with
+        :func:`._sgd.gaussian_noise`'s draws. A callable
+        ``noise_source(rng, shape, dtype) -> ndarray`` draws on the host from
+        the fit's generator exactly as the NumPy path does (tests use it to
+        compare the two paths draw for draw).
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Per-row weights in ``[0, max_sample_weight]``, on the host
+        (validated by the caller), as :func:`._sgd.train_dp_lssgd`'s.
+    max_sample_weight : float, default=1.0
+        The public bound w_max: the noise's standard deviation is
+        ``z * w_max * C``.
+
+    Returns
+    -------
+    params : array of shape (n_outputs, d + 1)
+        In the namespace, on the device and in the dtype of ``X``.
+    """
+    from sklearn.externals.array_api_compat import array_namespace
+
+    from ._sgd import gaussian_noise
+
+    start_time = time.perf_counter()
+    xp = array_namespace(X)
+    device = _device_of(X)
+    n_samples, n_features = X.shape
+    dtype = X.dtype
+    wide = wide_dtype(xp, device)
+    host_dtype = np.float32 if dtype == xp.float32 else np.float64
+    norms = row_norms(xp, X, wide)
+    if not bool(xp.all(norms <= _MAX_ROW_NORM)):
+        raise ValueError(
+            f"Some rows of X have an L2 norm above {_MAX_ROW_NORM:g}: the "
+            "model's outputs w . x could overflow float64. "
+            "Rescale the features by a known bound before training."
+        )
+    intercept_term = 1.0 if fit_intercept else 0.0
+    # ||[x_i, 1]||, the factor of every per-sample gradient norm (hypot:
+    # the square of a long row's norm would overflow).
+    feature_norms = xp.hypot(norms, xp.full_like(norms, intercept_term))
+    y_device = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device), dtype=wide)
+    params = xp.zeros((n_outputs, n_features + 1), dtype=dtype, device=device)
+    # The same chunks as the NumPy path, so that host draws match it exactly.
+    # The sum's sensitivity is w_max C (weights multiply clipped gradients).
+    noise_std, epoch_ends, chunk = step_schedule(noise_multiplier, max_sample_weight * clip_norm,
+                                                 n_steps, n_epochs, n_outputs * (n_features + 1))
+    weights = None if sample_weight is None else xp.asarray(
+        to_device(np.asarray(sample_weight, dtype=np.float64), xp, device), dtype=wide)
+    draw_on_device = device_gaussian(xp, device, rng) if noise_source is None else None
+    if noise_source is None:
+        noise_source = gaussian_noise
+    update = DeviceOptimizer(xp, optimizer, params, batch_size, **(optimizer_settings or {}))
+    smooth = _smoother(xp, device, n_features, sigma, dtype)
+    n_noisy_columns = n_features + 1 if fit_intercept else n_features
+    # The L2 penalty decays the coefficients, never the intercepts.
+    penalised = to_device(np.arange(n_features + 1) < n_features, xp, device)
+    next_epoch = 0
+    report_epochs = bool(verbose) or epoch_callback is not None
+    full_batches = sample_rate >= 1.0
+    averaged = None
+    if average_start is not None:
+        averaged = xp.zeros(params.shape, dtype=wide, device=device)
+    for chunk_start in range(0, n_steps, chunk):
+        chunk_steps = min(chunk, n_steps - chunk_start)
+        if not full_batches:
+            rows, offsets = batch_sampler(rng, n_samples, sample_rate, chunk_steps)
+            rows = to_device(rows.astype(np.int64), xp, device)
+        chunk_std = noise_std[chunk_start:chunk_start + chunk_steps]
+        noise = _chunk_noise(xp, device, rng, chunk_std, (n_outputs, n_noisy_columns),
+                             n_features + 1, dtype, host_dtype, draw_on_device,
+                             noise_source)
+        for local_step in range(chunk_steps):
+            step = chunk_start + local_step
+            if full_batches:
+                X_batch, y_batch, norms_batch = X, y_device, feature_norms
+                weights_batch = weights
+            else:
+                batch = rows[int(offsets[local_step]):int(offsets[local_step + 1])]
+                X_batch = xp.take(X, batch, axis=0)
+                y_batch = xp.take(y_device, batch, axis=0)
+                norms_batch = xp.take(feature_norms, batch, axis=0)
+                weights_batch = None if weights is None else xp.take(weights, batch, axis=0)
+            grad = noisy_clipped_gradient_sum(
+                xp, X_batch, y_batch, norms_batch, params, noise[local_step, ...],
+                loss_code=loss_code, loss_threshold=loss_threshold, clip_norm=clip_norm,
+                fit_intercept=fit_intercept, wide=wide, weights=weights_batch)
+            if smooth is not None:
+                grad = xp.concat([smooth(grad[:, :n_features]), grad[:, n_features:]], axis=1)
+            eta = float(learning_rates[step])
+            if alpha > 0:
+                params = xp.where(penalised, params * (1.0 - eta * alpha), params)
+            params = update.step(params, grad, eta)
+            if averaged is not None and step >= average_start:
+                averaged = averaged + (xp.astype(params, wide) - averaged) / (
+                    step - average_start + 1)
+            if step + 1 == epoch_ends[next_epoch]:
+                next_epoch += 1
+                if report_epochs:
+                    host = to_numpy(params)
+                    if not np.isfinite(host).all():
+                        _raise_diverged(next_epoch, step, n_steps)
+                    _report_epoch(host, next_epoch, step, n_steps, verbose, epoch_callback,
+                                  time.perf_counter() - start_time)
+        # Once per chunk (a device synchronisation): non-finite weights stay so.
+        if not bool(xp.all(xp.isfinite(params))):
+            _raise_diverged(next_epoch, chunk_start + chunk_steps - 1, n_steps)
+    if averaged is not None:
+        return xp.astype(averaged, dtype)
+    return params
