@@ -42,8 +42,14 @@ from ._output_perturbation import (
     release_output_perturbation,
 )
 from ._schedules import check_noise_schedule, noise_schedule_blocks
-from ._sparse import as_canonical_csr, compute_sparse_row_norms
-from ._sgd import LEARNING_RATES, learning_rate_schedule, number_of_steps, train_dp_lssgd
+from ._sparse import as_canonical_csr
+from ._sgd import (
+    LEARNING_RATES,
+    learning_rate_schedule,
+    number_of_steps,
+    row_norms_of,
+    train_dp_lssgd,
+)
 from ._streaming import Series, compose_events, series_epsilon
 from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
 from ._weights import row_weights
@@ -865,7 +871,7 @@ class BaseDPLSSGD(BaseEstimator):
     _CLIPPED_FACTOR = 10.0
     _CLIPPED_SHARE = 0.9
 
-    def _warn_if_mostly_clipped(self, X, y, y_encoded, n_outputs):
+    def _warn_if_mostly_clipped(self, X, y, y_encoded, n_outputs, row_norms=None):
         """Warn the data holder when almost every gradient is clipped far down.
 
         At the starting point (zero weights) each row's gradient norm is
@@ -875,19 +881,18 @@ class BaseDPLSSGD(BaseEstimator):
         reads the private rows, but only to decide whether to print a
         warning to the person running the fit: nothing is stored on the
         model, and the mechanism, the noise and the training are the same
-        either way.
+        either way. ``row_norms`` are the rows' norms ``||x_i||`` the training
+        uses too (NumPy and sparse X), so that they are computed once.
         """
         code = loss_code(self.loss, n_outputs)
         threshold = LOSSES[self.loss].threshold(self)
-        if isinstance(X, np.ndarray) or sp.issparse(X):
+        if row_norms is not None:
             # Extreme but valid rows may overflow these squares: an infinite
             # norm is simply "far above the limit" here.
             with np.errstate(all="ignore"):
                 residuals = loss_derivative_reference(
                     code, np.zeros((X.shape[0], n_outputs)), y_encoded, threshold)
-                squared_norms = (compute_sparse_row_norms(X) ** 2 if sp.issparse(X)
-                                 else np.einsum("ij,ij->i", X, X, dtype=np.float64))
-                row_norms = np.sqrt(squared_norms + float(bool(self.fit_intercept)))
+                row_norms = np.sqrt(row_norms**2 + float(bool(self.fit_intercept)))
                 norms = np.linalg.norm(residuals, axis=1) * row_norms
         else:
             norms, row_norms = initial_gradient_norms(
@@ -1099,12 +1104,15 @@ class BaseDPLSSGD(BaseEstimator):
         mechanism, calibration, sample_rate, n_steps, rng = plan[:5]
         self._warn_before_training(calibration.delta, n_samples)
         weights = self._row_weights(sample_weight, y)
-        self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs)
+        # The rows' norms, once, for the warning and the clip (NumPy path).
+        row_norms = None if namespace is not None else row_norms_of(X)
+        self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs, row_norms)
         trainer = train_dp_lssgd if namespace is None else train_dp_lssgd_array_api
         # The NumPy path's own settings: threads and a starting point (the
         # array API path refuses the latter, _check_array_api_release).
         extra = {} if namespace is not None else {
             "n_threads": self._n_threads(),
+            "row_norms": row_norms,
             "initial_params": self._start_params(series, coef_init, intercept_init, n_outputs,
                                                  X.shape[1]),
         }

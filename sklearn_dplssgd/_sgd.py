@@ -192,6 +192,11 @@ def step_schedule(noise_multiplier, clip_norm, n_steps, n_epochs, n_parameters):
     return noise_std, epoch_ends, chunk
 
 
+def row_norms_of(X):
+    """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip."""
+    return compute_sparse_row_norms(X) if sp.issparse(X) else compute_row_norms(X)
+
+
 def train_dp_lssgd(
     X,
     y,
@@ -221,6 +226,7 @@ def train_dp_lssgd(
     sample_weight=None,
     max_sample_weight=1.0,
     initial_params=None,
+    row_norms=None,
 ):
     """Run T steps of DP-LSSGD from zero weights (or ``initial_params``).
 
@@ -297,6 +303,9 @@ def train_dp_lssgd(
         Starting weights (a warm start; copied). Their privacy is the
         caller's business: they must be public or covered by an earlier
         release.
+    row_norms : ndarray of shape (n_samples,), float64, or None, default=None
+        ``||x_i||`` as :func:`row_norms_of` computes them, when the caller
+        already has them; None computes them here.
 
     Returns
     -------
@@ -309,11 +318,14 @@ def train_dp_lssgd(
         # The row norms that set each clip are taken over stored entries:
         # valid only without duplicates (see _sparse).
         X = as_canonical_csr(X)
-        row_norms = compute_sparse_row_norms(X)
         gradient_sum = noisy_clipped_gradient_sum_sparse
     else:
-        row_norms = compute_row_norms(X)
         gradient_sum = noisy_clipped_gradient_sum
+    if row_norms is None:
+        row_norms = row_norms_of(X)
+    elif row_norms.shape != (X.shape[0],) or row_norms.dtype != np.float64:
+        # The kernels index it by row; a wrong array would mis-set every clip.
+        raise ValueError("row_norms must be a float64 array with one norm per row of X.")
     n_samples, n_features = X.shape
     dtype = X.dtype
     params = np.zeros((n_outputs, n_features + 1), dtype=dtype)
