@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._losses import LOSSES, SMOOTH_LOSSES, loss_code, loss_derivative_reference
+from ._losses import LOSSES, SMOOTH_LOSSES, loss_code, residual_norms_at_zero
 from ._array_api import (
     array_api_namespace,
     check_fitted_namespace,
@@ -890,10 +890,9 @@ class BaseDPLSSGD(BaseEstimator):
             # Extreme but valid rows may overflow these squares: an infinite
             # norm is simply "far above the limit" here.
             with np.errstate(all="ignore"):
-                residuals = loss_derivative_reference(
-                    code, np.zeros((X.shape[0], n_outputs)), y_encoded, threshold)
+                residual_norms = residual_norms_at_zero(code, y_encoded, n_outputs, threshold)
                 row_norms = np.sqrt(row_norms**2 + float(bool(self.fit_intercept)))
-                norms = np.linalg.norm(residuals, axis=1) * row_norms
+                norms = residual_norms * row_norms
         else:
             norms, row_norms = initial_gradient_norms(
                 X, y_encoded, n_outputs, code, threshold, bool(self.fit_intercept))

@@ -46,6 +46,7 @@ __all__ = [
     "REGRESSION_LOSSES",
     "loss_code",
     "loss_derivative_reference",
+    "residual_norms_at_zero",
     "loss_value_reference",
     "clipped_gradient_sum_reference",
 ]
@@ -165,6 +166,37 @@ def loss_code(loss, n_outputs=1):
     if loss not in LOSSES:
         raise ValueError(f"Unknown loss {loss!r}; expected one of {sorted(LOSSES)}.")
     return LOSSES[loss].kernel_code(n_outputs)
+
+
+def residual_norms_at_zero(code, y, n_outputs, threshold=0.0):
+    """``||d loss(0, y_i) / d z||`` for every row: the residuals' norms at zero weights.
+
+    Parameters
+    ----------
+    code : int
+        Loss code from :func:`loss_code`.
+    y : ndarray of shape (n_rows,)
+        Encoded targets.
+    n_outputs : int
+        K.
+    threshold : float, default=0.0
+
+    Returns
+    -------
+    norms : ndarray of shape (n_rows,)
+        Equal to the row norms of :func:`loss_derivative_reference` at zero
+        margins.
+    """
+    if n_outputs > 1:
+        # With several outputs the encoded target is the class index, and the
+        # residual at zero margins depends on it alone: K residuals instead
+        # of an (n, K) softmax.
+        labels = np.arange(n_outputs, dtype=np.float64)
+        per_label = np.linalg.norm(loss_derivative_reference(
+            code, np.zeros((n_outputs, n_outputs)), labels, threshold), axis=1)
+        return per_label[np.asarray(y).astype(np.intp)]
+    return np.abs(loss_derivative_reference(
+        code, np.zeros((len(y), 1)), y, threshold)[:, 0])
 
 
 def loss_derivative_reference(code, margins, y, threshold=0.0):

@@ -13,6 +13,8 @@ from sklearn_dplssgd._losses import (
     REGRESSION_LOSSES,
     SMOOTH_LOSSES,
     loss_code,
+    loss_derivative_reference,
+    residual_norms_at_zero,
 )
 from sklearn_dplssgd._output_perturbation import smoothness_constants
 
@@ -60,3 +62,22 @@ def test_output_perturbation_constants_come_from_the_registry():
         assert not LOSSES[name].smooth
         with pytest.raises(ValueError, match="not smooth"):
             smoothness_constants(name, 1, 1.0, 0.1, True, loss_threshold=0.1)
+
+
+@pytest.mark.parametrize("name, n_outputs", [(name, 1) for name in sorted(LOSSES)]
+                         + [(name, 4) for name in CLASSIFICATION_LOSSES])
+def test_residual_norms_at_zero_match_the_full_derivative(name, n_outputs):
+    # The mostly-clipped warning uses the per-label shortcut; it must equal
+    # the derivative computed row by row at zero margins.
+    rng = np.random.default_rng(3)
+    code = loss_code(name, n_outputs)
+    if n_outputs > 1:
+        y = rng.integers(0, n_outputs, 50).astype(np.float64)
+    elif name in CLASSIFICATION_LOSSES:
+        y = rng.choice(LOSSES[name].binary_targets, 50).astype(np.float64)
+    else:
+        y = rng.normal(0, 3, 50)
+    full = np.linalg.norm(
+        loss_derivative_reference(code, np.zeros((50, n_outputs)), y, 0.5), axis=1)
+    np.testing.assert_allclose(residual_norms_at_zero(code, y, n_outputs, 0.5), full,
+                               rtol=1e-15, atol=0)
