@@ -272,11 +272,17 @@ def test_weighted_kernel_matches_oracle(code, n_outputs, fit_intercept, dtype):
     scale = max(1.0, np.abs(ref_coef).max())
     np.testing.assert_allclose(grad[:, :d], ref_coef, atol=tol * scale, rtol=tol)
     np.testing.assert_allclose(grad[:, d], ref_intercept, atol=tol * scale, rtol=tol)
-    # Weights of 1 are the unweighted sum, bit for bit.
+    # Weights of 1 are the unweighted sum: bit for bit in the fused kernel;
+    # the multi-output kernel's BLAS product may round differently from one
+    # call to the next (its vector loops depend on the buffers' alignment).
     unweighted = _kernel(X, y, rows, params, row_norms, code, 0.5, 0.3, fit_intercept)
     noisy_clipped_gradient_sum(X, y, rows, params, row_norms, code, 0.5, 0.3, fit_intercept,
                                np.zeros_like(params), grad, 1, np.ones(len(X)))
-    np.testing.assert_array_equal(grad, unweighted)
+    if n_outputs == 1:
+        np.testing.assert_array_equal(grad, unweighted)
+    else:
+        ulps = 8 * np.finfo(dtype).eps
+        np.testing.assert_allclose(grad, unweighted, rtol=ulps, atol=ulps * np.abs(grad).max())
 
 
 @pytest.mark.parametrize("code, n_outputs", CASES)
