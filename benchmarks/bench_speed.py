@@ -22,11 +22,17 @@ Measured side by side in one run (repetitions interleaved, medians reported):
    and the Laplacian smoothing of one step's gradient alone: the compiled
    O(d) solver the fit uses (``_kernels.smooth_rows``) against the FFT
    reference (``_smoothing.apply_smoothing``).
+8. Many cores (``n_jobs``), 10 classes at batch 256 and 4096: the epoch with
+   1 thread and with 2 measured, every piece of a step measured (the kernel
+   on a block of b/p rows, the reduction of p blocks, the team's launch, the
+   draws, the rest of the step), and the epoch on p = 4 to 16 cores modelled
+   from them (``many_core_model``).
 
 Run from the repository root::
 
-    python benchmarks/bench_speed.py           # full run (under ~10 min)
-    python benchmarks/bench_speed.py --quick   # seconds (smoke run)
+    python benchmarks/bench_speed.py               # full run (under ~12 min)
+    python benchmarks/bench_speed.py --quick       # seconds (smoke run)
+    python benchmarks/bench_speed.py --many-cores  # section 8 only (about 2 min)
 
 Writes ``speed.md`` and ``speed_scaling.png`` to ``--out`` (default
 ``benchmarks/results``; ``--quick`` defaults to a temporary folder). All
@@ -662,6 +668,220 @@ def profile_fit(X, y, n_classes, epochs, top=14):
 
 
 # ---------------------------------------------------------------------------
+# 8. Many cores (n_jobs): measured on this machine, modelled for 16 cores
+# ---------------------------------------------------------------------------
+
+MODEL_THREADS = (1, 2, 4, 8, 15, 16)
+
+
+def _per_call(fn, calls):
+    """Median seconds per call over 5 rounds of ``calls`` calls."""
+    fn()
+    rounds = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        rounds.append((time.perf_counter() - t0) / calls)
+    return float(np.median(rounds))
+
+
+def many_core_components(X, y, batch, reps):
+    """The measured pieces of a 10-class epoch that the many-core model adds up.
+
+    Every timing is taken on this machine. Epochs: fits of 1 and 3 epochs
+    with 1 thread and with ``n_jobs=2`` (interleaved, medians); the marginal
+    epoch (t3 - t1) / 2 is the training loop, t1 - marginal the per-fit cost.
+    Per step (BLAS and Numba held to one thread where a piece is serial):
+
+    * ``block[p]``: the serial clipped-sum kernel on a block of b / p rows of
+      a Poisson batch, what each of p team threads does;
+    * ``reduce[p]``: adding p blocks' (K, d + 1) sums to the noise
+      (``_threads.add_blocks``, serial in the team function);
+    * ``team_empty[p]`` (p <= cores): the team function on an empty batch,
+      i.e. its launch, its p buffer fills and the reduction;
+    * ``draws``: one epoch's batches and noise (``train_dp_lssgd``'s draws),
+      per step;
+    * ``row_norms``: the rows' norms, per fit, serial and with the team.
+    """
+    from sklearn_dplssgd import _kernels
+    from sklearn_dplssgd._kernels import (
+        _COEFFICIENT_RANGE,
+        _UNWEIGHTED,
+        compute_row_norms,
+        compute_row_norms_team,
+        noisy_clipped_gradient_sum,
+    )
+    from sklearn_dplssgd._sgd import number_of_steps, poisson_batches
+    from sklearn_dplssgd._threads import add_blocks, numba_team_available, team_threads
+
+    n, d = X.shape
+    n_outputs = 10
+    steps = number_of_steps(n, batch, 1)
+    cores = os.cpu_count() or 1
+    out = {"steps": steps, "batch": batch, "cores": cores,
+           "team": numba_team_available()}
+    warm_calibration(n, batch, 1)
+    warm_calibration(n, batch, 3)
+    for jobs in (None, 2):
+        dp_classifier(n_outputs, 1, n_jobs=jobs, batch_size=batch).fit(X[:3000], y[:3000])
+    fits = {}
+    for jobs in (None, 2):
+        for epochs in (1, 3):
+            fits[(jobs, epochs)] = (lambda jobs=jobs, epochs=epochs: timed(
+                lambda: dp_classifier(n_outputs, epochs, n_jobs=jobs,
+                                      batch_size=batch).fit(X, y)))
+    medians, _ = interleaved(fits, reps)
+    for jobs in (None, 2):
+        t1, t3 = medians[(jobs, 1)], medians[(jobs, 3)]
+        out[f"epoch_{jobs or 1}"] = t3 / 3
+        out[f"marginal_{jobs or 1}"] = (t3 - t1) / 2
+        out[f"per_fit_{jobs or 1}"] = t1 - (t3 - t1) / 2
+
+    rng = np.random.default_rng(0)
+    params = (rng.standard_normal((n_outputs, d + 1)) * 0.01).astype(X.dtype)
+    noise = rng.standard_normal(params.shape).astype(X.dtype)
+    grad = np.empty_like(params)
+    norms = compute_row_norms(X)
+    yf = y.astype(np.float64)
+    rows, offsets = poisson_batches(rng, n, batch / n, 200)
+    batches = [rows[offsets[t]:offsets[t + 1]] for t in range(200)]
+    largest, tiny = _COEFFICIENT_RANGE[np.dtype(X.dtype)]
+    with blas_threads(1):
+        out["block"] = {}
+        for p in MODEL_THREADS:
+            blocks = [b[: max(1, len(b) // p)] for b in batches]
+            position = iter(range(10 ** 9))
+
+            def one_block(blocks=blocks, position=position):
+                noisy_clipped_gradient_sum(X, yf, blocks[next(position) % len(blocks)],
+                                           params, norms, 1, 0.0, 1.0, True, noise, grad, 1)
+            out["block"][p] = _per_call(one_block, 200)
+        out["reduce"] = {}
+        for p in MODEL_THREADS:
+            partial = rng.standard_normal((p,) + params.shape).astype(X.dtype)
+            out["reduce"][p] = _per_call(
+                lambda partial=partial: add_blocks(noise, partial, grad), 300)
+        out["team_empty"] = {}
+        if out["team"]:
+            empty = np.empty(0, dtype=np.int64)
+            for p in sorted({1, 2, cores} & set(range(1, cores + 1))):
+                with team_threads(p):
+                    out["team_empty"][p] = _per_call(
+                        lambda p=p: _kernels._noisy_sum_team(
+                            X, yf, empty, params, norms, 1, 0.0, 1.0, True, largest, tiny,
+                            noise, grad, _UNWEIGHTED, p), 1000)
+
+    def one_epoch_draws():
+        draw_rng = np.random.default_rng(1)
+        chunk_rows, chunk_offsets = poisson_batches(draw_rng, n, batch / n, steps)
+        draw_rng.standard_normal((steps, n_outputs, d + 1), dtype=X.dtype)
+    out["draws"] = _per_call(one_epoch_draws, 5) / steps
+    out["row_norms_1"] = _per_call(lambda: compute_row_norms(X), 5)
+    if out["team"]:
+        with team_threads(min(2, cores)):
+            out["row_norms_2"] = _per_call(lambda: compute_row_norms_team(X), 5)
+    return out
+
+
+def many_core_model(c, threads=MODEL_THREADS):
+    """Seconds per epoch (a 3-epoch fit / 3) with p team threads, from the pieces.
+
+    step(p) = rest + block[p] + launch(p) + reduce[p], with
+      rest = marginal_1 / steps - block[1] - draws (smoothing, update, the
+      Python loop: serial, measured with 1 thread),
+      launch(p) = the team's own cost on an empty batch beyond its
+      reduction, measured at p = 2 and taken to grow in proportion to p
+      (pessimistic: an OpenMP fork/join grows more slowly);
+    with p > 1 the draws run on their own thread, so a step takes
+    max(step(p), draws); per fit, the serial per-fit cost with the row norms
+    divided over the team. p = 1 is the measured 1-thread path.
+    """
+    steps = c["steps"]
+    rest = c["marginal_1"] / steps - c["block"][1] - c["draws"]
+    team_2 = c["team_empty"].get(2, math.nan)
+    launch_2 = max(0.0, team_2 - c["reduce"][2])
+    per_fit_other = c["per_fit_1"] - c["row_norms_1"]
+    model = {}
+    for p in threads:
+        if p == 1:
+            model[p] = c["epoch_1"]
+            continue
+        step = rest + c["block"][p] + launch_2 * p / 2 + c["reduce"][p]
+        step = max(step, c["draws"])
+        per_fit = per_fit_other + c["row_norms_1"] / p
+        model[p] = steps * step + per_fit / 3
+    return model, rest, launch_2
+
+
+def many_core_lines(components):
+    """Markdown of the many-core section."""
+    lines = ["## Many cores (n_jobs)", "",
+             "A step's batch is split into p contiguous blocks, one per thread of Numba's "
+             "team (OpenMP or TBB layer; a Python thread pool where only the workqueue "
+             "layer exists); each block's clipped sum goes into its own buffer and the "
+             "buffers are added to the noise. The batches and the noise are drawn one chunk "
+             "ahead on a thread of their own (the same draws as inline), and the rows' "
+             "norms are split over the team. 10 classes, n = 60,000, d = 784, float64, "
+             "sigma = 1; an epoch is a 3-epoch fit / 3 (validation included).", ""]
+    for c in components:
+        model, rest, launch_2 = many_core_model(c)
+        b = c["batch"]
+        lines += [f"### Batch {b} ({c['steps']} steps per epoch)", "",
+                  f"Measured on this machine ({c['cores']} cores, team available: "
+                  f"{c['team']}):", "",
+                  "| | 1 thread | n_jobs=2 | speed-up |", "|---|---|---|---|",
+                  f"| epoch (ms) | {1e3 * c['epoch_1']:.1f} | {1e3 * c['epoch_2']:.1f} | "
+                  f"{c['epoch_1'] / c['epoch_2']:.2f}x |",
+                  f"| marginal epoch, the training loop (ms) | {1e3 * c['marginal_1']:.1f} | "
+                  f"{1e3 * c['marginal_2']:.1f} | {c['marginal_1'] / c['marginal_2']:.2f}x |",
+                  f"| per-fit cost (ms) | {1e3 * c['per_fit_1']:.1f} | "
+                  f"{1e3 * c['per_fit_2']:.1f} | |", "",
+                  "Pieces (per step unless said; us):", "",
+                  "| p | kernel on b/p rows | reduction of p blocks |", "|---|---|---|"]
+        for p in MODEL_THREADS:
+            lines.append(f"| {p} | {1e6 * c['block'][p]:.1f} | {1e6 * c['reduce'][p]:.1f} |")
+        team_text = ", ".join(f"p = {p}: {1e6 * v:.1f}" for p, v in c["team_empty"].items())
+        lines += ["", f"Team on an empty batch (launch + fills + reduction): {team_text}; "
+                  f"launch at p = 2 beyond the reduction: {1e6 * launch_2:.1f}. Draws: "
+                  f"{1e6 * c['draws']:.1f}. The rest of a step (smoothing, update, Python "
+                  f"loop): {1e6 * rest:.1f}. Row norms per fit: "
+                  f"{1e3 * c['row_norms_1']:.1f} ms serial, "
+                  f"{1e3 * c.get('row_norms_2', math.nan):.1f} ms with 2 threads.", "",
+                  "Modelled epoch with p team threads (see `many_core_model`; p = 1 and the "
+                  "measured n_jobs=2 for comparison):", "",
+                  "| p | modelled epoch (ms) | speed-up over 1 thread |", "|---|---|---|"]
+        for p, value in model.items():
+            lines.append(f"| {p} | {1e3 * value:.1f} | {c['epoch_1'] / value:.2f}x |")
+        lines.append(f"| 2, measured | {1e3 * c['epoch_2']:.1f} | "
+                     f"{c['epoch_1'] / c['epoch_2']:.2f}x |")
+        lines.append("")
+    lines += ["What the model leaves out: memory bandwidth (an epoch reads X once, 376 MB "
+              "in float64; at 16 threads and batch 256 that is about 376 MB in the modelled "
+              "kernel time, within a 16-core server's bandwidth but not free), frequency "
+              "scaling with many busy cores, and the draws thread competing with a team of "
+              "as many threads as cores (p = 15 leaves it a core of its own).", ""]
+    return lines
+
+
+def many_cores(quick, reps):
+    """Components for batch 256 and 4096, logged; returns the markdown lines."""
+    n, d = (6000, 784) if quick else (60000, 784)
+    X, y = synthetic(n, d, 10)
+    components = []
+    for batch in ((256,) if quick else (256, 4096)):
+        log(f"Many cores, batch {batch} ({loadavg(f'many cores, batch {batch}')})")
+        c = many_core_components(X, y, batch, reps)
+        model, _, _ = many_core_model(c)
+        log(f"    epoch 1 thread {1e3 * c['epoch_1']:.1f} ms, n_jobs=2 "
+            f"{1e3 * c['epoch_2']:.1f} ms; modelled: "
+            + ", ".join(f"p={p} {1e3 * v:.1f} ms ({c['epoch_1'] / v:.2f}x)"
+                        for p, v in model.items()))
+        components.append(c)
+    return many_core_lines(components)
+
+
+# ---------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------
 
@@ -712,6 +932,9 @@ def main(argv=None):
                              "folder with --quick)")
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions per timing (default 5; 1 with --quick)")
+    parser.add_argument("--many-cores", action="store_true",
+                        help="only section 8 (n_jobs: measured here, modelled for 16 "
+                             "cores), written to speed_many_cores.md")
     args = parser.parse_args(argv)
     quick = args.quick
     out = Path(args.out) if args.out else (
@@ -719,6 +942,16 @@ def main(argv=None):
         else _data.REPO_ROOT / "benchmarks" / "results")
     out.mkdir(parents=True, exist_ok=True)
     reps = args.reps or (1 if quick else 5)
+    if args.many_cores:
+        t_start = time.perf_counter()
+        header = (f"Generated by `python benchmarks/bench_speed.py --many-cores` "
+                  f"({_data.machine_note()} at the start)")
+        body = many_cores(quick, reps)
+        text = "\n".join([header + f", in {(time.perf_counter() - t_start) / 60:.1f} min.",
+                          ""] + body)
+        (out / "speed_many_cores.md").write_text("# Speed on many cores\n\n" + text)
+        log(f"Wrote {out / 'speed_many_cores.md'}")
+        return
 
     if quick:
         n, d, epochs = 3000, 784, 1
@@ -796,6 +1029,9 @@ def main(argv=None):
         first = first_fit_times(reps_cached=3, reps_uncached=2)
         for key, value in first.items():
             log(f"    {key}: " + ", ".join(f"{k} {v:.3f} s" for k, v in value.items()))
+
+    # 8 ---------------------------------------------------------------------
+    many_core_text = many_cores(quick, reps)
 
     # Where the time goes -----------------------------------------------------
     log(f"Breakdown ({loadavg('breakdown')})")
@@ -983,6 +1219,7 @@ def main(argv=None):
     else:
         lines += ["Skipped in --quick.", ""]
 
+    lines += many_core_text
     lines += ["## Where the time goes", "",
               f"Stage timings of one fit (10 classes, n = {n}, d = {d}, {epochs} epochs, "
               f"sigma = {SIGMA:g}, {number_of_steps(n, BATCH, epochs)} steps), measured by "

@@ -1104,7 +1104,7 @@ class BaseDPLSSGD(BaseEstimator):
         self._warn_before_training(calibration.delta, n_samples)
         weights = self._row_weights(sample_weight, y)
         # The rows' norms, once, for the warning and the clip (NumPy path).
-        row_norms = None if namespace is not None else row_norms_of(X)
+        row_norms = None if namespace is not None else row_norms_of(X, self._n_threads())
         self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs, row_norms)
         trainer = train_dp_lssgd if namespace is None else train_dp_lssgd_array_api
         # The NumPy path's own settings: threads and a starting point (the

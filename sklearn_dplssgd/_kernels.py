@@ -18,11 +18,10 @@ Every kernel is compiled lazily once per dtype (float64 and float32 inputs
 keep their dtype) and cached on disk (``cache=True``).
 """
 
-import concurrent.futures
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._losses import (
     EPSILON_INSENSITIVE,
@@ -33,14 +32,23 @@ from ._losses import (
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
 )
+from ._threads import (
+    add_blocks,
+    block_bounds,
+    numba_team_available,
+    pooled_blocks,
+    team_threads,
+)
 
 __all__ = [
     "compute_row_norms",
+    "compute_row_norms_team",
     "noisy_clipped_gradient_sum",
     "smooth_rows",
     "smoothing_omega",
     "vector_norm",
     "PARALLEL_MIN_WORK",
+    "parallel_blocks",
 ]
 
 # Reassociation lets LLVM vectorise reductions; NaN and inf keep their IEEE
@@ -367,6 +375,15 @@ def compute_row_norms(X):
     return norms
 
 
+@njit(parallel=True, nogil=True, cache=True)
+def compute_row_norms_team(X):
+    """:func:`compute_row_norms` with the rows split over Numba's team (``n_jobs``)."""
+    norms = np.empty(X.shape[0], dtype=np.float64)
+    for i in prange(X.shape[0]):
+        norms[i] = vector_norm(X[i])
+    return norms
+
+
 # Largest and smallest normal magnitude of a clipped coefficient, per dtype.
 _COEFFICIENT_RANGE = {
     np.dtype(dtype): (float(np.finfo(dtype).max), float(np.finfo(dtype).smallest_normal))
@@ -377,42 +394,26 @@ _COEFFICIENT_RANGE = {
 # signature whether or not a fit is weighted, and no array of ones per step).
 _UNWEIGHTED = np.empty(0, dtype=np.float64)
 
-# One pool per thread count, kept for the life of the process. Plain threads
-# running the GIL-free serial kernel on parts of the batch behave well on a
-# loaded machine, where an OpenMP team (numba's prange) can be slowed down by
-# an order of magnitude while it waits for cores.
-_POOLS = {}
 
-
-def _pool(n_threads):
-    if n_threads not in _POOLS:
-        _POOLS[n_threads] = concurrent.futures.ThreadPoolExecutor(
-            max_workers=n_threads, thread_name_prefix="dplssgd"
-        )
-    return _POOLS[n_threads]
-
-
-def _noisy_sum_threaded(
-    kernel, X, y, rows, params, row_norms, code, threshold, clip_norm,
-    fit_intercept, largest, tiny, noise, grad, weights, n_threads,
+@njit(parallel=True, nogil=True, cache=True)
+def _noisy_sum_team(
+    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, noise, grad, weights, n_blocks,
 ):
-    """Split the batch over threads; each sums its part into its own buffer."""
-    bounds = np.linspace(0, rows.shape[0], n_threads + 1).astype(np.int64)
-    partial = np.empty((n_threads - 1,) + grad.shape, dtype=grad.dtype)
-    zeros = np.zeros_like(grad)
-    outputs = [grad] + list(partial)
-    starts = [noise] + [zeros] * (n_threads - 1)
-    futures = [
-        _pool(n_threads).submit(
-            kernel, X, y, rows[bounds[i]:bounds[i + 1]], params,
-            row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny,
-            starts[i], outputs[i], weights,
-        )
-        for i in range(n_threads)
-    ]
-    for future in futures:
-        future.result()
-    grad += partial.sum(axis=0)
+    """The sum over ``n_blocks`` contiguous blocks of the batch, one per team thread."""
+    bounds = block_bounds(rows.shape[0], n_blocks)
+    partial = np.empty((n_blocks,) + params.shape, dtype=params.dtype)
+    zeros = np.zeros_like(params)
+    several = params.shape[0] > 1
+    for b in prange(n_blocks):
+        block = rows[bounds[b]:bounds[b + 1]]
+        if several:
+            _noisy_sum_blas(X, y, block, params, row_norms, code, threshold, clip_norm,
+                            fit_intercept, largest, tiny, zeros, partial[b], weights)
+        else:
+            _noisy_sum_serial(X, y, block, params, row_norms, code, threshold, clip_norm,
+                              fit_intercept, largest, tiny, zeros, partial[b], weights)
+    add_blocks(noise, partial, grad)
 
 
 def _check_weights(weights, n_samples):
@@ -469,16 +470,27 @@ def noisy_clipped_gradient_sum(
     # enough; a sample outside it contributes nothing (see _clipped_residual).
     largest, tiny = _COEFFICIENT_RANGE[np.dtype(params.dtype)]
     work = rows.shape[0] * params.shape[0] * X.shape[1]
-    if n_threads > 1 and work >= PARALLEL_MIN_WORK:
-        _noisy_sum_threaded(
-            kernel, X, y, rows, params, row_norms, code, threshold, clip_norm,
-            fit_intercept, largest, tiny, noise, grad, weights, n_threads,
-        )
+    args = (row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
+    n_blocks = parallel_blocks(work, rows.shape[0], n_threads)
+    if n_blocks > 1 and numba_team_available():
+        with team_threads(n_blocks) as n_blocks:
+            _noisy_sum_team(X, y, rows, params, *args, noise, grad, weights, n_blocks)
+    elif n_blocks > 1:
+        pooled_blocks(kernel, X, y, rows, params, *args, noise=noise, grad=grad,
+                      weights=weights, n_threads=n_blocks)
     else:
-        kernel(
-            X, y, rows, params, row_norms, code, threshold, clip_norm,
-            fit_intercept, largest, tiny, noise, grad, weights,
-        )
+        kernel(X, y, rows, params, *args, noise, grad, weights)
+
+
+def parallel_blocks(work, n_rows, n_threads):
+    """How many blocks to split a batch into: 1 (serial) below ``PARALLEL_MIN_WORK``.
+
+    Each block gets at least ``PARALLEL_MIN_WORK / 4`` multiply-adds (a
+    block costs a (K, d + 1) buffer to fill and add) and one row.
+    """
+    if n_threads <= 1 or work < PARALLEL_MIN_WORK:
+        return 1
+    return int(max(1, min(n_threads, n_rows, work // (PARALLEL_MIN_WORK // 4))))
 
 
 @njit(cache=True, nogil=True)

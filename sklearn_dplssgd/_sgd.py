@@ -20,7 +20,9 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from ._kernels import (
+    PARALLEL_MIN_WORK,
     compute_row_norms,
+    compute_row_norms_team,
     noisy_clipped_gradient_sum,
     smooth_rows,
     smoothing_omega,
@@ -31,6 +33,7 @@ from ._sparse import (
     compute_sparse_row_norms,
     noisy_clipped_gradient_sum_sparse,
 )
+from ._threads import draws_ahead, numba_team_available, team_threads
 
 __all__ = [
     "LEARNING_RATES",
@@ -192,9 +195,18 @@ def step_schedule(noise_multiplier, clip_norm, n_steps, n_epochs, n_parameters):
     return noise_std, epoch_ends, chunk
 
 
-def row_norms_of(X):
-    """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip."""
-    return compute_sparse_row_norms(X) if sp.issparse(X) else compute_row_norms(X)
+def row_norms_of(X, n_threads=1):
+    """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip.
+
+    Dense rows are split over ``n_threads`` of Numba's team where it is
+    available (each row's norm is computed the same way either way).
+    """
+    if sp.issparse(X):
+        return compute_sparse_row_norms(X)
+    if n_threads > 1 and X.size >= PARALLEL_MIN_WORK and numba_team_available():
+        with team_threads(n_threads):
+            return compute_row_norms_team(X)
+    return compute_row_norms(X)
 
 
 def train_dp_lssgd(
@@ -322,7 +334,7 @@ def train_dp_lssgd(
     else:
         gradient_sum = noisy_clipped_gradient_sum
     if row_norms is None:
-        row_norms = row_norms_of(X)
+        row_norms = row_norms_of(X, n_threads)
     elif row_norms.shape != (X.shape[0],) or row_norms.dtype != np.float64:
         # The kernels index it by row; a wrong array would mis-set every clip.
         raise ValueError("row_norms must be a float64 array with one norm per row of X.")
@@ -363,8 +375,10 @@ def train_dp_lssgd(
     # own threads only add synchronisation there (and stall badly when the
     # cores are busy), so they are held to one; n_threads is our parallelism.
     with _blas_controller().limit(limits=1, user_api="blas"):
-        for chunk_start in range(0, n_steps, chunk):
+        def draw(chunk_start):
+            # A chunk's batches, then its noise: the order of the draws.
             chunk_steps = min(chunk, n_steps - chunk_start)
+            rows = offsets = None
             if all_rows is None:
                 rows, offsets = batch_sampler(rng, n_samples, sample_rate, chunk_steps)
             noise = np.zeros((chunk_steps,) + params.shape, dtype=dtype)
@@ -373,6 +387,13 @@ def train_dp_lssgd(
                 noise[:, :, :n_noisy_columns] = noise_source(
                     rng, (chunk_steps, n_outputs, n_noisy_columns), dtype)
                 noise *= chunk_std.astype(dtype)[:, None, None]
+            return chunk_start, chunk_steps, rows, offsets, noise
+
+        chunk_starts = range(0, n_steps, chunk)
+        # With threads, the next chunk is drawn while this one trains (the
+        # same draws in the same order: see _threads.draws_ahead).
+        draws = draws_ahead(chunk_starts, draw) if n_threads > 1 else map(draw, chunk_starts)
+        for chunk_start, chunk_steps, rows, offsets, noise in draws:
             for local_step in range(chunk_steps):
                 step = chunk_start + local_step
                 if all_rows is None:

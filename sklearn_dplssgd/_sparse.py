@@ -23,19 +23,25 @@ would read out of bounds) are refused.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._kernels import (
     _COEFFICIENT_RANGE,
     _CONTRACT_ONLY,
     _FASTMATH,
-    PARALLEL_MIN_WORK,
     _apply_weight,
     _check_weights,
     _clipped_residual,
-    _noisy_sum_threaded,
     _residual,
+    parallel_blocks,
     vector_norm,
+)
+from ._threads import (
+    add_blocks,
+    block_bounds,
+    numba_team_available,
+    pooled_blocks,
+    team_threads,
 )
 
 __all__ = [
@@ -228,8 +234,8 @@ def _noisy_sum_csr(
 ):
     """``grad = noise + clipped sum``; ``X`` is the tuple ``(data, indices, indptr)``.
 
-    The argument order of the dense kernels, so that the dense thread split
-    (``_kernels._noisy_sum_threaded``) runs this one unchanged.
+    The argument order of the dense kernels, so that the Python thread pool
+    (:func:`~sklearn_dplssgd._threads.pooled_blocks`) runs this one unchanged.
     """
     data, indices, indptr = X
     grad[:, :] = noise
@@ -277,17 +283,35 @@ def noisy_clipped_gradient_sum_sparse(
     weights = _check_weights(weights, X.shape[0])
     csr = (X.data, X.indices, X.indptr)
     largest, tiny = _COEFFICIENT_RANGE[np.dtype(params.dtype)]
+    args = (row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
+    n_blocks = 1
     if n_threads > 1 and rows.shape[0] > 1:
         work = int(np.sum(X.indptr[rows + 1] - X.indptr[rows])) * params.shape[0]
-        # Each extra thread also fills and adds a dense (K, d + 1) buffer:
-        # below that much work the split costs more than it saves.
-        if work >= max(PARALLEL_MIN_WORK, n_threads * params.size):
-            _noisy_sum_threaded(
-                _noisy_sum_csr, csr, y, rows, params, row_norms, code, threshold,
-                clip_norm, fit_intercept, largest, tiny, noise, grad, weights, n_threads,
-            )
-            return
-    _noisy_sum_csr(
-        csr, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-        largest, tiny, noise, grad, weights,
-    )
+        # Each extra block also fills and adds a dense (K, d + 1) buffer:
+        # below that much work per block the split costs more than it saves.
+        n_blocks = min(parallel_blocks(work, rows.shape[0], n_threads),
+                       max(1, work // params.size))
+    if n_blocks > 1 and numba_team_available():
+        with team_threads(n_blocks) as n_blocks:
+            _noisy_sum_csr_team(csr, y, rows, params, *args, noise, grad, weights, n_blocks)
+    elif n_blocks > 1:
+        pooled_blocks(_noisy_sum_csr, csr, y, rows, params, *args, noise=noise, grad=grad,
+                      weights=weights, n_threads=n_blocks)
+    else:
+        _noisy_sum_csr(csr, y, rows, params, *args, noise, grad, weights)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _noisy_sum_csr_team(
+    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, noise, grad, weights, n_blocks,
+):
+    """The sparse sum over ``n_blocks`` contiguous blocks of the batch, one per team thread."""
+    bounds = block_bounds(rows.shape[0], n_blocks)
+    partial = np.empty((n_blocks,) + params.shape, dtype=params.dtype)
+    zeros = np.zeros_like(params)
+    for b in prange(n_blocks):
+        _noisy_sum_csr(X, y, rows[bounds[b]:bounds[b + 1]], params, row_norms, code,
+                       threshold, clip_norm, fit_intercept, largest, tiny, zeros,
+                       partial[b], weights)
+    add_blocks(noise, partial, grad)

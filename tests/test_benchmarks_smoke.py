@@ -82,6 +82,7 @@ def test_bench_speed_quick(tmp_path):
     text = (tmp_path / "speed.md").read_text()
     assert "## Targets" in text
     assert "compiled O(d) (smooth_rows)" in text and "FFT reference" in text
+    assert "## Many cores (n_jobs)" in text and "| 16 |" in text
     assert "PASS" in stdout or "MISS" in stdout
 
 

@@ -121,11 +121,12 @@ def test_main_module_bad_options_give_a_usage_error(arguments, capsys):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", ["team", "pool"])
 @pytest.mark.parametrize("n_outputs, code, n_rows", [
     (1, SQUARED_ERROR, 8000),
     (10, LOG_LOSS_MULTINOMIAL, 1000),
 ])
-def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows):
+def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows, path):
     n_features = 64
     assert n_rows * n_outputs * n_features >= PARALLEL_MIN_WORK
     rng = np.random.default_rng(11)
@@ -139,15 +140,21 @@ def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows):
     # A Poisson-like batch: sorted, not contiguous, not starting at 0.
     rows = np.sort(rng.choice(len(X), size=n_rows, replace=False)).astype(np.int64)
 
-    # The threaded path must really run for n_threads=2 (and only then).
+    # The chosen threaded path must really run for n_threads=2 (and only
+    # then): the Numba team, or the Python pool where the team is unsafe.
     calls = []
-    threaded = _kernels._noisy_sum_threaded
+    name = "_noisy_sum_team" if path == "team" else "pooled_blocks"
+    threaded = getattr(_kernels, name)
 
-    def counting(*args):
-        calls.append(args[-1])
-        return threaded(*args)
+    def counting(*args, **kwargs):
+        calls.append(args[-1] if path == "team" else kwargs["n_threads"])
+        return threaded(*args, **kwargs)
 
-    monkeypatch.setattr(_kernels, "_noisy_sum_threaded", counting)
+    monkeypatch.setattr(_kernels, name, counting)
+    if path == "pool":
+        monkeypatch.setattr(_kernels, "numba_team_available", lambda: False)
+    elif not _kernels.numba_team_available():
+        pytest.skip("Numba has neither its OpenMP nor its TBB threading layer here")
     # clip_norm 1: the rows have norms near 4.6, so many are clipped.
     serial = _gradient_sum(X, y, rows, params, code, 0.0, 1.0, True, noise, n_threads=1)
     assert calls == []

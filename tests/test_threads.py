@@ -1,0 +1,179 @@
+"""Many cores (``n_jobs``): the Numba team, the Python pool, drawing ahead.
+
+A threaded fit must be the serial fit up to the order of the additions: the
+same batches and the same noise (drawn one chunk ahead on their own thread),
+the same clip for every row, in every way the threads can be run.
+"""
+
+import concurrent.futures
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
+from sklearn_dplssgd import _kernels, _sgd, _sparse, _threads
+from sklearn_dplssgd._kernels import PARALLEL_MIN_WORK, compute_row_norms
+from sklearn_dplssgd._sgd import row_norms_of
+from sklearn_dplssgd._threads import block_bounds, draws_ahead, numba_team_available
+
+TEAM = numba_team_available()
+needs_team = pytest.mark.skipif(
+    not TEAM, reason="Numba has neither its OpenMP nor its TBB threading layer here")
+
+
+def _problem(seed=12, n=3000, d=64, n_classes=10):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, (n, d)) / 4.0
+    y = rng.integers(0, n_classes, n)
+    return X, y
+
+
+def _fit(X, y, n_jobs, **params):
+    settings = dict(classes=range(10), batch_size=1000, max_iter=3, sigma=1.0,
+                    random_state=0, reproducible=True)
+    settings.update(params)
+    return DPLSSGDClassifier(n_jobs=n_jobs, **settings).fit(X, y)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    # Two steps' noise per chunk, so that a fit has several chunks and the
+    # draws really run ahead of the training.
+    monkeypatch.setattr(_sgd, "_NOISE_VALUES_PER_CHUNK", 2 * 10 * 65)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Count the team launches, the pool splits and the draws-ahead loops."""
+    calls = {"team": 0, "pool": 0, "ahead": 0}
+
+    def counting(module, name, key):
+        original = getattr(module, name)
+
+        def wrapper(*args, **kwargs):
+            calls[key] += 1
+            return original(*args, **kwargs)
+        monkeypatch.setattr(module, name, wrapper)
+
+    counting(_kernels, "_noisy_sum_team", "team")
+    counting(_sparse, "_noisy_sum_csr_team", "team")
+    counting(_kernels, "pooled_blocks", "pool")
+    counting(_sparse, "pooled_blocks", "pool")
+    counting(_sgd, "draws_ahead", "ahead")
+    return calls
+
+
+def _assert_same_fit(threaded, serial):
+    np.testing.assert_allclose(threaded.coef_, serial.coef_, rtol=1e-9,
+                               atol=1e-12 * np.abs(serial.coef_).max())
+    np.testing.assert_allclose(threaded.intercept_, serial.intercept_, rtol=1e-9,
+                               atol=1e-12 * np.abs(serial.coef_).max())
+    assert str(threaded.dp_event_) == str(serial.dp_event_)
+
+
+@pytest.mark.parametrize("path", [pytest.param("team", marks=needs_team), "pool"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, path, sparse):
+    X, y = _problem()
+    assert 1000 * 10 * 64 >= PARALLEL_MIN_WORK
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.05, X, 0.0))  # 80 % stored
+    if path == "pool":
+        monkeypatch.setattr(_kernels, "numba_team_available", lambda: False)
+        monkeypatch.setattr(_sparse, "numba_team_available", lambda: False)
+    serial = _fit(X, y, None)
+    assert counted == {"team": 0, "pool": 0, "ahead": 0}
+    threaded = _fit(X, y, 2)
+    n_steps = threaded.n_steps_
+    assert counted[path] == n_steps and counted["ahead"] == 1
+    assert counted["team" if path == "pool" else "pool"] == 0
+    _assert_same_fit(threaded, serial)
+    assert not np.allclose(serial.coef_, 0.0)
+
+
+@needs_team
+def test_concurrent_threaded_fits_from_several_threads(small_chunks):
+    # GridSearchCV's threading backend, Dask's threaded scheduler: several
+    # threaded fits at once must each be the serial fit.
+    X, y = _problem(seed=13)
+    serial = _fit(X, y, None)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as executor:
+        fits = list(executor.map(lambda _: _fit(X, y, 2), range(3)))
+    for threaded in fits:
+        _assert_same_fit(threaded, serial)
+
+
+def test_regressor_and_weights_threaded(small_chunks):
+    rng = np.random.default_rng(14)
+    X = rng.uniform(-1.0, 1.0, (8000, 64)) / 8.0
+    y = X @ rng.normal(size=64)
+    weights = rng.uniform(0.0, 2.0, len(X))
+    settings = dict(batch_size=7000, max_iter=2, random_state=0, reproducible=True,
+                    max_sample_weight=2.0)
+    serial = DPLSSGDRegressor(**settings).fit(X, y, sample_weight=weights)
+    threaded = DPLSSGDRegressor(n_jobs=2, **settings).fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(threaded.coef_, serial.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_a_forked_child_uses_the_pool(monkeypatch):
+    # Numba stops a child forked after an OpenMP team started, so a child
+    # (another pid than the one that decided) never launches the team.
+    numba_team_available()
+    monkeypatch.setitem(_threads._TEAM, "pid", -1)
+    assert numba_team_available() is False
+
+
+def test_row_norms_of_the_team_are_the_serial_norms():
+    rng = np.random.default_rng(15)
+    X = rng.normal(size=(5000, 100))
+    X[3] *= 1e200  # the scaled (overflow-safe) branch
+    X[4] *= 1e-200
+    serial = compute_row_norms(X)
+    threaded = row_norms_of(X, n_threads=2)
+    np.testing.assert_allclose(threaded, serial, rtol=1e-14)
+    assert np.isfinite(threaded).all() and threaded[3] > 1e200 and threaded[4] < 1e-190
+
+
+def test_draws_ahead_draws_exactly_as_inline():
+    def draws(iterate):
+        rng = np.random.default_rng(5)
+        out = list(iterate(range(7), lambda i: rng.standard_normal(1000 + i)))
+        return out, rng.standard_normal(3)
+
+    inline, inline_after = draws(lambda chunks, draw: map(draw, chunks))
+    ahead, ahead_after = draws(draws_ahead)
+    assert len(ahead) == 7
+    for a, b in zip(ahead, inline):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ahead_after, inline_after)  # the generator ends alike
+    assert list(draws_ahead([], lambda i: i)) == []
+
+
+def test_draws_ahead_raises_the_draws_error():
+    def draw(i):
+        if i == 2:
+            raise RuntimeError("draw failed")
+        return i
+
+    with pytest.raises(RuntimeError, match="draw failed"):
+        list(draws_ahead(range(5), draw))
+
+
+@pytest.mark.parametrize("n_rows, n_blocks", [(10, 3), (256, 16), (5, 5), (0, 2)])
+def test_block_bounds_cover_the_batch(n_rows, n_blocks):
+    bounds = block_bounds(n_rows, n_blocks)
+    assert bounds[0] == 0 and bounds[-1] == n_rows and len(bounds) == n_blocks + 1
+    sizes = np.diff(bounds)
+    assert (sizes >= 0).all() and sizes.max() - sizes.min() <= 1
+
+
+@pytest.mark.parametrize("work, n_rows, n_threads, expected", [
+    (PARALLEL_MIN_WORK - 1, 256, 16, 1),
+    (PARALLEL_MIN_WORK, 256, 1, 1),
+    (PARALLEL_MIN_WORK, 256, 16, 4),
+    (256 * 10 * 784, 256, 16, 16),
+    (256 * 10 * 784, 3, 16, 3),
+])
+def test_parallel_blocks(work, n_rows, n_threads, expected):
+    assert _kernels.parallel_blocks(work, n_rows, n_threads) == expected
