@@ -419,8 +419,13 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         and joblib worker processes.
 
     n_jobs : int or None, default=None
-        Threads for the per-sample gradients of large batches. ``None``
-        means 1; any negative value means all cores.
+        Threads of a fit (``None`` means 1; any negative value means all
+        cores). Each step's batch is split over a team of threads when it is
+        large enough (batch size times outputs times features of at least
+        400,000); from 3 threads on, one of them draws the next batches and
+        noise ahead. The draws are those of a serial fit, so the model
+        differs from it only by the rounding of the additions; the privacy
+        guarantee does not depend on ``n_jobs``.
 
     verbose : int, default=0
         Print one line per epoch: the epoch, the step, the norm of the

@@ -35,6 +35,7 @@ from ._losses import (
 from ._threads import (
     add_blocks,
     block_bounds,
+    block_buffers,
     numba_team_available,
     pooled_blocks,
     team_threads,
@@ -45,6 +46,7 @@ __all__ = [
     "compute_row_norms_team",
     "noisy_clipped_gradient_sum",
     "smooth_rows",
+    "smooth_rows_team",
     "smoothing_omega",
     "vector_norm",
     "PARALLEL_MIN_WORK",
@@ -398,12 +400,15 @@ _UNWEIGHTED = np.empty(0, dtype=np.float64)
 @njit(parallel=True, nogil=True, cache=True)
 def _noisy_sum_team(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad, weights, n_blocks,
+    largest, tiny, noise, grad, weights, partial, zeros,
 ):
-    """The sum over ``n_blocks`` contiguous blocks of the batch, one per team thread."""
+    """The sum over ``partial.shape[0]`` contiguous blocks of the batch, one per team thread.
+
+    Block b's sum goes to ``partial[b]`` (starting from ``zeros``); then
+    ``grad = noise + sum_b partial[b]``.
+    """
+    n_blocks = partial.shape[0]
     bounds = block_bounds(rows.shape[0], n_blocks)
-    partial = np.empty((n_blocks,) + params.shape, dtype=params.dtype)
-    zeros = np.zeros_like(params)
     several = params.shape[0] > 1
     for b in prange(n_blocks):
         block = rows[bounds[b]:bounds[b + 1]]
@@ -474,7 +479,8 @@ def noisy_clipped_gradient_sum(
     n_blocks = parallel_blocks(work, rows.shape[0], n_threads)
     if n_blocks > 1 and numba_team_available():
         with team_threads(n_blocks) as n_blocks:
-            _noisy_sum_team(X, y, rows, params, *args, noise, grad, weights, n_blocks)
+            partial, zeros = block_buffers(n_blocks, params.shape, params.dtype)
+            _noisy_sum_team(X, y, rows, params, *args, noise, grad, weights, partial, zeros)
     elif n_blocks > 1:
         pooled_blocks(kernel, X, y, rows, params, *args, noise=noise, grad=grad,
                       weights=weights, n_threads=n_blocks)
@@ -518,42 +524,54 @@ def smooth_rows(grad, n_features, omega, sigma):
     sigma : float
         Smoothing strength, > 0.
     """
+    for k in range(grad.shape[0]):
+        _smooth_row(grad[k], n_features, omega, sigma)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def smooth_rows_team(grad, n_features, omega, sigma):
+    """:func:`smooth_rows` with the rows (outputs) split over Numba's team."""
+    for k in prange(grad.shape[0]):
+        _smooth_row(grad[k], n_features, omega, sigma)
+
+
+@njit(cache=True, nogil=True)
+def _smooth_row(v, n_features, omega, sigma):
+    """Apply A_sigma^{-1} in place to ``v[:n_features]`` (see :func:`smooth_rows`)."""
     d = n_features
     omega_d = omega**d
-    for k in range(grad.shape[0]):
-        v = grad[k]
-        # (I - omega S)^{-1}: p_i = v_i + omega p_{i-1}, periodic.
-        # p_0 = sum_j omega^j v_{-j} / (1 - omega^d); the terms decay
-        # geometrically, so the sum stops once they no longer matter.
-        head = v[0]
-        power = omega
-        for j in range(1, d):
-            if power < _NEGLIGIBLE:
-                break
-            head += power * v[d - j]
-            power *= omega
-        previous = head / (1.0 - omega_d)
-        first = previous
-        for i in range(1, d):
-            previous = v[i] + omega * previous
-            v[i] = previous
-        v[0] = first
-        # (I - omega S^T)^{-1}: u_i = p_i + omega u_{i+1}, periodic.
-        tail = v[d - 1]
-        power = omega
-        for j in range(1, d):
-            if power < _NEGLIGIBLE:
-                break
-            tail += power * v[j - 1]
-            power *= omega
-        following = tail / (1.0 - omega_d)
-        v[d - 1] = following
-        for i in range(d - 2, -1, -1):
-            following = v[i] + omega * following
-            v[i] = following
-        scale = omega / sigma
-        for i in range(d):
-            v[i] *= scale
+    # (I - omega S)^{-1}: p_i = v_i + omega p_{i-1}, periodic.
+    # p_0 = sum_j omega^j v_{-j} / (1 - omega^d); the terms decay
+    # geometrically, so the sum stops once they no longer matter.
+    head = v[0]
+    power = omega
+    for j in range(1, d):
+        if power < _NEGLIGIBLE:
+            break
+        head += power * v[d - j]
+        power *= omega
+    previous = head / (1.0 - omega_d)
+    first = previous
+    for i in range(1, d):
+        previous = v[i] + omega * previous
+        v[i] = previous
+    v[0] = first
+    # (I - omega S^T)^{-1}: u_i = p_i + omega u_{i+1}, periodic.
+    tail = v[d - 1]
+    power = omega
+    for j in range(1, d):
+        if power < _NEGLIGIBLE:
+            break
+        tail += power * v[j - 1]
+        power *= omega
+    following = tail / (1.0 - omega_d)
+    v[d - 1] = following
+    for i in range(d - 2, -1, -1):
+        following = v[i] + omega * following
+        v[i] = following
+    scale = omega / sigma
+    for i in range(d):
+        v[i] *= scale
 
 
 def smoothing_omega(sigma):

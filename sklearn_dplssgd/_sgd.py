@@ -11,6 +11,7 @@ index arrays and noise arrays. The sampler and the noise source can be
 substituted (the audit's tests do, to show that a broken one is caught).
 """
 
+import contextlib
 import functools
 import math
 import time
@@ -25,6 +26,7 @@ from ._kernels import (
     compute_row_norms_team,
     noisy_clipped_gradient_sum,
     smooth_rows,
+    smooth_rows_team,
     smoothing_omega,
 )
 from ._optimizers import Optimizer, apply_weight_decay
@@ -374,7 +376,18 @@ def train_dp_lssgd(
     # The multiclass kernel calls BLAS on small matrices at every step; BLAS's
     # own threads only add synchronisation there (and stall badly when the
     # cores are busy), so they are held to one; n_threads is our parallelism.
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    # n_threads counts every thread of the fit. From 3 on, one of them draws
+    # the next chunk while this one trains (the same draws in the same
+    # order: see _threads.draws_ahead) and the others share the gradients;
+    # with 2, both share the gradients and the draws stay inline (a third
+    # busy thread on two cores slows the team more than the draws cost).
+    team_size = n_threads - 1 if n_threads >= 3 else n_threads
+    # Several outputs' rows are smoothed on the team too; a serial fit never
+    # starts Numba's threading layer (nothing to fork-proof).
+    team_smoothing = team_size > 1 and n_outputs > 1 and numba_team_available()
+    smooth = smooth_rows_team if team_smoothing else smooth_rows
+    team = team_threads(team_size) if team_smoothing else contextlib.nullcontext()
+    with _blas_controller().limit(limits=1, user_api="blas"), team:
         def draw(chunk_start):
             # A chunk's batches, then its noise: the order of the draws.
             chunk_steps = min(chunk, n_steps - chunk_start)
@@ -390,9 +403,8 @@ def train_dp_lssgd(
             return chunk_start, chunk_steps, rows, offsets, noise
 
         chunk_starts = range(0, n_steps, chunk)
-        # With threads, the next chunk is drawn while this one trains (the
-        # same draws in the same order: see _threads.draws_ahead).
-        draws = draws_ahead(chunk_starts, draw) if n_threads > 1 else map(draw, chunk_starts)
+        draws = (draws_ahead(chunk_starts, draw) if n_threads >= 3
+                 else map(draw, chunk_starts))
         for chunk_start, chunk_steps, rows, offsets, noise in draws:
             for local_step in range(chunk_steps):
                 step = chunk_start + local_step
@@ -403,11 +415,11 @@ def train_dp_lssgd(
                 gradient_sum(
                     X, y, batch, params,
                     row_norms, loss_code, loss_threshold, clip_norm, fit_intercept,
-                    noise[local_step], grad, n_threads, **weighting,
+                    noise[local_step], grad, team_size, **weighting,
                 )
                 eta = learning_rates[step]
                 if sigma > 0:
-                    smooth_rows(grad, n_features, omega, sigma)
+                    smooth(grad, n_features, omega, sigma)
                 apply_weight_decay(params, 1.0 - eta * alpha, n_features)
                 update.step(params, grad, eta)
                 if averaged is not None and step >= average_start:

@@ -39,6 +39,7 @@ from ._kernels import (
 from ._threads import (
     add_blocks,
     block_bounds,
+    block_buffers,
     numba_team_available,
     pooled_blocks,
     team_threads,
@@ -293,7 +294,9 @@ def noisy_clipped_gradient_sum_sparse(
                        max(1, work // params.size))
     if n_blocks > 1 and numba_team_available():
         with team_threads(n_blocks) as n_blocks:
-            _noisy_sum_csr_team(csr, y, rows, params, *args, noise, grad, weights, n_blocks)
+            partial, zeros = block_buffers(n_blocks, params.shape, params.dtype)
+            _noisy_sum_csr_team(csr, y, rows, params, *args, noise, grad, weights, partial,
+                                zeros)
     elif n_blocks > 1:
         pooled_blocks(_noisy_sum_csr, csr, y, rows, params, *args, noise=noise, grad=grad,
                       weights=weights, n_threads=n_blocks)
@@ -304,12 +307,11 @@ def noisy_clipped_gradient_sum_sparse(
 @njit(parallel=True, nogil=True, cache=True)
 def _noisy_sum_csr_team(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad, weights, n_blocks,
+    largest, tiny, noise, grad, weights, partial, zeros,
 ):
-    """The sparse sum over ``n_blocks`` contiguous blocks of the batch, one per team thread."""
+    """The sparse form of ``_kernels._noisy_sum_team`` (the same blocks and buffers)."""
+    n_blocks = partial.shape[0]
     bounds = block_bounds(rows.shape[0], n_blocks)
-    partial = np.empty((n_blocks,) + params.shape, dtype=params.dtype)
-    zeros = np.zeros_like(params)
     for b in prange(n_blocks):
         _noisy_sum_csr(X, y, rows[bounds[b]:bounds[b + 1]], params, row_norms, code,
                        threshold, clip_norm, fit_intercept, largest, tiny, zeros,

@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd import _kernels, _sgd, _sparse, _threads
+from sklearn_dplssgd import _base, _kernels, _sgd, _sparse, _threads
 from sklearn_dplssgd._kernels import PARALLEL_MIN_WORK, compute_row_norms
 from sklearn_dplssgd._sgd import row_norms_of
 from sklearn_dplssgd._threads import block_bounds, draws_ahead, numba_team_available
@@ -74,7 +74,12 @@ def _assert_same_fit(threaded, serial):
 
 @pytest.mark.parametrize("path", [pytest.param("team", marks=needs_team), "pool"])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, path, sparse):
+@pytest.mark.parametrize("n_jobs", [2, 3])
+def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, path, sparse,
+                                        n_jobs):
+    # n_jobs=3 on a machine of 4 cores (or more): one thread draws ahead, two
+    # share the gradients; with 2 both share them and the draws are inline.
+    monkeypatch.setattr(_base.os, "cpu_count", lambda: 4)
     X, y = _problem()
     assert 1000 * 10 * 64 >= PARALLEL_MIN_WORK
     if sparse:
@@ -84,9 +89,9 @@ def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, path
         monkeypatch.setattr(_sparse, "numba_team_available", lambda: False)
     serial = _fit(X, y, None)
     assert counted == {"team": 0, "pool": 0, "ahead": 0}
-    threaded = _fit(X, y, 2)
+    threaded = _fit(X, y, n_jobs)
     n_steps = threaded.n_steps_
-    assert counted[path] == n_steps and counted["ahead"] == 1
+    assert counted[path] == n_steps and counted["ahead"] == (n_jobs == 3)
     assert counted["team" if path == "pool" else "pool"] == 0
     _assert_same_fit(threaded, serial)
     assert not np.allclose(serial.coef_, 0.0)
@@ -99,7 +104,7 @@ def test_concurrent_threaded_fits_from_several_threads(small_chunks):
     X, y = _problem(seed=13)
     serial = _fit(X, y, None)
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as executor:
-        fits = list(executor.map(lambda _: _fit(X, y, 2), range(3)))
+        fits = list(executor.map(lambda n_jobs: _fit(X, y, n_jobs), [2, 2, -1]))
     for threaded in fits:
         _assert_same_fit(threaded, serial)
 
@@ -177,3 +182,23 @@ def test_block_bounds_cover_the_batch(n_rows, n_blocks):
 ])
 def test_parallel_blocks(work, n_rows, n_threads, expected):
     assert _kernels.parallel_blocks(work, n_rows, n_threads) == expected
+
+
+@needs_team
+def test_team_smoothing_and_sum_are_the_serial_ones():
+    from sklearn_dplssgd._kernels import smooth_rows, smooth_rows_team, smoothing_omega
+    from sklearn_dplssgd._threads import add_blocks, team_threads
+
+    rng = np.random.default_rng(16)
+    grad = rng.normal(size=(10, 65))
+    serial, team = grad.copy(), grad.copy()
+    smooth_rows(serial, 64, smoothing_omega(2.0), 2.0)
+    with team_threads(2):
+        smooth_rows_team(team, 64, smoothing_omega(2.0), 2.0)
+    np.testing.assert_array_equal(team, serial)  # each row by the same solver
+    assert not np.allclose(serial, grad)
+    partial = rng.normal(size=(5,) + grad.shape)
+    summed = np.empty_like(grad)
+    with team_threads(2):
+        add_blocks(grad, partial, summed)
+    np.testing.assert_allclose(summed, grad + partial.sum(axis=0), rtol=1e-13, atol=1e-13)

@@ -147,7 +147,7 @@ def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows, pa
     threaded = getattr(_kernels, name)
 
     def counting(*args, **kwargs):
-        calls.append(args[-1] if path == "team" else kwargs["n_threads"])
+        calls.append(args[-2].shape[0] if path == "team" else kwargs["n_threads"])
         return threaded(*args, **kwargs)
 
     monkeypatch.setattr(_kernels, name, counting)
