@@ -148,7 +148,7 @@ def main(argv=None):
         "noisy scores (on the other 20 %); the defaults and the upper bound spend "
         "epsilon on one fit each.",
         "",
-        f"| data | epsilon | defaults (eta0={DEFAULT_ETA0}, sigma={DEFAULT_SIGMA:g}) | "
+        f"| data | epsilon | defaults (eta0={DEFAULT_ETA0}, sigma={DEFAULT_SIGMA}) | "
         "DPRandomizedSearch, whole "
         "budget | upper bound: grid tuned on the TEST set (not private) | search's "
         "training / score noise multipliers | chosen (eta0, sigma) |",

@@ -30,7 +30,7 @@ from ._output_perturbation import OutputPerturbation, smoothness_constants
 from ._schedules import noise_schedule_blocks
 from ._validation import PrivacyLeakWarning
 from ._losses import LOSSES, loss_code, loss_derivative_reference
-from ._defaults import nominal_batch_size
+from ._defaults import nominal_batch_size, resolve_sigma
 from ._sgd import learning_rate_schedule
 from ._smoothing import smoothing_eigenvalues
 
@@ -716,16 +716,23 @@ def canary_score(model, x_canary, y_canary):
     classes = getattr(model, "classes_", None)
     x_canary = np.asarray(x_canary, dtype=np.float64)
     direction, push, _, _ = _canary_direction(model, x_canary, y_canary, classes)
-    return _CanaryStatistic(direction, push, _smoothing_strength(model))(model)
+    return _CanaryStatistic(direction, push, _smoothing_strength(model, x_canary.shape[0]))(model)
 
 
-def _smoothing_strength(estimator):
+def _smoothing_strength(estimator, n_features):
     """The sigma of the smoothing applied to the noisy steps (none for output perturbation).
 
     Output perturbation adds its noise to the final weights directly, so the
     canary's coordinate is read from the released weights as they are.
     """
-    return 0.0 if estimator.mechanism == "output" else float(estimator.sigma)
+    if estimator.mechanism == "output":
+        return 0.0
+    if hasattr(estimator, "sigma_"):
+        return estimator.sigma_
+    # Not fitted yet: resolved as its fits will resolve it (dense rows of
+    # the canary's length; the audits take dense background rows).
+    return resolve_sigma(estimator.sigma, n_features, False,
+                         estimator._smoothing_min_features)
 
 
 # ---------------------------------------------------------------------------
@@ -1083,7 +1090,8 @@ def audit_epsilon(
         if x_canary.shape != (X.shape[1],):
             raise ValueError(f"x_canary must have shape ({X.shape[1]},); got {x_canary.shape}.")
     direction, push, _, _ = _canary_direction(estimator, x_canary, y_canary, classes)
-    statistic = _CanaryStatistic(direction, push, _smoothing_strength(estimator))
+    statistic = _CanaryStatistic(direction, push,
+                                 _smoothing_strength(estimator, x_canary.shape[0]))
     X_with = np.ascontiguousarray(np.vstack([X, x_canary.astype(X.dtype)]))
     y_with = _append(y, y_canary)
     if estimator.neighboring == "replace_one":

@@ -160,6 +160,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     _y_numeric = False
     # Separable classes want large weights: a long noise-free step.
     _noise_free_step = 4.0
+    _smoothing_min_features = 100
 
     def __init__(
         self,
@@ -167,7 +168,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         *,
         epsilon=1.0,
         delta="auto",
-        sigma=1.0,
+        sigma="auto",
         clip_norm=1.0,
         mechanism="gradient",
         row_norm_bound=1.0,

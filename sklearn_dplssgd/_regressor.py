@@ -108,7 +108,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         target_bounds=None,
         epsilon=1.0,
         delta="auto",
-        sigma=1.0,
+        sigma="auto",
         clip_norm=1.0,
         mechanism="gradient",
         row_norm_bound=1.0,

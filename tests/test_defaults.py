@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
@@ -19,7 +20,7 @@ from sklearn_dplssgd._defaults import (
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESOLVED = ("batch_size_", "n_iter_", "n_steps_", "sample_rate_", "eta0_", "delta_",
-            "noise_multiplier_", "average_start_", "epsilon_")
+            "noise_multiplier_", "average_start_", "epsilon_", "sigma_")
 
 
 def _resolved(model):
@@ -163,6 +164,7 @@ def test_mostly_clipped_warning_names_the_remedy():
 _ONCE_SCRIPT = """
 import warnings
 import numpy as np
+import scipy.sparse as sp
 from sklearn.model_selection import cross_val_score
 from sklearn_dplssgd import DPLSSGDClassifier
 
@@ -185,3 +187,40 @@ def test_each_warning_cause_is_shown_once_per_process():
     assert err.count("classes was not given") == 1
     assert err.count("random_state is not used") == 1
     assert err.count("delta is not below") == 1
+
+
+@pytest.mark.parametrize("estimator, n_features, sparse, expected", [
+    (DPLSSGDClassifier, 4, False, 0.0),
+    (DPLSSGDClassifier, 99, False, 0.0),
+    (DPLSSGDClassifier, 100, False, 1.0),
+    (DPLSSGDClassifier, 200, True, 0.0),
+    (DPLSSGDRegressor, 4, False, 1.0),
+    (DPLSSGDRegressor, 200, True, 0.0),
+])
+def test_auto_sigma_follows_the_public_shape(estimator, n_features, sparse, expected):
+    rng = np.random.default_rng(9)
+    X = rng.uniform(-1, 1, (60, n_features)) / np.sqrt(n_features)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.05, X, 0.0))
+    y = rng.integers(0, 2, 60) if estimator is DPLSSGDClassifier else rng.uniform(-1, 1, 60)
+    extra = {"classes": [0, 1]} if estimator is DPLSSGDClassifier else {}
+    fitted = estimator(max_iter=2, random_state=0, reproducible=True, **extra).fit(X, y)
+    assert estimator().sigma == "auto" and fitted.sigma_ == expected
+    # "auto" trains exactly as the value it resolves to.
+    explicit = estimator(sigma=expected, max_iter=2, random_state=0, reproducible=True,
+                         **extra).fit(X, y)
+    np.testing.assert_array_equal(fitted.coef_, explicit.coef_)
+    assert explicit.sigma_ == expected
+    # An explicit sigma is kept whatever the shape.
+    assert estimator(sigma=0.5, max_iter=1, **extra).fit(X, y).sigma_ == 0.5
+
+
+def test_auto_sigma_reads_no_value_of_the_rows():
+    # The same shape and format give the same sigma_, whatever the values.
+    rng = np.random.default_rng(10)
+    for scale in (1e-3, 1.0):
+        X = rng.uniform(-scale, scale, (50, 120))
+        fitted = DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X, rng.integers(0, 2, 50))
+        assert fitted.sigma_ == 1.0
+    with pytest.raises(ValueError, match="sigma"):
+        DPLSSGDClassifier(sigma="smooth", classes=[0, 1]).fit(X, rng.integers(0, 2, 50))

@@ -278,7 +278,7 @@ def test_duplicate_entries_are_clipped_by_their_sum():
     # it, the model is the one of the summed matrix.
     X = _with_duplicates()
     y = np.array([1.0, -1.0])
-    params = dict(epsilon=1.0, batch_size=2, max_iter=3, eta0=0.1, random_state=0,
+    params = dict(epsilon=1.0, batch_size=2, max_iter=3, eta0=0.1, sigma=1.0, random_state=0,
                   reproducible=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
