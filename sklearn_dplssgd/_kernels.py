@@ -32,14 +32,7 @@ from ._losses import (
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
 )
-from ._threads import (
-    add_blocks,
-    block_bounds,
-    block_buffers,
-    numba_team_available,
-    pooled_blocks,
-    team_threads,
-)
+from ._threads import add_blocks, block_bounds, sum_over_blocks
 
 __all__ = [
     "compute_row_norms",
@@ -476,16 +469,8 @@ def noisy_clipped_gradient_sum(
     largest, tiny = _COEFFICIENT_RANGE[np.dtype(params.dtype)]
     work = rows.shape[0] * params.shape[0] * X.shape[1]
     args = (row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
-    n_blocks = parallel_blocks(work, rows.shape[0], n_threads)
-    if n_blocks > 1 and numba_team_available():
-        with team_threads(n_blocks) as n_blocks:
-            partial, zeros = block_buffers(n_blocks, params.shape, params.dtype)
-            _noisy_sum_team(X, y, rows, params, *args, noise, grad, weights, partial, zeros)
-    elif n_blocks > 1:
-        pooled_blocks(kernel, X, y, rows, params, *args, noise=noise, grad=grad,
-                      weights=weights, n_threads=n_blocks)
-    else:
-        kernel(X, y, rows, params, *args, noise, grad, weights)
+    sum_over_blocks(_noisy_sum_team, kernel, X, y, rows, params, args, noise, grad, weights,
+                    parallel_blocks(work, rows.shape[0], n_threads))
 
 
 def parallel_blocks(work, n_rows, n_threads):

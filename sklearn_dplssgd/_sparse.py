@@ -36,14 +36,7 @@ from ._kernels import (
     parallel_blocks,
     vector_norm,
 )
-from ._threads import (
-    add_blocks,
-    block_bounds,
-    block_buffers,
-    numba_team_available,
-    pooled_blocks,
-    team_threads,
-)
+from ._threads import add_blocks, block_bounds, sum_over_blocks
 
 __all__ = [
     "as_canonical_csr",
@@ -292,16 +285,8 @@ def noisy_clipped_gradient_sum_sparse(
         # below that much work per block the split costs more than it saves.
         n_blocks = min(parallel_blocks(work, rows.shape[0], n_threads),
                        max(1, work // params.size))
-    if n_blocks > 1 and numba_team_available():
-        with team_threads(n_blocks) as n_blocks:
-            partial, zeros = block_buffers(n_blocks, params.shape, params.dtype)
-            _noisy_sum_csr_team(csr, y, rows, params, *args, noise, grad, weights, partial,
-                                zeros)
-    elif n_blocks > 1:
-        pooled_blocks(_noisy_sum_csr, csr, y, rows, params, *args, noise=noise, grad=grad,
-                      weights=weights, n_threads=n_blocks)
-    else:
-        _noisy_sum_csr(csr, y, rows, params, *args, noise, grad, weights)
+    sum_over_blocks(_noisy_sum_csr_team, _noisy_sum_csr, csr, y, rows, params, args, noise,
+                    grad, weights, n_blocks)
 
 
 @njit(parallel=True, nogil=True, cache=True)

@@ -38,6 +38,7 @@ __all__ = [
     "draws_ahead",
     "numba_team_available",
     "pooled_blocks",
+    "sum_over_blocks",
     "team_threads",
 ]
 
@@ -167,6 +168,27 @@ def pooled_blocks(kernel, X, y, rows, params, *args, noise, grad, weights, n_thr
     for future in futures:
         future.result()
     grad += partial.sum(axis=0)
+
+
+def sum_over_blocks(team_kernel, kernel, X, y, rows, params, args, noise, grad, weights,
+                    n_blocks):
+    """``grad = noise + clipped sum over rows``, the batch split into ``n_blocks``.
+
+    ``kernel(X, y, rows, params, *args, start, out, weights)`` is a serial
+    kernel; ``team_kernel(X, y, rows, params, *args, noise, grad, weights,
+    partial, zeros)`` runs it over the blocks on Numba's team. One block:
+    the serial kernel; several: the team where it is available
+    (:func:`numba_team_available`), else the Python pool.
+    """
+    if n_blocks > 1 and numba_team_available():
+        with team_threads(n_blocks) as n_blocks:
+            partial, zeros = block_buffers(n_blocks, params.shape, params.dtype)
+            team_kernel(X, y, rows, params, *args, noise, grad, weights, partial, zeros)
+    elif n_blocks > 1:
+        pooled_blocks(kernel, X, y, rows, params, *args, noise=noise, grad=grad,
+                      weights=weights, n_threads=n_blocks)
+    else:
+        kernel(X, y, rows, params, *args, noise, grad, weights)
 
 
 def draws_ahead(chunks, draw):

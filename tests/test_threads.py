@@ -58,8 +58,7 @@ def counted(monkeypatch):
 
     counting(_kernels, "_noisy_sum_team", "team")
     counting(_sparse, "_noisy_sum_csr_team", "team")
-    counting(_kernels, "pooled_blocks", "pool")
-    counting(_sparse, "pooled_blocks", "pool")
+    counting(_threads, "pooled_blocks", "pool")
     counting(_sgd, "draws_ahead", "ahead")
     return calls
 
@@ -85,8 +84,8 @@ def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, path
     if sparse:
         X = sp.csr_matrix(np.where(np.abs(X) > 0.05, X, 0.0))  # 80 % stored
     if path == "pool":
-        monkeypatch.setattr(_kernels, "numba_team_available", lambda: False)
-        monkeypatch.setattr(_sparse, "numba_team_available", lambda: False)
+        monkeypatch.setattr(_threads, "numba_team_available", lambda: False)
+        monkeypatch.setattr(_sgd, "numba_team_available", lambda: False)
     serial = _fit(X, y, None)
     assert counted == {"team": 0, "pool": 0, "ahead": 0}
     threaded = _fit(X, y, n_jobs)

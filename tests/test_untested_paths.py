@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from sklearn_dplssgd import DPLSSGDRegressor
-from sklearn_dplssgd import _kernels
+from sklearn_dplssgd import _kernels, _threads
 from sklearn_dplssgd._audit import _quietest_direction, audit_epsilon
 from sklearn_dplssgd._kernels import (
     PARALLEL_MIN_WORK,
@@ -143,17 +143,20 @@ def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows, pa
     # The chosen threaded path must really run for n_threads=2 (and only
     # then): the Numba team, or the Python pool where the team is unsafe.
     calls = []
-    name = "_noisy_sum_team" if path == "team" else "pooled_blocks"
-    threaded = getattr(_kernels, name)
+    if path == "team":
+        module, name = _kernels, "_noisy_sum_team"
+    else:
+        module, name = _threads, "pooled_blocks"
+    threaded = getattr(module, name)
 
     def counting(*args, **kwargs):
         calls.append(args[-2].shape[0] if path == "team" else kwargs["n_threads"])
         return threaded(*args, **kwargs)
 
-    monkeypatch.setattr(_kernels, name, counting)
+    monkeypatch.setattr(module, name, counting)
     if path == "pool":
-        monkeypatch.setattr(_kernels, "numba_team_available", lambda: False)
-    elif not _kernels.numba_team_available():
+        monkeypatch.setattr(_threads, "numba_team_available", lambda: False)
+    elif not _threads.numba_team_available():
         pytest.skip("Numba has neither its OpenMP nor its TBB threading layer here")
     # clip_norm 1: the rows have norms near 4.6, so many are clipped.
     serial = _gradient_sum(X, y, rows, params, code, 0.0, 1.0, True, noise, n_threads=1)
