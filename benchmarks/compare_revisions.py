@@ -20,15 +20,18 @@ BLAS / numba):
   fills the calibration cache first, so an epoch excludes the calibration;
   ``--epochs`` timed epochs per configuration, the median is kept;
 * the noise calibration, cold (``calibrate_noise.cache_clear()`` first), at
-  epsilon 1, delta 1e-5, q = 256/60000, T = 4688 (20 epochs of 60,000 rows)
-  and q = 256/8000, T = 625 (20 epochs of 8,000 rows), for the tree's default
-  accountant and for each of "rdp" and "pld" explicitly, each tree with its
-  default adjacency.
+  epsilon 1, delta 1e-5, q = 256/60000, T = 4688 (20 epochs of 60,000 rows),
+  q = 256/8000, T = 625 (20 epochs of 8,000 rows) and q = 256/1e6, T = 19532
+  (5 epochs of a million rows), for the tree's default accountant and for
+  each of "rdp" and "pld" explicitly under each adjacency; with
+  ``--calibration-only``, that alone, in every round.
 
 Run from the repository root::
 
     python benchmarks/compare_revisions.py --old /tmp/oldmain --new .
     python benchmarks/compare_revisions.py --old /tmp/oldmain --new . --quick
+    python benchmarks/compare_revisions.py --old /tmp/oldmain --calibration-only \
+        --rounds 3 --calibration-reps 3 --name speed_revisions_calibration.md
 
 Writes ``speed_revisions.md`` to ``--out`` (default ``benchmarks/results``;
 ``--quick`` defaults to a temporary folder).
@@ -50,7 +53,9 @@ from pathlib import Path
 
 N, D, BATCH, EPSILON, SIGMA = 60000, 784, 256, 1.0, 1.0
 DELTA = 1e-5
-CALIBRATION_SETTINGS = ((256 / 60000, 4688), (256 / 8000, 625))
+# The last: 5 epochs of a million rows, the slowest PLD calibration of
+# bench_speed.py (the finest interval, the widest grids).
+CALIBRATION_SETTINGS = ((256 / 60000, 4688), (256 / 8000, 625), (256 / 1000000, 19532))
 EPOCH_CONFIGS = ((10, "float64"), (10, "float32"), (2, "float64"), (2, "float32"))
 
 
@@ -73,7 +78,7 @@ def synthetic(n, d, n_classes, dtype):
     return np.ascontiguousarray(X, dtype=dtype), y
 
 
-def worker(n, epochs, calibration_reps):
+def worker(n, epochs, calibration_reps, epoch_configs=EPOCH_CONFIGS):
     import numpy as np
     import sklearn_dplssgd
     from sklearn_dplssgd import DPLSSGDClassifier, calibrate_noise
@@ -87,7 +92,7 @@ def worker(n, epochs, calibration_reps):
 
     out = {"package": str(Path(sklearn_dplssgd.__file__).resolve().parent), "epoch": {},
            "calibration": {}}
-    for n_classes, dtype in EPOCH_CONFIGS:
+    for n_classes, dtype in epoch_configs:
         X, y = synthetic(n, D, n_classes, dtype)
         classifier(n_classes).fit(X[:2000], y[:2000])  # compile the kernels
         classifier(n_classes).fit(X, y)  # fill the calibration cache
@@ -127,7 +132,7 @@ def worker(n, epochs, calibration_reps):
 # ---------------------------------------------------------------------------
 
 
-def run_worker(tree, n, epochs, calibration_reps):
+def run_worker(tree, n, epochs, calibration_reps, calibration_only=False):
     tree = str(Path(tree).resolve())
     env = dict(os.environ)
     env["PYTHONPATH"] = tree
@@ -139,6 +144,8 @@ def run_worker(tree, n, epochs, calibration_reps):
     env["NUMBA_CACHE_DIR"] = str(Path(tempfile.gettempdir()) / f"numba_cache_{digest}")
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", tree, "--n", str(n),
                "--epochs", str(epochs), "--calibration-reps", str(calibration_reps)]
+    if calibration_only:
+        command.append("--calibration-only")
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tree)
     if result.returncode != 0:
         raise RuntimeError(f"worker for {tree} failed:\n{result.stderr[-3000:]}")
@@ -167,6 +174,10 @@ def main(argv=None):
                              "(default 2)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: n = 5,000, 1 round, 1 epoch, 1 calibration")
+    parser.add_argument("--calibration-only", action="store_true",
+                        help="time the noise calibration only (every round), no epochs")
+    parser.add_argument("--name", default="speed_revisions.md",
+                        help="file name of the report (default speed_revisions.md)")
     parser.add_argument("--out", type=Path, default=None, help="output folder")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=N, help=argparse.SUPPRESS)
@@ -174,7 +185,8 @@ def main(argv=None):
 
     if args.worker:
         sys.path.insert(0, args.worker)
-        print(json.dumps(worker(args.n, args.epochs, args.calibration_reps)))
+        print(json.dumps(worker(args.n, args.epochs, args.calibration_reps,
+                                () if args.calibration_only else EPOCH_CONFIGS)))
         return 0
     if not args.old:
         parser.error("--old is required")
@@ -194,8 +206,9 @@ def main(argv=None):
         order = ("old", "new") if round_ % 2 == 0 else ("new", "old")
         for which in order:
             loads.append(loadavg())
-            reps = calibration_reps if round_ < args.calibration_rounds else 0
-            result = run_worker(trees[which], n, epochs, reps)
+            reps = (calibration_reps if round_ < args.calibration_rounds
+                    or args.calibration_only else 0)
+            result = run_worker(trees[which], n, epochs, reps, args.calibration_only)
             runs[which].append(result)
             print(f"[{time.perf_counter() - start:6.0f} s] round {round_ + 1} {which}: "
                   + ", ".join(f"{k} {v:.3f} s" for k, v in result["epoch"].items()),
@@ -217,7 +230,9 @@ def main(argv=None):
         "# Speed: old tree against new tree, interleaved",
         "",
         f"Produced by `python benchmarks/compare_revisions.py --old {args.old} --new {args.new}"
-        + (" --quick" if args.quick else "") + f"` in {elapsed / 60:.1f} min "
+        + (" --quick" if args.quick else "")
+        + (" --calibration-only" if args.calibration_only else "")
+        + f"` in {elapsed / 60:.1f} min "
         f"(Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, "
         "shared with other developers' test runs; load average at the start of each "
         f"subprocess: {'; '.join(loads)}).",
@@ -237,23 +252,22 @@ def main(argv=None):
         f"classes=range(K))` on n = {n:,} synthetic rows, d = {D}, 1 thread; each tree's "
         "default adjacency and accountant, no random_state (the noise is drawn in both; its "
         "scale does not change the cost). Calibration excluded (cached).",
-        "",
-        "## One epoch",
-        "",
-        "| configuration | old (s) | new (s) | new / old |",
-        "|---|---|---|---|",
     ]
+    if epoch:
+        lines += ["", "## One epoch", "", "| configuration | old (s) | new (s) | new / old |",
+                  "|---|---|---|---|"]
     for key, value in epoch.items():
         lines.append(f"| {key} | {value['old']:.3f} | {value['new']:.3f} | "
                      f"**{value['new'] / value['old']:.3f}** |")
-    lines += [
-        "",
-        "Per-round epoch times (s), old / new:",
-        "",
-        "| round | " + " | ".join(epoch) + " |",
-        "|---" * (len(epoch) + 1) + "|",
-    ]
-    for round_ in range(rounds):
+    if epoch:
+        lines += [
+            "",
+            "Per-round epoch times (s), old / new:",
+            "",
+            "| round | " + " | ".join(epoch) + " |",
+            "|---" * (len(epoch) + 1) + "|",
+        ]
+    for round_ in range(rounds if epoch else 0):
         lines.append(f"| {round_ + 1} | " + " | ".join(
             f"{runs['old'][round_]['epoch'][k]:.3f} / {runs['new'][round_]['epoch'][k]:.3f}"
             for k in epoch) + " |")
@@ -265,10 +279,10 @@ def main(argv=None):
         "after `calibrate_noise.cache_clear()` (every calibration and per-z cache), each "
         "tree; dp-accounting warmed on another setting first; "
         f"{calibration_reps} call(s) per setting in each of the first "
-        f"{min(rounds, args.calibration_rounds)} round(s), median. 'tree default' is each "
-        "tree's default accountant and adjacency (old: RDP, add/remove; new: PLD, "
-        "replace-one), so its ratio compares what a user of each tree pays; the other rows "
-        "compare like with like.",
+        f"{rounds if args.calibration_only else min(rounds, args.calibration_rounds)} "
+        "round(s), median. 'tree default' is each tree's default accountant and adjacency, "
+        "so its ratio compares what a user of each tree pays; the other rows compare like "
+        "with like.",
         "",
         "| accountant, setting | old (ms) | new (ms) | new / old |",
         "|---|---|---|---|",
@@ -276,7 +290,7 @@ def main(argv=None):
     for key, value in calibration.items():
         lines.append(f"| {key} | {1e3 * value['old']:.0f} | {1e3 * value['new']:.0f} | "
                      f"{value['new'] / value['old']:.2f} |")
-    path = out / "speed_revisions.md"
+    path = out / args.name
     path.write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-len(calibration) - 2:]))
     for key, value in epoch.items():

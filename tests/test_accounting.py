@@ -230,7 +230,9 @@ def test_pld_calibration_tight_against_direct_dp_accounting(q, T):
     assert cal.epsilon == pytest.approx(direct, rel=1e-12)
     assert direct <= eps
     assert direct >= eps * (1 - 1e-3)
-    assert _direct_pld(z * (1 - 1e-4), q, T, interval) > eps
+    # Minimal to the documented tolerance: the search ends at most 2e-4 above
+    # the root (it aims 1e-4 above the predicted root to land on the safe side).
+    assert _direct_pld(z * (1 - 2e-4), q, T, interval) > eps
     assert compute_epsilon(z, DELTA, sample_rate=q, n_steps=T, accountant="pld",
                            pld_discretization=interval) == cal.epsilon
     # Automatic interval: same answer to ~1e-4, and still within the target.
@@ -621,7 +623,7 @@ def test_vectorised_replace_one_step_matches_dp_accounting(z, q, interval):
     slow = np.array([loss.inverse_privacy_loss(e) for e in grid])
     np.testing.assert_array_equal(fast, slow)
 
-    ours = _accounting._replace_one_step_pld(z, q, interval)._pmf_remove
+    ours = _accounting._subsampled_step_pld(z, q, interval, "replace_one")._pmf_remove
     theirs = dp_pld.privacy_loss_distribution.from_gaussian_mechanism(
         z, sampling_prob=q, value_discretization_interval=interval,
         neighboring_relation=REPLACE_ONE)._pmf_remove
@@ -630,6 +632,49 @@ def test_vectorised_replace_one_step_matches_dp_accounting(z, q, interval):
     assert ours._lower_loss == theirs._lower_loss
     assert ours._infinity_mass == theirs._infinity_mass
     np.testing.assert_array_equal(ours._probs, theirs._probs)
+
+
+ADD_OR_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+
+
+@pytest.mark.parametrize("z, q, interval", [
+    (0.6, 0.00026, 1e-4), (2.1868, 0.0042667, 1e-4), (0.6009, 0.000256, 2e-3),
+    (26.0, 0.032, 5e-5), (0.3, 0.5, 1e-3), (5.0, 0.9, 1e-3), (1.0, 1e-6, 1e-4),
+    (0.45, 0.99, 1e-3), (8.0, 0.2, 1e-2),
+])
+def test_vectorised_add_remove_step_matches_dp_accounting(z, q, interval):
+    # Both distributions of a subsampled step under add/remove (REMOVE and
+    # ADD) are dp-accounting's bit for bit, inverse included, on the grid
+    # points where its get_delta_for_epsilon calls the inverse.
+    mechanism = dp_pld.privacy_loss_mechanism
+    for name, adjacency, pmf_name in (("remove", mechanism.AdjacencyType.REMOVE, "_pmf_remove"),
+                                      ("add", mechanism.AdjacencyType.ADD, "_pmf_add")):
+        loss = mechanism.GaussianPrivacyLoss(z, sampling_prob=q, adjacency_type=adjacency)
+        bounds = loss.connect_dots_bounds()
+        grid = np.arange(math.floor(bounds.epsilon_lower / interval),
+                         math.ceil(bounds.epsilon_upper / interval) + 1) * interval
+        grid = grid[grid < -math.log1p(-q)] if name == "add" else grid[grid > math.log1p(-q)]
+        fast = _accounting._add_remove_inverse_loss(grid, z, q, name)
+        slow = np.array([loss.inverse_privacy_loss(e) for e in grid])
+        np.testing.assert_array_equal(fast, slow)
+
+        ours = getattr(_accounting._subsampled_step_pld(z, q, interval, "add_remove"), pmf_name)
+        theirs = getattr(dp_pld.privacy_loss_distribution.from_gaussian_mechanism(
+            z, sampling_prob=q, value_discretization_interval=interval,
+            neighboring_relation=ADD_OR_REMOVE), pmf_name)
+        assert type(ours) is type(theirs)
+        ours, theirs = ours.to_dense_pmf(), theirs.to_dense_pmf()
+        assert ours._lower_loss == theirs._lower_loss
+        assert ours._infinity_mass == theirs._infinity_mass
+        np.testing.assert_array_equal(ours._probs, theirs._probs)
+
+
+def test_add_remove_inverse_at_the_edge_is_infinite():
+    # eps = -+log(1 - q) (to math.isclose) maps to -+infinity, as in dp-accounting.
+    q = 0.25
+    edge = -math.log(1 - q)
+    assert _accounting._add_remove_inverse_loss(np.array([edge]), 1.0, q, "add")[0] == -math.inf
+    assert _accounting._add_remove_inverse_loss(np.array([-edge]), 1.0, q, "remove")[0] == math.inf
 
 
 def _seeded_replace_one_points(n, seed=20240611):
@@ -649,12 +694,14 @@ def _seeded_replace_one_points(n, seed=20240611):
     (2.1868, 256 / 60000, 4688, 1e-4), (0.6009, 0.000256, 19532, 1e-3), (1.5, 0.02, 200, 1e-4),
 ] + _seeded_replace_one_points(5))
 @pytest.mark.parametrize("delta", [1e-5, 1e-8])
-def test_fast_pld_epsilon_matches_pld_accountant(z, q, T, interval, delta):
+@pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
+def test_fast_pld_epsilon_matches_pld_accountant(z, q, T, interval, delta, neighboring):
     # Bit for bit: never below (nor above) what dp-accounting itself reports.
     _accounting._epsilon.cache_clear()
     ours = compute_epsilon(z, delta, sample_rate=q, n_steps=T, accountant="pld",
-                           neighboring="replace_one", pld_discretization=interval)
-    assert ours == _direct_pld(z, q, T, interval, delta=delta, relation=REPLACE_ONE)
+                           neighboring=neighboring, pld_discretization=interval)
+    relation = REPLACE_ONE if neighboring == "replace_one" else ADD_OR_REMOVE
+    assert ours == _direct_pld(z, q, T, interval, delta=delta, relation=relation)
 
 
 class _Missing:
@@ -698,16 +745,20 @@ def _break_signature(monkeypatch):
 def _break_formula(monkeypatch):
     # dp-accounting computes the inverse privacy loss differently (the run-time
     # check on the probed grid points refuses the fast result).
-    fast = _accounting._replace_one_inverse_loss
-    monkeypatch.setattr(_accounting, "_replace_one_inverse_loss",
-                        lambda *args: fast(*args) * (1.0 + 1e-13))
+    for name in ("_replace_one_inverse_loss", "_add_remove_inverse_loss"):
+        fast = getattr(_accounting, name)
+        monkeypatch.setattr(_accounting, name,
+                            lambda *args, fast=fast, **kwargs: fast(*args, **kwargs)
+                            * (1.0 + 1e-13))
 
 
 @pytest.mark.parametrize("breakage", [_break_pmf_module, _break_imports, _break_private_method,
                                       _break_signature, _break_formula])
-def test_fast_replace_one_path_falls_back_to_pld_accountant(monkeypatch, breakage):
+@pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
+def test_fast_pld_path_falls_back_to_pld_accountant(monkeypatch, breakage, neighboring):
     z, q, T, interval = 1.3, 0.01, 50, 1e-3
-    expected = _direct_pld(z, q, T, interval, relation=REPLACE_ONE)
+    relation = REPLACE_ONE if neighboring == "replace_one" else ADD_OR_REMOVE
+    expected = _direct_pld(z, q, T, interval, relation=relation)
     used = []
 
     class Counting(dp_pld.PLDAccountant):
@@ -718,14 +769,14 @@ def test_fast_replace_one_path_falls_back_to_pld_accountant(monkeypatch, breakag
     monkeypatch.setattr(_accounting._dp_pld, "PLDAccountant", Counting)
     _accounting._epsilon.cache_clear()
     try:
-        intact = _accounting._epsilon(z, DELTA, q, T, "pld", "replace_one", interval)
+        intact = _accounting._epsilon(z, DELTA, q, T, "pld", neighboring, interval)
         assert intact == expected and not used  # the fast path, when nothing is broken
         breakage(monkeypatch)
         _accounting._epsilon.cache_clear()
-        assert _accounting._epsilon(z, DELTA, q, T, "pld", "replace_one", interval) == expected
+        assert _accounting._epsilon(z, DELTA, q, T, "pld", neighboring, interval) == expected
         assert used  # dp-accounting's public accountant gave it
         assert compute_epsilon(z, DELTA, sample_rate=q, n_steps=T, accountant="pld",
-                               neighboring="replace_one", pld_discretization=interval) == expected
+                               neighboring=neighboring, pld_discretization=interval) == expected
     finally:
         _accounting._epsilon.cache_clear()
 

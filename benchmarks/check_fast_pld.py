@@ -1,9 +1,10 @@
-"""Check the fast replace-one PLD against dp-accounting's own accountant.
+"""Check the fast PLD path against dp-accounting's own accountant.
 
-Under ``neighboring="replace_one"`` with ``0 < q < 1``, ``_accounting._epsilon``
+With ``0 < q < 1`` (under both neighbouring relations), ``_accounting._epsilon``
 does not call dp-accounting's ``PLDAccountant``: it builds the one-step
-privacy loss distribution itself (``_replace_one_step_pld``, a vectorised
-copy of dp-accounting's construction) and composes it.  That is only
+privacy loss distribution itself (``_subsampled_step_pld``, a vectorised
+copy of dp-accounting's construction), composes it, and walks the result
+with a compiled copy of dp-accounting's loop.  That is only
 acceptable if it never reports a smaller epsilon than dp-accounting would.
 This script compares, over a seeded grid of configurations
 
@@ -11,19 +12,20 @@ This script compares, over a seeded grid of configurations
   0.01, 0.032, 0.1, 0.5, 0.99}, T in {1, 10, 100, 1000, 20000},
   interval in {1e-2, 1e-3, 1e-4}, delta in {1e-5, 1e-8},
 
-``_epsilon(z, delta, q, T, "pld", "replace_one", interval)`` with
-``PLDAccountant(REPLACE_ONE, interval)`` composed with
+``_epsilon(z, delta, q, T, "pld", neighboring, interval)`` with
+``PLDAccountant(relation, interval)`` composed with
 ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), T)``,
 and, for a few configurations, the one-step distributions themselves
-(``_replace_one_step_pld`` against ``from_gaussian_mechanism``).  A
+(``_subsampled_step_pld`` against ``from_gaussian_mechanism``).  A
 configuration whose dp-accounting evaluation would take more than
 ``--timeout`` seconds (or whose one-step grid exceeds 1.5 million points) is
 skipped and counted as such.
 
 Run from the repository root::
 
-    python benchmarks/check_replace_one_pld.py           # 160 configurations, ~2-3 min
-    python benchmarks/check_replace_one_pld.py --quick   # 20 configurations, ~20 s
+    python benchmarks/check_fast_pld.py           # 160 configurations, ~2-3 min
+    python benchmarks/check_fast_pld.py --quick   # 20 configurations, ~20 s
+    python benchmarks/check_fast_pld.py --neighboring add_remove
 
 It prints one line per configuration and a summary table; the exit status is
 1 if the library's epsilon is below dp-accounting's by more than 1e-9
@@ -48,7 +50,10 @@ from dp_accounting.pld import privacy_loss_mechanism as dp_pld_mechanism
 
 from sklearn_dplssgd import _accounting
 
-REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
+RELATIONS = {
+    "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE,
+    "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+}
 QS = (1e-4, 1e-3, 4.27e-3, 0.01, 0.032, 0.1, 0.5, 0.99)
 TS = (1, 10, 100, 1000, 20000)
 INTERVALS = (1e-2, 1e-3, 1e-4)
@@ -67,6 +72,7 @@ def _alarm(signum, frame):
 
 
 def _one_step_points(z, q, interval):
+    # The replace-one grid, the wider of the relations' (a generous bound).
     loss = dp_pld_mechanism.GaussianPrivacyLoss(
         z, sampling_prob=q, adjacency_type=dp_pld_mechanism.AdjacencyType.REPLACE)
     bounds = loss.connect_dots_bounds()
@@ -93,25 +99,35 @@ def configurations(quick, seed):
     return configs
 
 
-def dp_accounting_epsilons(z, q, T, interval):
+def dp_accounting_epsilons(z, q, T, interval, neighboring):
     accountant = dp_accounting.pld.PLDAccountant(
-        neighboring_relation=REPLACE_ONE, value_discretization_interval=interval)
+        neighboring_relation=RELATIONS[neighboring], value_discretization_interval=interval)
     accountant.compose(dp_accounting.SelfComposedDpEvent(
         dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), T))
     return [float(accountant.get_epsilon(d)) for d in DELTAS]
 
 
-def library_epsilons(z, q, T, interval):
-    return [_accounting._epsilon(z, d, q, T, "pld", "replace_one", interval)
+def library_epsilons(z, q, T, interval, neighboring):
+    return [_accounting._epsilon(z, d, q, T, "pld", neighboring, interval)
             for d in DELTAS]
 
 
-def compare_one_step(z, q, interval):
-    """(bit-identical?, max |p_ours - p_theirs|, max relative) of the step PMFs."""
-    ours = _accounting._replace_one_step_pld(z, q, interval)._pmf_remove
+def compare_one_step(z, q, interval, neighboring):
+    """(bit-identical?, max |p_ours - p_theirs|, max relative) of the step PMFs.
+
+    Under add/remove, the REMOVE and the ADD distributions both count.
+    """
+    ours = _accounting._subsampled_step_pld(z, q, interval, neighboring)
     theirs = dp_pld_distribution.from_gaussian_mechanism(
-        z, sampling_prob=q, neighboring_relation=REPLACE_ONE,
-        value_discretization_interval=interval)._pmf_remove
+        z, sampling_prob=q, neighboring_relation=RELATIONS[neighboring],
+        value_discretization_interval=interval)
+    names = ["_pmf_remove"] if neighboring == "replace_one" else ["_pmf_remove", "_pmf_add"]
+    results = [_compare_pmfs(getattr(ours, name), getattr(theirs, name)) for name in names]
+    return (all(r[0] for r in results), max(r[1] for r in results),
+            max(r[2] for r in results))
+
+
+def _compare_pmfs(ours, theirs):
     if type(ours) is not type(theirs):
         return False, math.inf, math.inf
     ours, theirs = ours.to_dense_pmf(), theirs.to_dense_pmf()
@@ -131,6 +147,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="20 configurations instead of 160")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--neighboring", choices=sorted(RELATIONS), default="replace_one")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="skip a configuration whose evaluation takes longer (s)")
     parser.add_argument("--pmf-checks", type=int, default=None,
@@ -139,7 +156,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     n_pmf = args.pmf_checks if args.pmf_checks is not None else (3 if args.quick else 6)
 
-    print(f"sklearn_dplssgd from {_accounting.__file__}")
+    print(f"sklearn_dplssgd from {_accounting.__file__}; neighboring={args.neighboring}")
     print(f"dp-accounting {importlib.metadata.version('dp-accounting')}, "
           f"numpy {np.__version__}")
     signal.signal(signal.SIGALRM, _alarm)
@@ -156,11 +173,11 @@ def main(argv=None):
         try:
             signal.setitimer(signal.ITIMER_REAL, args.timeout)
             t0 = time.perf_counter()
-            theirs = dp_accounting_epsilons(z, q, T, interval)
+            theirs = dp_accounting_epsilons(z, q, T, interval, args.neighboring)
             t_theirs = time.perf_counter() - t0
             signal.setitimer(signal.ITIMER_REAL, args.timeout)
             t0 = time.perf_counter()
-            ours = library_epsilons(z, q, T, interval)
+            ours = library_epsilons(z, q, T, interval, args.neighboring)
             t_ours = time.perf_counter() - t0
         except _Timeout:
             skipped.append((z, q, T, interval, f"over {args.timeout:g} s"))
@@ -186,7 +203,8 @@ def main(argv=None):
     # One-step PMFs, directly (the configurations with the largest z range
     # first: small z means the widest grids and the most rounding).
     evaluated = sorted({(r["z"], r["q"], r["interval"]) for r in rows})
-    pmf_rows = [(z, q, h) + compare_one_step(z, q, h) for z, q, h in evaluated[:n_pmf]]
+    pmf_rows = [(z, q, h) + compare_one_step(z, q, h, args.neighboring)
+                for z, q, h in evaluated[:n_pmf]]
 
     n_configs = len({(r["z"], r["q"], r["T"], r["interval"]) for r in rows})
     rels = np.array([r["rel"] for r in rows]) if rows else np.zeros(0)
@@ -215,7 +233,7 @@ def main(argv=None):
     for z, q, T, h, why in skipped:
         print(f"skipped z={z} q={q} T={T} interval={h:g}: {why}")
     print()
-    print("One-step PMFs (_replace_one_step_pld vs from_gaussian_mechanism)")
+    print("One-step PMFs (_subsampled_step_pld vs from_gaussian_mechanism)")
     print("| z | q | interval | bit-identical | max abs diff | max rel diff |")
     print("|---|---|---|---|---|---|")
     for z, q, h, identical, dmax, rmax in pmf_rows:
