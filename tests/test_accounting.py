@@ -736,9 +736,13 @@ def _break_private_method(monkeypatch):
 
 
 def _break_signature(monkeypatch):
-    # A new signature of the PMF constructor (TypeError).
+    # New signatures of the PMF constructors (TypeError).
+    real = dp_pld.pld_pmf
     module = _Missing()
     module.create_pmf_pessimistic_connect_dots_fixed_gap = lambda interval, lower, upper: None
+    module.DensePLDPmf = lambda discretization, lower_loss, probs: None
+    module._MAX_PMF_SPARSE_SIZE = real._MAX_PMF_SPARSE_SIZE
+    module._DELTA_DIFF_TOLERANCE = real._DELTA_DIFF_TOLERANCE
     monkeypatch.setattr(_accounting, "_dp_pld_pmf", module)
 
 
