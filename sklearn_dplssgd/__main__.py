@@ -33,7 +33,7 @@ columns: epsilon  the privacy budget asked for (inf: no noise, the non-private
                   neighbours, delta_ below)
          z        noise multiplier: noise std on each step's clipped gradient sum
                   is z * clip_norm
-         eta0_    the step size chosen by eta0='auto' from z (not from the data)
+         eta0_    the step size chosen by eta0='auto' from z and d (not from the data)
          fit (s)  median wall time of one fit"""
 
 

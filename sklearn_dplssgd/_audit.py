@@ -731,8 +731,7 @@ def _smoothing_strength(estimator, n_features):
         return estimator.sigma_
     # Not fitted yet: resolved as its fits will resolve it (dense rows of
     # the canary's length; the audits take dense background rows).
-    return resolve_sigma(estimator.sigma, n_features, False,
-                         estimator._smoothing_min_features)
+    return resolve_sigma(estimator.sigma, n_features, False, estimator._auto_sigma_levels)
 
 
 # ---------------------------------------------------------------------------

@@ -226,9 +226,10 @@ _SHARED_PARAMETER_DOCS = {
         acts along the feature axis, so it helps most when neighbouring
         features are related (pixels, time series). Intercepts are not
         smoothed. ``"auto"`` is 0 for sparse input (columns without an
-        order) and 1 for dense input, except with the classifier below 100
-        features (tables, where it measured worse); the value used is
-        ``sigma_``.
+        order); for dense input the regressor uses 1 and the classifier 0
+        below 10 features, 0.25 from 10 and 1 from 100 (tables, where full
+        smoothing measured worse; images, spectra, signals); the value used
+        is ``sigma_``.
 
     clip_norm : float, default=1.0
         Per-sample clipping bound C on the L2 norm of each sample's gradient
@@ -589,7 +590,6 @@ class _ReleasePlan(typing.NamedTuple):
     rng: np.random.Generator
     batch_size: int
     max_iter: int
-    eta0: float
     average_start: typing.Optional[int]
 
 
@@ -748,15 +748,15 @@ class BaseDPLSSGD(BaseEstimator):
 
         The ``"auto"`` hyperparameters are resolved here, from the accounted
         (public) row count and the calibrated noise only (see
-        :mod:`sklearn_dplssgd._defaults`).
+        :mod:`sklearn_dplssgd._defaults`); ``eta0``, which also depends on
+        the public width of X, once X is validated (:meth:`_resolve_step`).
 
         Parameters
         ----------
         n_samples : int
         series : Series or None, default=None
             The series this release continues: its ``delta`` is kept (the
-            releases compose at one delta), and a ``partial_fit`` call keeps
-            its ``eta0``.
+            releases compose at one delta).
         partial : bool, default=False
             A ``partial_fit`` call: one epoch over its rows.
 
@@ -810,17 +810,26 @@ class BaseDPLSSGD(BaseEstimator):
             mechanism = mechanism.seeded_copy()
         if fixed is None and self.ledger is not None:
             self.ledger.charge(type(self).__name__, mechanism.dp_event(), self.neighboring)
-        eta0 = series.eta0 if partial and series is not None else resolve_eta0(
-            self.eta0, learning_rate=self.learning_rate, power_t=self.power_t,
-            noise_multipliers=mechanism.step_noise_multipliers(),
-            clip_norm=mechanism.sensitivity, batch_size=batch_size, alpha=float(self.alpha),
-            max_step=self._noise_free_step, optimizer=self.optimizer,
-            momentum=float(self.momentum),
-        )
         return _ReleasePlan(
             mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
-            max_iter=max_iter, eta0=eta0,
-            average_start=resolve_average_start(self.average, n_steps),
+            max_iter=max_iter, average_start=resolve_average_start(self.average, n_steps),
+        )
+
+    def _resolve_step(self, plan, n_features, series=None, partial=False):
+        """``eta0`` for a fit of ``plan`` over ``n_features`` columns.
+
+        From the plan's public quantities and the public width of X (see
+        :func:`._defaults.resolve_eta0`); a ``partial_fit`` call keeps its
+        series' ``eta0``.
+        """
+        if partial and series is not None:
+            return series.eta0
+        return resolve_eta0(
+            self.eta0, learning_rate=self.learning_rate, power_t=self.power_t,
+            noise_multipliers=plan.mechanism.step_noise_multipliers(),
+            clip_norm=plan.mechanism.sensitivity, batch_size=plan.batch_size,
+            alpha=float(self.alpha), max_step=self._noise_free_step, n_features=n_features,
+            optimizer=self.optimizer, momentum=float(self.momentum),
         )
 
     def _optimizer_settings(self):
@@ -945,8 +954,9 @@ class BaseDPLSSGD(BaseEstimator):
     # step length eta0 * C of a noise-free "auto" fit (see _defaults).
     _y_numeric = True
     _noise_free_step = 1.0
-    # sigma="auto" smooths dense input from this many features (_defaults).
-    _smoothing_min_features = 1
+    # What sigma="auto" smooths dense input with, by its number of features:
+    # (min_features, sigma) pairs (see _defaults.resolve_sigma).
+    _auto_sigma_levels = ((1, 1.0),)
 
     def _encode_targets(self, y):
         raise NotImplementedError
@@ -1102,7 +1112,7 @@ class BaseDPLSSGD(BaseEstimator):
             X = as_canonical_csr(X)
         # From the input's public shape and format only (see _defaults).
         self.sigma_ = 0.0 if output else resolve_sigma(
-            self.sigma, X.shape[1], sp.issparse(X), self._smoothing_min_features)
+            self.sigma, X.shape[1], sp.issparse(X), self._auto_sigma_levels)
         y_encoded, n_outputs = self._encode_targets(y, classes)
         if series is not None and series.classes is not None and not np.array_equal(
                 series.classes, self.classes_):
@@ -1119,6 +1129,7 @@ class BaseDPLSSGD(BaseEstimator):
         if plan is None or n_rows != n_samples:
             plan = self._plan_release(n_samples, series, partial)
         mechanism, calibration, sample_rate, n_steps, rng = plan[:5]
+        eta0 = self._resolve_step(plan, X.shape[1], series, partial)
         self._warn_before_training(calibration.delta, n_samples)
         weights = self._row_weights(sample_weight, y)
         # The rows' norms, once, for the warning and the clip (NumPy path).
@@ -1147,7 +1158,7 @@ class BaseDPLSSGD(BaseEstimator):
             n_steps=n_steps,
             n_epochs=plan.max_iter,
             learning_rates=learning_rate_schedule(
-                self.learning_rate, plan.eta0, self.power_t, n_steps,
+                self.learning_rate, eta0, self.power_t, n_steps,
                 first_step=series.n_steps if partial and series is not None else 0,
             ),
             alpha=float(self.alpha),
@@ -1163,7 +1174,7 @@ class BaseDPLSSGD(BaseEstimator):
         )
         self.n_iter_ = plan.max_iter
         self.batch_size_ = plan.batch_size
-        self.eta0_ = plan.eta0
+        self.eta0_ = eta0
         self.average_start_ = plan.average_start
         self.n_steps_ = n_steps
         self.noise_multiplier_ = calibration.noise_multiplier

@@ -160,7 +160,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     _y_numeric = False
     # Separable classes want large weights: a long noise-free step.
     _noise_free_step = 4.0
-    _smoothing_min_features = 100
+    _auto_sigma_levels = ((10, 0.25), (100, 1.0))
 
     def __init__(
         self,

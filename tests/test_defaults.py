@@ -82,18 +82,45 @@ def test_schedule_rule():
 
 def test_eta0_rule_sets_the_accumulated_noise():
     # eta0 * (z C / b) * sqrt(T) = 0.5 for a constant rate, below the cap.
-    eta0 = resolve_eta0("auto", learning_rate="constant", power_t=0.5,
-                        noise_multipliers=np.full(1000, 8.0), clip_norm=2.0, batch_size=256,
-                        alpha=1e-4, max_step=4.0)
+    common = dict(learning_rate="constant", power_t=0.5, clip_norm=2.0, batch_size=256,
+                  max_step=4.0, n_features=30)
+    eta0 = resolve_eta0("auto", noise_multipliers=np.full(1000, 8.0), alpha=1e-4, **common)
     assert eta0 * 8.0 * 2.0 / 256 * math.sqrt(1000) == pytest.approx(0.5)
-    assert resolve_eta0("auto", learning_rate="constant", power_t=0.5,
-                        noise_multipliers=np.zeros(1000), clip_norm=2.0, batch_size=256, alpha=1e-4,
-                        max_step=4.0) == 2.0
-    assert resolve_eta0("auto", learning_rate="constant", power_t=0.5,
-                        noise_multipliers=np.zeros(1000), clip_norm=1.0, batch_size=256, alpha=0.5,
-                        max_step=4.0) == 2.0
-    assert resolve_eta0(0.3, learning_rate="constant", power_t=0.5, noise_multipliers=np.ones(1),
-                        clip_norm=1.0, batch_size=1, alpha=0.0, max_step=4.0) == 0.3
+    assert resolve_eta0("auto", noise_multipliers=np.zeros(1000), alpha=1e-4, **common) == 2.0
+    assert resolve_eta0("auto", noise_multipliers=np.zeros(1000), alpha=0.5,
+                        **{**common, "clip_norm": 1.0}) == 2.0
+    assert resolve_eta0(0.3, noise_multipliers=np.ones(1), alpha=0.0,
+                        **{**common, "clip_norm": 1.0, "batch_size": 1}) == 0.3
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
+def test_eta0_allows_twice_the_accumulated_noise_below_ten_features(optimizer):
+    # A prediction's noise is (accumulated weight noise) . x, which grows with
+    # ||x||, i.e. with d for features in [-1, 1]: below 10 features the rule
+    # accumulates 1 instead of 0.5.
+    common = dict(learning_rate="constant", power_t=0.5, noise_multipliers=np.full(500, 4.0),
+                  clip_norm=1.0, batch_size=100, alpha=0.0, max_step=4.0,
+                  optimizer=optimizer, momentum=0.5)
+    few = [resolve_eta0("auto", n_features=d, **common) for d in (1, 4, 9)]
+    many = [resolve_eta0("auto", n_features=d, **common) for d in (10, 64, 784)]
+    assert few[0] == few[1] == few[2] and many[0] == many[1] == many[2]
+    assert few[0] == pytest.approx(2 * many[0])
+    # SGD's noise-free cap is the same whatever d (Adam's step ignores the
+    # gradient's scale: no cap).
+    if optimizer != "adam":
+        assert resolve_eta0("auto", n_features=4, **{**common, "noise_multipliers": np.zeros(5)}) \
+            == resolve_eta0("auto", n_features=40, **{**common, "noise_multipliers": np.zeros(5)})
+
+
+def test_fitted_eta0_follows_the_width_of_x():
+    # The same rows' count and privacy with 4 or 12 columns: only d differs.
+    rng = np.random.default_rng(12)
+    y = rng.integers(0, 2, 80)
+    fitted = {d: DPLSSGDClassifier(classes=[0, 1], max_iter=3, random_state=0,
+                                   reproducible=True).fit(rng.uniform(-1, 1, (80, d)), y)
+              for d in (4, 12)}
+    assert fitted[4].noise_multiplier_ == fitted[12].noise_multiplier_
+    assert fitted[4].eta0_ == pytest.approx(2 * fitted[12].eta0_)
 
 
 def test_noise_free_step_is_shorter_for_the_regressor():
@@ -191,8 +218,11 @@ def test_each_warning_cause_is_shown_once_per_process():
 
 @pytest.mark.parametrize("estimator, n_features, sparse, expected", [
     (DPLSSGDClassifier, 4, False, 0.0),
-    (DPLSSGDClassifier, 99, False, 0.0),
+    (DPLSSGDClassifier, 9, False, 0.0),
+    (DPLSSGDClassifier, 10, False, 0.25),
+    (DPLSSGDClassifier, 99, False, 0.25),
     (DPLSSGDClassifier, 100, False, 1.0),
+    (DPLSSGDClassifier, 40, True, 0.0),
     (DPLSSGDClassifier, 200, True, 0.0),
     (DPLSSGDRegressor, 4, False, 1.0),
     (DPLSSGDRegressor, 200, True, 0.0),
