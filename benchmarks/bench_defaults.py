@@ -206,8 +206,9 @@ def write_report(path, names, results, baselines, claims, details, elapsed, quic
         f"{_data.machine_note()}; {elapsed:.0f} s in all.",
         "",
         "Every fit uses the estimators' defaults (`batch_size`, `max_iter`, `eta0`, "
-        "`average`: 'auto'; `sigma`: 'auto', i.e. 1 except for the classifier below 100 "
-        "features, 0 (`sigma_` below); `clip_norm=1`, `alpha=1e-4`, PLD accountant; "
+        "`average`: 'auto'; `sigma`: 'auto', i.e. 1 except for the classifier: 0 below "
+        "10 features, 0.25 below 100 (`sigma_` below); `clip_norm=1`, `alpha=1e-4`, "
+        "PLD accountant; "
         f"{DELTA_NOTE}); only `epsilon`, `neighboring` (with `public_n_samples` = the "
         "number of training rows under add/remove), `classes` and, for diabetes, "
         "`target_bounds=(0, 400)` are given. Features are scaled by public bounds with "
@@ -297,8 +298,9 @@ def write_report(path, names, results, baselines, claims, details, elapsed, quic
         "",
         "## Resolved settings (replace-one)",
         "",
-        "What 'auto' resolved to, from the public row count, the target epsilon and the "
-        "calibrated noise (the same for every seed). L = eta0 * T is the total step length.",
+        "What 'auto' resolved to, from the public row and feature counts, the target "
+        "epsilon and the calibrated noise (the same for every seed). L = eta0 * T is the "
+        "total step length.",
         "",
         "| data | epsilon | batch_size_ | n_iter_ (epochs) | n_steps_ | noise z | eta0_ | L "
         "| averaged from step | sigma_ | epsilon claimed |",

@@ -55,7 +55,7 @@ neighbours along the feature axis: it pays where neighbouring features are
 related (pixels, spectra, time series, which come in hundreds) and biases
 the step where the columns have no order; a light smoothing removes part of
 the noise at a small bias. Chosen by measurement with the other defaults
-(``benchmarks/results/defaults.md``; 100 seeds, replace-one epsilon 2 /
+(``benchmarks/results/width_rules.md``; 100 seeds, replace-one epsilon 2 /
 add/remove epsilon 1): for the classifier, sigma 0.25 against 0 gave 0.903
 / 0.907 against 0.896 / 0.900 on digits (d = 64), 0.944 / 0.948 against
 0.937 / 0.939 on wine (13) and 0.936 / 0.938 against 0.936 / 0.939 on
@@ -72,12 +72,13 @@ with features scaled to ``[-1, 1]`` that norm grows like ``sqrt(d)``, so a
 model over fewer than 10 features tolerates more accumulated noise for the
 same disturbance of its predictions, and a longer step fits it better.
 Below 10 features the accumulated noise is set to 1 instead of 0.5.
-Measured (100 seeds unless said, replace-one epsilon 2 and add/remove
-epsilon 1 averaged): iris (d = 4) 0.885 / 0.890 against 0.871 / 0.875 over
-300 seeds; six synthetic classification tables (``make_classification``, n
-150 to 3,000, d 2 to 8, 2 to 4 classes, 40 seeds) gained 0.3 to 1.8
-points each; three synthetic regression tables gained 4.0 and 1.4 points
-of R2 at d = 5 and 8 and lost 2.8 at n = 150, d = 2.
+Measured by ``benchmarks/bench_width_rules.py``
+(``benchmarks/results/width_rules.md``; replace-one epsilon 2 / add/remove
+epsilon 1): iris (d = 4) 0.885 / 0.890 against 0.878 / 0.882 over 300 seeds;
+six synthetic classification tables (``make_classification``, n 150 to
+3,000, d 2 to 8, 2 to 4 classes, 40 seeds) gained 0.5 to 1.8 points each;
+three synthetic regression tables gained 4.0 and 1.4 points of R2 at d = 5
+and 8 and lost 2.8 at n = 150, d = 2.
 
 delta. ``min(1e-5, 1 / (10 n))``: far below ``1 / n`` for any ``n`` (a
 mechanism that publishes one random row with probability ``delta`` meets a

@@ -100,6 +100,13 @@ def test_bench_search_quick(tmp_path):
     assert "tuned on the TEST set (not private)" in text
 
 
+def test_bench_width_rules_quick(tmp_path):
+    _run("bench_width_rules.py", tmp_path)
+    text = (tmp_path / "width_rules.md").read_text()
+    assert "| digits | 64 |" in text and "| iris | 4 | 2 |" in text
+    assert "synthetic n=150, regression (R2)" in text
+
+
 @pytest.mark.skipif(not _mnist_present(), reason="MNIST t10k files not in ../shared/data")
 def test_bench_mechanisms_quick(tmp_path):
     _run("bench_mechanisms.py", tmp_path)
