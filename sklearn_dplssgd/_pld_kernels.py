@@ -1,15 +1,17 @@
-"""Compiled copies of two loops of dp-accounting's PLD code (Numba).
+"""Compiled copies of three loops of dp-accounting's PLD code (Numba).
 
 A calibration of a long run (T ~ 20,000 steps at z ~ 0.6, grids of a few
-hundred thousand points) spends about half of each PLD evaluation in two
+hundred thousand points) spends about half of each PLD evaluation in three
 Python loops of dp-accounting 0.6: ``common.log_sinh`` called once per grid
-point while the one step's distribution is built, and
+point while the one step's distribution is built,
 ``pld_pmf._get_epsilon_for_delta`` walking the composed distribution from its
-largest loss down.  Here they are compiled, operation for operation: the same
-libm ``exp``, ``log`` and ``log1p`` as CPython's ``math`` module, the same
-sequential sums in the same order, so the results are dp-accounting's bit for
-bit (tests/test_pld_kernels.py compares whole grids and whole distributions;
-:func:`sklearn_dplssgd._accounting._replace_one_step_pld` also checks sampled
+largest loss down, and the search for the tails to truncate after a
+composition (``_find_prefix_to_truncate`` in ``pld_pmf._truncate_tails``).
+Here they are compiled, operation for operation: the same libm ``exp``,
+``log`` and ``log1p`` as CPython's ``math`` module, the same sequential sums
+in the same order, so the results are dp-accounting's bit for bit
+(tests/test_pld_kernels.py compares whole grids and whole distributions;
+:func:`sklearn_dplssgd._accounting._subsampled_step_pld` also checks sampled
 grid points at run time and falls back to dp-accounting's own code on any
 difference).
 
@@ -21,7 +23,7 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["epsilon_for_delta", "log_sinh"]
+__all__ = ["epsilon_for_delta", "log_sinh", "prefix_to_truncate"]
 
 
 @njit(cache=True, nogil=True)
@@ -71,3 +73,20 @@ def epsilon_for_delta(infinity_mass, upper_loss, discretization, probs, delta):
     if mass_upper <= mass_lower + delta:
         return 0.0
     return math.log((mass_upper - delta) / mass_lower)
+
+
+@njit(cache=True, nogil=True)
+def prefix_to_truncate(probs, threshold):
+    """Length of the longest prefix of ``probs`` whose sum stays <= ``threshold``.
+
+    ``pld_pmf._truncate_tails``'s inner ``_find_prefix_to_truncate``: the same
+    running sum from the first element, the index of the first element that
+    takes it above ``threshold``, or the length. ``probs`` may be a reversed
+    view (the suffix).
+    """
+    total = 0.0
+    for i in range(probs.shape[0]):
+        total += probs[i]
+        if total > threshold:
+            return i
+    return probs.shape[0]
