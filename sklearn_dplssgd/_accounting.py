@@ -47,10 +47,10 @@ Decisions, and why
   end at an evaluated z that meets the target (with a 1e-7 relative slack)
   and lies within 2e-4 of the fine root.  Only fine evaluations decide the
   answer.  Cold, replace-one: 0.02 to 0.1 s at the benchmark's typical
-  settings, about 0.3 s at T = 19532, q = 0.00026 (was 0.5 to 0.7 s, and
-  10 s before that), where one fine evaluation takes about 0.2 s
-  (dp-accounting's composition of a grid of 160 000 points into one of
-  560 000 is most of it).
+  settings, about 0.25 s at T = 19532, q = 0.00026 (was 0.5 to 0.7 s, and
+  10 s before that), where one fine evaluation takes about 0.16 s (the
+  composition of a grid of 160 000 points into one of 560 000 is most of
+  it: FFTs, the truncation bounds' 40 moment generating functions).
 * With ``0 < q < 1``, under both relations, the one-step PLD is built by
   :func:`_subsampled_step_pld`: dp-accounting's construction with its
   per-point inverse privacy loss vectorised (the same grid, divergences and
@@ -1204,8 +1204,8 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
           about 1e-4 relative accuracy (see the module docstring) unless
           ``pld_discretization`` is given; ``z`` is within about 2e-4 of
           the smallest ``z`` that interval certifies.  Cold call 0.03-0.12 s at
-          typical settings, about 0.5 s at 20 000 steps with
-          ``q`` ~ 0.0003.
+          typical settings, about 0.25 s at 20 000 steps with
+          ``q`` ~ 0.0003 (0.6 s under add/remove).
         * ``"rdp"``: dp-accounting's RDP accountant, orders up to 1024 (dense
           above 64), improved conversion (Balle et al. 2020).  Cold call
           ~0.1-0.3 s.
