@@ -207,14 +207,14 @@ def write_report(path, sigma_rows, noise_rows, seeds, elapsed, quick):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 seeds: a smoke run")
+    parser.add_argument("--quick", action="store_true", help="1 seed: a smoke run")
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--iris-seeds", type=int, default=300)
     parser.add_argument("--synthetic-seeds", type=int, default=40)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.quick:
-        args.seeds = args.iris_seeds = args.synthetic_seeds = 2
+        args.seeds = args.iris_seeds = args.synthetic_seeds = 1
     out = args.out or (Path(tempfile.mkdtemp()) if args.quick
                        else Path(__file__).resolve().parent / "results")
     out.mkdir(parents=True, exist_ok=True)

@@ -103,7 +103,7 @@ def test_bench_search_quick(tmp_path):
 def test_bench_width_rules_quick(tmp_path):
     _run("bench_width_rules.py", tmp_path)
     text = (tmp_path / "width_rules.md").read_text()
-    assert "| digits | 64 |" in text and "| iris | 4 | 2 |" in text
+    assert "| digits | 64 |" in text and "| iris | 4 | 1 |" in text
     assert "synthetic n=150, regression (R2)" in text
 
 
