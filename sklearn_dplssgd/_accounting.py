@@ -549,8 +549,8 @@ def _compose_dense_steps(pmf, n_steps):
     infinity_mass = truncation - math.expm1(n_steps * math.log1p(-pmf._infinity_mass))
     # DensePLDPmf.compose of the identity (one point of mass 1 at loss 0, no
     # mass at infinity) with that: the same FFT convolution and truncation.
+    # Its infinity mass 0 + m - 0 * m is m exactly.
     probs = _signal.fftconvolve(np.array([1.0]), probs)
-    infinity_mass = 0.0 + infinity_mass - 0.0 * infinity_mass
     offset, probs, right_tail = _truncate_tails(probs, truncation)
     return _dp_pld_pmf.DensePLDPmf(pmf._discretization, lower_loss + offset, probs,
                                    infinity_mass + right_tail, True)
