@@ -43,7 +43,7 @@ import time
 import numpy as np
 from sklearn import get_config
 
-from ._kernels import smooth_rows, smoothing_omega
+from ._kernels import NORM_SLACK, smooth_rows, smoothing_omega
 from ._losses import (
     EPSILON_INSENSITIVE,
     HINGE_BINARY,
@@ -55,11 +55,11 @@ from ._losses import (
 )
 from ._optimizers import OPTIMIZERS
 from ._sgd import (
-    _MAX_ROW_NORM,
     _raise_diverged,
     _report_epoch,
     poisson_batches,
     step_schedule,
+    without_long_rows,
 )
 from ._smoothing import smoothing_eigenvalues
 
@@ -311,17 +311,31 @@ def row_norms(xp, X, dtype):
     return xp.concat(blocks) if len(blocks) > 1 else blocks[0]
 
 
-def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype):
-    """``r_i min(1, C / ||g_i||)`` with ``||g_i|| = ||r_i|| feature_norms_i``, failing closed.
+def _norms_of_rows(xp, values):
+    """The L2 norm of each row of a (b, K) array (``abs`` for K = 1, as the kernels)."""
+    if values.shape[1] == 1:
+        return xp.abs(values[:, 0])
+    return xp.linalg.vector_norm(values, axis=1)
+
+
+def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=None):
+    """``w_i r_i min(1, C / ||g_i||)`` with ``||g_i|| = ||r_i|| feature_norms_i``, as stored.
 
     The array form of ``_kernels._clipped_residual``: the comparison is
     ``||r_i|| > C / ||[x_i, 1]||`` and ``r_i / ||r_i||`` is formed before
     multiplying by ``C / ||[x_i, 1]||``, so that neither the product of the
-    norms (overflow) nor the combined factor (underflow) is ever formed. A
-    sample whose clipped coefficient cannot be represented well enough in
-    ``dtype`` contributes nothing: a non-finite residual (``NaN > bound``
-    is False), a coefficient above the dtype's largest value, or a clipped
-    one below its smallest normal number.
+    norms (overflow) nor the combined factor (underflow) is ever formed.
+
+    The value that is used is the value whose norm was checked: the bound
+    ``w_i C / ||[x_i, 1]||`` is checked on the coefficients *after* they are
+    rounded to ``dtype``. A coefficient below the dtype's smallest normal
+    number is stored as 0 (it could round up to a subnormal); a row that
+    rounding pushed over its bound is scaled down by the excess, then by four
+    units of the dtype's rounding error, and contributes nothing if it is
+    still over. A sample
+    whose coefficients cannot be represented contributes nothing: a
+    non-finite residual (``NaN > bound`` is False) or a coefficient above
+    the dtype's largest value.
 
     Parameters
     ----------
@@ -334,6 +348,9 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype):
         C.
     dtype : dtype of xp
         The parameters' dtype, in which the coefficients are returned.
+    weights : array of shape (b,), wide dtype, or None, default=None
+        The rows' weights in ``[0, max_sample_weight]``, applied to the
+        clipped coefficients (1 for None).
 
     Returns
     -------
@@ -341,20 +358,44 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype):
     """
     info = xp.finfo(dtype)
     largest, tiny = float(info.max), float(info.smallest_normal)
-    if residuals.shape[1] == 1:
-        residual_norm = xp.abs(residuals[:, 0])
-    else:
-        residual_norm = xp.linalg.vector_norm(residuals, axis=1)
-    allowed = clip_norm / xp.where(feature_norms > 0, feature_norms, xp.ones_like(feature_norms))
+    residual_norm = _norms_of_rows(xp, residuals)
+    positive = feature_norms > 0
+    allowed = clip_norm / xp.where(positive, feature_norms, xp.ones_like(feature_norms))
     finite = xp.isfinite(residual_norm)
-    clipped = finite & (feature_norms > 0) & (residual_norm > allowed)
-    representable = finite & xp.where(
-        clipped, (allowed >= tiny) & (allowed <= largest), residual_norm <= largest)
+    clipped = finite & positive & (residual_norm > allowed)
     safe_norm = xp.where(clipped, residual_norm, xp.ones_like(residual_norm))
-    scaled = xp.where(clipped[:, None], (residuals / safe_norm[:, None]) * allowed[:, None],
+    values = xp.where(clipped[:, None], (residuals / safe_norm[:, None]) * allowed[:, None],
                       residuals)
-    kept = xp.where(representable[:, None], scaled, xp.zeros_like(scaled))
-    return xp.astype(kept, dtype)
+    if weights is None:
+        bound = allowed
+    else:
+        values = values * weights[:, None]
+        bound = weights * allowed
+    # x = 0 without an intercept: the gradient r [x, 1] is 0 whatever r.
+    bound = xp.where(positive, bound, xp.full_like(bound, math.inf))
+    magnitude = xp.abs(values)
+    usable = finite & xp.where(clipped, allowed >= tiny, xp.ones_like(clipped)) & xp.all(
+        magnitude <= largest, axis=1)
+    zeros = xp.zeros_like(values)
+    values = xp.where(usable[:, None] & (magnitude >= tiny), values, zeros)
+    stored = xp.astype(values, dtype)
+    # Rounding may overshoot the bound by an ulp (or, for a coefficient
+    # rounded up to a subnormal, by up to 2x): shrink such rows, checked on
+    # what is stored.
+    for attempt in range(2):
+        wide_values = xp.astype(stored, residuals.dtype)
+        norms = _norms_of_rows(xp, wide_values)
+        over = norms > bound * NORM_SLACK
+        if attempt == 0:
+            shrink = bound / xp.where(over, norms, xp.ones_like(norms))
+        else:
+            shrink = xp.full_like(norms, 1.0 - 4.0 * float(info.eps))
+        shrink = xp.where(over, shrink, xp.ones_like(shrink))
+        wide_values = wide_values * shrink[:, None]
+        wide_values = xp.where(xp.abs(wide_values) >= tiny, wide_values, zeros)
+        stored = xp.astype(wide_values, dtype)
+    over = _norms_of_rows(xp, xp.astype(stored, residuals.dtype)) > bound * NORM_SLACK
+    return xp.where(over[:, None], xp.zeros_like(stored), stored)
 
 
 def device_gaussian(xp, device, rng):
@@ -658,10 +699,8 @@ def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, nois
     margins = xp.matmul(X_batch, params[:, :n_features].T) + params[:, n_features]
     residuals = loss_derivative(xp, loss_code, xp.astype(margins, wide), y_batch,
                                 loss_threshold)
-    coefficients = clipped_residuals(xp, residuals, feature_norms, clip_norm, params.dtype)
-    if weights is not None:
-        coefficients = xp.astype(xp.astype(coefficients, wide) * weights[:, None],
-                                 params.dtype)
+    coefficients = clipped_residuals(xp, residuals, feature_norms, clip_norm, params.dtype,
+                                     weights)
     coef_sum = xp.matmul(coefficients.T, X_batch)
     if fit_intercept:
         intercept_sum = xp.sum(coefficients, axis=0)[:, None]
@@ -747,12 +786,7 @@ verbose, epoch_callback, average_start, optimizer, optimizer_settings, batch_sam
     wide = wide_dtype(xp, device)
     host_dtype = np.float32 if dtype == xp.float32 else np.float64
     norms = row_norms(xp, X, wide)
-    if not bool(xp.all(norms <= _MAX_ROW_NORM)):
-        raise ValueError(
-            f"Some rows of X have an L2 norm above {_MAX_ROW_NORM:g}: the "
-            "model's outputs w . x could overflow float64. "
-            "Rescale the features by a known bound before training."
-        )
+    norms = without_long_rows(xp, norms)
     intercept_term = 1.0 if fit_intercept else 0.0
     # ||[x_i, 1]||, the factor of every per-sample gradient norm (hypot:
     # the square of a long row's norm would overflow).

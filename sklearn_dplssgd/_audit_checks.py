@@ -1,4 +1,4 @@
-"""Implementation checks: five ways a printed guarantee can be false.
+"""Implementation checks: ways a printed guarantee can be false.
 
 :func:`audit_epsilon` measures how private a configured estimator is from
 many fitted models. The checks here target implementation bugs that such a
@@ -24,7 +24,15 @@ attack review of an earlier version of this library:
 * :func:`check_overflow_row`: whether fits fail must not depend on one row
   (a float32 row of entries 3e38 once made every fit diverge).
 
-:func:`audit_implementation` runs all five. A failed check is a bug in the
+* :func:`check_rounding`: the clip is checked on the coefficients as stored
+  in the data's dtype (a float32 coefficient rounded up to a subnormal once
+  let a row contribute 1.33 times the clip norm), over every input format.
+* :func:`check_error_outcomes`: pairs of neighbouring data sets inside the
+  declared domain, one side at an edge (all weights zero, one class present,
+  a row too long to train on, all rows zero, no rows under add/remove);
+  both sides must train, or both fail alike.
+
+:func:`audit_implementation` runs them all. A failed check is a bug in the
 implementation, not a statistical finding.
 """
 
@@ -34,6 +42,8 @@ import pickle
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
+import sklearn
 from sklearn.base import clone, is_classifier
 
 from ._base import BaseDPLSSGD, _public_row_count
@@ -46,7 +56,9 @@ __all__ = [
     "audit_implementation",
     "check_clipping",
     "check_clone_independence",
+    "check_error_outcomes",
     "check_overflow_row",
+    "check_rounding",
     "check_row_count",
     "check_seed_replay",
 ]
@@ -398,8 +410,195 @@ def check_overflow_row(estimator, n_fits=5):
     )
 
 
+def _rounding_formats():
+    """The input formats of check_rounding: NumPy, CSR and, where installed, PyTorch."""
+    formats = {"dense": lambda X: X, "csr": sp.csr_matrix}
+    try:
+        import torch
+        with sklearn.config_context(array_api_dispatch=True):
+            pass  # refused unless SciPy's array API support is on (SCIPY_ARRAY_API=1)
+    except (ImportError, RuntimeError):
+        return formats
+    formats["torch"] = torch.asarray
+    return formats
+
+
+def _tiny_residual_case(model, dtype):
+    """A one-row data set whose unclipped residual lies just above half the
+    dtype's smallest subnormal (it rounds UP to it), and the exact residual
+    norm; None where the loss has no such residual (hinge, insensitive)."""
+    half_way = 0.75 * float(np.finfo(dtype).smallest_subnormal)
+    params = model.get_params()
+    loss = params.get("loss")
+    if not is_classifier(model):
+        if loss not in ("squared_error", "huber"):
+            return None
+        # Zero weights: r = 0 - y (huber's threshold is far above it).
+        return np.array([-half_way]), {}, half_way
+    if loss != "log_loss":
+        return None
+    labels = _labels(model)
+    # Margins log(r) make the other classes' probabilities r: from zero
+    # coefficients and an intercept, with the first class as the label.
+    bias = dtype(math.log(half_way))
+    probability = math.exp(float(bias))
+    n_outputs = 1 if len(labels) == 2 else len(labels)
+    intercept = np.full(n_outputs, bias, dtype)
+    if n_outputs > 1:
+        intercept[0] = 0.0
+    norm = probability * math.sqrt(max(n_outputs - 1, 1))
+    return np.array([labels[0]]), {"intercept_init": intercept}, norm
+
+
+def check_rounding(estimator, dtypes=(np.float32, np.float64)):
+    """The clip is checked on the coefficients as stored, in every input format.
+
+    A float32 coefficient just above half the smallest subnormal number rounds
+    *up* to it: a row whose float64 contribution is at the clip norm then adds
+    up to twice the clip norm (an attack measured an epsilon lower bound of
+    4.89 at a claimed 4). For each dtype and input format (dense, CSR,
+    PyTorch where installed), one noise-free step is taken on a single row of
+    norm about 1e38 (float32) or 1e140 (float64) whose residual, computed in
+    float64, lies in that range, with a clip norm just above the row's exact
+    gradient norm. The step reveals the stored coefficient times the row; its
+    norm over the clip norm must not exceed 1. Losses without such a residual
+    (hinge, epsilon-insensitive: residuals of 0 or 1) are reported as not
+    applicable.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the largest stored gradient norm over ``clip_norm``.
+    """
+    batch_size = 2
+    worst, worst_case, n_cases = 0.0, "", 0
+    for dtype in dtypes:
+        case = _tiny_residual_case(estimator, dtype)
+        if case is None:
+            continue
+        y, fit_params, residual_norm = case
+        big = 1e38 if dtype == np.float32 else 1e140
+        X = np.zeros((1, 3), dtype)
+        X[0, 0] = big
+        feature_norm = math.hypot(float(X[0, 0]), 1.0)
+        clip_norm = 1.0001 * residual_norm * feature_norm
+        for name, convert in _rounding_formats().items():
+            if name == "torch" and fit_params:
+                continue  # the array API path starts from zero weights only
+            model = _private(estimator)
+            _set_existing(
+                model, epsilon=math.inf, sigma=0.0, alpha=0.0, learning_rate="constant",
+                eta0=1.0, batch_size=batch_size, max_iter=1, public_n_samples=1,
+                fit_intercept=True, clip_norm=clip_norm, mechanism="gradient",
+                optimizer="sgd", average=False,
+            )
+            if name == "torch":
+                with sklearn.config_context(array_api_dispatch=True):
+                    fitted = _quiet(model.fit, convert(X), convert(y.astype(np.float64)))
+            else:
+                fitted = _quiet(lambda: model.fit(convert(X), y, **fit_params))
+            coef = np.atleast_2d(_as_numpy(fitted.coef_)).astype(np.float64)
+            # The step is -coefficient * x / b: read the coefficient back
+            # from the coordinate of the row's one non-zero feature.
+            stored = coef[:, 0] * batch_size / float(X[0, 0])
+            ratio = float(np.linalg.norm(stored)) * feature_norm / clip_norm
+            n_cases += 1
+            if not math.isfinite(ratio) or ratio > worst:
+                worst = ratio if math.isfinite(ratio) else math.inf
+                worst_case = f"{np.dtype(dtype).name} {name}"
+    limit = 1.0 + _CLIP_TOLERANCE
+    detail = (f"largest stored gradient norm / clip_norm over {n_cases} dtype and format "
+              f"cases of a residual that rounds up to a subnormal"
+              + (f" (worst: {worst_case})" if worst_case else "")
+              if n_cases else "not applicable: the loss has no residual near a subnormal")
+    return CheckResult("rounding", worst <= limit, worst, limit, detail)
+
+
+def _as_numpy(array):
+    """A fitted attribute as a NumPy array, whatever its namespace."""
+    return np.asarray(array.cpu() if hasattr(array, "cpu") else array)
+
+
+def _neighbouring_edge_pairs(estimator):
+    """Pairs of neighbouring data sets, inside the declared domain, one side at an edge.
+
+    Each pair is (name, (X, y, sample_weight), (X, y, sample_weight), params):
+    the two sides differ in one row (replaced; or added, under add/remove
+    with a public row count), every weight within [0, max_sample_weight] and
+    every label declared.
+    """
+    model = _private(estimator)
+    X, y = _default_data(estimator, n_rows=40, n_features=4, seed=2)
+    n = len(X)
+    pairs = []
+    zero = np.zeros(n)
+    one_raised = zero.copy()
+    one_raised[0] = 1.0
+    pairs.append(("all weights zero", (X, y, zero), (X, y, one_raised), {}))
+    X_long = X.copy()
+    X_long[0] = 1e200
+    pairs.append(("one row of norm 1e200", (X, y, None), (X_long, y, None), {}))
+    X_zero = np.zeros_like(X)
+    X_one = X_zero.copy()
+    X_one[0] = X[0]
+    pairs.append(("all rows zero", (X_zero, y, None), (X_one, y, None), {}))
+    if is_classifier(model):
+        labels = _labels(model)
+        same = np.full(n, labels[0])
+        other = same.copy()
+        other[0] = labels[-1]
+        pairs.append(("one class present", (X, same, None), (X, other, None), {}))
+        pairs.append(("class weight zero for the only class present", (X, same, None),
+                      (X, other, None), {"class_weight": {labels[0]: 0.0}}))
+    if model.get_params().get("mechanism", "gradient") == "gradient":
+        # Under add/remove the empty data set neighbours every one-row one.
+        pairs.append(("no rows (add/remove)", (X[:0], y[:0], None), (X[:1], y[:1], None),
+                      {"neighboring": "add_remove", "public_n_samples": n}))
+    return pairs
+
+
+def check_error_outcomes(estimator):
+    """Whether a fit errors never depends on one row inside the declared domain.
+
+    An error that one row decides is a release with epsilon = infinity: the
+    data set errors, its neighbour releases a model. For each pair of
+    neighbouring data sets from :func:`_neighbouring_edge_pairs` (all
+    weights zero against one weight raised to 1, all labels one class
+    against one row of another, a class weight of 0 for the only class
+    present, one row of norm 1e200, all rows zero, and, for gradient
+    perturbation under add/remove with a public row count, the empty data
+    set against one row), both sides are fitted; they must both succeed or
+    both fail with the same exception type.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the number of pairs whose outcomes differ.
+    """
+    differing = []
+    pairs = _neighbouring_edge_pairs(estimator)
+    for name, first, second, params in pairs:
+        outcomes = []
+        for X, y, weights in (first, second):
+            model = _set_existing(_private(estimator), **params)
+            model = _declare_public_n(model, len(X))
+            try:
+                _quiet(lambda: model.fit(X, y, sample_weight=weights))
+                outcomes.append("model")
+            except (ValueError, TypeError, FloatingPointError, OverflowError,
+                    ZeroDivisionError) as error:
+                outcomes.append(type(error).__name__)
+        if outcomes[0] != outcomes[1]:
+            differing.append(f"{name} ({outcomes[0]} against {outcomes[1]})")
+    return CheckResult(
+        "error outcomes", not differing, float(len(differing)), 0.0,
+        f"pairs of neighbouring data sets, of {len(pairs)}, where one side errors"
+        + (f": {'; '.join(differing)}" if differing else ""),
+    )
+
+
 def audit_implementation(estimator, X=None, y=None):
-    """Run the five implementation checks on a configured estimator.
+    """Run every implementation check on a configured estimator.
 
     Parameters
     ----------
@@ -430,5 +629,7 @@ def audit_implementation(estimator, X=None, y=None):
         check_clone_independence(estimator, X, y),
         check_row_count(estimator),
         check_overflow_row(estimator),
+        check_rounding(estimator),
+        check_error_outcomes(estimator),
     )
     return ImplementationAudit(type(estimator).__name__, checks)

@@ -841,6 +841,11 @@ class BaseDPLSSGD(BaseEstimator):
                     "epsilon": float(self.adam_epsilon)}
         return {}
 
+    def _row_count_is_private(self):
+        """Whether neighbouring data sets may differ in size (add/remove, public count)."""
+        return (self.neighboring == "add_remove" and self.public_n_samples is not None
+                and self.mechanism != "output")
+
     def _accounted_n_samples(self, n_samples):
         """The row count that sets q and T: public by the chosen adjacency.
 
@@ -1087,6 +1092,10 @@ class BaseDPLSSGD(BaseEstimator):
                 "perturbation (mechanism='gradient'), which uses the sparsity.")
         n_rows = _public_row_count(X)
         plan = self._plan_release(n_rows, series, partial) if n_rows and not output else None
+        # Under add/remove with a public row count, the empty data set is a
+        # neighbour of every one-row data set: it trains (noise only) rather
+        # than raising, or one row would decide whether a model is released.
+        min_rows = 0 if self._row_count_is_private() else 1
         if namespace is None:
             X, y = validate_data(
                 self,
@@ -1098,6 +1107,7 @@ class BaseDPLSSGD(BaseEstimator):
                 order="C",
                 y_numeric=self._y_numeric,
                 reset=series is None,
+                ensure_min_samples=min_rows,
             )
         else:
             # The targets are encoded on the host (labels, bounds), whatever
@@ -1105,7 +1115,7 @@ class BaseDPLSSGD(BaseEstimator):
             xp = namespace[0]
             X, y = validate_data(self, without_autograd(X), to_numpy(without_autograd(y)),
                                  accept_sparse=False, dtype=[xp.float64, xp.float32],
-                                 y_numeric=self._y_numeric)
+                                 y_numeric=self._y_numeric, ensure_min_samples=min_rows)
         if sp.issparse(X):
             # Duplicate entries summed into a copy: the clip's row norms are
             # taken over stored entries (see _sparse).
@@ -1200,7 +1210,7 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _warn_before_training(self, delta, n_samples):
         """The warnings every mechanism gives once its plan is fixed."""
-        if math.isfinite(self.epsilon) and delta >= 1.0 / n_samples:
+        if math.isfinite(self.epsilon) and delta * max(n_samples, 1) >= 1.0:
             # No per-fit number in the text: one warning per process, not
             # one per fold of a search.
             warn_once(

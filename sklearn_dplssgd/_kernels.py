@@ -42,6 +42,7 @@ __all__ = [
     "smooth_rows_team",
     "smoothing_omega",
     "vector_norm",
+    "NORM_SLACK",
     "PARALLEL_MIN_WORK",
     "parallel_blocks",
 ]
@@ -57,6 +58,13 @@ _CONTRACT_ONLY = {"contract"}
 # Relative size below which a term of a geometric series cannot change a
 # float64 sum.
 _NEGLIGIBLE = 1e-18
+
+# The stored coefficients' norm may exceed its bound by this factor: the
+# float64 evaluation of a norm is itself exact only to a few units of 2**-53
+# (and fused multiply-adds change the last bit from one compiled variant to
+# another). Rounding to float32 (2**-24) or up to a subnormal (up to 2x) is
+# far above it and is corrected (see _clipped_residual).
+NORM_SLACK = 1.0 + 2.0 ** -48
 
 # Below this many multiply-adds per step (rows * K * d) the threads' start-up
 # cost exceeds what they save; small fits (audits, tiny data) stay serial.
@@ -113,24 +121,72 @@ def _residual(code, margins, target, threshold, out):
 
 
 @njit(cache=True, nogil=True)
-def _clipped_residual(residual, row_norm, intercept_term, clip_norm, largest, tiny, out):
-    """``out = r * min(1, C / (||r|| ||[x, 1]||))``, safe at extreme scales.
+def _stored_norm(out):
+    """``||out||`` in float64, without overflow: the norm of what will be added."""
+    if out.shape[0] == 1:
+        return abs(np.float64(out[0]))
+    scale = 0.0
+    for k in range(out.shape[0]):
+        scale = max(scale, abs(np.float64(out[k])))
+    if scale == 0.0 or not math.isfinite(scale):
+        return scale
+    total = 0.0
+    for k in range(out.shape[0]):
+        ratio = np.float64(out[k]) / scale
+        total += ratio * ratio
+    return scale * math.sqrt(total)
+
+
+@njit(cache=True, nogil=True)
+def _store_coefficients(values, factor, bound, largest, tiny, out):
+    """``out = values * factor`` rounded to ``out``'s dtype; False if it cannot be kept.
+
+    A coefficient whose magnitude, in float64, is below ``tiny`` (the dtype's
+    smallest normal number) is stored as 0: it could round *up* to a
+    subnormal, and a zero never raises the norm. A non-finite coefficient or
+    one above ``largest`` makes the sample unusable.
+    """
+    for k in range(values.shape[0]):
+        value = values[k] * factor
+        magnitude = abs(value)
+        if not magnitude <= largest:  # also NaN
+            return False
+        out[k] = value if magnitude >= tiny else 0.0
+    return _stored_norm(out) <= bound * NORM_SLACK
+
+
+@njit(cache=True, nogil=True)
+def _clipped_residual(residual, row_norm, intercept_term, clip_norm, weight, largest, tiny,
+                      out):
+    """``out = w r min(1, C / (||r|| ||[x, 1]||))``, as stored, within ``w C``.
+
+    Within ``w C`` up to ``NORM_SLACK`` (2**-48 relative), the float64
+    evaluation of a norm.
 
     The sample's gradient is ``r [x, 1]``, so its norm is ``||r|| ||[x, 1]||``.
     It is compared as ``||r|| > C / ||[x, 1]||`` and ``r / ||r||`` is formed
     before multiplying by ``C / ||[x, 1]||``: the product of the norms can
     overflow (a regression target of 1e200) and the combined factor underflow,
-    which would drop a row that should have been clipped. Compiled, and
-    inlined into callers compiled, without reassociation for that reason.
+    which would drop a row that should have been clipped. The weight ``w``
+    multiplies the *clipped* gradient (norm at most ``w C``; 1 unweighted).
+    Compiled, and inlined into callers compiled, without reassociation for
+    that reason.
 
-    The clip fails closed: a sample whose contribution cannot be formed
-    exactly enough in the parameters' dtype contributes nothing (a zero
-    contribution never exceeds the clip norm). That is a non-finite residual
+    **The value that is used is the value whose norm was checked.** The
+    coefficients are rounded to ``out``'s dtype (float32 for float32 input)
+    and the bound is checked on the stored numbers, in float64: rounding may
+    push a clipped coefficient over the bound (by an ulp for a normal number,
+    by up to a factor 2 for one rounded up to the smallest subnormal). A
+    coefficient below the dtype's smallest normal number ``tiny`` is stored
+    as 0; a stored vector still over the bound is scaled down by the excess
+    (and by four units of rounding more if rounding pushes it over again).
+
+    The clip fails closed: a sample whose contribution cannot be kept within
+    the bound in the parameters' dtype contributes nothing (a zero
+    contribution never exceeds it). That is a non-finite residual
     (``NaN > bound`` is False, so it would otherwise skip clipping), a
-    coefficient above ``largest`` (it would become ``inf`` when stored, e.g.
-    in float32), and a clipped coefficient below ``tiny``, the dtype's
-    smallest normal number (a subnormal loses relative precision, and the
-    rounded coefficient times ``x`` could exceed the clip norm).
+    coefficient above ``largest`` (it would become ``inf`` when stored), or
+    a clipped vector that two rescalings do not bring within the bound.
     """
     if residual.shape[0] == 1:
         residual_norm = abs(residual[0])
@@ -140,41 +196,53 @@ def _clipped_residual(residual, row_norm, intercept_term, clip_norm, largest, ti
             residual_sq += residual[k] * residual[k]
         residual_norm = math.sqrt(residual_sq)
     feature_norm = math.hypot(row_norm, intercept_term)
-    representable = math.isfinite(residual_norm)
-    if representable and feature_norm > 0.0 and residual_norm > clip_norm / feature_norm:
+    kept = math.isfinite(residual_norm)
+    if kept and feature_norm > 0.0:
         allowed = clip_norm / feature_norm
-        representable = tiny <= allowed <= largest
-        if representable:
+        bound = weight * allowed
+        if residual_norm > allowed:
+            # r / ||r|| first: the combined factor allowed / ||r|| may underflow.
             for k in range(residual.shape[0]):
-                out[k] = (residual[k] / residual_norm) * allowed
-    elif representable:
-        representable = residual_norm <= largest
-        if representable:
-            for k in range(residual.shape[0]):
-                out[k] = residual[k]
-    if not representable:
+                out[k] = 0.0
+            kept = allowed >= tiny
+            if kept:
+                # In place (``residual`` is the caller's scratch buffer); the
+                # factor w * allowed is applied as the coefficients are stored.
+                for k in range(residual.shape[0]):
+                    residual[k] = residual[k] / residual_norm
+                kept = _store_within(residual, bound, bound, largest, tiny, out)
+        else:
+            kept = _store_within(residual, weight, bound, largest, tiny, out)
+    elif kept:
+        # x = 0 without an intercept: the gradient r [x, 1] is 0 whatever r.
+        kept = _store_coefficients(residual, weight, math.inf, largest, tiny, out)
+    if not kept:
         for k in range(residual.shape[0]):
             out[k] = 0.0
 
 
 @njit(cache=True, nogil=True)
-def _apply_weight(weight, largest, tiny, out):
-    """``out *= weight`` for a clipped residual, failing closed as the clip does.
+def _store_within(values, factor, bound, largest, tiny, out):
+    """Store ``factor * values`` in ``out`` with ``||out|| <= bound``; False if impossible.
 
-    The weight multiplies the *clipped* gradient (``w clip_C(g)``, norm at
-    most ``w C``). Computed in float64; a weighted coefficient the
-    parameters' dtype cannot hold (above ``largest``, or nonzero below
-    ``tiny``: see :func:`_clipped_residual`) zeroes the whole sample, whose
-    contribution then stays within the bound. Without reassociation, like
-    the clip.
+    Shrinks the stored vector where rounding to ``out``'s dtype overshoots.
     """
-    representable = True
-    for k in range(out.shape[0]):
-        value = abs(np.float64(out[k]) * weight)
-        if value > largest or (0.0 < value < tiny):
-            representable = False
-    for k in range(out.shape[0]):
-        out[k] = out[k] * weight if representable else 0.0
+    if _store_coefficients(values, factor, bound, largest, tiny, out):
+        return True
+    stored = _stored_norm(out)
+    if not math.isfinite(stored) or stored == 0.0:
+        return False
+    # Rounding overshot by an ulp or so: scale down by the excess, then, if
+    # rounding overshoots again, by a few units of the dtype's rounding error.
+    shrink = bound / stored
+    for attempt in range(2):
+        for k in range(out.shape[0]):
+            values_k = np.float64(out[k]) * shrink
+            out[k] = values_k if abs(values_k) >= tiny else 0.0
+        if _stored_norm(out) <= bound * NORM_SLACK:
+            return True
+        shrink = 1.0 - 4.0 * np.finfo(out.dtype).eps
+    return False
 
 
 @njit(cache=True, fastmath=_FASTMATH, nogil=True)
@@ -232,10 +300,9 @@ def _accumulate_rows(
         _residual(code, margins, y[i], threshold, residual)
         # Per-sample clipping of the WHOLE parameter gradient (all outputs,
         # coefficients and intercept together): sensitivity C, not sqrt(K) C.
-        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, largest,
+        weight = weights[i] if weights.shape[0] > 0 else 1.0
+        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
                           tiny, scaled)
-        if weights.shape[0] > 0:
-            _apply_weight(weights[i], largest, tiny, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -287,7 +354,8 @@ def _noisy_sum_blas(
     clipped = np.empty((n_rows, n_outputs), dtype=params.dtype)
     row_margins = np.empty(n_outputs, dtype=np.float64)
     residual = np.empty(n_outputs, dtype=np.float64)
-    scaled = np.empty(n_outputs, dtype=np.float64)
+    # In the parameters' dtype: the clip is checked on the stored numbers.
+    scaled = np.empty(n_outputs, dtype=params.dtype)
     for r in range(n_rows):
         i = rows[r]
         for k in range(n_outputs):
@@ -295,10 +363,9 @@ def _noisy_sum_blas(
             if not math.isfinite(row_margins[k]):
                 row_margins[k] = _margin_float64(params[k], X[i], n_features)
         _residual(code, row_margins, y[i], threshold, residual)
-        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, largest,
+        weight = weights[i] if weights.shape[0] > 0 else 1.0
+        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
                           tiny, scaled)
-        if weights.shape[0] > 0:
-            _apply_weight(weights[i], largest, tiny, scaled)
         for k in range(n_outputs):
             clipped[r, k] = scaled[k]
     grad += np.dot(clipped.T, batch)

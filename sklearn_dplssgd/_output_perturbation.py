@@ -652,13 +652,19 @@ def fixed_batches(rng, n_samples, batch_size):
 
 def _row_scales(X, row_norm_bound):
     """Factors that clip every row to ``row_norm_bound`` (1 for shorter rows)."""
-    norms = compute_row_norms(X)
-    if not np.isfinite(norms).all():
+    if not np.isfinite(X).all():
         # No data value in the message.
-        raise ValueError("X contains non-finite values (or rows whose norm overflows).")
+        raise ValueError("X contains non-finite values.")
+    norms = compute_row_norms(X)
     scales = np.ones_like(norms)
     long_rows = norms > row_norm_bound
     scales[long_rows] = row_norm_bound / norms[long_rows]
+    # A finite row whose norm overflows float64 is clipped like any other:
+    # refusing it would let one row decide whether a model is released.
+    for i in np.flatnonzero(np.isinf(norms)):
+        row = np.abs(X[i].astype(np.float64))
+        largest = row.max()
+        scales[i] = (row_norm_bound / largest) / np.linalg.norm(row / largest)
     return scales
 
 

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import math
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,6 +46,7 @@ __all__ = [
     "poisson_batches",
     "step_schedule",
     "train_dp_lssgd",
+    "without_long_rows",
 ]
 
 LEARNING_RATES = ("constant", "inverse_time", "invscaling")
@@ -54,9 +56,15 @@ LEARNING_RATES = ("constant", "inverse_time", "invscaling")
 # about this many noise values (8 MiB in float64).
 _NOISE_VALUES_PER_CHUNK = 1 << 20
 
-# Rows longer than this are refused: the noisy weights times such a row could
-# overflow float64 and give infinite predictions.
-_MAX_ROW_NORM = 1e150
+# Rows longer than this contribute nothing: the noisy weights times such a row
+# could overflow float64 (infinite margins, residuals and predictions).
+MAX_ROW_NORM = 1e150
+
+LONG_ROWS_MESSAGE = (
+    f"Some rows of X have an L2 norm above {MAX_ROW_NORM:g}: they contribute nothing "
+    "to the fit (their margins could overflow float64). Rescale the features by a "
+    "known bound before training."
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -346,13 +354,7 @@ def train_dp_lssgd(
     if initial_params is not None:
         params[:] = initial_params
     grad = np.empty_like(params)
-    if not (row_norms <= _MAX_ROW_NORM).all():
-        raise ValueError(
-            # No data value in the message: only that the bound was crossed.
-            f"Some rows of X have an L2 norm above {_MAX_ROW_NORM:g}: the "
-            "model's outputs w . x could overflow float64. "
-            "Rescale the features by a known bound before training."
-        )
+    row_norms = without_long_rows(np, row_norms)
     # Per-step standard deviation of the noise on the clipped sum: z times
     # the sum's sensitivity w_max C.
     noise_std, epoch_ends, chunk = step_schedule(noise_multiplier, max_sample_weight * clip_norm,
@@ -435,6 +437,35 @@ def train_dp_lssgd(
     if averaged is not None:
         return averaged.astype(dtype, copy=False)
     return params
+
+
+def without_long_rows(xp, norms):
+    """Row norms with every row longer than ``MAX_ROW_NORM`` set to infinity.
+
+    A row of infinite norm contributes nothing (its clip factor is 0, and a
+    non-finite residual is dropped: see ``_kernels._clipped_residual``).
+    Refusing such rows instead would let one row decide whether a model is
+    released at all, an output with epsilon = infinity; dropping a row by its
+    own value is a map applied to each row alone, which keeps neighbouring
+    data sets neighbouring. The warning reaches the data holder only (it
+    names no value and nothing of it is stored on the model).
+
+    Parameters
+    ----------
+    xp : namespace
+        NumPy or the array API namespace of ``norms``.
+    norms : array of shape (n_samples,)
+
+    Returns
+    -------
+    norms : array of shape (n_samples,)
+        A new array where a row was too long, else ``norms`` itself.
+    """
+    too_long = ~(norms <= MAX_ROW_NORM)
+    if not bool(xp.any(too_long)):
+        return norms
+    warnings.warn(LONG_ROWS_MESSAGE, UserWarning, stacklevel=3)
+    return xp.where(too_long, xp.full_like(norms, math.inf), norms)
 
 
 def _check_finite(params, epoch, step, n_steps):

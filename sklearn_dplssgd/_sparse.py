@@ -29,7 +29,6 @@ from ._kernels import (
     _COEFFICIENT_RANGE,
     _CONTRACT_ONLY,
     _FASTMATH,
-    _apply_weight,
     _check_weights,
     _clipped_residual,
     _residual,
@@ -208,10 +207,9 @@ def _accumulate_sparse_rows(
         _residual(code, margins, y[i], threshold, residual)
         # The same clip as the dense kernel: the whole parameter gradient of
         # the sample (all outputs, coefficients and intercept) to C.
-        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, largest,
+        weight = weights[i] if weights.shape[0] > 0 else 1.0
+        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
                           tiny, scaled)
-        if weights.shape[0] > 0:
-            _apply_weight(weights[i], largest, tiny, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:

@@ -134,9 +134,10 @@ def row_weights(sample_weight, n_samples, max_sample_weight, class_table=None,
     Raises
     ------
     ValueError
-        Wrong shape, negative, non-finite or all-zero weights, or a combined
-        weight above ``max_sample_weight``. The messages name no weight: the
-        weights are private data.
+        Wrong shape, negative or non-finite weights, or a combined weight
+        above ``max_sample_weight``: rows outside the declared domain. Weights
+        that are all zero are accepted (see the comment in the code). The
+        messages name no weight: the weights are private data.
     """
     if sample_weight is None and class_table is None:
         return None
@@ -158,11 +159,10 @@ def row_weights(sample_weight, n_samples, max_sample_weight, class_table=None,
         raise ValueError("sample_weight must not be negative.")
     if class_table is not None:
         weights = weights * class_table[np.asarray(class_index, dtype=np.intp)]
-    if not (weights > 0).any():
-        raise ValueError(
-            "The sample weights are all zero (after class_weight): at least one row "
-            "must have a non-zero weight."
-        )
+    # Weights that are all zero are legal: the fit then releases noise only.
+    # Refusing them would let one row decide whether a model is released (the
+    # data set with one weight raised to a legal value trains), an output with
+    # epsilon = infinity.
     if (weights > max_sample_weight).any():
         raise ValueError(
             f"Some rows weigh more than max_sample_weight={max_sample_weight:g} "

@@ -64,10 +64,12 @@ Implementation checks
 ---------------------
 Some bugs make a claim false in ways a statistical audit of final models
 would need enormous numbers of runs to see. :func:`audit_implementation`
-runs five direct checks, each aimed at one class of such bugs: clipping at
-the edges of floating point, a published model replaying its own noise,
-clones sharing noise, a mechanism that depends on the private row count, and
-an error that depends on one row. Seeds of the runs are
+runs direct checks, each aimed at one class of such bugs: clipping at the
+edges of floating point, a published model replaying its own noise, clones
+sharing noise, a mechanism that depends on the private row count, an error
+that depends on one extreme row, a coefficient rounded past the clip after
+the clip decision, and errors decided by one row on neighbouring data sets
+inside the declared domain. Seeds of the runs are
 drawn from ``random_state``; the estimator's own seed is replaced per run.
 
 Examples

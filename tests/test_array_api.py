@@ -423,8 +423,12 @@ def test_refusals_and_divergence_on_device(xp_module):
     X, y = _classification_data()
     too_long = X.copy()
     too_long[0, 0] = 1e160
-    with pytest.raises(ValueError, match="L2 norm above"):
-        DPLSSGDRegressor(max_iter=1).fit(_as(xp_module, too_long), _as(xp_module, y * 1.0))
+    # A row too long to train on contributes nothing (refusing it would let
+    # one row decide whether a model is released).
+    with pytest.warns(UserWarning, match="L2 norm above"):
+        model = DPLSSGDRegressor(max_iter=1).fit(_as(xp_module, too_long),
+                                                 _as(xp_module, y * 1.0))
+    assert np.isfinite(_array_api.to_numpy(model.coef_)).all()
     with_nan = X.copy()
     with_nan[3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):

@@ -5,14 +5,17 @@ Each broken variant reproduces, by substituting one piece of the library,
 a bug an attack review found in an earlier version (issue "five ways the
 printed guarantee is false"): float32 row norms that underflow, noise seeded
 from the published ``random_state``, a row count that decides the
-mechanism, and margins that overflow in float32.
+mechanism, and margins that overflow in float32; and, from a later review,
+coefficients rounded after the clip decision and errors that one row decides.
 """
 
 import numpy as np
 import pytest
 
 import sklearn_dplssgd._base as base_module
+import sklearn_dplssgd._classifier as classifier_module
 import sklearn_dplssgd._sgd as sgd_module
+import sklearn_dplssgd._weights as weights_module
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
 from sklearn_dplssgd._base import BaseDPLSSGD
 from sklearn_dplssgd.audit import (
@@ -20,7 +23,9 @@ from sklearn_dplssgd.audit import (
     audit_implementation,
     check_clipping,
     check_clone_independence,
+    check_error_outcomes,
     check_overflow_row,
+    check_rounding,
     check_row_count,
     check_seed_replay,
 )
@@ -38,7 +43,8 @@ def test_every_check_passes_on_the_estimators(estimator):
     result = audit_implementation(estimator)
     assert result.passed, str(result)
     assert [check.name for check in result.checks] == [
-        "clipping", "seed replay", "clone independence", "row count", "overflow row"]
+        "clipping", "seed replay", "clone independence", "row count", "overflow row",
+        "rounding", "error outcomes"]
     assert all(isinstance(check, CheckResult) for check in result.checks)
     assert "passed" in str(result)
 
@@ -132,3 +138,68 @@ def test_audit_implementation_refuses_other_estimators():
 
     with pytest.raises(TypeError, match="audit_implementation"):
         audit_implementation(SGDClassifier())
+
+
+def test_rounding_check_catches_a_coefficient_rounded_after_the_clip(monkeypatch):
+    # The bug: an unclipped float64 residual stored as float32 without the
+    # subnormal check, so 1.05e-45 became 1.4e-45 (1.33 times the clip).
+    # Emulated for squared error by adding back what the old kernel added.
+    real = sgd_module.noisy_clipped_gradient_sum
+    tiny = float(np.finfo(np.float32).smallest_normal)
+
+    def rounding_after_the_clip(X, y, rows, params, row_norms, *args):
+        real(X, y, rows, params, row_norms, *args)
+        grad = args[-2]
+        for i in rows:
+            margin = float(params[0, :-1].astype(np.float64) @ X[i] + params[0, -1])
+            residual = margin - y[i]
+            if X.dtype == np.float32 and 0.0 < abs(residual) < tiny:
+                stored = np.float32(residual)
+                grad[0, :-1] += stored * X[i]
+                grad[0, -1] += stored
+
+    monkeypatch.setattr(sgd_module, "noisy_clipped_gradient_sum", rounding_after_the_clip)
+    result = check_rounding(DPLSSGDRegressor(), dtypes=(np.float32,))
+    assert not result.passed
+    assert result.measured == pytest.approx(4 / 3, rel=1e-3)
+    assert "float32 dense" in result.detail
+
+
+def test_rounding_check_says_when_the_loss_has_no_tiny_residual():
+    result = check_rounding(DPLSSGDClassifier(loss="hinge", classes=[0, 1]))
+    assert result.passed and "not applicable" in result.detail
+
+
+def test_error_outcome_check_catches_an_error_decided_by_one_row(monkeypatch):
+    # The bug: weights that are all zero were refused while one weight of 1
+    # trained; emulated by restoring the refusal.
+    real = weights_module.row_weights
+
+    def refusing_all_zero(*args, **kwargs):
+        weights = real(*args, **kwargs)
+        if weights is not None and not (weights > 0).any():
+            raise ValueError("The sample weights are all zero.")
+        return weights
+
+    monkeypatch.setattr(base_module, "row_weights", refusing_all_zero)
+    monkeypatch.setattr(classifier_module, "row_weights", refusing_all_zero)
+    result = check_error_outcomes(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
+    assert not result.passed
+    assert "all weights zero" in result.detail
+    assert "class weight zero" in result.detail
+
+
+def test_error_outcomes_of_the_edge_data_sets_are_models():
+    # Each edge data set trains: noise only where no row contributes.
+    X = np.random.default_rng(0).uniform(-1, 1, size=(30, 3))
+    y = np.zeros(30, dtype=int)
+    model = DPLSSGDClassifier(classes=[0, 1], max_iter=2, class_weight={0: 0.0}).fit(X, y)
+    assert np.isfinite(model.coef_).all()
+    model = DPLSSGDRegressor(max_iter=2).fit(X, y * 1.0, sample_weight=np.zeros(30))
+    assert np.isfinite(model.coef_).all()
+    empty = DPLSSGDRegressor(max_iter=2, neighboring="add_remove", public_n_samples=30)
+    assert np.isfinite(empty.fit(X[:0], y[:0] * 1.0).coef_).all()
+    with pytest.warns(UserWarning, match="contribute nothing"):
+        long_row = X.copy()
+        long_row[0] = 1e200
+        DPLSSGDRegressor(max_iter=2).fit(long_row, y * 1.0)

@@ -139,7 +139,6 @@ def test_user_weights_are_not_modified(binary):
     (lambda n: np.r_[np.nan, np.ones(n - 1)], "NaN"),
     (lambda n: np.ones(n + 1), "one weight per row"),
     (lambda n: np.ones((n, 2)), "one weight per row"),
-    (lambda n: np.zeros(n), "all zero"),
     (lambda n: -1.0, "must not be negative"),
 ])
 def test_bad_sample_weights_are_refused(binary, weights, match):
