@@ -64,11 +64,19 @@ Implementation checks
 ---------------------
 Some bugs make a claim false in ways a statistical audit of final models
 would need enormous numbers of runs to see. :func:`audit_implementation`
-runs five direct checks, each aimed at one class of such bugs: clipping at
-the edges of floating point, a published model replaying its own noise,
-clones sharing noise, a mechanism that depends on the private row count, and
-an error that depends on one row. Seeds of the runs are
-drawn from ``random_state``; the estimator's own seed is replaced per run.
+runs direct checks, each aimed at one class of such bugs:
+
+* clipping at the edges of floating point (:func:`check_clipping`);
+* a published model replaying its own noise (:func:`check_seed_replay`);
+* clones sharing noise (:func:`check_clone_independence`);
+* a mechanism that depends on the private row count (:func:`check_row_count`);
+* an error that depends on one row (:func:`check_overflow_row`);
+* a released model continued outside its ledger, or a ledger that forgets
+  its records (:func:`check_ledger_continuity`);
+* an error message that quotes private values (:func:`check_error_messages`).
+
+Seeds of the runs are drawn from ``random_state``; the estimator's own seed
+is replaced per run.
 
 Examples
 --------
