@@ -1,4 +1,4 @@
-"""Implementation checks: ways a printed guarantee can be false.
+"""Implementation checks: five ways a printed guarantee can be false.
 
 :func:`audit_epsilon` measures how private a configured estimator is from
 many fitted models. The checks here target implementation bugs that such a
@@ -23,6 +23,15 @@ attack review of an earlier version of this library:
   n = batch_size + 1.
 * :func:`check_overflow_row`: whether fits fail must not depend on one row
   (a float32 row of entries 3e38 once made every fit diverge).
+* :func:`check_ledger_continuity`: a released model (of a fit with a ledger,
+  or the best model of :class:`DPRandomizedSearch`) continued by
+  ``partial_fit`` is charged to the ledger, the search itself once; a ledger
+  whose records file is removed refuses the next charge (the search's best
+  model once dropped its ledger, and a missing file restarted from zero).
+* :func:`check_error_messages`: errors on bad input (a string cell in X, a
+  1-D X, a string target or weight) quote no value of it, in the message,
+  the arguments or the chained exceptions (scikit-learn's validation once
+  printed the cell, or the whole 1-D X).
 
 * :func:`check_rounding`: the clip is checked on the coefficients as stored
   in the data's dtype (a float32 coefficient rounded up to a subnormal once
@@ -38,16 +47,20 @@ implementation, not a statistical finding.
 
 import dataclasses
 import math
+import os
 import pickle
+import tempfile
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 import sklearn
+import scipy.sparse as sp
 from sklearn.base import clone, is_classifier
 
 from ._base import BaseDPLSSGD, _public_row_count
 from ._defaults import nominal_batch_size
+from ._ledger import PrivacyLedger
+from ._search import DPRandomizedSearch, _final_estimator
 from ._validation import PrivacyLeakWarning
 
 __all__ = [
@@ -56,7 +69,9 @@ __all__ = [
     "audit_implementation",
     "check_clipping",
     "check_clone_independence",
+    "check_error_messages",
     "check_error_outcomes",
+    "check_ledger_continuity",
     "check_overflow_row",
     "check_rounding",
     "check_row_count",
@@ -410,6 +425,157 @@ def check_overflow_row(estimator, n_fits=5):
     )
 
 
+def _charged_once_more(ledger, model, X, y, escapes, what):
+    """Continue the fitted ``model`` on ``(X, y)``; record in ``escapes`` if uncharged.
+
+    The continuation is ``partial_fit``, or, where the mechanism has none
+    (output perturbation), a refit of the same model: either releases again.
+    """
+    before = len(ledger.records)
+    continue_fit = model.partial_fit if hasattr(model, "partial_fit") else model.fit
+    continued = _quiet(continue_fit, X, y)
+    after = ledger.records
+    if len(after) != before + 1 or after[-1]["dp_event"] != continued.dp_events_[-1]:
+        escapes.append(f"{what} charged {len(after) - before} times, not once")
+
+
+def check_ledger_continuity(estimator, X=None, y=None):
+    """A released model cannot escape its ledger, and a ledger cannot forget.
+
+    Three ways around a ``max_epsilon`` cap, each with a ledger of the
+    check's own in a temporary directory (never the estimator's):
+
+    * fit with the ledger, then ``partial_fit`` on the same rows (a refit
+      under output perturbation, which has no ``partial_fit``): the
+      continuation must be charged, once, with its own event;
+    * a :class:`DPRandomizedSearch` of the estimator with the ledger, then
+      ``partial_fit`` of its best model: the search must be one record and
+      the continuation another (``mechanism="gradient"`` only);
+    * the ledger's records file removed (a worker on another host, a cleaned
+      temporary directory): the next fit must be refused, and no empty file
+      created in its place.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the number of escapes.
+    """
+    if X is None:
+        X, y = _default_data(estimator)
+    model = _declare_public_n(_private(estimator), _public_row_count(X))
+    escapes = []
+    with tempfile.TemporaryDirectory(prefix="dplssgd-audit-") as folder:
+        def new_ledger(name):
+            return PrivacyLedger(path=os.path.join(folder, name),
+                                 neighboring=model.get_params()["neighboring"])
+
+        ledger = new_ledger("fit.records")
+        fitted = _quiet(clone(model).set_params(ledger=ledger).fit, X, y)
+        if len(ledger.records) != 1:
+            escapes.append(f"fit charged {len(ledger.records)} times, not once")
+        _charged_once_more(ledger, fitted, X, y, escapes, "continuing a fitted model")
+
+        if model.get_params()["mechanism"] == "gradient":
+            ledger = new_ledger("search.records")
+            search = DPRandomizedSearch(
+                clone(model), {"alpha": [model.alpha]}, epsilon=float(model.epsilon),
+                n_trials=2, score_bound=1.0, ledger=ledger)
+            _quiet(search.fit, X, y)
+            if [record["dp_event"] for record in ledger.records] != [search.dp_event_]:
+                escapes.append(f"search recorded {len(ledger.records)} times, not once")
+            best, _ = _final_estimator(search.best_estimator_)
+            _charged_once_more(ledger, best, X, y, escapes,
+                               "continuing the search's best model")
+
+        ledger = new_ledger("removed.records")
+        worker_copy = pickle.loads(pickle.dumps(clone(model).set_params(ledger=ledger)))
+        os.remove(ledger.path)
+        try:
+            _quiet(worker_copy.fit, X, y)
+            escapes.append("a ledger without its records file accepted a charge")
+        except FileNotFoundError:
+            pass
+        if os.path.exists(ledger.path):
+            escapes.append("a missing records file was recreated empty")
+    return CheckResult(
+        "ledger continuity", not escapes, float(len(escapes)), 0.0,
+        "releases that escaped the ledger or a ledger that forgot its records"
+        + (f": {'; '.join(escapes)}" if escapes else ""),
+    )
+
+
+# Private values planted in bad input, and how they read in any message: the
+# string, or the number in any of NumPy's and Python's renderings.
+_MARKER_CELL = "PRIVATE-7391"
+_MARKER_NUMBER = 987654.321
+_MARKER_TRACES = ("PRIVATE-7391", "98765", "9.8765")
+
+
+def _quoted_markers(error):
+    """Whether ``error`` or an exception chained to it quotes a marker."""
+    seen = []
+    while error is not None and error not in seen:
+        seen.append(error)
+        texts = (str(error), repr(error.args), repr(getattr(error, "__notes__", "")))
+        if any(trace in text for text in texts for trace in _MARKER_TRACES):
+            return True
+        error = error.__cause__ if error.__cause__ is not None else error.__context__
+    return False
+
+
+def check_error_messages(estimator):
+    """Errors on bad input quote no private value.
+
+    Bad inputs carry planted values: a string cell in X (as an array, a list
+    and, where pandas is installed, a DataFrame), a 1-D X, a string target
+    (regressors) and a string sample weight. Each goes to ``fit`` and, where
+    it is X, to ``predict`` of a fitted model. The messages, the exceptions'
+    arguments and every exception chained to them (``__cause__``,
+    ``__context__``) must not contain the planted values.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the number of errors that quote a planted value.
+    """
+    X, y = _default_data(estimator, n_rows=40)
+    model = _declare_public_n(_private(estimator), len(X))
+    fitted = _quiet(clone(model).fit, X, y)
+    with_string = X.astype(object)
+    with_string[7, 1] = _MARKER_CELL
+    tables = {"string cell": with_string, "string cell (list)": with_string.tolist(),
+              "1-D X": np.full(len(X), _MARKER_NUMBER)}
+    try:
+        import pandas
+    except ImportError:  # pragma: no cover - pandas is optional
+        pass
+    else:
+        tables["string cell (DataFrame)"] = pandas.DataFrame(with_string)
+    weights = np.ones(len(X), dtype=object)
+    weights[3] = _MARKER_CELL
+    calls = {}
+    for kind, table in tables.items():
+        calls[f"fit, {kind}"] = lambda table=table: clone(model).fit(table, y)
+        calls[f"predict, {kind}"] = lambda table=table: fitted.predict(table)
+    calls["fit, string sample_weight"] = lambda: clone(model).fit(X, y, sample_weight=weights)
+    if not is_classifier(estimator):
+        targets = y.astype(object)
+        targets[5] = _MARKER_CELL
+        calls["fit, string target"] = lambda: clone(model).fit(X, targets)
+    leaks = []
+    for what, call in calls.items():
+        try:
+            _quiet(call)
+        except Exception as error:  # any failure must be free of the values
+            if _quoted_markers(error):
+                leaks.append(what)
+    return CheckResult(
+        "error messages", not leaks, float(len(leaks)), 0.0,
+        f"errors that quote a planted private value, of {len(calls)} bad inputs"
+        + (f": {', '.join(leaks)}" if leaks else ""),
+    )
+
+
 def _rounding_formats():
     """The input formats of check_rounding: NumPy, CSR and, where installed, PyTorch."""
     formats = {"dense": lambda X: X, "csr": sp.csr_matrix}
@@ -598,7 +764,13 @@ def check_error_outcomes(estimator):
 
 
 def audit_implementation(estimator, X=None, y=None):
-    """Run every implementation check on a configured estimator.
+    """Run the implementation checks on a configured estimator.
+
+    The checks are :func:`check_clipping`, :func:`check_seed_replay`,
+    :func:`check_clone_independence`, :func:`check_row_count`,
+    :func:`check_overflow_row`, :func:`check_rounding`,
+    :func:`check_error_outcomes`, :func:`check_ledger_continuity` and
+    :func:`check_error_messages`.
 
     Parameters
     ----------
@@ -631,5 +803,7 @@ def audit_implementation(estimator, X=None, y=None):
         check_overflow_row(estimator),
         check_rounding(estimator),
         check_error_outcomes(estimator),
+        check_ledger_continuity(estimator, X, y),
+        check_error_messages(estimator),
     )
     return ImplementationAudit(type(estimator).__name__, checks)

@@ -52,7 +52,9 @@ from ._sgd import (
     train_dp_lssgd,
 )
 from ._streaming import Series, compose_events, series_epsilon
-from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters, warn_once
+from ._validation import (
+    Interval, Options, PrivacyLeakWarning, validate_hiding_values, validate_parameters, warn_once,
+)
 from ._weights import row_weights
 
 __all__ = ["BaseDPLSSGD", "MECHANISMS", "fill_parameter_docs"]
@@ -1096,8 +1098,11 @@ class BaseDPLSSGD(BaseEstimator):
         # neighbour of every one-row data set: it trains (noise only) rather
         # than raising, or one row would decide whether a model is released.
         min_rows = 0 if self._row_count_is_private() else 1
+        # Validation errors name the problem, never a value (values are private).
         if namespace is None:
-            X, y = validate_data(
+            X, y = validate_hiding_values(
+                {"X": X, "y": y},
+                validate_data,
                 self,
                 X,
                 y,
@@ -1113,9 +1118,11 @@ class BaseDPLSSGD(BaseEstimator):
             # The targets are encoded on the host (labels, bounds), whatever
             # their namespace; X keeps its namespace, device and float dtype.
             xp = namespace[0]
-            X, y = validate_data(self, without_autograd(X), to_numpy(without_autograd(y)),
-                                 accept_sparse=False, dtype=[xp.float64, xp.float32],
-                                 y_numeric=self._y_numeric, ensure_min_samples=min_rows)
+            X, y = validate_hiding_values(
+                {"X": X, "y": y}, validate_data, self, without_autograd(X),
+                to_numpy(without_autograd(y)), accept_sparse=False,
+                dtype=[xp.float64, xp.float32], y_numeric=self._y_numeric,
+                ensure_min_samples=min_rows)
         if sp.issparse(X):
             # Duplicate entries summed into a copy: the clip's row norms are
             # taken over stored entries (see _sparse).
@@ -1135,13 +1142,15 @@ class BaseDPLSSGD(BaseEstimator):
         n_samples = X.shape[0]
         if output:
             return self._fit_output_perturbation(
-                X, y_encoded, n_outputs, self._row_weights(sample_weight, y))
+                X, y_encoded, n_outputs, validate_hiding_values(
+                    {"sample_weight": sample_weight}, self._row_weights, sample_weight, y))
         if plan is None or n_rows != n_samples:
             plan = self._plan_release(n_samples, series, partial)
         mechanism, calibration, sample_rate, n_steps, rng = plan[:5]
         eta0 = self._resolve_step(plan, X.shape[1], series, partial)
         self._warn_before_training(calibration.delta, n_samples)
-        weights = self._row_weights(sample_weight, y)
+        weights = validate_hiding_values(
+            {"sample_weight": sample_weight}, self._row_weights, sample_weight, y)
         # The rows' norms, once, for the warning and the clip (NumPy path).
         row_norms = None if namespace is not None else row_norms_of(X, self._n_threads())
         self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs, row_norms)
@@ -1320,12 +1329,13 @@ class BaseDPLSSGD(BaseEstimator):
         check_fitted_namespace(self, X, method)
         namespace = array_api_namespace(X)
         if namespace is not None:
-            X = validate_data(self, X, accept_sparse=False,
-                              dtype=[namespace[0].float64, namespace[0].float32], reset=False)
+            X = validate_hiding_values(
+                {"X": X}, validate_data, self, X, accept_sparse=False,
+                dtype=[namespace[0].float64, namespace[0].float32], reset=False)
             return decision_values(namespace[0], X, self.coef_, self.intercept_)
-        X = validate_data(
-            self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
-            reset=False,
+        X = validate_hiding_values(
+            {"X": X}, validate_data, self, X, accept_sparse=("csr", "csc"),
+            dtype=[np.float64, np.float32], reset=False,
         )
         coef = np.atleast_2d(self.coef_)
         with np.errstate(over="ignore", invalid="ignore"):

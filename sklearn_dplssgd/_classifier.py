@@ -13,7 +13,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from ._array_api import array_api_namespace, class_labels, class_probabilities, copy_params
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES, LOSSES
-from ._validation import Options, PrivacyLeakWarning, warn_once
+from ._validation import (
+    VALUES_NOT_SHOWN, Options, PrivacyLeakWarning, score_hiding_values, validate_hiding_values,
+    warn_once,
+)
 from ._weights import check_class_weight, class_weight_table, row_weights
 
 __all__ = ["DPLSSGDClassifier"]
@@ -252,7 +255,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return row_weights(sample_weight, len(y), float(self.max_sample_weight), table, index)
 
     def _encode_targets(self, y, classes=None):
-        check_classification_targets(y)
+        validate_hiding_values({"y": y}, check_classification_targets, y)
         if classes is None:
             classes = self.classes
         if classes is None:
@@ -275,9 +278,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             if unknown.any():
                 # Neither the labels nor their number: both are private data.
                 raise ValueError(
-                    "y contains labels that are not in classes (their values are "
-                    "not shown: they come from the private training data)."
-                )
+                    f"y contains labels that are not in classes ({VALUES_NOT_SHOWN}).")
         self.classes_ = classes
         indices = np.searchsorted(classes, y).astype(np.float64)
         if len(classes) > 2:
@@ -463,6 +464,29 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         if margins.shape[1] == 1:
             return np.column_stack([log_expit(-margins[:, 0]), log_expit(margins[:, 0])])
         return log_softmax(margins, axis=1)
+
+    def score(self, X, y, sample_weight=None):
+        """Return the mean accuracy on ``(X, y)``.
+
+        scikit-learn's ``ClassifierMixin.score``, whose errors about the
+        inputs quote no value of them.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test samples.
+        y : array-like of shape (n_samples,)
+            True labels for ``X``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            Mean accuracy of ``self.predict(X)`` with respect to ``y``.
+        """
+        _check_label_values(y)  # as in fit: mixed or missing labels, said clearly
+        return score_hiding_values(super().score, X, y, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,6 +7,12 @@ estimator's state is lost or duplicated (diffprivlib's accountant is, inside
 and whose records live in a file it owns: a pickled ledger in a worker
 process appends to the same file, so the parent sees every fit.
 
+The records file is the ledger's memory, so a ledger whose file is missing
+fails closed: only the constructor creates a records file, and a ledger (or a
+pickled copy in a worker process on a host that does not share the file)
+that cannot find it raises ``FileNotFoundError`` naming it, rather than
+starting again from zero.
+
 A fit charges the ledger before it reads any row: the mechanism depends only
 on public quantities, so its event, and the composed total with it, are
 known in advance, and a fit that would exceed ``max_epsilon`` is refused
@@ -65,6 +71,15 @@ class PrivacyLedger:
         File holding the records. None creates a new temporary file (kept
         until :meth:`close` is called). Give a path to keep a ledger across
         processes and sessions; an existing file's records are kept.
+    create : bool, default=True
+        Whether the constructor may create the records file at ``path`` when
+        there is none (a new ledger). False reopens an existing ledger: a
+        missing file raises ``FileNotFoundError`` instead of starting a new,
+        empty one (use it where a path on a shared file system may not be
+        mounted). Only the constructor creates a file: once constructed, a
+        ledger, its clones and its pickled copies raise
+        ``FileNotFoundError`` on their next charge or read if the file has
+        gone, so a fit is never charged to a ledger that forgot the past.
 
     Attributes
     ----------
@@ -73,6 +88,13 @@ class PrivacyLedger:
 
     Notes
     -----
+    The ledger covers the processes that share its records file: those on
+    one machine, or on several that mount it from one shared file system
+    (with working ``flock`` locks). A worker that cannot see the file fails
+    closed. It is the user's bookkeeping of what was released, not a
+    guarantee across hosts that do not share it: fits on the same rows
+    elsewhere, with another ledger or none, are not counted.
+
     Fits on subsets of the rows (cross-validation folds) are recorded as if
     each saw every row: sequential composition, a valid upper bound. A fit
     refused by the cap records nothing; a fit that fails after its charge
@@ -91,7 +113,8 @@ class PrivacyLedger:
     (3, True)
     """
 
-    def __init__(self, max_epsilon=None, delta=1e-5, neighboring="replace_one", path=None):
+    def __init__(self, max_epsilon=None, delta=1e-5, neighboring="replace_one", path=None,
+                 create=True):
         if max_epsilon is not None and not (
                 isinstance(max_epsilon, (int, float)) and max_epsilon > 0):
             raise ValueError(f"max_epsilon must be None or a positive number; got {max_epsilon!r}.")
@@ -100,14 +123,21 @@ class PrivacyLedger:
         if neighboring not in NEIGHBORING_RELATIONS:
             raise ValueError(
                 f"neighboring must be one of {NEIGHBORING_RELATIONS}; got {neighboring!r}.")
+        if not isinstance(create, bool):
+            raise TypeError(f"create must be True or False; got {create!r}.")
         self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
         self.delta = delta
         self.neighboring = neighboring
         if path is None:
             handle, path = tempfile.mkstemp(prefix="dplssgd-ledger-", suffix=".records")
             os.close(handle)
-        else:
+        elif create:
             open(path, "ab").close()
+        elif not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"No ledger records file at {os.path.abspath(path)!r}, and create=False: "
+                "there is no ledger to reopen there. Check the path (is the shared file "
+                "system mounted?), or pass create=True to start a new, empty ledger.")
         self.path = os.path.abspath(path)
 
     # clone() deep-copies parameters: the ledger must stay one ledger.
@@ -121,9 +151,25 @@ class PrivacyLedger:
         cap = "" if self.max_epsilon is None else f"max_epsilon={self.max_epsilon:g}, "
         return f"PrivacyLedger({cap}delta={self.delta:g}, neighboring={self.neighboring!r})"
 
+    def _missing_records(self):
+        return FileNotFoundError(
+            f"This PrivacyLedger's records file {self.path!r} is missing (deleted, closed, "
+            "or not shared with this process's host). Without it the ledger cannot know "
+            "what was already spent, so it refuses to charge or report rather than start "
+            "again from zero. Restore the file or run where it is visible; to start a new "
+            "ledger deliberately, construct PrivacyLedger(path=...).")
+
     @contextlib.contextmanager
     def _locked(self):
-        with open(self.path, "a+b") as handle:
+        # "r+b" opens only an existing file: appending mode would create an
+        # empty one and the ledger would silently restart from zero.
+        try:
+            handle = open(self.path, "r+b")
+        except FileNotFoundError:
+            handle = None
+        if handle is None:
+            raise self._missing_records()  # outside the handler: no chained OS error
+        with handle:
             if fcntl is not None:
                 fcntl.flock(handle, fcntl.LOCK_EX)
             try:
@@ -206,6 +252,10 @@ class PrivacyLedger:
             handle.flush()
 
     def close(self):
-        """Delete the records file (the ledger is empty afterwards)."""
+        """Delete the records file.
+
+        The ledger cannot be charged or read afterwards (it raises
+        ``FileNotFoundError``): construct a new one to start again.
+        """
         with contextlib.suppress(FileNotFoundError):
             os.remove(self.path)

@@ -9,7 +9,7 @@ from sklearn.utils.metaestimators import available_if
 from ._array_api import copy_params
 from ._base import BaseDPLSSGD, fill_parameter_docs
 from ._losses import REGRESSION_LOSSES
-from ._validation import Interval, Options
+from ._validation import Interval, Options, score_hiding_values
 
 __all__ = ["DPLSSGDRegressor"]
 
@@ -285,6 +285,28 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
             Predicted targets.
         """
         return self._decision_values(X, "predict")[:, 0]
+
+    def score(self, X, y, sample_weight=None):
+        """Return the coefficient of determination R^2 on ``(X, y)``.
+
+        scikit-learn's ``RegressorMixin.score``, whose errors about the
+        inputs quote no value of them.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test samples.
+        y : array-like of shape (n_samples,)
+            True targets for ``X``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            R^2 of ``self.predict(X)`` with respect to ``y``.
+        """
+        return score_hiding_values(super().score, X, y, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._validation import Options, validate_parameters
+from ._validation import Options, validate_hiding_values, validate_parameters
 
 __all__ = ["BoundedScaler"]
 
@@ -176,7 +176,8 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # n_features_in_ and feature_names_in_: the shape and the column
         # names, which are public. Nothing below looks at the values of X, so
         # the fit costs no privacy.
-        X = validate_data(self, X, accept_sparse=False, dtype=[np.float64, np.float32])
+        X = validate_hiding_values({"X": X}, validate_data, self, X, accept_sparse=False,
+                                   dtype=[np.float64, np.float32])
         n_features = self.n_features_in_
         for name, bounds in (("lower", lower), ("upper", upper)):
             if bounds.ndim == 1 and bounds.shape[0] != n_features:
@@ -227,8 +228,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         if sp.issparse(X):
             raise _sparse_error("transform")
-        X = validate_data(
-            self, X, accept_sparse=False, dtype=[np.float64, np.float32], reset=False
+        X = validate_hiding_values(
+            {"X": X}, validate_data, self, X, accept_sparse=False,
+            dtype=[np.float64, np.float32], reset=False,
         )
         center, half = self._center_half_width()
         out = X.astype(np.float64, copy=True)  # a new array: X is never written to
@@ -261,7 +263,8 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         if sp.issparse(X):
             raise _sparse_error("inverse_transform")
-        X = check_array(X, accept_sparse=False, dtype=[np.float64, np.float32])
+        X = validate_hiding_values({"X": X}, check_array, X, accept_sparse=False,
+                                   dtype=[np.float64, np.float32])
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but BoundedScaler is expecting "

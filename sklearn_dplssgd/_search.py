@@ -220,7 +220,8 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
     ledger : PrivacyLedger or None, default=None
         Charged once with the search's ``dp_event_`` before any row is read
         (the trials are not charged one by one). None uses the estimator's
-        ``ledger`` if it has one.
+        ``ledger`` if it has one. The best model keeps it as its ``ledger``:
+        a later ``partial_fit`` or warm start of it is charged there too.
     verbose : int, default=0
         Print, for the person holding the data, one line per trial (its
         parameters, noisy score and time). This is not released by the
@@ -231,7 +232,8 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
     best_estimator_ : estimator
         The best trial's fitted model (trained on that trial's training rows
         only: there is no refit on all rows, which would spend more budget).
-        Its ``epsilon_``, ``delta_`` and ``dp_event_`` are the search's.
+        Its ``epsilon_``, ``delta_`` and ``dp_event_`` are the search's, and
+        its ``ledger`` is the search's ledger.
     best_params_ : dict
         The best trial's candidate.
     best_score_ : float
@@ -563,8 +565,12 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         best_final.epsilon_ = self.epsilon_
         best_final.delta_ = self.delta_
         best_final.dp_event_ = self.dp_event_
-        # A partial_fit or warm start continuing this model composes with it.
+        # A partial_fit or warm start continuing this model composes with it,
+        # and is charged to the search's ledger (the trials ran without one,
+        # the search having charged them all at once): a released model left
+        # without the ledger could be trained on the same rows uncounted.
         best_final.dp_events_ = [self.dp_event_]
+        best_final.ledger = ledger
         self.best_estimator_ = best
         self.best_params_ = best_params
         self.best_score_ = float(best_score)

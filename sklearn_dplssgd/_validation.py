@@ -1,20 +1,169 @@
-"""Validation of hyperparameters against declared constraints.
+"""Validation of hyperparameters against declared constraints, and of inputs.
 
 scikit-learn's own constraint machinery lives in a private module, so the
 estimators declare ``_parameter_constraints`` with the two small classes
 below and :func:`validate_parameters` checks them at the start of ``fit``.
 A wrong type raises ``TypeError``, a value out of range raises
 ``ValueError``; both messages name the parameter and the estimator.
+
+Data inputs (X, y, sample_weight) are validated by scikit-learn and NumPy,
+whose errors can quote the data (``could not convert string to float:
+'<the cell>'``, a 1-D X printed whole): every public method validates them
+through :func:`validate_hiding_values`, which raises the same kind of error
+without any value.
 """
 
 import math
 import numbers
+import re
 import sys
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_array
 
-__all__ = ["Interval", "Options", "validate_parameters", "PrivacyLeakWarning", "warn_once"]
+__all__ = ["Interval", "Options", "validate_parameters", "PrivacyLeakWarning", "warn_once",
+           "validate_hiding_values", "score_hiding_values"]
+
+# The one wording of every error about private data (the label error included).
+VALUES_NOT_SHOWN = "values are not shown: they are private"
+_RESHAPE_ADVICE = (
+    "Reshape your data either using array.reshape(-1, 1) if your data has a single "
+    "feature or array.reshape(1, -1) if it contains a single sample")
+
+
+def _cannot_be_float(value):
+    if value is None or sp.issparse(value):
+        return False  # sparse matrices are numeric
+    try:
+        np.asarray(value, dtype=np.float64)
+    except (ValueError, TypeError):
+        return True
+    return False
+
+
+def _is_complex(value):
+    try:
+        return value is not None and np.iscomplexobj(value)
+    except (ValueError, TypeError):
+        return False
+
+
+def _is_not_array_like(value):
+    return isinstance(value, str) or not (
+        hasattr(value, "__len__") or hasattr(value, "__array__") or hasattr(value, "shape"))
+
+
+def _culprit(inputs, test):
+    """The name of the first input that fails ``test``, or all the names."""
+    for name, value in inputs.items():
+        if test(value):
+            return name
+    return " or ".join(inputs)
+
+
+def _public_shape(value):
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        try:
+            shape = (len(value),)
+        except TypeError:
+            shape = ()
+    return tuple(int(length) for length in shape)
+
+
+# scikit-learn's and NumPy's validation messages that quote the data, each
+# with the message that replaces it (the problem and the input's name, at
+# most its shape). Their other messages (NaN or infinite values, shapes,
+# feature counts and names, types) quote no value and are kept.
+def _without_values(message, inputs):
+    first = next(iter(inputs))
+    if re.search(r"could not convert|invalid literal for", message):
+        name = _culprit(inputs, _cannot_be_float)
+        return (f"{name} contains a value that cannot be converted to a float "
+                f"({VALUES_NOT_SHOWN}).")
+    if message.startswith("Expected 2D array, got 1D array instead"):
+        return (f"Expected a 2-D array for {first}, got a 1-D array of shape "
+                f"{_public_shape(inputs[first])}. {_RESHAPE_ADVICE} ({VALUES_NOT_SHOWN}).")
+    if message.startswith("Expected 2D array, got scalar array instead"):
+        return (f"Expected a 2-D array for {first}, got a scalar. {_RESHAPE_ADVICE} "
+                f"({VALUES_NOT_SHOWN}).")
+    if message.startswith("Complex data not supported"):
+        name = _culprit(inputs, _is_complex)
+        return f"Complex data not supported: {name} is complex ({VALUES_NOT_SHOWN})."
+    if message.startswith("Unknown label type") and not re.match(
+            r"Unknown label type: [\w-]+\. ", message):
+        # "Unknown label type: continuous. Maybe ..." names a kind; the other
+        # forms print the labels.
+        return f"Unknown label type for y ({VALUES_NOT_SHOWN})."
+    mixed = re.match(r"Mix of label input types \(([\w ]+)\)", message)
+    if mixed:
+        return f"Mix of label input types ({mixed.group(1)}) ({VALUES_NOT_SHOWN})."
+    if message.startswith("Expected array-like (array or non-string sequence)"):
+        name = _culprit(inputs, _is_not_array_like)
+        kind = type(inputs[name]).__name__ if name in inputs else "another type"
+        return (f"Expected an array-like (array or non-string sequence) for {name}; got "
+                f"{kind} ({VALUES_NOT_SHOWN}).")
+    return message
+
+
+def validate_hiding_values(inputs, check, *args, **kwargs):
+    """Call the validation ``check(*args, **kwargs)``; its errors quote no data.
+
+    A ``ValueError`` or ``TypeError`` that ``check`` raises is raised again
+    as the same type with a message that names the problem and the input
+    but quotes no value of it (shapes and dtypes, which are public, may
+    stay), and with no chained exception (``__cause__`` and ``__context__``
+    are None) and no other argument that could carry a value.
+
+    Parameters
+    ----------
+    inputs : dict
+        The data given to ``check``, by the name the user knows it by
+        (``{"X": X, "y": y}``), first the one that must be 2-D: used to say
+        which input is at fault and to report its shape.
+    check : callable
+        ``validate_data``, ``check_array`` or another function that
+        validates the inputs.
+    *args, **kwargs
+        Passed to ``check``.
+
+    Returns
+    -------
+    The return value of ``check``.
+    """
+    try:
+        return check(*args, **kwargs)
+    except (ValueError, TypeError) as error:
+        message = _without_values(str(error), inputs)
+        kind = type(error)
+        traceback = error.__traceback__
+    try:
+        replacement = kind(message)
+        if replacement.args != (message,):
+            raise TypeError
+    except Exception:
+        # A class that keeps other arguments: its plain base instead.
+        replacement = (ValueError if issubclass(kind, ValueError) else TypeError)(message)
+    # Raised outside the handler, so that the original (with the values) is
+    # not attached as __context__; the traceback still shows where it failed.
+    raise replacement.with_traceback(traceback)
+
+
+def score_hiding_values(score, X, y, sample_weight=None):
+    """Call scikit-learn's ``score(X, y, sample_weight)``; its errors quote no data.
+
+    ``sample_weight`` is validated as numbers first (scikit-learn's metrics
+    would fail on it with an unclear arithmetic error), then the call goes
+    through :func:`validate_hiding_values`.
+    """
+    inputs = {"X": X, "y": y, "sample_weight": sample_weight}
+    if sample_weight is not None and not isinstance(sample_weight, numbers.Real):
+        sample_weight = validate_hiding_values(
+            inputs, check_array, sample_weight, ensure_2d=False, dtype=np.float64,
+            input_name="sample_weight")
+    return validate_hiding_values(inputs, score, X, y, sample_weight=sample_weight)
 
 
 class PrivacyLeakWarning(UserWarning):

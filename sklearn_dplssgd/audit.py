@@ -64,13 +64,23 @@ Implementation checks
 ---------------------
 Some bugs make a claim false in ways a statistical audit of final models
 would need enormous numbers of runs to see. :func:`audit_implementation`
-runs direct checks, each aimed at one class of such bugs: clipping at the
-edges of floating point, a published model replaying its own noise, clones
-sharing noise, a mechanism that depends on the private row count, an error
-that depends on one extreme row, a coefficient rounded past the clip after
-the clip decision, and errors decided by one row on neighbouring data sets
-inside the declared domain. Seeds of the runs are
-drawn from ``random_state``; the estimator's own seed is replaced per run.
+runs direct checks, each aimed at one class of such bugs:
+
+* clipping at the edges of floating point (:func:`check_clipping`);
+* a published model replaying its own noise (:func:`check_seed_replay`);
+* clones sharing noise (:func:`check_clone_independence`);
+* a mechanism that depends on the private row count (:func:`check_row_count`);
+* an error that depends on one row (:func:`check_overflow_row`);
+* a released model continued outside its ledger, or a ledger that forgets
+  its records (:func:`check_ledger_continuity`);
+* an error message that quotes private values (:func:`check_error_messages`);
+* a coefficient rounded past the clip after the clip decision
+  (:func:`check_rounding`);
+* errors decided by one row on neighbouring data sets inside the declared
+  domain (:func:`check_error_outcomes`).
+
+Seeds of the runs are drawn from ``random_state``; the estimator's own seed
+is replaced per run.
 
 Examples
 --------

@@ -5,9 +5,13 @@ Each broken variant reproduces, by substituting one piece of the library,
 a bug an attack review found in an earlier version (issue "five ways the
 printed guarantee is false"): float32 row norms that underflow, noise seeded
 from the published ``random_state``, a row count that decides the
-mechanism, and margins that overflow in float32; and, from a later review,
-coefficients rounded after the clip decision and errors that one row decides.
+mechanism, and margins that overflow in float32; and (issue "soundness,
+round 3") a search's best model released without its ledger, a ledger that
+restarts from zero when its records file is missing, and validation errors
+that quote the data.
 """
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -15,15 +19,18 @@ import pytest
 import sklearn_dplssgd._base as base_module
 import sklearn_dplssgd._classifier as classifier_module
 import sklearn_dplssgd._sgd as sgd_module
+import sklearn_dplssgd._validation as validation_module
 import sklearn_dplssgd._weights as weights_module
-from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, DPRandomizedSearch, PrivacyLedger
 from sklearn_dplssgd._base import BaseDPLSSGD
 from sklearn_dplssgd.audit import (
     CheckResult,
     audit_implementation,
     check_clipping,
     check_clone_independence,
+    check_error_messages,
     check_error_outcomes,
+    check_ledger_continuity,
     check_overflow_row,
     check_rounding,
     check_row_count,
@@ -44,10 +51,9 @@ def test_every_check_passes_on_the_estimators(estimator):
     assert result.passed, str(result)
     assert [check.name for check in result.checks] == [
         "clipping", "seed replay", "clone independence", "row count", "overflow row",
-        "rounding", "error outcomes"]
+        "rounding", "error outcomes", "ledger continuity", "error messages"]
     assert all(isinstance(check, CheckResult) for check in result.checks)
     assert "passed" in str(result)
-
 
 def test_clipping_check_catches_underflowing_float32_norms(monkeypatch):
     # The bug: float32 squares of tiny entries underflowed, so a row's norm
@@ -138,6 +144,79 @@ def test_audit_implementation_refuses_other_estimators():
 
     with pytest.raises(TypeError, match="audit_implementation"):
         audit_implementation(SGDClassifier())
+
+
+def test_ledger_check_catches_a_search_that_releases_its_best_model_without_the_ledger(
+        monkeypatch):
+    # The bug: the best model kept the trials' ledger=None.
+    real_fit = DPRandomizedSearch.fit
+
+    def fit_dropping_the_ledger(self, X, y):
+        real_fit(self, X, y)
+        self.best_estimator_.ledger = None
+        return self
+
+    monkeypatch.setattr(DPRandomizedSearch, "fit", fit_dropping_the_ledger)
+    result = check_ledger_continuity(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
+    assert not result.passed and result.measured == 1
+    assert "continuing the search's best model charged 0 times" in result.detail
+
+
+def test_ledger_check_catches_a_ledger_that_restarts_when_its_file_is_missing(monkeypatch):
+    # The bug: records opened in append mode, which creates an empty file.
+    @contextlib.contextmanager
+    def appending(self):
+        with open(self.path, "a+b") as handle:
+            yield handle
+
+    monkeypatch.setattr(PrivacyLedger, "_locked", appending)
+    result = check_ledger_continuity(DPLSSGDRegressor(max_iter=2, mechanism="output",
+                                                      loss="huber"))
+    assert not result.passed and result.measured == 2
+    assert "accepted a charge" in result.detail and "recreated" in result.detail
+
+
+def test_ledger_check_catches_an_uncharged_continuation(monkeypatch):
+    # A fitted model whose partial_fit skips the ledger (charges only in fit).
+    real_plan = BaseDPLSSGD._plan_release
+
+    def plan_charging_fits_only(self, n_samples, series=None, partial=False):
+        if not partial:
+            return real_plan(self, n_samples, series, partial)
+        ledger, self.ledger = self.ledger, None
+        try:
+            return real_plan(self, n_samples, series, partial)
+        finally:
+            self.ledger = ledger
+
+    monkeypatch.setattr(BaseDPLSSGD, "_plan_release", plan_charging_fits_only)
+    result = check_ledger_continuity(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
+    assert not result.passed and result.measured == 2
+    assert "continuing a fitted model charged 0 times" in result.detail
+
+
+@pytest.mark.parametrize("estimator", [DPLSSGDClassifier(classes=[0, 1], max_iter=2),
+                                       DPLSSGDRegressor(max_iter=2)])
+def test_message_check_catches_validation_errors_that_quote_the_data(monkeypatch, estimator):
+    # The bug: scikit-learn's and NumPy's messages passed through as they are.
+    monkeypatch.setattr(validation_module, "_without_values", lambda message, inputs: message)
+    result = check_error_messages(estimator)
+    assert not result.passed
+    assert "fit, string cell" in result.detail and "predict, 1-D X" in result.detail
+    assert "fit, string sample_weight" in result.detail
+
+
+def test_message_check_catches_errors_chained_to_the_original(monkeypatch):
+    # Rewritten messages, but the original error (with the cell) attached.
+    def chaining(inputs, check, *args, **kwargs):
+        try:
+            return check(*args, **kwargs)
+        except ValueError as error:
+            raise ValueError("X is invalid (values are not shown)") from error
+
+    monkeypatch.setattr(base_module, "validate_hiding_values", chaining)
+    result = check_error_messages(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
+    assert not result.passed and "predict, string cell" in result.detail
 
 
 def test_rounding_check_catches_a_coefficient_rounded_after_the_clip(monkeypatch):

@@ -1070,6 +1070,124 @@ def test_predict_refuses_hostile_input(cls):
 
 
 # --------------------------------------------------------------------------
+# 9b. Errors quote no private value
+# --------------------------------------------------------------------------
+
+SECRET_CELL = "SECRET-123"
+SECRET_NUMBER = 987654.321
+# How the markers read in any message: the string, or the number in any of
+# NumPy's and Python's renderings (987654.321, 9.87654321e+05, ...).
+SECRET_TRACES = ("SECRET", "98765", "9.8765")
+
+
+def _exception_chain(exc):
+    seen = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+    return seen
+
+
+def _assert_quotes_no_secret(exc):
+    assert isinstance(exc, (ValueError, TypeError)), repr(type(exc))
+    for link in _exception_chain(exc):
+        for text in (str(link), repr(link.args), repr(getattr(link, "__notes__", ""))):
+            assert not any(trace in text for trace in SECRET_TRACES), (
+                f"{type(link).__name__} quotes a private value: {text[:200]}")
+
+
+def _bad_tables():
+    X = np.random.default_rng(3).normal(size=(12, 3))
+    strings = X.astype(object)
+    strings[4, 1] = SECRET_CELL
+    complex_X = X.astype(complex)
+    complex_X[2, 2] = SECRET_NUMBER + 1j
+    one_d = np.array([SECRET_NUMBER, 1.0, 2.0])
+    return {
+        "string cell": strings,
+        "string cell, list": strings.tolist(),
+        "string cell, DataFrame": pd.DataFrame(strings, columns=["a", "b", "c"]),
+        "string cell, bytes": np.where(strings == SECRET_CELL, SECRET_CELL.encode(), strings),
+        "1-D": one_d,
+        "1-D list": one_d.tolist(),
+        "scalar": SECRET_NUMBER,
+        "complex": complex_X,
+        "complex CSR": sp.csr_matrix(complex_X),
+    }
+
+
+def _fitted(cls):
+    X = np.random.default_rng(3).normal(size=(12, 3))
+    if cls is DPLSSGDClassifier:
+        return cls(classes=[0, 1], max_iter=1).fit(X, np.arange(12) % 2), np.arange(12) % 2
+    return cls(max_iter=1).fit(X, X[:, 0]), X[:, 0]
+
+
+@pytest.mark.parametrize("kind", list(_bad_tables()))
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_errors_on_bad_X_quote_no_value(cls, kind):
+    bad = _bad_tables()[kind]
+    model, y = _fitted(cls)
+    n_rows = len(bad) if np.ndim(bad) and not sp.issparse(bad) else 12
+    y = y[:n_rows] if n_rows <= len(y) else y
+    calls = {
+        "fit": lambda: clone(model).fit(bad, y),
+        "partial_fit": lambda: model.partial_fit(bad, y),
+        "predict": lambda: model.predict(bad),
+        "score": lambda: model.score(bad, y),
+    }
+    if cls is DPLSSGDClassifier:
+        calls.update(predict_proba=lambda: model.predict_proba(bad),
+                     predict_log_proba=lambda: model.predict_log_proba(bad),
+                     decision_function=lambda: model.decision_function(bad))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for method, call in calls.items():
+            with pytest.raises((ValueError, TypeError)) as info:
+                call()
+            _assert_quotes_no_secret(info.value)
+            if kind.startswith("string"):
+                assert "cannot be converted to a float" in str(info.value), method
+                assert "values are not shown" in str(info.value), method
+            if kind.startswith("1-D"):
+                assert re.search(r"for X, got a 1-D array of shape \(3,\)", str(info.value))
+                assert "Reshape your data" in str(info.value)  # scikit-learn's advice
+
+
+def test_errors_on_bad_y_and_weights_quote_no_value():
+    X = np.random.default_rng(3).normal(size=(12, 3))
+    labels = (np.arange(12) % 2).astype(object)
+    labels[5] = SECRET_CELL
+    weights = np.ones(12, dtype=object)
+    weights[7] = SECRET_CELL
+    classifier, _ = _fitted(DPLSSGDClassifier)
+    regressor, targets = _fitted(DPLSSGDRegressor)
+    calls = {
+        "regressor fit, string target": lambda: clone(regressor).fit(X, labels),
+        "regressor partial_fit, string target": lambda: regressor.partial_fit(X, labels),
+        "regressor score, string target": lambda: regressor.score(X, labels),
+        "classifier score, string label": lambda: classifier.score(X, labels),
+        "classifier fit, unknown label": lambda: DPLSSGDClassifier(
+            classes=[0, 1], max_iter=1).fit(X, np.where(labels == SECRET_CELL, 98765, 0)),
+        "classifier fit, string weight": lambda: clone(classifier).fit(
+            X, np.arange(12) % 2, sample_weight=weights),
+        "regressor partial_fit, string weight": lambda: regressor.partial_fit(
+            X, targets, sample_weight=weights),
+        "classifier score, string weight": lambda: classifier.score(
+            X, np.arange(12) % 2, sample_weight=weights),
+        "classifier fit, y a string": lambda: DPLSSGDClassifier(max_iter=1).fit(
+            X, SECRET_CELL * 12),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for what, call in calls.items():
+            with pytest.raises((ValueError, TypeError)) as info:
+                call()
+            _assert_quotes_no_secret(info.value)
+            assert re.search(r"\by\b|sample_weight|label", str(info.value)), what
+
+
+# --------------------------------------------------------------------------
 # 10. No mutation, reproducibility
 # --------------------------------------------------------------------------
 

@@ -117,3 +117,41 @@ def test_estimators_refuse_a_non_ledger(data):
     X, y = data
     with pytest.raises((TypeError, ValueError), match="ledger"):
         DPLSSGDClassifier(classes=[0, 1], ledger={"eps": 1}).fit(X, y)
+
+
+def test_a_ledger_whose_records_file_is_missing_fails_closed(data, tmp_path):
+    X, y = data
+    path = tmp_path / "gone.records"
+    ledger = PrivacyLedger(path=str(path))
+    clf = DPLSSGDClassifier(classes=[0, 1], max_iter=2, ledger=ledger).fit(X, y)
+    # A worker on a host that does not share the file gets a pickled copy.
+    worker_copy = pickle.loads(pickle.dumps(clone(clf)))
+    path.unlink()
+    for attempt in (lambda: worker_copy.fit(X, y), lambda: clf.partial_fit(X, y),
+                    lambda: ledger.records, ledger.epsilon, lambda: ledger.dp_event):
+        with pytest.raises(FileNotFoundError, match="gone.records") as caught:
+            attempt()
+        assert "missing" in str(caught.value) and caught.value.__context__ is None
+    assert not path.exists()  # nothing recreated an empty ledger
+
+
+def test_a_closed_ledger_refuses_further_charges(data, tmp_path):
+    X, y = data
+    ledger = PrivacyLedger(path=str(tmp_path / "closed"))
+    ledger.close()
+    with pytest.raises(FileNotFoundError, match="closed"):
+        DPLSSGDRegressor(max_iter=2, ledger=ledger).fit(X, X[:, 0])
+
+
+def test_reopening_needs_the_file_unless_creation_is_asked_for(data, tmp_path):
+    X, y = data
+    path = str(tmp_path / "shared.records")
+    with pytest.raises(FileNotFoundError, match="shared.records"):
+        PrivacyLedger(path=path, create=False)
+    first = PrivacyLedger(path=path)  # create=True: a new, empty ledger
+    DPLSSGDClassifier(classes=[0, 1], max_iter=2, ledger=first).fit(X, y)
+    reopened = PrivacyLedger(path=path, create=False)
+    assert len(reopened.records) == 1
+    assert reopened.epsilon() == first.epsilon()
+    with pytest.raises(TypeError, match="create"):
+        PrivacyLedger(path=path, create="yes")

@@ -231,6 +231,24 @@ def test_errors_never_show_data_or_bound_values(X):
     assert not re.search(r"98765", str(info.value))
 
 
+def test_validation_errors_quote_no_cell(X):
+    strings = X.astype(object)
+    strings[3, 2] = "SECRET-123"
+    fitted = BoundedScaler(lower=-10, upper=10).fit(X)
+    bad_inputs = {"string cell": strings, "DataFrame": pd.DataFrame(strings),
+                  "1-D": np.array([987654.321, 1.0, 2.0, 3.0])}
+    for kind, bad in bad_inputs.items():
+        for call in (BoundedScaler(lower=-10, upper=10).fit, fitted.transform,
+                     fitted.inverse_transform, BoundedScaler(lower=-10, upper=10).fit_transform):
+            with pytest.raises(ValueError) as info:
+                call(bad)
+            error = info.value
+            assert error.__cause__ is None and error.__context__ is None
+            for text in (str(error), repr(error.args)):
+                assert "SECRET" not in text and "98765" not in text and "9.8765" not in text
+            assert "values are not shown" in text, kind
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_X_is_refused(X, bad):
     scaler = BoundedScaler(-1.0, 1.0).fit(X)

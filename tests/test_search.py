@@ -230,6 +230,45 @@ def test_the_ledger_is_charged_once_before_the_data_is_read(data, tmp_path):
     assert len(ledger.records) == 1
 
 
+def test_the_released_model_keeps_the_ledger_of_the_search(data, tmp_path):
+    X, y = data
+    ledger = PrivacyLedger(path=str(tmp_path / "kept"))
+    search = _search_of(epsilon=1.0, ledger=ledger).fit(X, y)
+    best = search.best_estimator_
+    assert best.ledger is ledger
+    # Continuing the released model on the same rows is charged, once, with
+    # the continuation's own event (the search's stays one record).
+    best.partial_fit(X, y)
+    records = ledger.records
+    assert len(records) == 2 and records[0]["dp_event"] == search.dp_event_
+    assert records[1]["dp_event"] == best.dp_events_[-1]
+    assert ledger.epsilon() == pytest.approx(
+        PrivacyLedger(path=str(tmp_path / "kept"), create=False).epsilon())
+    best.set_params(warm_start=True).fit(X, y)
+    assert len(ledger.records) == 3
+
+
+def test_the_cap_refuses_a_continuation_of_the_released_model(data, tmp_path):
+    X, y = data
+    ledger = PrivacyLedger(max_epsilon=1.5, path=str(tmp_path / "capped"))
+    search = _search_of(epsilon=1.0).set_params(ledger=ledger).fit(X, y)
+    coef = search.best_estimator_.coef_.copy()
+    with pytest.raises(PrivacyBudgetExceededError, match="max_epsilon=1.5"):
+        search.best_estimator_.partial_fit(X, y)
+    assert [record["dp_event"] for record in ledger.records] == [search.dp_event_]
+    np.testing.assert_array_equal(search.best_estimator_.coef_, coef)
+
+
+def test_the_estimators_ledger_follows_the_released_model(data, tmp_path):
+    X, y = data
+    ledger = PrivacyLedger(path=str(tmp_path / "estimator"))
+    search = _search_of(epsilon=1.0)
+    search.estimator.set_params(ledger=ledger)
+    search.fit(X, y)
+    search.best_estimator_.partial_fit(X, y)
+    assert len(ledger.records) == 2
+
+
 def test_the_number_of_trials_is_not_pickled(data):
     X, y = data
     search = _search_of(epsilon=1.0).fit(X, y)
