@@ -55,6 +55,7 @@ def test_every_check_passes_on_the_estimators(estimator):
     assert all(isinstance(check, CheckResult) for check in result.checks)
     assert "passed" in str(result)
 
+
 def test_clipping_check_catches_underflowing_float32_norms(monkeypatch):
     # The bug: float32 squares of tiny entries underflowed, so a row's norm
     # came out about 19 times too small and its gradient escaped the clip.

@@ -276,10 +276,16 @@ def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, mo
 
 
 @pytest.mark.parametrize("magnitude", [1e200, 1.5e308])
-def test_rows_whose_outputs_could_overflow_are_refused(magnitude):
+def test_rows_whose_outputs_could_overflow_contribute_nothing(magnitude):
+    # Refusing them would let one such row decide whether a model is
+    # released; they are dropped instead, with a warning to the data holder:
+    # the fit is the noise-only fit of rows that all contribute nothing.
     X = np.full((10, 3), magnitude)
-    with pytest.raises(ValueError, match="Rescale the features"):
-        DPLSSGDRegressor(random_state=0, reproducible=True).fit(X, np.arange(10.0))
+    params = dict(random_state=0, reproducible=True, max_iter=2)
+    with pytest.warns(UserWarning, match="Rescale the features"):
+        long_rows = DPLSSGDRegressor(**params).fit(X, np.arange(10.0))
+    zero_rows = DPLSSGDRegressor(**params).fit(np.zeros((10, 3)), np.zeros(10))
+    np.testing.assert_array_equal(long_rows.coef_, zero_rows.coef_)
 
 
 # ------------------------------------------------------------ reproducibility
