@@ -489,12 +489,12 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
           is chosen between ``epsilon / 500`` and ``epsilon / 10000`` for
           about 1e-4 relative accuracy (see the module docstring) unless
           ``pld_discretization`` is given; ``z`` is within about 2e-4 of
-          the smallest ``z`` that interval certifies.  Cold call 0.03-0.12 s at
-          typical settings, about 0.25 s at 20 000 steps with
-          ``q`` ~ 0.0003 (0.6 s under add/remove).
+          the smallest ``z`` that interval certifies.  Cold call 0.04-0.15 s at
+          typical settings (0.4 s under add/remove), about 1.1 s at 20 000
+          steps with ``q`` ~ 0.0003 (1.5 s under add/remove).
         * ``"rdp"``: dp-accounting's RDP accountant, orders up to 1024 (dense
           above 64), improved conversion (Balle et al. 2020).  Cold call
-          ~0.1-0.3 s.
+          ~0.35-0.6 s.
         * ``"paper"``: the noise of Theorem 1 of the DP-LSSGD paper, see
           :func:`~sklearn_dplssgd._paper_bound.paper_noise_multiplier`
           (``variant="theorem1"``).
