@@ -121,7 +121,7 @@ def dp_classifier(n_classes, max_iter, n_jobs=None, sigma=SIGMA, epsilon=EPSILON
 
 def warm_calibration(n, batch_size, max_iter, epsilon=EPSILON):
     """Fill the calibration cache for a fit, so timings exclude it."""
-    from sklearn_dplssgd._accounting import calibrate_noise
+    from sklearn_dplssgd import calibrate_noise
     from sklearn_dplssgd._sgd import number_of_steps
 
     if math.isfinite(epsilon):
@@ -478,15 +478,18 @@ def calibration_times(reps, quick=False):
     Returns ({accountant: {(epsilon, q, T): seconds}}, cached seconds of the
     library default). The library's default adjacency (replace-one) throughout.
     """
-    from sklearn_dplssgd import _accounting
+    from sklearn_dplssgd import calibrate_noise
     from sklearn_dplssgd._sgd import number_of_steps
 
-    clear = _accounting.calibrate_noise.cache_clear  # every accounting cache
+    clear = calibrate_noise.cache_clear  # every accounting cache in memory
+    # Cold means cold: the disk cache is off while timing (the variable is
+    # read at every call).
+    saved = os.environ.get("SKLEARN_DPLSSGD_CACHE_DIR")
+    os.environ["SKLEARN_DPLSSGD_CACHE_DIR"] = ""
 
     # Warm the imports and dp-accounting's own first-call costs.
     for accountant in ACCOUNTANTS:
-        _accounting.calibrate_noise(3.0, DELTA, sample_rate=0.01, n_steps=100,
-                                    accountant=accountant)
+        calibrate_noise(3.0, DELTA, sample_rate=0.01, n_steps=100, accountant=accountant)
     settings = []
     for n, epochs, epsilon in ((60000, 20, 1.0), (60000, 50, 0.25), (8000, 30, 4.0),
                                (8000, 30, 0.25), (1000000, 5, 1.0)):
@@ -499,16 +502,20 @@ def calibration_times(reps, quick=False):
             times = []
             for _ in range(reps):
                 clear()
-                times.append(timed(lambda: _accounting.calibrate_noise(
+                times.append(timed(lambda: calibrate_noise(
                     epsilon, DELTA, sample_rate=q, n_steps=steps, accountant=accountant)))
             cold[accountant][(epsilon, q, steps)] = float(np.median(times))
     epsilon, q, steps = settings[0]
-    _accounting.calibrate_noise(epsilon, DELTA, sample_rate=q, n_steps=steps)
+    calibrate_noise(epsilon, DELTA, sample_rate=q, n_steps=steps)
     n_calls = 2000
     t0 = time.perf_counter()
     for _ in range(n_calls):
-        _accounting.calibrate_noise(epsilon, DELTA, sample_rate=q, n_steps=steps)
+        calibrate_noise(epsilon, DELTA, sample_rate=q, n_steps=steps)
     cached = (time.perf_counter() - t0) / n_calls
+    if saved is None:
+        del os.environ["SKLEARN_DPLSSGD_CACHE_DIR"]
+    else:
+        os.environ["SKLEARN_DPLSSGD_CACHE_DIR"] = saved
     return cold, cached
 
 

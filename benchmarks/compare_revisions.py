@@ -19,7 +19,8 @@ BLAS / numba):
   itself is timed); no random_state. A warm-up fit compiles the kernels and
   fills the calibration cache first, so an epoch excludes the calibration;
   ``--epochs`` timed epochs per configuration, the median is kept;
-* the noise calibration, cold (``calibrate_noise.cache_clear()`` first), at
+* the noise calibration, cold (``calibrate_noise.cache_clear()`` first, and
+  the disk cache of trees that have one turned off), at
   epsilon 1, delta 1e-5, q = 256/60000, T = 4688 (20 epochs of 60,000 rows),
   q = 256/8000, T = 625 (20 epochs of 8,000 rows) and q = 256/1e6, T = 19532
   (5 epochs of a million rows), for the tree's default accountant and for
@@ -139,6 +140,9 @@ def run_worker(tree, n, epochs, calibration_reps, calibration_only=False):
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                  "NUMBA_NUM_THREADS"):
         env[name] = "1"
+    # Cold means cold: no calibration read from the disk cache (trees that
+    # have one; an empty value turns it off).
+    env["SKLEARN_DPLSSGD_CACHE_DIR"] = ""
     # Each tree compiles into its own numba cache (an old tree may be read-only).
     digest = hashlib.sha1(tree.encode()).hexdigest()[:12]
     env["NUMBA_CACHE_DIR"] = str(Path(tempfile.gettempdir()) / f"numba_cache_{digest}")
@@ -283,7 +287,8 @@ def main(argv=None):
         "",
         f"`calibrate_noise({EPSILON:g}, {DELTA:g}, sample_rate=q, n_steps=T, accountant=...)` "
         "after `calibrate_noise.cache_clear()` (every calibration and per-z cache), each "
-        "tree; dp-accounting warmed on another setting first; "
+        "tree, with `SKLEARN_DPLSSGD_CACHE_DIR=''` (no disk cache); dp-accounting warmed "
+        "on another setting first; "
         f"{calibration_reps} call(s) per setting in each of the first "
         f"{rounds if args.calibration_only else min(rounds, args.calibration_rounds)} "
         "round(s), median. 'tree default' is each tree's default accountant and adjacency, "

@@ -6,7 +6,8 @@ target (epsilon, delta)) whose noisy gradient is smoothed by the inverse of a
 it costs no privacy and removes much of the injected noise.
 """
 
-from ._accounting import PrivacyCalibration, calibrate_noise, compute_epsilon
+from ._accounting import PrivacyCalibration, compute_epsilon
+from ._calibration import calibrate_noise
 from ._classifier import DPLSSGDClassifier
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
 from ._regressor import DPLSSGDRegressor

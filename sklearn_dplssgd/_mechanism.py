@@ -17,9 +17,9 @@ import numpy as np
 
 from ._accounting import (
     _PLD_MAX_POINTS, _pld_grid_points,
-    PrivacyCalibration, calibrate_noise, compute_epsilon, dp_event, event_epsilon,
-    smallest_noise_for,
+    PrivacyCalibration, compute_epsilon, dp_event, event_epsilon,
 )
+from ._calibration import calibrate_noise, smallest_noise_for
 from ._schedules import step_levels
 
 __all__ = ["GradientPerturbation", "Mechanism", "RandomSearchSelection"]

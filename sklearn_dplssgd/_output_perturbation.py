@@ -34,7 +34,8 @@ import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
-from ._accounting import PrivacyCalibration, event_epsilon, smallest_noise_for
+from ._accounting import PrivacyCalibration, event_epsilon
+from ._calibration import smallest_noise_for
 from ._kernels import compute_row_norms
 from ._losses import (
     LOSSES,

@@ -344,3 +344,101 @@ def validate_parameters(estimator):
             raise ValueError(
                 f"The {parameter!r} parameter of {name} must be {allowed}; got {value!r}."
             )
+
+
+# --------------------------------------------------------------------------
+# Arguments of the accounting functions (calibrate_noise, compute_epsilon,
+# paper_noise_multiplier, ...): each returns the value normalised to a Python
+# float, int or str, and raises ValueError naming the parameter.
+# --------------------------------------------------------------------------
+
+
+def _is_real(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _check_epsilon(epsilon, name="epsilon"):
+    if not _is_real(epsilon) or math.isnan(epsilon) or epsilon <= 0:
+        raise ValueError(
+            f"{name} must be a positive number (float('inf') for no privacy), "
+            f"got {epsilon!r}."
+        )
+    return float(epsilon)
+
+
+def _check_delta(delta):
+    if not _is_real(delta) or not 0 < delta < 1:
+        raise ValueError(f"delta must be a number in (0, 1), got {delta!r}.")
+    return float(delta)
+
+
+def _check_sample_rate(sample_rate):
+    if not _is_real(sample_rate) or not 0 < sample_rate <= 1:
+        raise ValueError(
+            f"sample_rate must be a number in (0, 1], got {sample_rate!r}."
+        )
+    return float(sample_rate)
+
+
+def _check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    if value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def _check_choice(value, allowed, name):
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
+    return value
+
+
+def _check_noise_multiplier(noise_multiplier):
+    if (
+        not _is_real(noise_multiplier)
+        or math.isnan(noise_multiplier)
+        or noise_multiplier < 0
+    ):
+        raise ValueError(
+            f"noise_multiplier must be a number >= 0, got {noise_multiplier!r}."
+        )
+    return float(noise_multiplier)
+
+
+def _check_pld_discretization(value):
+    if value is None:
+        return None
+    if not _is_real(value) or not (0 < value < math.inf):
+        raise ValueError(
+            f"pld_discretization must be None or a positive finite number, "
+            f"got {value!r}."
+        )
+    return float(value)
+
+
+def _check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
+                     pld_discretization, *, accountants, relations):
+    """Validate the arguments shared by calibrate_noise and compute_epsilon.
+
+    ``accountants`` and ``relations`` are the allowed names
+    (``_accounting.ACCOUNTANTS`` and ``_accounting.NEIGHBORING_RELATIONS``).
+    """
+    return (
+        _check_delta(delta),
+        _check_sample_rate(sample_rate),
+        _check_positive_int(n_steps, "n_steps"),
+        _check_choice(accountant, accountants, "accountant"),
+        _check_choice(neighboring, relations, "neighboring"),
+        _check_pld_discretization(pld_discretization),
+    )
+
+
+def _check_guess(guess, target):
+    """The starting point of a noise search must be a positive finite number."""
+    if not (math.isfinite(guess) and guess > 0):
+        raise ValueError(
+            f"Cannot calibrate the noise for epsilon={target!r} at this delta "
+            "(the starting point of the search is not finite); use a delta "
+            "between about 1e-300 and 0.5."
+        )

@@ -1,4 +1,4 @@
-"""Tests for sklearn_dplssgd._accounting.
+"""Tests for sklearn_dplssgd._accounting, _calibration and _paper_bound.
 
 Known answers are the project's reference tables (computed with dp-accounting 0.6.0, delta =
 1e-5, add/remove adjacency); other checks call dp-accounting directly.
@@ -19,13 +19,13 @@ import pytest
 from dp_accounting import pld as dp_pld
 from dp_accounting import rdp as dp_rdp
 
-from sklearn_dplssgd import _accounting
+from sklearn_dplssgd import _accounting, _calibration
 from sklearn_dplssgd._accounting import (
     ACCOUNTANTS,
     NEIGHBORING_RELATIONS,
     PrivacyCalibration,
-    paper_noise_multiplier,
 )
+from sklearn_dplssgd._paper_bound import paper_noise_multiplier
 
 DELTA = 1e-5
 
@@ -33,8 +33,8 @@ DELTA = 1e-5
 # REFERENCE.md's tables are for add/remove adjacency and mostly for RDP; the
 # library's defaults (PLD, replace-one) are tested in their own section below.
 def calibrate_noise(*args, accountant="rdp", neighboring="add_remove", **kwargs):
-    return _accounting.calibrate_noise(*args, accountant=accountant,
-                                       neighboring=neighboring, **kwargs)
+    return _calibration.calibrate_noise(*args, accountant=accountant,
+                                        neighboring=neighboring, **kwargs)
 
 
 def compute_epsilon(*args, accountant="rdp", neighboring="add_remove", **kwargs):
@@ -42,8 +42,8 @@ def compute_epsilon(*args, accountant="rdp", neighboring="add_remove", **kwargs)
                                        neighboring=neighboring, **kwargs)
 
 
-calibrate_noise.cache_clear = _accounting.calibrate_noise.cache_clear
-calibrate_noise.cache_info = _accounting.calibrate_noise.cache_info
+calibrate_noise.cache_clear = _calibration.calibrate_noise.cache_clear
+calibrate_noise.cache_info = _calibration.calibrate_noise.cache_info
 
 
 def _event(z, q, T):
@@ -299,7 +299,7 @@ def test_calibration_is_cached(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("accountant called on a cached calibration")
 
-    monkeypatch.setattr(_accounting, "_epsilon", boom)
+    monkeypatch.setattr(_calibration, "_epsilon", boom)
     second = calibrate_noise(0.7312, 1e-6, **kw)
     # Defaults spelled out and numpy scalars hit the same entry.
     third = calibrate_noise(np.float64(0.7312), 1e-6, sample_rate=np.float64(0.0123),
@@ -542,9 +542,10 @@ def test_public_names():
     assert ACCOUNTANTS == ("rdp", "pld", "paper", "paper_released")
     assert NEIGHBORING_RELATIONS == ("add_remove", "replace_one")
     assert set(_accounting.__all__) >= {
-        "ACCOUNTANTS", "NEIGHBORING_RELATIONS", "PrivacyCalibration",
-        "calibrate_noise", "compute_epsilon", "paper_noise_multiplier",
+        "ACCOUNTANTS", "NEIGHBORING_RELATIONS", "PrivacyCalibration", "compute_epsilon",
+        "dp_event", "event_epsilon",
     }
+    assert set(_calibration.__all__) == {"calibrate_noise", "smallest_noise_for"}
 
 
 # ---------------------------------------------------------------------------
@@ -586,7 +587,7 @@ def test_cache_clear_forgets_every_cached_epsilon():
 
 def test_defaults_are_pld_and_replace_one():
     # REFERENCE.md section E, first row: PLD replace-one, eps 0.5 -> z 13.796.
-    cal = _accounting.calibrate_noise(0.5, DELTA, sample_rate=256 / 8000, n_steps=938)
+    cal = _calibration.calibrate_noise(0.5, DELTA, sample_rate=256 / 8000, n_steps=938)
     assert (cal.accountant, cal.neighboring) == ("pld", "replace_one")
     assert cal.noise_multiplier == pytest.approx(13.796, rel=2e-3)
     assert cal.epsilon <= 0.5
@@ -598,86 +599,14 @@ def test_defaults_are_pld_and_replace_one():
 
 
 # ---------------------------------------------------------------------------
-# Fast calibration: same distributions as dp-accounting, certified answers
+# PLD epsilons are dp-accounting's PLDAccountant's; calibrations are certified
 # ---------------------------------------------------------------------------
 
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
-
-
-@pytest.mark.parametrize("z, q, interval", [
-    (2.1868, 0.0042667, 1e-4), (0.6009, 0.000256, 2e-3), (26.0, 0.032, 5e-5),
-    (0.3, 0.5, 1e-3), (5.0, 0.9, 1e-3), (1.0, 1e-6, 1e-4),
-])
-def test_vectorised_replace_one_step_matches_dp_accounting(z, q, interval):
-    # The inverse privacy loss at every grid point, and the resulting one-step
-    # distribution, are dp-accounting's own (per-point) construction bit for
-    # bit: connect-the-dots amplifies last-bit differences of the inverse
-    # into relative differences of up to 1e-6 in a composed epsilon, in
-    # either direction, so "equal to rounding" would not be enough.
-    loss = dp_pld.privacy_loss_mechanism.GaussianPrivacyLoss(
-        z, sampling_prob=q, adjacency_type=dp_pld.privacy_loss_mechanism.AdjacencyType.REPLACE)
-    bounds = loss.connect_dots_bounds()
-    grid = np.arange(math.floor(bounds.epsilon_lower / interval),
-                     math.ceil(bounds.epsilon_upper / interval) + 1) * interval
-    fast = _accounting._replace_one_inverse_loss(grid, z, q)
-    slow = np.array([loss.inverse_privacy_loss(e) for e in grid])
-    np.testing.assert_array_equal(fast, slow)
-
-    ours = _accounting._subsampled_step_pld(z, q, interval, "replace_one")._pmf_remove
-    theirs = dp_pld.privacy_loss_distribution.from_gaussian_mechanism(
-        z, sampling_prob=q, value_discretization_interval=interval,
-        neighboring_relation=REPLACE_ONE)._pmf_remove
-    assert type(ours) is type(theirs)  # dense, or sparse for a narrow grid
-    ours, theirs = ours.to_dense_pmf(), theirs.to_dense_pmf()
-    assert ours._lower_loss == theirs._lower_loss
-    assert ours._infinity_mass == theirs._infinity_mass
-    np.testing.assert_array_equal(ours._probs, theirs._probs)
-
-
 ADD_OR_REMOVE = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
-@pytest.mark.parametrize("z, q, interval", [
-    (0.6, 0.00026, 1e-4), (2.1868, 0.0042667, 1e-4), (0.6009, 0.000256, 2e-3),
-    (26.0, 0.032, 5e-5), (0.3, 0.5, 1e-3), (5.0, 0.9, 1e-3), (1.0, 1e-6, 1e-4),
-    (0.45, 0.99, 1e-3), (8.0, 0.2, 1e-2),
-])
-def test_vectorised_add_remove_step_matches_dp_accounting(z, q, interval):
-    # Both distributions of a subsampled step under add/remove (REMOVE and
-    # ADD) are dp-accounting's bit for bit, inverse included, on the grid
-    # points where its get_delta_for_epsilon calls the inverse.
-    mechanism = dp_pld.privacy_loss_mechanism
-    for name, adjacency, pmf_name in (("remove", mechanism.AdjacencyType.REMOVE, "_pmf_remove"),
-                                      ("add", mechanism.AdjacencyType.ADD, "_pmf_add")):
-        loss = mechanism.GaussianPrivacyLoss(z, sampling_prob=q, adjacency_type=adjacency)
-        bounds = loss.connect_dots_bounds()
-        grid = np.arange(math.floor(bounds.epsilon_lower / interval),
-                         math.ceil(bounds.epsilon_upper / interval) + 1) * interval
-        grid = grid[grid < -math.log1p(-q)] if name == "add" else grid[grid > math.log1p(-q)]
-        fast = _accounting._add_remove_inverse_loss(grid, z, q, name)
-        slow = np.array([loss.inverse_privacy_loss(e) for e in grid])
-        np.testing.assert_array_equal(fast, slow)
-
-        ours = getattr(_accounting._subsampled_step_pld(z, q, interval, "add_remove"), pmf_name)
-        theirs = getattr(dp_pld.privacy_loss_distribution.from_gaussian_mechanism(
-            z, sampling_prob=q, value_discretization_interval=interval,
-            neighboring_relation=ADD_OR_REMOVE), pmf_name)
-        assert type(ours) is type(theirs)
-        ours, theirs = ours.to_dense_pmf(), theirs.to_dense_pmf()
-        assert ours._lower_loss == theirs._lower_loss
-        assert ours._infinity_mass == theirs._infinity_mass
-        np.testing.assert_array_equal(ours._probs, theirs._probs)
-
-
-def test_add_remove_inverse_at_the_edge_is_infinite():
-    # eps = -+log(1 - q) (to math.isclose) maps to -+infinity, as in dp-accounting.
-    q = 0.25
-    edge = -math.log(1 - q)
-    assert _accounting._add_remove_inverse_loss(np.array([edge]), 1.0, q, "add")[0] == -math.inf
-    assert _accounting._add_remove_inverse_loss(np.array([-edge]), 1.0, q, "remove")[0] == math.inf
-
-
-def _seeded_replace_one_points(n, seed=20240611):
+def _seeded_points(n, seed=20240611):
     """``n`` (z, q, T, interval): z log-uniform in [0.4, 20], the rest from lists."""
     rng = np.random.default_rng(seed)
     points = []
@@ -692,97 +621,16 @@ def _seeded_replace_one_points(n, seed=20240611):
 
 @pytest.mark.parametrize("z, q, T, interval", [
     (2.1868, 256 / 60000, 4688, 1e-4), (0.6009, 0.000256, 19532, 1e-3), (1.5, 0.02, 200, 1e-4),
-] + _seeded_replace_one_points(5))
+] + _seeded_points(5))
 @pytest.mark.parametrize("delta", [1e-5, 1e-8])
 @pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
-def test_fast_pld_epsilon_matches_pld_accountant(z, q, T, interval, delta, neighboring):
-    # Bit for bit: never below (nor above) what dp-accounting itself reports.
+def test_pld_epsilon_is_pld_accountants(z, q, T, interval, delta, neighboring):
+    # At a fixed interval the library's PLD epsilon is dp-accounting's own.
     _accounting._epsilon.cache_clear()
     ours = compute_epsilon(z, delta, sample_rate=q, n_steps=T, accountant="pld",
                            neighboring=neighboring, pld_discretization=interval)
     relation = REPLACE_ONE if neighboring == "replace_one" else ADD_OR_REMOVE
     assert ours == _direct_pld(z, q, T, interval, delta=delta, relation=relation)
-
-
-class _Missing:
-    """Stands for a dp-accounting module whose internals have moved."""
-
-
-def _break_pmf_module(monkeypatch):
-    # create_pmf_pessimistic_connect_dots_fixed_gap gone (AttributeError).
-    monkeypatch.setattr(_accounting, "_dp_pld_pmf", _Missing())
-
-
-def _break_imports(monkeypatch):
-    # The private modules could not be imported at all.
-    monkeypatch.setattr(_accounting, "_dp_pld_pmf", None)
-    monkeypatch.setattr(_accounting, "_dp_pld_distribution", None)
-    monkeypatch.setattr(_accounting, "_dp_pld_mechanism", None)
-
-
-def _break_private_method(monkeypatch):
-    # GaussianPrivacyLoss.mu_upper_cdf gone (only for the fast path's module
-    # object, so that dp-accounting's own accountant still works).
-    real = dp_pld.privacy_loss_mechanism
-
-    class Loss(real.GaussianPrivacyLoss):
-        @property
-        def mu_upper_cdf(self):
-            raise AttributeError("mu_upper_cdf")
-
-    module = _Missing()
-    module.GaussianPrivacyLoss, module.AdjacencyType = Loss, real.AdjacencyType
-    monkeypatch.setattr(_accounting, "_dp_pld_mechanism", module)
-
-
-def _break_signature(monkeypatch):
-    # New signatures of the PMF constructors (TypeError).
-    real = dp_pld.pld_pmf
-    module = _Missing()
-    module.create_pmf_pessimistic_connect_dots_fixed_gap = lambda interval, lower, upper: None
-    module.DensePLDPmf = lambda discretization, lower_loss, probs: None
-    module._MAX_PMF_SPARSE_SIZE = real._MAX_PMF_SPARSE_SIZE
-    module._DELTA_DIFF_TOLERANCE = real._DELTA_DIFF_TOLERANCE
-    monkeypatch.setattr(_accounting, "_dp_pld_pmf", module)
-
-
-def _break_formula(monkeypatch):
-    # dp-accounting computes the inverse privacy loss differently (the run-time
-    # check on the probed grid points refuses the fast result).
-    for name in ("_replace_one_inverse_loss", "_add_remove_inverse_loss"):
-        fast = getattr(_accounting, name)
-        monkeypatch.setattr(_accounting, name,
-                            lambda *args, fast=fast, **kwargs: fast(*args, **kwargs)
-                            * (1.0 + 1e-13))
-
-
-@pytest.mark.parametrize("breakage", [_break_pmf_module, _break_imports, _break_private_method,
-                                      _break_signature, _break_formula])
-@pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
-def test_fast_pld_path_falls_back_to_pld_accountant(monkeypatch, breakage, neighboring):
-    z, q, T, interval = 1.3, 0.01, 50, 1e-3
-    relation = REPLACE_ONE if neighboring == "replace_one" else ADD_OR_REMOVE
-    expected = _direct_pld(z, q, T, interval, relation=relation)
-    used = []
-
-    class Counting(dp_pld.PLDAccountant):
-        def __init__(self, *args, **kwargs):
-            used.append(1)
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(_accounting._dp_pld, "PLDAccountant", Counting)
-    _accounting._epsilon.cache_clear()
-    try:
-        intact = _accounting._epsilon(z, DELTA, q, T, "pld", neighboring, interval)
-        assert intact == expected and not used  # the fast path, when nothing is broken
-        breakage(monkeypatch)
-        _accounting._epsilon.cache_clear()
-        assert _accounting._epsilon(z, DELTA, q, T, "pld", neighboring, interval) == expected
-        assert used  # dp-accounting's public accountant gave it
-        assert compute_epsilon(z, DELTA, sample_rate=q, n_steps=T, accountant="pld",
-                               neighboring=neighboring, pld_discretization=interval) == expected
-    finally:
-        _accounting._epsilon.cache_clear()
 
 
 # z of the previous calibration (fine evaluations throughout, z to 1e-5 relative,
@@ -798,10 +646,10 @@ PREVIOUS_Z = {
 
 
 @pytest.mark.parametrize("eps, q, T", sorted(PREVIOUS_Z))
-def test_fast_pld_calibration_is_certified_and_as_tight_as_before(eps, q, T):
+def test_pld_calibration_is_certified_and_as_tight_as_before(eps, q, T):
     calibrate_noise.cache_clear()
-    cal = _accounting.calibrate_noise(eps, DELTA, sample_rate=q, n_steps=T)
-    z, interval = _accounting._pld_smallest_noise(eps, DELTA, q, T, "replace_one", None)
+    cal = _calibration.calibrate_noise(eps, DELTA, sample_rate=q, n_steps=T)
+    z, interval = _calibration._pld_smallest_noise(eps, DELTA, q, T, "replace_one", None)
     assert cal.noise_multiplier == z
     # Certified: dp-accounting's own PLD accountant, at the interval the
     # answer was certified at, finds the target met; the reported epsilon is

@@ -123,3 +123,18 @@ def test_bench_sparse_quick(tmp_path):
     assert "Adult-like one-hot table" in text and "Text-like hashed features" in text
     assert "SGDClassifier" in text and "Laplacian smoothing on one-hot columns" in text
     assert "shared, loaded 2-core machine" in text
+
+
+def test_check_calibration_against_pld_quick(tmp_path):
+    # Exit status 0: no calibration below dp-accounting's finer PLDAccountant.
+    stdout = _run("check_calibration_against_pld.py", tmp_path)
+    text = (tmp_path / "check_calibration_against_pld.md").read_text()
+    assert "| settings evaluated | 6 |" in text
+    assert "the target) | 0 |" in text
+    assert "VIOLATION" not in stdout
+
+
+def test_bench_calibration_cache_quick(tmp_path):
+    _run("bench_calibration_cache.py", tmp_path)
+    text = (tmp_path / "calibration_cache.md").read_text()
+    assert "| q | T | cold (s) | from disk (ms) |" in text and "| 0.01 | 200 |" in text
