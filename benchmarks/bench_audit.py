@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import clone
 
+from sklearn_dplssgd._mechanisms import _gradient as _gradient_mechanism
 from sklearn_dplssgd import (DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning, _base,
                              _mechanism, _optimizers, _sgd, calibrate_noise)
 from sklearn_dplssgd.audit import audit_epsilon, audit_scores, gdp_epsilon, make_canary_dataset
@@ -306,9 +307,9 @@ _STAGES = (
     (_base, "validate_data", "sklearn validate_data: X, y checks", False),
     (DPLSSGDClassifier, "_encode_targets", "_encode_targets: labels", False),
     (_mechanism, "calibrate_noise", "calibrate_noise (cached)", False),
-    (_base, "learning_rate_schedule", "learning_rate_schedule", False),
-    (_base, "make_generator", "make_generator: numpy Generator", False),
-    (_base, "train_dp_lssgd", "train_dp_lssgd: the training loop", False),
+    (_gradient_mechanism, "learning_rate_schedule", "learning_rate_schedule", False),
+    (_gradient_mechanism, "make_generator", "make_generator: numpy Generator", False),
+    (_gradient_mechanism, "train_dp_lssgd", "train_dp_lssgd: the training loop", False),
     (_sgd, "poisson_batches", "poisson_batches (per chunk of steps)", True),
     (_sgd, "noisy_clipped_gradient_sum", "noisy_clipped_gradient_sum (per step)", True),
     (_sgd, "smooth_rows", "smooth_rows: smoothing (per step)", True),

@@ -580,7 +580,13 @@ def step_timers():
 
     for module, name, label in present:
         setattr(module, name, wrap(label, getattr(module, name)))
-    make_generator = getattr(_base, "make_generator", None)
+    # Where the training path looks make_generator up (the gradient
+    # mechanism's module; the estimator base in trees before it).
+    try:
+        from sklearn_dplssgd._mechanisms import _gradient as generator_owner
+    except ImportError:
+        generator_owner = _base
+    make_generator = getattr(generator_owner, "make_generator", None)
     if make_generator is not None:
         def timed_make_generator(*args, **kwargs):
             # make_generator returns (generator, seeded) since the seed fix.
@@ -589,14 +595,14 @@ def step_timers():
                 return (_TimedGenerator(made[0], totals),) + made[1:]
             return _TimedGenerator(made, totals)
 
-        _base.make_generator = timed_make_generator
+        generator_owner.make_generator = timed_make_generator
     try:
         yield totals
     finally:
         for module, name, original in originals:
             setattr(module, name, original)
         if make_generator is not None:
-            _base.make_generator = make_generator
+            generator_owner.make_generator = make_generator
 
 
 def breakdown(X, y, n_classes, epochs, n_jobs=None):

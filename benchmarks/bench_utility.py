@@ -207,10 +207,11 @@ def model_loss(loss, params, X, y):
 def epoch_callback(callback):
     """Route the estimator's training loop through ``epoch_callback``.
 
-    The estimator calls ``sklearn_dplssgd._base.train_dp_lssgd`` without a
-    callback; patch that name for the duration of the block.
+    The gradient mechanism calls ``train_dp_lssgd`` (looked up in
+    ``sklearn_dplssgd._mechanisms._gradient``) without a callback; patch that
+    name for the duration of the block.
     """
-    import sklearn_dplssgd._base as base
+    import sklearn_dplssgd._mechanisms._gradient as base
 
     original = base.train_dp_lssgd
     base.train_dp_lssgd = functools.partial(original, epoch_callback=callback)

@@ -25,9 +25,7 @@ from scipy import optimize, special, stats
 from sklearn.base import clone, is_classifier
 
 from ._base import BaseDPLSSGD
-from ._mechanism import GradientPerturbation
-from ._output_perturbation import OutputPerturbation, smoothness_constants
-from ._schedules import noise_schedule_blocks
+from ._output_perturbation import smoothness_constants
 from ._validation import PrivacyLeakWarning
 from ._losses import LOSSES, loss_code, loss_derivative_reference
 from ._defaults import nominal_batch_size, resolve_sigma
@@ -725,7 +723,7 @@ def _smoothing_strength(estimator, n_features):
     Output perturbation adds its noise to the final weights directly, so the
     canary's coordinate is read from the released weights as they are.
     """
-    if estimator.mechanism == "output":
+    if estimator._release_mechanism().perturbs_weights:
         return 0.0
     if hasattr(estimator, "sigma_"):
         return estimator.sigma_
@@ -863,7 +861,7 @@ def _auto_canary(estimator, X, y, classes):
         label = classes[-1]
     else:
         label = 1.0
-    if estimator.mechanism == "output":
+    if estimator._release_mechanism().perturbs_weights:
         return _output_canary(estimator, direction, label)
     # One fit with a unit canary gives the data-free quantities (z, q, T)
     # that the canary's size is tuned to; they do not depend on the size.
@@ -945,19 +943,7 @@ def _claimed_epsilon(estimator, model, n_rows):
     reports (its sensitivity and noise for output perturbation, its sample
     rate, steps and noise schedule for gradient perturbation).
     """
-    if estimator.mechanism == "output":
-        mechanism = OutputPerturbation(sensitivity=model.output_sensitivity_,
-                                       noise_multiplier=model.noise_multiplier_)
-        return mechanism.epsilon(model.delta_)
-    schedule = noise_schedule_blocks(estimator.noise_schedule, float(estimator.noise_decay),
-                                     model.n_steps_, model.n_iter_)
-    _, calibration = GradientPerturbation.calibrated(
-        estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,
-        n_steps=model.n_steps_, accountant=estimator.accountant,
-        neighboring=model.neighboring_, clip_norm=float(estimator.clip_norm),
-        n_samples=estimator._accounted_n_samples(n_rows), noise_schedule=schedule,
-    )
-    return calibration.epsilon
+    return estimator._release_mechanism().claimed_epsilon(estimator, model, n_rows)
 
 
 def audit_epsilon(

@@ -57,11 +57,11 @@ import sklearn
 import scipy.sparse as sp
 from sklearn.base import clone, is_classifier
 
-from ._base import BaseDPLSSGD, _public_row_count
+from ._base import BaseDPLSSGD
 from ._defaults import nominal_batch_size
 from ._ledger import PrivacyLedger
 from ._search import DPRandomizedSearch, _final_estimator
-from ._validation import PrivacyLeakWarning
+from ._validation import PrivacyLeakWarning, public_row_count
 
 __all__ = [
     "CheckResult",
@@ -301,7 +301,7 @@ def check_seed_replay(estimator, X=None, y=None):
         seed = make_seed()
         state_before = pickle.dumps(seed)
         model = _declare_public_n(_private(estimator).set_params(random_state=seed),
-                                  _public_row_count(X))
+                                  public_row_count(X))
         fitted = _quiet(model.fit, X, y)
         if not math.isfinite(fitted.epsilon_):
             continue  # a reproducible fit claims no privacy
@@ -334,7 +334,7 @@ def check_clone_independence(estimator, X=None, y=None):
     if X is None:
         X, y = _default_data(estimator)
     base = _declare_public_n(_private(estimator).set_params(random_state=42),
-                             _public_row_count(X))
+                             public_row_count(X))
     first = _quiet(clone(base).fit, X, y)
     second = _quiet(clone(base).fit, X, y)
     difference = float(np.max(np.abs(np.ravel(first.coef_) - np.ravel(second.coef_))))
@@ -462,7 +462,7 @@ def check_ledger_continuity(estimator, X=None, y=None):
     """
     if X is None:
         X, y = _default_data(estimator)
-    model = _declare_public_n(_private(estimator), _public_row_count(X))
+    model = _declare_public_n(_private(estimator), public_row_count(X))
     escapes = []
     with tempfile.TemporaryDirectory(prefix="dplssgd-audit-") as folder:
         def new_ledger(name):

@@ -1,10 +1,6 @@
 """Shared base of the DP-LSSGD estimators: parameters, validation, fit glue."""
 
-import copy
-import dataclasses
 import math
-import typing
-import numbers
 import os
 import string
 import sys
@@ -14,122 +10,33 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._losses import LOSSES, SMOOTH_LOSSES, loss_code, residual_norms_at_zero
+from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
 from ._array_api import (
     array_api_namespace,
     check_fitted_namespace,
     decision_values,
-    initial_gradient_norms,
-    to_device,
     to_numpy,
-    train_dp_lssgd_array_api,
     without_autograd,
 )
-from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration
-from ._defaults import (
-    AUTO,
-    resolve_average_start,
-    resolve_delta,
-    resolve_eta0,
-    resolve_schedule,
-    resolve_sigma,
-)
-from ._ledger import PrivacyLedger
-from ._mechanism import GradientPerturbation
+from ._defaults import AUTO
+from ._ledger import ledger_error
+from ._mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ._optimizers import OPTIMIZERS
-from ._output_perturbation import (
-    default_passes,
-    plan_output_perturbation,
-    release_output_perturbation,
-)
-from ._schedules import check_noise_schedule, noise_schedule_blocks
+from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, random_state_error
+from ._schedules import check_noise_schedule
+from ._sgd import LEARNING_RATES
 from ._sparse import as_canonical_csr
-from ._sgd import (
-    LEARNING_RATES,
-    learning_rate_schedule,
-    number_of_steps,
-    row_norms_of,
-    train_dp_lssgd,
-)
-from ._streaming import Series, compose_events, series_epsilon
 from ._validation import (
-    Interval, Options, PrivacyLeakWarning, validate_hiding_values, validate_parameters, warn_once,
+    Interval, Options, PrivacyLeakWarning, public_row_count, validate_hiding_values,
+    validate_parameters, warn_once,
 )
 from ._weights import row_weights
 
-__all__ = ["BaseDPLSSGD", "MECHANISMS", "fill_parameter_docs"]
+__all__ = ["BaseDPLSSGD", "DEFAULT_MECHANISM", "fill_parameter_docs"]
 
 # What a fit releases: noisy gradients at every step (DP-LSSGD), or the
-# weights of a noise-free descent plus noise once (seed 004).
-MECHANISMS = ("gradient", "output")
-
-
-def _check_random_state(value):
-    if value is None or isinstance(
-        value, (np.random.Generator, np.random.RandomState, np.random.SeedSequence)
-    ):
-        return None
-    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
-        return None if value >= 0 else f"must be a non-negative int; got {value!r}."
-    return (
-        "must be None, a non-negative int, a numpy Generator, RandomState or "
-        f"SeedSequence; got {value!r}."
-    )
-
-
-_IGNORED_SEED_MESSAGE = (
-    "random_state is not used to draw the noise and the batches unless "
-    "reproducible=True: a seed that others may know (it is in the model's "
-    "get_params() and its pickle) would let them regenerate the noise and "
-    "remove it, and clones sharing a seed would share their noise. The fit "
-    "draws fresh operating-system entropy instead."
-)
-_REPRODUCIBLE_MESSAGE = (
-    "reproducible=True: the noise and the batches are a function of "
-    "random_state, which the model's get_params() and pickle carry, so "
-    "anyone holding the model can regenerate the noise and remove it. The fit "
-    "is not private and reports epsilon_=inf; use it for tests and research "
-    "on public data only."
-)
-
-
-def make_generator(random_state, reproducible=False):
-    """The ``numpy.random.Generator`` that draws a fit's batches and noise.
-
-    By default every fit draws 128 bits of fresh operating-system entropy,
-    whatever ``random_state`` is: the noise must not be regenerable by anyone
-    who sees the seed (it travels with the model in ``get_params()`` and in
-    its pickle), and two clones given the same seed must not share their
-    noise (their difference would be noise-free).
-
-    With ``reproducible=True`` the generator is derived from ``random_state``
-    so that fits can be repeated exactly (not private). The caller's objects
-    are never advanced or kept: a ``Generator`` is copied, a ``SeedSequence``
-    only read. A legacy ``RandomState`` is consumed as scikit-learn does, but
-    for 128 bits of its output (not 31).
-
-    Parameters
-    ----------
-    random_state : None, int, Generator, RandomState or SeedSequence
-    reproducible : bool, default=False
-
-    Returns
-    -------
-    rng : numpy.random.Generator
-        A generator owned by the fit alone.
-    seeded : bool
-        Whether the generator is a function of ``random_state`` (the fit is
-        then reproducible and not private).
-    """
-    if not reproducible or random_state is None:
-        # SeedSequence() draws 128 bits from the operating system's CSPRNG.
-        return np.random.default_rng(np.random.SeedSequence()), False
-    if isinstance(random_state, np.random.Generator):
-        return copy.deepcopy(random_state), True
-    if isinstance(random_state, np.random.RandomState):
-        words = random_state.randint(0, 2**32, size=4, dtype=np.uint64)
-        return np.random.default_rng(np.random.SeedSequence(words.tolist())), True
-    return np.random.default_rng(random_state), True
+# weights of a noise-free descent plus noise once (seed 004); see _mechanisms.
+DEFAULT_MECHANISM = "gradient"
 
 
 # Meta-estimators whose use of a DP-LSSGD estimator spends more budget, or
@@ -172,23 +79,6 @@ _META_ESTIMATOR_NOTES = {
 # How many calling frames are searched for a meta-estimator (cheap, and deep
 # enough for scikit-learn's call chains; joblib worker processes hide theirs).
 _META_ESTIMATOR_FRAME_DEPTH = 40
-
-
-def _public_row_count(X):
-    """The number of rows of ``X`` without reading them (None if unknown)."""
-    shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) >= 1:
-        return int(shape[0]) if shape[0] is not None else None
-    try:
-        return len(X)
-    except TypeError:
-        return None
-
-
-def _check_ledger(value):
-    if value is None or isinstance(value, PrivacyLedger):
-        return None
-    return f"must be None or a PrivacyLedger; got {type(value).__name__}."
 
 
 def _calling_meta_estimator():
@@ -582,19 +472,6 @@ def _check_noise_schedule(value):
     return None
 
 
-class _ReleasePlan(typing.NamedTuple):
-    """What :meth:`BaseDPLSSGD._plan_release` fixes before any row is read."""
-
-    mechanism: GradientPerturbation
-    calibration: object
-    sample_rate: float
-    n_steps: int
-    rng: np.random.Generator
-    batch_size: int
-    max_iter: int
-    average_start: typing.Optional[int]
-
-
 class BaseDPLSSGD(BaseEstimator):
     """Base of the DP-LSSGD estimators (not for direct use)."""
 
@@ -606,7 +483,7 @@ class BaseDPLSSGD(BaseEstimator):
         # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
         "sigma": [Interval("real", 0, 1e12, closed="both"), Options(str, (AUTO,))],
         "clip_norm": [Interval("real", 0, None, closed="neither")],
-        "mechanism": [Options(str, MECHANISMS)],
+        "mechanism": [Options(str, frozenset(MECHANISMS))],
         "row_norm_bound": [Interval("real", 0, None, closed="neither")],
         "weight_norm_bound": [Interval("real", 0, None, closed="neither"), None],
         "max_sample_weight": [Interval("real", 0, None, closed="neither")],
@@ -631,23 +508,22 @@ class BaseDPLSSGD(BaseEstimator):
         "accountant": [Options(str, ACCOUNTANTS)],
         "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
         "public_n_samples": [Interval("integral", 1, None), None],
-        "random_state": [_check_random_state],
+        "random_state": [random_state_error],
         "reproducible": [Options(bool, (True, False))],
-        "ledger": [_check_ledger],
+        "ledger": [ledger_error],
         "n_jobs": [Interval("integral", None, None), None],
         "verbose": [Interval("integral", 0, None)],
     }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # CSR (other formats converted once): only the per-sample gradients
-        # use the sparsity; the noise and the smoothing stay dense. Output
-        # perturbation's descent takes dense rows.
-        tags.input_tags.sparse = self.mechanism != "output"
-        # Gradient perturbation trains on array API arrays (PyTorch, CuPy,
-        # array-api-strict) under array_api_dispatch; output perturbation on
-        # NumPy arrays only.
-        tags.array_api_support = self.mechanism == "gradient"
+        # What the mechanism trains on (an invalid name, which fit refuses,
+        # answers as the default mechanism): CSR, where only the per-sample
+        # gradients use the sparsity; array API arrays under
+        # array_api_dispatch, trained on their device.
+        mechanism = MECHANISMS.get(self.mechanism, MECHANISMS[DEFAULT_MECHANISM])
+        tags.input_tags.sparse = mechanism.accepts_sparse
+        tags.array_api_support = mechanism.accepts_array_api
         return tags
 
     def _validate_hyperparameters(self):
@@ -677,176 +553,7 @@ class BaseDPLSSGD(BaseEstimator):
             raise ValueError(
                 "The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int)."
             )
-        if self.mechanism == "output":
-            self._check_output_perturbation_settings()
-        elif self.weight_norm_bound is not None:
-            raise ValueError(
-                "weight_norm_bound is used by mechanism='output' only; gradient "
-                "perturbation bounds each row's influence by clip_norm. Leave it None.")
-
-    def _check_output_perturbation_settings(self):
-        """Refuse, before any row is read, what output perturbation cannot honour.
-
-        Proposition 2 of seed 004 bounds the sensitivity of the last iterate
-        of constant-step gradient descent on a smooth, strongly convex
-        objective, for replace-one neighbours; a setting outside that (or one
-        that would silently do nothing) is an error naming it.
-        """
-        estimator = type(self).__name__
-        if self.loss not in SMOOTH_LOSSES:
-            raise ValueError(
-                f"mechanism='output' needs a smooth loss ({', '.join(SMOOTH_LOSSES)}); "
-                f"loss={self.loss!r} is not smooth (its derivative jumps), so its "
-                "gradient steps do not contract and no sensitivity bound holds. Use "
-                "mechanism='gradient' for it.")
-        if not self.alpha > 0:
-            raise ValueError(
-                "mechanism='output' needs alpha > 0: the L2 penalty is the strong "
-                "convexity that makes the final weights depend boundedly on one row "
-                "(the sensitivity is about 2 R / (n alpha)).")
-        if self.neighboring != "replace_one":
-            raise ValueError(
-                "mechanism='output' is proven for neighboring='replace_one' only (seed "
-                "004, Proposition 2): it cannot claim add/remove adjacency.")
-        if self.public_n_samples is not None:
-            raise ValueError(
-                "public_n_samples is not used by mechanism='output': its sensitivity "
-                "is computed from the actual row count, public under replace-one "
-                "adjacency. Leave it None.")
-        if self.accountant != "pld":
-            raise ValueError(
-                f"mechanism='output' is one Gaussian mechanism, calibrated with the "
-                f"PLD accountant; accountant={self.accountant!r} does not apply to it.")
-        fixed = {
-            "learning_rate": ("constant", "the sensitivity bound needs a constant step"),
-            "optimizer": ("sgd", "the contraction argument is for plain gradient steps"),
-            "noise_schedule": ("constant", "the noise is added once, at the end"),
-        }
-        for name, (required, why) in fixed.items():
-            value = getattr(self, name)
-            if not (isinstance(value, str) and value == required):
-                raise ValueError(
-                    f"mechanism='output' needs {name}={required!r} ({why}); got "
-                    f"{name}={value!r}.")
-        if self.average not in (False, AUTO):
-            raise ValueError(
-                "mechanism='output' releases the last iterate (the one whose sensitivity "
-                f"is bounded): use average=False or 'auto'; got average={self.average!r}.")
-        if self.loss == "squared_error" and (
-                self.weight_norm_bound is None or getattr(self, "target_bounds", None) is None):
-            raise ValueError(
-                f"{estimator}(loss='squared_error', mechanism='output') needs "
-                "weight_norm_bound (the public radius the weights are projected onto) "
-                "and target_bounds=(low, high): otherwise the squared error's gradient, "
-                "hence the sensitivity, is unbounded. Or use loss='huber'.")
-        if self.loss != "squared_error" and self.weight_norm_bound is not None:
-            raise ValueError(
-                f"weight_norm_bound is only used by loss='squared_error' with "
-                f"mechanism='output'; loss={self.loss!r} has bounded gradients: leave it "
-                "None.")
-
-    def _plan_release(self, n_samples, series=None, partial=False):
-        """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
-
-        The ``"auto"`` hyperparameters are resolved here, from the accounted
-        (public) row count and the calibrated noise only (see
-        :mod:`sklearn_dplssgd._defaults`); ``eta0``, which also depends on
-        the public width of X, once X is validated (:meth:`_resolve_step`).
-
-        Parameters
-        ----------
-        n_samples : int
-        series : Series or None, default=None
-            The series this release continues: its ``delta`` is kept (the
-            releases compose at one delta).
-        partial : bool, default=False
-            A ``partial_fit`` call: one epoch over its rows.
-
-        Returns
-        -------
-        plan : _ReleasePlan
-            The mechanism, its calibration, q, T, the fit's own generator
-            (see :func:`make_generator`) and the resolved settings.
-        """
-        n_accounted = self._accounted_n_samples(n_samples)
-        delta = resolve_delta(self.delta, n_accounted) if series is None else series.delta
-        batch_size, max_iter = resolve_schedule(
-            self.batch_size, 1 if partial else self.max_iter, n_accounted)
-        sample_rate = min(1.0, batch_size / n_accounted)
-        n_steps = number_of_steps(n_accounted, batch_size, max_iter)
-        schedule = noise_schedule_blocks(self.noise_schedule, float(self.noise_decay),
-                                         n_steps, max_iter)
-        fixed = self.__dict__.get("_fixed_mechanism")
-        if fixed is not None:
-            # A trial of DPRandomizedSearch: the search calibrated the noise
-            # for all its trials and accounts for them itself.
-            expected = GradientPerturbation(sample_rate, n_steps, fixed.noise_multiplier,
-                                            self.neighboring, fixed.clip_norm,
-                                            noise_schedule=schedule).noise_schedule
-            if (fixed.sample_rate, fixed.n_steps, fixed.noise_schedule) != (
-                    sample_rate, n_steps, expected):
-                raise RuntimeError("the search's mechanism does not match this fit's")
-            # The search's accounting is relative to the sensitivity, which
-            # this estimator's weight bound sets.
-            mechanism = dataclasses.replace(
-                fixed, max_sample_weight=float(self.max_sample_weight))
-            calibration = PrivacyCalibration(
-                fixed.noise_multiplier, math.nan, delta, sample_rate, n_steps,
-                "rdp", self.neighboring)
-        else:
-            mechanism, calibration = GradientPerturbation.calibrated(
-                self.epsilon,
-                delta,
-                sample_rate=sample_rate,
-                n_steps=n_steps,
-                accountant=self.accountant,
-                neighboring=self.neighboring,
-                clip_norm=float(self.clip_norm),
-                n_samples=n_accounted,
-                noise_schedule=schedule,
-                max_sample_weight=float(self.max_sample_weight),
-            )
-        rng, seeded = make_generator(self.random_state, self.reproducible)
-        if seeded:
-            # A seeded fit's noise is reproducible: it claims nothing.
-            mechanism = mechanism.seeded_copy()
-        if fixed is None and self.ledger is not None:
-            self.ledger.charge(type(self).__name__, mechanism.dp_event(), self.neighboring)
-        return _ReleasePlan(
-            mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
-            max_iter=max_iter, average_start=resolve_average_start(self.average, n_steps),
-        )
-
-    def _resolve_step(self, plan, n_features, series=None, partial=False):
-        """``eta0`` for a fit of ``plan`` over ``n_features`` columns.
-
-        From the plan's public quantities and the public width of X (see
-        :func:`._defaults.resolve_eta0`); a ``partial_fit`` call keeps its
-        series' ``eta0``.
-        """
-        if partial and series is not None:
-            return series.eta0
-        return resolve_eta0(
-            self.eta0, learning_rate=self.learning_rate, power_t=self.power_t,
-            noise_multipliers=plan.mechanism.step_noise_multipliers(),
-            clip_norm=plan.mechanism.sensitivity, batch_size=plan.batch_size,
-            alpha=float(self.alpha), max_step=self._noise_free_step, n_features=n_features,
-            optimizer=self.optimizer, momentum=float(self.momentum),
-        )
-
-    def _optimizer_settings(self):
-        """The chosen optimizer's own settings (the others are not used)."""
-        if self.optimizer == "momentum":
-            return {"momentum": float(self.momentum)}
-        if self.optimizer == "adam":
-            return {"beta1": float(self.beta1), "beta2": float(self.beta2),
-                    "epsilon": float(self.adam_epsilon)}
-        return {}
-
-    def _row_count_is_private(self):
-        """Whether neighbouring data sets may differ in size (add/remove, public count)."""
-        return (self.neighboring == "add_remove" and self.public_n_samples is not None
-                and self.mechanism != "output")
+        self._release_mechanism().check_settings(self)
 
     def _accounted_n_samples(self, n_samples):
         """The row count that sets q and T: public by the chosen adjacency.
@@ -882,9 +589,9 @@ class BaseDPLSSGD(BaseEstimator):
     def _warn_about_workflow(self):
         """Warnings about how this fit is used, shown once per process each."""
         if self.random_state is not None and not self.reproducible:
-            warn_once(_IGNORED_SEED_MESSAGE, UserWarning)
+            warn_once(IGNORED_SEED_MESSAGE, UserWarning)
         if self.reproducible and self.random_state is not None:
-            warn_once(_REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
+            warn_once(REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
         meta_estimator = _calling_meta_estimator()
         if meta_estimator is not None:
             warn_once(
@@ -894,60 +601,6 @@ class BaseDPLSSGD(BaseEstimator):
                 "section on meta-estimators.",
                 PrivacyLeakWarning,
             )
-
-    # Initial gradients this many times the clip norm, for this share of the
-    # rows, trigger the warning below.
-    _CLIPPED_FACTOR = 10.0
-    _CLIPPED_SHARE = 0.9
-
-    def _warn_if_mostly_clipped(self, X, y, y_encoded, n_outputs, row_norms=None):
-        """Warn the data holder when almost every gradient is clipped far down.
-
-        At the starting point (zero weights) each row's gradient norm is
-        ``||r_i|| sqrt(||x_i||^2 + 1)``. When 90 % of the rows exceed 10 times
-        ``clip_norm``, clipping throws away most of every gradient and the fit
-        learns slowly: usually features or targets far from unit scale. This
-        reads the private rows, but only to decide whether to print a
-        warning to the person running the fit: nothing is stored on the
-        model, and the mechanism, the noise and the training are the same
-        either way. ``row_norms`` are the rows' norms ``||x_i||`` the training
-        uses too (NumPy and sparse X), so that they are computed once.
-        """
-        code = loss_code(self.loss, n_outputs)
-        threshold = LOSSES[self.loss].threshold(self)
-        if row_norms is not None:
-            # Extreme but valid rows may overflow these squares: an infinite
-            # norm is simply "far above the limit" here.
-            with np.errstate(all="ignore"):
-                residual_norms = residual_norms_at_zero(code, y_encoded, n_outputs, threshold)
-                row_norms = np.sqrt(row_norms**2 + float(bool(self.fit_intercept)))
-                norms = residual_norms * row_norms
-        else:
-            norms, row_norms = initial_gradient_norms(
-                X, y_encoded, n_outputs, code, threshold, bool(self.fit_intercept))
-        limit = self._CLIPPED_FACTOR * float(self.clip_norm)
-        if not np.mean(norms > limit) >= self._CLIPPED_SHARE:
-            return
-        causes = []
-        if np.median(row_norms) > self._CLIPPED_FACTOR:
-            causes.append(
-                "the features are far from unit scale: map them to [-1, 1] from "
-                "bounds known in advance with BoundedScaler (not a scaler fitted on "
-                "the private rows)")
-        if getattr(self, "target_bounds", True) is None and np.median(
-                np.abs(np.asarray(y, dtype=np.float64))) > self._CLIPPED_FACTOR:
-            causes.append(
-                "the targets are far from unit scale: declare public bounds with "
-                "target_bounds=(low, high)")
-        if not causes:
-            causes.append("clip_norm is small compared with the gradients")
-        warn_once(
-            f"Almost every training row's gradient is more than "
-            f"{self._CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
-            f"learns slowly: {'; '.join(causes)}. (This check is shown only to you; "
-            "it changes nothing in the fit.)",
-            UserWarning,
-        )
 
     def _n_threads(self):
         if self.n_jobs is None:
@@ -971,30 +624,6 @@ class BaseDPLSSGD(BaseEstimator):
     def _row_weights(self, sample_weight, y):
         """Each row's validated weight (see :func:`._weights.row_weights`), or None."""
         return row_weights(sample_weight, len(y), float(self.max_sample_weight))
-
-    def _continued_series(self, partial, coef_init, intercept_init):
-        """The series this release continues, or None for a fresh start.
-
-        ``partial_fit`` continues whatever the estimator fitted last;
-        ``fit`` does with ``warm_start=True`` and no ``coef_init`` or
-        ``intercept_init``.
-        """
-        fitted = "dp_events_" in self.__dict__
-        if not fitted or not (partial or (self.warm_start and coef_init is None
-                                          and intercept_init is None)):
-            return None
-        if self.neighboring != self.neighboring_:
-            # Epsilons under different adjacencies do not compose.
-            raise ValueError(
-                f"The fitted releases were accounted under neighboring="
-                f"{self.neighboring_!r}, this one would be under {self.neighboring!r}: "
-                "they do not compose. Restore neighboring, or fit from scratch "
-                "(warm_start=False)."
-            )
-        params = self._initial_params(self.coef_, self.intercept_, len(self.intercept_),
-                                      self.n_features_in_)
-        return Series(tuple(self.dp_events_), self.delta_, self.eta0_, self.t_,
-                      self._to_training_scale(params), self.__dict__.get("classes_"))
 
     def _initial_params(self, coef, intercept, n_outputs, n_features):
         """``[coef, intercept]`` as one ``(n_outputs, n_features + 1)`` float64 array.
@@ -1045,7 +674,7 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _fit(self, X, y, sample_weight=None, *, partial=False, classes=None, coef_init=None,
              intercept_init=None):
-        """Validate, calibrate the noise, train, and set the common attributes.
+        """Validate, ask the mechanism to release, and set the common attributes.
 
         Parameters
         ----------
@@ -1065,39 +694,27 @@ class BaseDPLSSGD(BaseEstimator):
         params : ndarray of shape (n_outputs, n_features + 1)
         """
         self._validate_hyperparameters()
-        output = self.mechanism == "output"
+        mechanism = self._release_mechanism()
         # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
         # device (see _array_api); everything else takes the NumPy path.
         namespace = array_api_namespace(X)
-        if namespace is not None and output:
-            raise ValueError(
-                "mechanism='output' trains on NumPy arrays only; array API inputs "
-                f"({type(X).__module__.split('.')[0]} arrays) are supported with "
-                "mechanism='gradient'. Pass NumPy arrays, or use mechanism='gradient'.")
-        if namespace is not None:
-            self._check_array_api_release(partial, coef_init, intercept_init)
-            if sample_weight is not None:
-                # Weights are validated on the host, whatever their namespace.
-                sample_weight = to_numpy(without_autograd(sample_weight))
-        if output:
-            self._check_output_start(coef_init, intercept_init)
-        series = None if output else self._continued_series(partial, coef_init, intercept_init)
+        continued = partial or coef_init is not None or intercept_init is not None or (
+            self.warm_start and "dp_events_" in self.__dict__)
+        mechanism.check_release(self, X, namespace=namespace, sparse=sp.issparse(X),
+                                continued=continued)
+        if namespace is not None and sample_weight is not None:
+            # Weights are validated on the host, whatever their namespace.
+            sample_weight = to_numpy(without_autograd(sample_weight))
+        series = mechanism.continued_series(self, partial, coef_init, intercept_init)
         # The mechanism depends on public quantities only (the row count is
         # public under the adjacency in force), so it is fixed, and charged
-        # to the ledger, before any row is read. (Output perturbation's
-        # constants also depend on the number of classes: planned below,
-        # still before training.)
-        if output and sp.issparse(X):
-            # The format is public: refused before anything is released.
-            raise TypeError(
-                "mechanism='output' needs dense X; sparse X is trained by gradient "
-                "perturbation (mechanism='gradient'), which uses the sparsity.")
-        n_rows = _public_row_count(X)
-        plan = self._plan_release(n_rows, series, partial) if n_rows and not output else None
+        # to the ledger, before any row is read where the mechanism can.
+        n_rows = public_row_count(X)
+        plan = mechanism.plan_before_reading(self, n_rows, series, partial)
         # Under add/remove with a public row count, the empty data set is a
         # neighbour of every one-row data set: it trains (noise only) rather
         # than raising, or one row would decide whether a model is released.
-        min_rows = 0 if self._row_count_is_private() else 1
+        min_rows = 0 if mechanism.row_count_is_private(self) else 1
         # Validation errors name the problem, never a value (values are private).
         if namespace is None:
             X, y = validate_hiding_values(
@@ -1127,9 +744,7 @@ class BaseDPLSSGD(BaseEstimator):
             # Duplicate entries summed into a copy: the clip's row norms are
             # taken over stored entries (see _sparse).
             X = as_canonical_csr(X)
-        # From the input's public shape and format only (see _defaults).
-        self.sigma_ = 0.0 if output else resolve_sigma(
-            self.sigma, X.shape[1], sp.issparse(X), self._auto_sigma_levels)
+        self.sigma_ = mechanism.smoothing(self, X.shape[1], sp.issparse(X))
         y_encoded, n_outputs = self._encode_targets(y, classes)
         if series is not None and series.classes is not None and not np.array_equal(
                 series.classes, self.classes_):
@@ -1139,83 +754,18 @@ class BaseDPLSSGD(BaseEstimator):
                 "continues the same model. Declare classes=..., or fit from scratch "
                 "(warm_start=False)."
             )
-        n_samples = X.shape[0]
-        if output:
-            return self._fit_output_perturbation(
-                X, y_encoded, n_outputs, validate_hiding_values(
-                    {"sample_weight": sample_weight}, self._row_weights, sample_weight, y))
-        if plan is None or n_rows != n_samples:
-            plan = self._plan_release(n_samples, series, partial)
-        mechanism, calibration, sample_rate, n_steps, rng = plan[:5]
-        eta0 = self._resolve_step(plan, X.shape[1], series, partial)
-        self._warn_before_training(calibration.delta, n_samples)
         weights = validate_hiding_values(
             {"sample_weight": sample_weight}, self._row_weights, sample_weight, y)
-        # The rows' norms, once, for the warning and the clip (NumPy path).
-        row_norms = None if namespace is not None else row_norms_of(X, self._n_threads())
-        self._warn_if_mostly_clipped(X, y, y_encoded, n_outputs, row_norms)
-        trainer = train_dp_lssgd if namespace is None else train_dp_lssgd_array_api
-        # The NumPy path's own settings: threads and a starting point (the
-        # array API path refuses the latter, _check_array_api_release).
-        extra = {} if namespace is not None else {
-            "n_threads": self._n_threads(),
-            "row_norms": row_norms,
-            "initial_params": self._start_params(series, coef_init, intercept_init, n_outputs,
-                                                 X.shape[1]),
-        }
-        params = trainer(
-            X,
-            y_encoded,
-            n_outputs,
-            loss_code=loss_code(self.loss, n_outputs),
-            loss_threshold=LOSSES[self.loss].threshold(self),
-            fit_intercept=bool(self.fit_intercept),
-            clip_norm=float(self.clip_norm),
-            noise_multiplier=mechanism.step_noise_multipliers(),
-            sample_rate=sample_rate,
-            batch_size=plan.batch_size,
-            n_steps=n_steps,
-            n_epochs=plan.max_iter,
-            learning_rates=learning_rate_schedule(
-                self.learning_rate, eta0, self.power_t, n_steps,
-                first_step=series.n_steps if partial and series is not None else 0,
-            ),
-            alpha=float(self.alpha),
-            sigma=self.sigma_,
-            rng=rng,
-            verbose=self.verbose,
-            average_start=plan.average_start,
-            optimizer=self.optimizer,
-            optimizer_settings=self._optimizer_settings(),
-            sample_weight=weights,
-            max_sample_weight=mechanism.max_sample_weight,
-            **extra,
-        )
-        self.n_iter_ = plan.max_iter
-        self.batch_size_ = plan.batch_size
-        self.eta0_ = eta0
-        self.average_start_ = plan.average_start
-        self.n_steps_ = n_steps
-        self.noise_multiplier_ = calibration.noise_multiplier
-        self.noise_multipliers_ = mechanism.block_noise_multipliers()
-        if namespace is not None:
-            # Array attributes follow X (scikit-learn's array API convention).
-            self.noise_multipliers_ = to_device(self.noise_multipliers_, *namespace)
-        self.sample_rate_ = sample_rate
-        events = (series.events if series is not None else ()) + (mechanism.dp_event(),)
-        if len(events) == 1:
-            # A seeded fit's noise can be regenerated from its own parameters.
-            self.epsilon_ = calibration.epsilon if mechanism.private else math.inf
-        else:
-            self.epsilon_ = series_epsilon(events, calibration.delta, calibration.neighboring,
-                                           self.disjoint_batches)
-        self.dp_events_ = list(events)
-        self.dp_event_ = compose_events(events)
-        self.t_ = (series.n_steps if series is not None else 0) + n_steps
-        self.delta_ = calibration.delta
-        self.neighboring_ = calibration.neighboring
-        self.output_sensitivity_ = None
+        data = TrainingData(X, y, y_encoded, n_outputs, weights, namespace,
+                            coef_init=coef_init, intercept_init=intercept_init)
+        params, record = mechanism.release(self, data, plan, series, partial)
+        for name, value in record.fitted_attributes().items():
+            setattr(self, name, value)
         return params
+
+    def _release_mechanism(self):
+        """The mechanism object ``self.mechanism`` names (see :mod:`._mechanisms`)."""
+        return mechanism_named(self.mechanism)
 
     def _warn_before_training(self, delta, n_samples):
         """The warnings every mechanism gives once its plan is fixed."""
@@ -1232,92 +782,16 @@ class BaseDPLSSGD(BaseEstimator):
         self._warn_about_workflow()
 
     def _can_stream(self):
-        """Whether ``partial_fit`` exists: not for output perturbation.
+        """Whether ``partial_fit`` exists: where the mechanism can continue a release.
 
-        Its sensitivity bound is for one descent from zero weights to the
-        release, over all the rows; a series of them would need its own
-        accounting.
+        Output perturbation's sensitivity bound is for one descent from zero
+        weights to the release, over all the rows; a series of them would
+        need its own accounting.
         """
-        if self.mechanism == "output":
-            raise AttributeError(
-                "partial_fit is not available with mechanism='output': the mechanism "
-                "releases one noise-free descent over all the rows, plus noise. Use "
-                "mechanism='gradient' for streaming.")
+        mechanism = MECHANISMS.get(self.mechanism)
+        if mechanism is not None and not mechanism.supports_partial_fit:
+            raise AttributeError(mechanism.partial_fit_refusal)
         return True
-
-    def _check_array_api_release(self, partial, coef_init, intercept_init):
-        """Refuse, before any row is read, what the array API path does not implement."""
-        if partial or coef_init is not None or intercept_init is not None or (
-                self.warm_start and "dp_events_" in self.__dict__):
-            raise ValueError(
-                "Array API inputs (PyTorch, CuPy, ... arrays) train one fit from zero "
-                "weights: partial_fit, warm_start and coef_init / intercept_init need "
-                "NumPy inputs.")
-
-    def _check_output_start(self, coef_init, intercept_init):
-        """Refuse a continued release with output perturbation, before any row is read."""
-        if coef_init is not None or intercept_init is not None or (
-                self.warm_start and "dp_events_" in self.__dict__):
-            raise ValueError(
-                "mechanism='output' starts its descent from zero weights (its "
-                "sensitivity bound is for that start): coef_init, intercept_init and "
-                "warm_start=True are not available with it.")
-
-    def _fit_output_perturbation(self, X, y_encoded, n_outputs, weights):
-        """``mechanism="output"``: plan, charge the ledger, descend, add noise once.
-
-        Everything the plan depends on is public: the row count (public under
-        replace-one, the only adjacency allowed), the number of outputs, the
-        loss and its bounds, ``alpha``, the step and the batch size. See
-        :mod:`sklearn_dplssgd._output_perturbation`.
-
-        Returns
-        -------
-        params : ndarray of shape (n_outputs, n_features + 1)
-        """
-        n_samples = X.shape[0]
-        delta = resolve_delta(self.delta, n_samples)
-        squared_error = self.loss == "squared_error"
-        plan = plan_output_perturbation(
-            self.epsilon, delta, n_samples=n_samples, loss=self.loss, n_outputs=n_outputs,
-            fit_intercept=bool(self.fit_intercept), alpha=float(self.alpha),
-            row_norm_bound=float(self.row_norm_bound),
-            # Every batch has exactly b <= n rows (Lemma 2 of seed 004).
-            batch_size=None if self.batch_size == AUTO else min(int(self.batch_size), n_samples),
-            eta=None if self.eta0 == AUTO else float(self.eta0),
-            loss_threshold=(LOSSES[self.loss].threshold(self)
-                            if LOSSES[self.loss].uses_threshold else None),
-            weight_norm_bound=self.weight_norm_bound if squared_error else None,
-            # The regressor maps targets in target_bounds to [-1, 1].
-            target_bound=1.0 if squared_error else None,
-            max_sample_weight=float(self.max_sample_weight),
-        )
-        max_iter = default_passes(plan) if self.max_iter == AUTO else int(self.max_iter)
-        rng, seeded = make_generator(self.random_state, self.reproducible)
-        mechanism = plan.mechanism.seeded_copy() if seeded else plan.mechanism
-        if self.ledger is not None:
-            self.ledger.charge(type(self).__name__, mechanism.dp_event(), "replace_one")
-        self._warn_before_training(delta, n_samples)
-        params, mechanism = release_output_perturbation(
-            X, y_encoded, plan, n_passes=max_iter, rng=rng, seeded=seeded,
-            sample_weight=weights)
-        self.n_iter_ = max_iter
-        self.batch_size_ = plan.batch_size
-        self.eta0_ = plan.eta
-        self.average_start_ = None
-        self.n_steps_ = max_iter * plan.n_batches
-        self.noise_multiplier_ = plan.calibration.noise_multiplier
-        self.noise_multipliers_ = np.array([plan.calibration.noise_multiplier])
-        self.sample_rate_ = math.nan
-        self.epsilon_ = plan.calibration.epsilon if mechanism.private else math.inf
-        self.dp_event_ = mechanism.dp_event()
-        # A later gradient-perturbation partial_fit or warm start composes with it.
-        self.dp_events_ = [self.dp_event_]
-        self.t_ = self.n_steps_
-        self.delta_ = plan.calibration.delta
-        self.neighboring_ = "replace_one"
-        self.output_sensitivity_ = mechanism.sensitivity
-        return params
 
     def _decision_values(self, X, method="predict"):
         """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X.

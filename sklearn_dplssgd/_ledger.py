@@ -36,7 +36,7 @@ try:  # POSIX file locks; elsewhere the records are appended unlocked.
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["PrivacyLedger", "PrivacyBudgetExceededError"]
+__all__ = ["PrivacyLedger", "PrivacyBudgetExceededError", "ledger_error"]
 
 # PLD grid of the ledger's totals, relative to the epsilon scale: a
 # pessimistic (sound) estimate within about 0.1 percent.
@@ -259,3 +259,10 @@ class PrivacyLedger:
         """
         with contextlib.suppress(FileNotFoundError):
             os.remove(self.path)
+
+
+def ledger_error(value):
+    """The ``ledger`` constraint: a message, or None when valid."""
+    if value is None or isinstance(value, PrivacyLedger):
+        return None
+    return f"must be None or a PrivacyLedger; got {type(value).__name__}."

@@ -29,15 +29,17 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import (
-    BaseDPLSSGD, _check_ledger, _check_random_state, _public_row_count, make_generator,
-)
+from ._base import BaseDPLSSGD
 from ._defaults import resolve_schedule
 from ._mechanism import RandomSearchSelection
 from ._schedules import noise_schedule_blocks
 from ._scaler import BoundedScaler
 from ._sgd import number_of_steps
-from ._validation import Interval, Options, PrivacyLeakWarning, validate_parameters
+from ._ledger import ledger_error
+from ._randomness import make_generator, random_state_error
+from ._validation import (
+    Interval, Options, PrivacyLeakWarning, public_row_count, validate_parameters,
+)
 
 __all__ = ["DPRandomizedSearch"]
 
@@ -296,9 +298,9 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         "validation_fraction": [Interval("real", 0, 1, closed="neither")],
         "score_budget": [Interval("real", 0, 1, closed="neither")],
         "n_jobs": [Interval("integral", None, None), None],
-        "random_state": [_check_random_state],
+        "random_state": [random_state_error],
         "reproducible": [Options(bool, (True, False))],
-        "ledger": [_check_ledger],
+        "ledger": [ledger_error],
         "verbose": [Interval("integral", 0, None)],
     }
 
@@ -472,7 +474,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         """
         validate_parameters(self)
         final, prefix = _final_estimator(self.estimator)
-        if final.mechanism != "gradient":
+        if not final._release_mechanism().searchable:
             # The trials' noise is calibrated jointly as gradient perturbation.
             raise ValueError(
                 f"DPRandomizedSearch calibrates gradient perturbation trials; "
@@ -481,13 +483,13 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         scoring, score_range = self._scoring(final)
         ledger = self.ledger if self.ledger is not None else final.ledger
         self._warn_about_preprocessing()
-        n_rows = _public_row_count(X)
+        n_rows = public_row_count(X)
         if n_rows is None:
             raise TypeError("X must be an array-like with a shape (rows first).")
-        if _public_row_count(y) != n_rows:
+        if public_row_count(y) != n_rows:
             raise ValueError(
                 f"X and y have different numbers of rows ({n_rows} and "
-                f"{_public_row_count(y)})."
+                f"{public_row_count(y)})."
             )
 
         # Everything released is fixed, and charged, before a row is read.

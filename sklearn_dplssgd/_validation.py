@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 __all__ = ["Interval", "Options", "validate_parameters", "PrivacyLeakWarning", "warn_once",
-           "validate_hiding_values", "score_hiding_values"]
+           "validate_hiding_values", "score_hiding_values", "public_row_count"]
 
 # The one wording of every error about private data (the label error included).
 VALUES_NOT_SHOWN = "values are not shown: they are private"
@@ -442,3 +442,14 @@ def _check_guess(guess, target):
             "(the starting point of the search is not finite); use a delta "
             "between about 1e-300 and 0.5."
         )
+
+
+def public_row_count(X):
+    """The number of rows of ``X`` without reading them (None if unknown)."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0]) if shape[0] is not None else None
+    try:
+        return len(X)
+    except TypeError:
+        return None

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 import sklearn_dplssgd._base as base_module
+import sklearn_dplssgd._mechanisms._gradient as gradient_module
+from sklearn_dplssgd._mechanisms import GradientPerturbationMechanism
 import sklearn_dplssgd._classifier as classifier_module
 import sklearn_dplssgd._sgd as sgd_module
 import sklearn_dplssgd._validation as validation_module
@@ -92,7 +94,7 @@ def _seeded_like_before(random_state, reproducible=False):
 
 
 def test_seed_and_clone_checks_catch_noise_seeded_from_random_state(monkeypatch):
-    monkeypatch.setattr(base_module, "make_generator", _seeded_like_before)
+    monkeypatch.setattr(gradient_module, "make_generator", _seeded_like_before)
     estimator = DPLSSGDClassifier(classes=[0, 1], max_iter=3)
     replay = check_seed_replay(estimator)
     assert not replay.passed
@@ -179,18 +181,18 @@ def test_ledger_check_catches_a_ledger_that_restarts_when_its_file_is_missing(mo
 
 def test_ledger_check_catches_an_uncharged_continuation(monkeypatch):
     # A fitted model whose partial_fit skips the ledger (charges only in fit).
-    real_plan = BaseDPLSSGD._plan_release
+    real_plan = GradientPerturbationMechanism.plan
 
-    def plan_charging_fits_only(self, n_samples, series=None, partial=False):
+    def plan_charging_fits_only(self, estimator, n_samples, series=None, partial=False):
         if not partial:
-            return real_plan(self, n_samples, series, partial)
-        ledger, self.ledger = self.ledger, None
+            return real_plan(self, estimator, n_samples, series, partial)
+        ledger, estimator.ledger = estimator.ledger, None
         try:
-            return real_plan(self, n_samples, series, partial)
+            return real_plan(self, estimator, n_samples, series, partial)
         finally:
-            self.ledger = ledger
+            estimator.ledger = ledger
 
-    monkeypatch.setattr(BaseDPLSSGD, "_plan_release", plan_charging_fits_only)
+    monkeypatch.setattr(GradientPerturbationMechanism, "plan", plan_charging_fits_only)
     result = check_ledger_continuity(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
     assert not result.passed and result.measured == 2
     assert "continuing a fitted model charged 0 times" in result.detail

@@ -438,7 +438,7 @@ def test_reproducible_fits_repeat_exactly_and_claim_nothing(binary, make_seed):
 
 
 def test_reproducible_random_state_instance_gives_128_bits(monkeypatch):
-    from sklearn_dplssgd import _base
+    from sklearn_dplssgd import _randomness
 
     seeds = []
     real = np.random.SeedSequence
@@ -447,8 +447,8 @@ def test_reproducible_random_state_instance_gives_128_bits(monkeypatch):
         seeds.append(entropy)
         return real(entropy, **kwargs)
 
-    monkeypatch.setattr(_base.np.random, "SeedSequence", recording)
-    rng, seeded = _base.make_generator(np.random.RandomState(0), reproducible=True)
+    monkeypatch.setattr(_randomness.np.random, "SeedSequence", recording)
+    rng, seeded = _randomness.make_generator(np.random.RandomState(0), reproducible=True)
     assert seeded and isinstance(rng, np.random.Generator)
     # Four 32-bit words drawn from the RandomState (not one 31-bit int).
     expected = np.random.RandomState(0).randint(0, 2**32, size=4, dtype=np.uint64)

@@ -14,7 +14,7 @@ from sklearn_dplssgd import (
     PrivacyBudgetExceededError,
     PrivacyLedger,
 )
-from sklearn_dplssgd import _base
+from sklearn_dplssgd._mechanisms import _gradient
 from sklearn_dplssgd._sgd import learning_rate_schedule
 from sklearn_dplssgd._streaming import compose_events
 
@@ -181,13 +181,13 @@ def test_a_decaying_learning_rate_continues_across_calls(binary, monkeypatch):
     np.testing.assert_allclose(learning_rate_schedule("invscaling", 2.0, 0.5, 3, first_step=2),
                                2.0 / np.sqrt([3.0, 4.0, 5.0]))
     recorded = []
-    real = _base.train_dp_lssgd
+    real = _gradient.train_dp_lssgd
 
     def recording(*args, **kwargs):
         recorded.append(kwargs["learning_rates"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_base, "train_dp_lssgd", recording)
+    monkeypatch.setattr(_gradient, "train_dp_lssgd", recording)
     X, y = binary
     clf = DPLSSGDRegressor(learning_rate="inverse_time", batch_size=100, **SEEDED)
     clf.partial_fit(X[:300], y[:300])

@@ -1,0 +1,357 @@
+"""Gradient perturbation: DP-LSSGD's noisy, clipped, smoothed gradient steps.
+
+Each step sums the Poisson-sampled rows' clipped gradients and adds Gaussian
+noise (the released quantity); smoothing, the optimizer and averaging are
+post-processing. The whole release, :class:`~.._mechanism.GradientPerturbation`
+(q, T, the noise multipliers of its schedule, the sensitivity), is fixed
+from public quantities and charged to the ledger before any row is read.
+"""
+
+import dataclasses
+import math
+import typing
+
+import numpy as np
+
+from .._accounting import PrivacyCalibration
+from .._array_api import (
+    initial_gradient_norms, to_device, train_dp_lssgd_array_api,
+)
+from .._defaults import (
+    resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule, resolve_sigma,
+)
+from .._losses import LOSSES, loss_code, residual_norms_at_zero
+from .._mechanism import GradientPerturbation
+from .._randomness import make_generator
+from .._schedules import noise_schedule_blocks
+from .._sgd import learning_rate_schedule, number_of_steps, row_norms_of, train_dp_lssgd
+from .._streaming import Series, compose_events, series_epsilon
+from .._validation import warn_once
+from ._release import ReleaseMechanism, ReleaseRecord
+
+__all__ = ["GradientPerturbationMechanism", "ReleasePlan"]
+
+# Initial gradients this many times the clip norm, for this share of the
+# rows, trigger the mostly-clipped warning (see warn_if_mostly_clipped).
+CLIPPED_FACTOR = 10.0
+CLIPPED_SHARE = 0.9
+
+
+class ReleasePlan(typing.NamedTuple):
+    """What :meth:`GradientPerturbationMechanism.plan` fixes before any row is read."""
+
+    mechanism: GradientPerturbation
+    calibration: object
+    sample_rate: float
+    n_steps: int
+    rng: np.random.Generator
+    batch_size: int
+    max_iter: int
+    average_start: typing.Optional[int]
+    n_samples: int
+
+
+class GradientPerturbationMechanism(ReleaseMechanism):
+    """``mechanism="gradient"``: DP-LSSGD (the default)."""
+
+    name = "gradient"
+    searchable = True
+
+    def check_settings(self, estimator):
+        if estimator.weight_norm_bound is not None:
+            raise ValueError(
+                "weight_norm_bound is used by mechanism='output' only; gradient "
+                "perturbation bounds each row's influence by clip_norm. Leave it None.")
+
+    def check_release(self, estimator, X, *, namespace, sparse, continued):
+        if namespace is not None and continued:
+            raise ValueError(
+                "Array API inputs (PyTorch, CuPy, ... arrays) train one fit from zero "
+                "weights: partial_fit, warm_start and coef_init / intercept_init need "
+                "NumPy inputs.")
+
+    def continued_series(self, estimator, partial, coef_init, intercept_init):
+        """The series this release continues, or None for a fresh start.
+
+        ``partial_fit`` continues whatever the estimator fitted last;
+        ``fit`` does with ``warm_start=True`` and no ``coef_init`` or
+        ``intercept_init``.
+        """
+        fitted = "dp_events_" in estimator.__dict__
+        if not fitted or not (partial or (estimator.warm_start and coef_init is None
+                                          and intercept_init is None)):
+            return None
+        if estimator.neighboring != estimator.neighboring_:
+            # Epsilons under different adjacencies do not compose.
+            raise ValueError(
+                f"The fitted releases were accounted under neighboring="
+                f"{estimator.neighboring_!r}, this one would be under "
+                f"{estimator.neighboring!r}: they do not compose. Restore neighboring, or "
+                "fit from scratch (warm_start=False)."
+            )
+        params = estimator._initial_params(estimator.coef_, estimator.intercept_,
+                                           len(estimator.intercept_), estimator.n_features_in_)
+        return Series(tuple(estimator.dp_events_), estimator.delta_, estimator.eta0_,
+                      estimator.t_, estimator._to_training_scale(params),
+                      estimator.__dict__.get("classes_"))
+
+    def row_count_is_private(self, estimator):
+        return (estimator.neighboring == "add_remove"
+                and estimator.public_n_samples is not None)
+
+    def plan_before_reading(self, estimator, n_rows, series, partial):
+        return self.plan(estimator, n_rows, series, partial) if n_rows else None
+
+    def plan(self, estimator, n_samples, series=None, partial=False):
+        """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
+
+        The ``"auto"`` hyperparameters are resolved here, from the accounted
+        (public) row count and the calibrated noise only (see
+        :mod:`sklearn_dplssgd._defaults`); ``eta0``, which also depends on
+        the public width of X, once X is validated (:meth:`resolve_step`).
+
+        Parameters
+        ----------
+        estimator : BaseDPLSSGD
+        n_samples : int
+        series : Series or None, default=None
+            The series this release continues: its ``delta`` is kept (the
+            releases compose at one delta).
+        partial : bool, default=False
+            A ``partial_fit`` call: one epoch over its rows.
+
+        Returns
+        -------
+        plan : ReleasePlan
+            The mechanism, its calibration, q, T, the fit's own generator
+            (see :func:`~.._randomness.make_generator`) and the resolved
+            settings.
+        """
+        n_accounted = estimator._accounted_n_samples(n_samples)
+        delta = (resolve_delta(estimator.delta, n_accounted) if series is None
+                 else series.delta)
+        batch_size, max_iter = resolve_schedule(
+            estimator.batch_size, 1 if partial else estimator.max_iter, n_accounted)
+        sample_rate = min(1.0, batch_size / n_accounted)
+        n_steps = number_of_steps(n_accounted, batch_size, max_iter)
+        schedule = noise_schedule_blocks(estimator.noise_schedule,
+                                         float(estimator.noise_decay), n_steps, max_iter)
+        fixed = estimator.__dict__.get("_fixed_mechanism")
+        if fixed is not None:
+            # A trial of DPRandomizedSearch: the search calibrated the noise
+            # for all its trials and accounts for them itself.
+            expected = GradientPerturbation(sample_rate, n_steps, fixed.noise_multiplier,
+                                            estimator.neighboring, fixed.clip_norm,
+                                            noise_schedule=schedule).noise_schedule
+            if (fixed.sample_rate, fixed.n_steps, fixed.noise_schedule) != (
+                    sample_rate, n_steps, expected):
+                raise RuntimeError("the search's mechanism does not match this fit's")
+            # The search's accounting is relative to the sensitivity, which
+            # this estimator's weight bound sets.
+            mechanism = dataclasses.replace(
+                fixed, max_sample_weight=float(estimator.max_sample_weight))
+            calibration = PrivacyCalibration(
+                fixed.noise_multiplier, math.nan, delta, sample_rate, n_steps,
+                "rdp", estimator.neighboring)
+        else:
+            mechanism, calibration = GradientPerturbation.calibrated(
+                estimator.epsilon,
+                delta,
+                sample_rate=sample_rate,
+                n_steps=n_steps,
+                accountant=estimator.accountant,
+                neighboring=estimator.neighboring,
+                clip_norm=float(estimator.clip_norm),
+                n_samples=n_accounted,
+                noise_schedule=schedule,
+                max_sample_weight=float(estimator.max_sample_weight),
+            )
+        rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
+        if seeded:
+            # A seeded fit's noise is reproducible: it claims nothing.
+            mechanism = mechanism.seeded_copy()
+        if fixed is None and estimator.ledger is not None:
+            estimator.ledger.charge(type(estimator).__name__, mechanism.dp_event(),
+                                    estimator.neighboring)
+        return ReleasePlan(
+            mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
+            max_iter=max_iter,
+            average_start=resolve_average_start(estimator.average, n_steps),
+            n_samples=n_samples,
+        )
+
+    def resolve_step(self, estimator, plan, n_features, series=None, partial=False):
+        """``eta0`` for a fit of ``plan`` over ``n_features`` columns.
+
+        From the plan's public quantities and the public width of X (see
+        :func:`.._defaults.resolve_eta0`); a ``partial_fit`` call keeps its
+        series' ``eta0``.
+        """
+        if partial and series is not None:
+            return series.eta0
+        return resolve_eta0(
+            estimator.eta0, learning_rate=estimator.learning_rate,
+            power_t=estimator.power_t,
+            noise_multipliers=plan.mechanism.step_noise_multipliers(),
+            clip_norm=plan.mechanism.sensitivity, batch_size=plan.batch_size,
+            alpha=float(estimator.alpha), max_step=estimator._noise_free_step,
+            n_features=n_features, optimizer=estimator.optimizer,
+            momentum=float(estimator.momentum),
+        )
+
+    def smoothing(self, estimator, n_features, sparse):
+        # From the input's public shape and format only (see _defaults).
+        return resolve_sigma(estimator.sigma, n_features, sparse,
+                             estimator._auto_sigma_levels)
+
+    def release(self, estimator, data, plan, series, partial):
+        X, namespace = data.X, data.namespace
+        n_samples = X.shape[0]
+        if plan is None or plan.n_samples != n_samples:
+            plan = self.plan(estimator, n_samples, series, partial)
+        mechanism, calibration = plan.mechanism, plan.calibration
+        eta0 = self.resolve_step(estimator, plan, X.shape[1], series, partial)
+        estimator._warn_before_training(calibration.delta, n_samples)
+        # The rows' norms, once, for the warning and the clip (NumPy path).
+        row_norms = None if namespace is not None else row_norms_of(
+            X, estimator._n_threads())
+        warn_if_mostly_clipped(estimator, data, row_norms)
+        trainer = train_dp_lssgd if namespace is None else train_dp_lssgd_array_api
+        # The NumPy path's own settings: threads and a starting point (the
+        # array API path refuses the latter, check_release).
+        extra = {} if namespace is not None else {
+            "n_threads": estimator._n_threads(),
+            "row_norms": row_norms,
+            "initial_params": estimator._start_params(
+                series, data.coef_init, data.intercept_init, data.n_outputs, X.shape[1]),
+        }
+        params = trainer(
+            X,
+            data.y_encoded,
+            data.n_outputs,
+            loss_code=loss_code(estimator.loss, data.n_outputs),
+            loss_threshold=LOSSES[estimator.loss].threshold(estimator),
+            fit_intercept=bool(estimator.fit_intercept),
+            clip_norm=float(estimator.clip_norm),
+            noise_multiplier=mechanism.step_noise_multipliers(),
+            sample_rate=plan.sample_rate,
+            batch_size=plan.batch_size,
+            n_steps=plan.n_steps,
+            n_epochs=plan.max_iter,
+            learning_rates=learning_rate_schedule(
+                estimator.learning_rate, eta0, estimator.power_t, plan.n_steps,
+                first_step=series.n_steps if partial and series is not None else 0,
+            ),
+            alpha=float(estimator.alpha),
+            sigma=estimator.sigma_,
+            rng=plan.rng,
+            verbose=estimator.verbose,
+            average_start=plan.average_start,
+            optimizer=estimator.optimizer,
+            optimizer_settings=optimizer_settings(estimator),
+            sample_weight=data.weights,
+            max_sample_weight=mechanism.max_sample_weight,
+            **extra,
+        )
+        noise_multipliers = mechanism.block_noise_multipliers()
+        if namespace is not None:
+            # Array attributes follow X (scikit-learn's array API convention).
+            noise_multipliers = to_device(noise_multipliers, *namespace)
+        events = (series.events if series is not None else ()) + (mechanism.dp_event(),)
+        if len(events) == 1:
+            # A seeded fit's noise can be regenerated from its own parameters.
+            epsilon = calibration.epsilon if mechanism.private else math.inf
+        else:
+            epsilon = series_epsilon(events, calibration.delta, calibration.neighboring,
+                                     estimator.disjoint_batches)
+        return params, ReleaseRecord(
+            n_iter=plan.max_iter,
+            batch_size=plan.batch_size,
+            eta0=eta0,
+            average_start=plan.average_start,
+            n_steps=plan.n_steps,
+            noise_multiplier=calibration.noise_multiplier,
+            noise_multipliers=noise_multipliers,
+            sample_rate=plan.sample_rate,
+            epsilon=epsilon,
+            dp_events=list(events),
+            dp_event=compose_events(events),
+            t=(series.n_steps if series is not None else 0) + plan.n_steps,
+            delta=calibration.delta,
+            neighboring=calibration.neighboring,
+            output_sensitivity=None,
+        )
+
+    def claimed_epsilon(self, estimator, model, n_rows):
+        schedule = noise_schedule_blocks(estimator.noise_schedule,
+                                         float(estimator.noise_decay), model.n_steps_,
+                                         model.n_iter_)
+        _, calibration = GradientPerturbation.calibrated(
+            estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,
+            n_steps=model.n_steps_, accountant=estimator.accountant,
+            neighboring=model.neighboring_, clip_norm=float(estimator.clip_norm),
+            n_samples=estimator._accounted_n_samples(n_rows), noise_schedule=schedule,
+        )
+        return calibration.epsilon
+
+
+def optimizer_settings(estimator):
+    """The chosen optimizer's own settings (the others are not used)."""
+    if estimator.optimizer == "momentum":
+        return {"momentum": float(estimator.momentum)}
+    if estimator.optimizer == "adam":
+        return {"beta1": float(estimator.beta1), "beta2": float(estimator.beta2),
+                "epsilon": float(estimator.adam_epsilon)}
+    return {}
+
+
+def warn_if_mostly_clipped(estimator, data, row_norms=None):
+    """Warn the data holder when almost every gradient is clipped far down.
+
+    At the starting point (zero weights) each row's gradient norm is
+    ``||r_i|| sqrt(||x_i||^2 + 1)``. When 90 % of the rows exceed 10 times
+    ``clip_norm``, clipping throws away most of every gradient and the fit
+    learns slowly: usually features or targets far from unit scale. This
+    reads the private rows, but only to decide whether to print a warning to
+    the person running the fit: nothing is stored on the model, and the
+    mechanism, the noise and the training are the same either way.
+    ``row_norms`` are the rows' norms ``||x_i||`` the training uses too
+    (NumPy and sparse X), so that they are computed once.
+    """
+    code = loss_code(estimator.loss, data.n_outputs)
+    threshold = LOSSES[estimator.loss].threshold(estimator)
+    fit_intercept = bool(estimator.fit_intercept)
+    if row_norms is not None:
+        # Extreme but valid rows may overflow these squares: an infinite
+        # norm is simply "far above the limit" here.
+        with np.errstate(all="ignore"):
+            residual_norms = residual_norms_at_zero(code, data.y_encoded, data.n_outputs,
+                                                    threshold)
+            row_norms = np.sqrt(row_norms**2 + float(fit_intercept))
+            norms = residual_norms * row_norms
+    else:
+        norms, row_norms = initial_gradient_norms(
+            data.X, data.y_encoded, data.n_outputs, code, threshold, fit_intercept)
+    limit = CLIPPED_FACTOR * float(estimator.clip_norm)
+    if not np.mean(norms > limit) >= CLIPPED_SHARE:
+        return
+    causes = []
+    if np.median(row_norms) > CLIPPED_FACTOR:
+        causes.append(
+            "the features are far from unit scale: map them to [-1, 1] from "
+            "bounds known in advance with BoundedScaler (not a scaler fitted on "
+            "the private rows)")
+    if getattr(estimator, "target_bounds", True) is None and np.median(
+            np.abs(np.asarray(data.y, dtype=np.float64))) > CLIPPED_FACTOR:
+        causes.append(
+            "the targets are far from unit scale: declare public bounds with "
+            "target_bounds=(low, high)")
+    if not causes:
+        causes.append("clip_norm is small compared with the gradients")
+    warn_once(
+        f"Almost every training row's gradient is more than "
+        f"{CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
+        f"learns slowly: {'; '.join(causes)}. (This check is shown only to you; "
+        "it changes nothing in the fit.)",
+        UserWarning,
+    )
