@@ -34,7 +34,7 @@ Decisions, and why
   ``epsilon / 1000`` and 1e-4 at ``epsilon / 10000`` with T ~ 20000 steps,
   exact to 1e-6 at ``epsilon / 500`` with T ~ 20), while the run time grows
   like ``1 / interval``.  Two cheap probes (``epsilon / 500`` and
-  ``epsilon / 1000``) estimate ``c``, and :func:`_pld_interval_rule` takes
+  ``epsilon / 1000``) estimate ``c``, and :func:`pld_interval_rule` takes
   the coarsest interval ``epsilon / (500 * 2**k)`` with a predicted error
   below 1e-4 relative, never finer than ``epsilon / 10000``.  The scale is
   the target epsilon when calibrating, and ``epsilon_RDP(z)`` (an upper bound
@@ -75,19 +75,26 @@ from dp_accounting import pld as _dp_pld
 from dp_accounting import rdp as _dp_rdp
 
 from ._validation import (
-    _check_choice,
-    _check_delta,
-    _check_mechanism,
-    _check_noise_multiplier,
+    check_choice,
+    check_delta,
+    check_mechanism,
+    check_noise_multiplier,
 )
 
 __all__ = [
     "ACCOUNTANTS",
-    "NEIGHBORING_RELATIONS",
-    "PrivacyCalibration",
+    "cached_epsilon",
     "compute_epsilon",
     "dp_event",
     "event_epsilon",
+    "EVENT_EPSILONS",
+    "NEIGHBORING_RELATIONS",
+    "pld_grid_points",
+    "PLD_INTERVAL_BOUNDS",
+    "pld_interval_range",
+    "pld_interval_rule",
+    "PLD_MAX_POINTS",
+    "PrivacyCalibration",
 ]
 
 ACCOUNTANTS = ("rdp", "pld", "paper", "paper_released")
@@ -99,17 +106,17 @@ _DP_RELATION = {
 }
 
 # PLD interval: chosen between epsilon / 500 and epsilon / 10000 (and inside
-# _PLD_INTERVAL_BOUNDS) so that the discretization error is about _PLD_RTOL
+# PLD_INTERVAL_BOUNDS) so that the discretization error is about _PLD_RTOL
 # relative; see _pld_interval.
 _PLD_COARSEST = 500.0
 _PLD_FINEST = 1e4
 _PLD_RTOL = 1e-4
 # The upper bound grows with epsilon far enough that the grid stays small at
 # large epsilon; far beyond 100 dp-accounting's exp(interval) overflows.
-_PLD_INTERVAL_BOUNDS = (1e-6, 100.0)
+PLD_INTERVAL_BOUNDS = (1e-6, 100.0)
 # Larger PLD grids (8 bytes a point, several copies, seconds each) are not built: the
-# RDP bound is used for that evaluation instead (see _epsilon).
-_PLD_MAX_POINTS = 2e6
+# RDP bound is used for that evaluation instead (see cached_epsilon).
+PLD_MAX_POINTS = 2e6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,8 +272,8 @@ def _group_of_two_epsilon(accountant, delta):
 
 
 @functools.lru_cache(maxsize=4096)
-def _epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
-             pld_interval):
+def cached_epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
+                   pld_interval):
     """Epsilon of the mechanism for one z (cached; all arguments validated).
 
     ``method`` is "rdp", "rdp_guess" (dp-accounting's default orders: the PLD
@@ -276,7 +283,7 @@ def _epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
         return math.inf
     if noise_multiplier == math.inf:
         return 0.0
-    if method == "pld" and _pld_grid_points(noise_multiplier, pld_interval) > _PLD_MAX_POINTS:
+    if method == "pld" and pld_grid_points(noise_multiplier, pld_interval) > PLD_MAX_POINTS:
         # Tiny noise (a huge epsilon target): the PLD grid would need
         # gigabytes. RDP's bound is just as valid an upper bound on epsilon.
         method = "rdp"
@@ -313,7 +320,7 @@ def _epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
 # --------------------------------------------------------------------------
 
 
-def _pld_grid_points(noise_multiplier, interval):
+def pld_grid_points(noise_multiplier, interval):
     """Generous estimate of the PLD grid size for one subsampled Gaussian step.
 
     The privacy loss of the Gaussian mechanism spans about ``0.7 / z**2``
@@ -324,9 +331,9 @@ def _pld_grid_points(noise_multiplier, interval):
     return (1.0 / z**2 + 10.0 / z) / interval
 
 
-def _pld_interval_range(eps_scale):
+def pld_interval_range(eps_scale):
     """The coarsest and the finest PLD interval for an epsilon of this size."""
-    lo_bound, hi_bound = _PLD_INTERVAL_BOUNDS
+    lo_bound, hi_bound = PLD_INTERVAL_BOUNDS
     if math.isfinite(eps_scale) and eps_scale > 0:
         coarse, finest = eps_scale / _PLD_COARSEST, eps_scale / _PLD_FINEST
     else:
@@ -334,7 +341,7 @@ def _pld_interval_range(eps_scale):
     return (min(max(coarse, lo_bound), hi_bound), min(max(finest, lo_bound), hi_bound))
 
 
-def _pld_interval_rule(coarse, eps_coarse, eps_half, finest):
+def pld_interval_rule(coarse, eps_coarse, eps_half, finest):
     """The PLD interval, from epsilons at ``coarse`` and ``coarse / 2`` at one z.
 
     The PLD accountant's estimate is pessimistic, hence sound at any interval,
@@ -363,17 +370,17 @@ def _pld_interval_rule(coarse, eps_coarse, eps_half, finest):
 
 def _pld_interval(noise_multiplier, delta, sample_rate, n_steps, neighboring,
                   eps_scale):
-    """The PLD interval for one z: :func:`_pld_interval_rule` on two probes there.
+    """The PLD interval for one z: :func:`pld_interval_rule` on two probes there.
 
     The probes are at ``eps_scale / 500`` and half of it (cheap).
     """
-    coarse, finest = _pld_interval_range(eps_scale)
+    coarse, finest = pld_interval_range(eps_scale)
     if coarse <= finest:
         return finest
     eps_coarse, eps_half = (
-        _epsilon(noise_multiplier, delta, sample_rate, n_steps, "pld", neighboring, h)
+        cached_epsilon(noise_multiplier, delta, sample_rate, n_steps, "pld", neighboring, h)
         for h in (coarse, max(coarse / 2.0, finest)))
-    return _pld_interval_rule(coarse, eps_coarse, eps_half, finest)
+    return pld_interval_rule(coarse, eps_coarse, eps_half, finest)
 
 
 # --------------------------------------------------------------------------
@@ -422,23 +429,23 @@ def compute_epsilon(noise_multiplier, delta, *, sample_rate, n_steps,
     ValueError
         On invalid arguments; the message names the parameter.
     """
-    noise_multiplier = _check_noise_multiplier(noise_multiplier)
+    noise_multiplier = check_noise_multiplier(noise_multiplier)
     delta, sample_rate, n_steps, accountant, neighboring, pld_discretization = (
-        _check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
-                         pld_discretization, accountants=ACCOUNTANTS,
-                         relations=NEIGHBORING_RELATIONS)
+        check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
+                        pld_discretization, accountants=ACCOUNTANTS,
+                        relations=NEIGHBORING_RELATIONS)
     )
 
-    eps_rdp = _epsilon(noise_multiplier, delta, sample_rate, n_steps, "rdp",
-                       neighboring, None)
+    eps_rdp = cached_epsilon(noise_multiplier, delta, sample_rate, n_steps, "rdp",
+                             neighboring, None)
     if accountant != "pld":
         return eps_rdp
     if pld_discretization is None:
         # eps_RDP is an upper bound on the PLD value: a safe scale.
         pld_discretization = _pld_interval(noise_multiplier, delta, sample_rate,
                                            n_steps, neighboring, eps_rdp)
-    return _epsilon(noise_multiplier, delta, sample_rate, n_steps, "pld",
-                    neighboring, pld_discretization)
+    return cached_epsilon(noise_multiplier, delta, sample_rate, n_steps, "pld",
+                          neighboring, pld_discretization)
 
 
 # --------------------------------------------------------------------------
@@ -448,7 +455,7 @@ def compute_epsilon(noise_multiplier, delta, *, sample_rate, n_steps,
 
 # Events holding lists (ComposedDpEvent) are not hashable: key by their repr,
 # which names every field.
-_EVENT_EPSILONS = {}
+EVENT_EPSILONS = {}
 _EVENT_EPSILONS_MAX = 4096
 
 
@@ -483,19 +490,19 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pl
     float
         ``inf`` for an event containing a non-private part.
     """
-    _check_delta(delta)
-    _check_choice(neighboring, NEIGHBORING_RELATIONS, "neighboring")
+    check_delta(delta)
+    check_choice(neighboring, NEIGHBORING_RELATIONS, "neighboring")
     if pld_only and pld_interval is None:
         raise ValueError("pld_only needs a pld_interval.")
     key = (repr(event), float(delta), neighboring, pld_interval, pld_only)
-    if key not in _EVENT_EPSILONS:
-        if len(_EVENT_EPSILONS) >= _EVENT_EPSILONS_MAX:
-            _EVENT_EPSILONS.clear()
+    if key not in EVENT_EPSILONS:
+        if len(EVENT_EPSILONS) >= _EVENT_EPSILONS_MAX:
+            EVENT_EPSILONS.clear()
         if pld_only:
-            _EVENT_EPSILONS[key] = _pld_event_epsilon(event, delta, neighboring, pld_interval)
+            EVENT_EPSILONS[key] = _pld_event_epsilon(event, delta, neighboring, pld_interval)
         else:
-            _EVENT_EPSILONS[key] = _event_epsilon(event, delta, neighboring, pld_interval)
-    return _EVENT_EPSILONS[key]
+            EVENT_EPSILONS[key] = _event_epsilon(event, delta, neighboring, pld_interval)
+    return EVENT_EPSILONS[key]
 
 
 def _event_epsilon(event, delta, neighboring, pld_interval):

@@ -155,7 +155,7 @@ def gdp_epsilon(mu, delta):
         0 when mu-GDP already meets ``delta`` at epsilon 0; ``inf`` for an
         infinite mu.
     """
-    _check_delta(delta)
+    check_delta(delta)
     if math.isinf(mu):
         return math.inf
     if gdp_delta(0.0, mu) <= delta:
@@ -167,7 +167,7 @@ def gdp_epsilon(mu, delta):
     return float(root)
 
 
-def _check_delta(delta, allow_zero=False):
+def check_delta(delta, allow_zero=False):
     """Refuse a delta outside (0, 1), or [0, 1) with ``allow_zero``."""
     if not ((0 <= delta if allow_zero else 0 < delta) and delta < 1):
         interval = "[0, 1)" if allow_zero else "(0, 1)"
@@ -342,7 +342,7 @@ def epsilon_lower_bound(scores_without, scores_with, delta, confidence=0.95):
     without = _check_scores(scores_without, "scores_without")
     with_ = _check_scores(scores_with, "scores_with")
     _check_confidence(confidence)
-    _check_delta(delta, allow_zero=True)
+    check_delta(delta, allow_zero=True)
     return _epsilon_selection(without, with_, delta, confidence).bound
 
 
@@ -537,7 +537,7 @@ def audit_scores(scores_without, scores_with, *, delta, claimed_epsilon=math.nan
     without = _check_scores(scores_without, "scores_without")
     with_ = _check_scores(scores_with, "scores_with")
     _check_confidence(confidence)
-    _check_delta(delta)
+    check_delta(delta)
     eps = _epsilon_selection(without, with_, delta, confidence)
     mu = _mu_selection(without, with_, confidence)
     return AuditResult(

@@ -60,7 +60,7 @@ from sklearn.base import clone, is_classifier
 from ._base import BaseDPLSSGD
 from ._defaults import nominal_batch_size
 from ._ledger import PrivacyLedger
-from ._search import DPRandomizedSearch, _final_estimator
+from ._search import DPRandomizedSearch, final_estimator
 from ._validation import PrivacyLeakWarning, public_row_count
 
 __all__ = [
@@ -483,7 +483,7 @@ def check_ledger_continuity(estimator, X=None, y=None):
             _quiet(search.fit, X, y)
             if [record["dp_event"] for record in ledger.records] != [search.dp_event_]:
                 escapes.append(f"search recorded {len(ledger.records)} times, not once")
-            best, _ = _final_estimator(search.best_estimator_)
+            best, _ = final_estimator(search.best_estimator_)
             _charged_once_more(ledger, best, X, y, escapes,
                                "continuing the search's best model")
 

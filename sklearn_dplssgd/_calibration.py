@@ -15,7 +15,7 @@ Decisions, and why
   bracket to 1e-5 relative (:func:`_smallest_noise`).
 * PLD (:func:`_pld_smallest_noise`) searches on a coarse interval, where an
   evaluation of dp-accounting's ``PLDAccountant`` costs milliseconds, and
-  evaluates the fine interval (:func:`~._accounting._pld_interval_rule`) only
+  evaluates the fine interval (:func:`~._accounting.pld_interval_rule`) only
   near the root, usually once or twice: the coarse root and the two probes
   there predict the fine root (where the fine curve lies more than 5 percent
   below the coarse one, a second prediction at the predicted root corrects
@@ -47,19 +47,19 @@ from ._accounting import (
     ACCOUNTANTS,
     NEIGHBORING_RELATIONS,
     PrivacyCalibration,
-    _epsilon,
-    _EVENT_EPSILONS,
-    _pld_interval_range,
-    _pld_interval_rule,
-    _PLD_INTERVAL_BOUNDS,
+    cached_epsilon,
+    EVENT_EPSILONS,
+    pld_interval_range,
+    pld_interval_rule,
+    PLD_INTERVAL_BOUNDS,
 )
 from ._paper_bound import paper_noise_multiplier
 from ._validation import (
-    _check_delta,
-    _check_epsilon,
-    _check_guess,
-    _check_mechanism,
-    _check_positive_int,
+    check_delta,
+    check_epsilon,
+    check_guess,
+    check_mechanism,
+    check_positive_int,
 )
 
 __all__ = ["calibrate_noise", "smallest_noise_for"]
@@ -230,7 +230,7 @@ def _smallest_noise(eps_of_z, target, delta, guess, rtol=_Z_RTOL):
     from ``guess``; dp-accounting's ``calibrate_dp_mechanism`` then finds the
     root inside it and guarantees that the z it returns meets the target.
     """
-    _check_guess(guess, target)
+    check_guess(guess, target)
     search = _LogSecant(eps_of_z, target)
     search.evaluate(guess)
     while not search.bracketed:
@@ -262,7 +262,7 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
        (or 4 times a given ``interval``) by secant steps from the zCDP guess,
        to 0.2 %.
     2. There, evaluate at ``h / 2`` as well: the two values choose the fine
-       interval (:func:`_pld_interval_rule`, unless given) and, through the
+       interval (:func:`pld_interval_rule`, unless given) and, through the
        error model ``c * interval**2``, predict epsilon at the fine interval.
     3. At the fine interval, step from the predicted root (plus 2e-5) by
        secant steps until an evaluated ``z`` meets the target and lies within
@@ -276,12 +276,12 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
     """
     def curve(h):
         # Positional arguments: the same cache entries as compute_epsilon's.
-        return lambda z: _epsilon(z, delta, sample_rate, n_steps, "pld", neighboring, h)
+        return lambda z: cached_epsilon(z, delta, sample_rate, n_steps, "pld", neighboring, h)
 
     if interval is None:
-        coarse, finest = _pld_interval_range(epsilon)
+        coarse, finest = pld_interval_range(epsilon)
     else:
-        coarse, finest = min(4.0 * interval, _PLD_INTERVAL_BOUNDS[1]), interval
+        coarse, finest = min(4.0 * interval, PLD_INTERVAL_BOUNDS[1]), interval
     half = max(coarse / 2.0, finest)
 
     # 1. The coarse root. The zCDP guess is for sensitivity C. Replace-one
@@ -292,7 +292,7 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
     slope = _zcdp_slope(epsilon, delta, guess)
     if neighboring == "replace_one":
         guess *= 2.0 if sample_rate == 1.0 else math.sqrt(2.0)
-    _check_guess(guess, epsilon)
+    check_guess(guess, epsilon)
     search = _LogSecant(curve(coarse), epsilon, slope)
     search.evaluate(guess)
     while not (search.bracketed and (abs(search.gap) <= 2e-3
@@ -307,7 +307,7 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
     eps_coarse = curve(coarse)(z_coarse)
     eps_half = curve(half)(z_coarse)
     if interval is None:
-        interval = _pld_interval_rule(coarse, eps_coarse, eps_half, finest)
+        interval = pld_interval_rule(coarse, eps_coarse, eps_half, finest)
     c = max(eps_coarse - eps_half, 0.0) / (0.75 * coarse**2) if half < coarse else 0.0
     predicted = eps_half - c * (half**2 - interval**2)
 
@@ -353,15 +353,15 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_
         # The paper's bounds assume fixed-size batches drawn without
         # replacement; report what the RDP accountant certifies for the
         # Poisson-sampled mechanism that actually runs with this z.
-        reached = _epsilon(z, delta, sample_rate, n_steps, "rdp", neighboring,
-                           None)
+        reached = cached_epsilon(z, delta, sample_rate, n_steps, "rdp", neighboring,
+                                 None)
         return PrivacyCalibration(z, reached, delta, sample_rate, n_steps,
                                   accountant, neighboring)
 
     if accountant in ("rdp", "rdp_guess"):
         def eps_of_z(z):
-            return _epsilon(z, delta, sample_rate, n_steps, accountant, neighboring,
-                            None)
+            return cached_epsilon(z, delta, sample_rate, n_steps, accountant, neighboring,
+                                  None)
 
         guess = _zcdp_guess(epsilon, delta, sample_rate, n_steps)
         if neighboring == "replace_one":
@@ -390,7 +390,7 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_
                                         neighboring, pld_discretization)
         z, interval = found
         return PrivacyCalibration(
-            float(z), _epsilon(z, delta, sample_rate, n_steps, "pld", neighboring, interval),
+            float(z), cached_epsilon(z, delta, sample_rate, n_steps, "pld", neighboring, interval),
             delta, sample_rate, n_steps, accountant, neighboring)
 
     # The RDP answer that decides the PLD path for huge targets needs only a
@@ -534,11 +534,11 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
         target cannot be certified by the accountant, or when the paper's
         theorem does not apply.
     """
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     delta, sample_rate, n_steps, accountant, neighboring, pld_discretization = (
-        _check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
-                         pld_discretization, accountants=ACCOUNTANTS,
-                         relations=NEIGHBORING_RELATIONS)
+        check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
+                        pld_discretization, accountants=ACCOUNTANTS,
+                        relations=NEIGHBORING_RELATIONS)
     )
     if accountant in ("paper", "paper_released"):
         if n_samples is None:
@@ -546,7 +546,7 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
                 f"n_samples is required for accountant={accountant!r} (the "
                 "paper's bound depends on n and the batch size b = q n)."
             )
-        n_samples = _check_positive_int(n_samples, "n_samples")
+        n_samples = check_positive_int(n_samples, "n_samples")
     else:
         # Irrelevant: normalise so that it does not fragment the cache.
         n_samples = None
@@ -583,8 +583,8 @@ def _clear_caches():
     its folder).
     """
     _calibrate_in_memory.cache_clear()
-    _epsilon.cache_clear()
-    _EVENT_EPSILONS.clear()
+    cached_epsilon.cache_clear()
+    EVENT_EPSILONS.clear()
 
 
 calibrate_noise.cache_clear = _clear_caches
@@ -598,8 +598,8 @@ def smallest_noise_for(eps_of_z, epsilon, delta, guess=1.0, rtol=_Z_RTOL):
     event built from ``z``. ``eps_of_z`` must be non-increasing in ``z``; the
     answer is certified by ``eps_of_z`` itself.
     """
-    _check_epsilon(epsilon)
-    _check_delta(delta)
+    check_epsilon(epsilon)
+    check_delta(delta)
     if epsilon == math.inf:
         return 0.0
     return _smallest_noise(eps_of_z, epsilon, delta, guess, rtol)

@@ -16,7 +16,7 @@ import dp_accounting
 import numpy as np
 
 from ._accounting import (
-    _PLD_MAX_POINTS, _pld_grid_points,
+    PLD_MAX_POINTS, pld_grid_points,
     PrivacyCalibration, compute_epsilon, dp_event, event_epsilon,
 )
 from ._calibration import calibrate_noise, smallest_noise_for
@@ -154,7 +154,7 @@ class GradientPerturbation(Mechanism):
         smallest_level = float(levels.min())
 
         def scaled_epsilon(scale):
-            if _pld_grid_points(scale * smallest_level, interval) > _PLD_MAX_POINTS:
+            if pld_grid_points(scale * smallest_level, interval) > PLD_MAX_POINTS:
                 # Far too little noise (and a PLD grid of gigabytes): treat
                 # as not certified, which only makes the search go higher.
                 return math.inf

@@ -45,7 +45,7 @@ from ._losses import (
     loss_derivative_reference,
 )
 from ._mechanism import Mechanism
-from ._sgd import _blas_controller
+from ._sgd import blas_controller
 
 __all__ = [
     "NON_SMOOTH_LOSSES",
@@ -873,7 +873,7 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
     # only add synchronisation there and stall when the cores are busy
     # (3 times slower per step measured on a loaded 2-core machine), as in
     # _sgd.train_dp_lssgd.
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with blas_controller().limit(limits=1, user_api="blas"):
         params = _descend(
             X, y, _row_scales(X, plan.row_norm_bound), batches,
             code=code, loss_threshold=threshold, fit_intercept=plan.fit_intercept,

@@ -13,11 +13,11 @@ import math
 import numpy as np
 
 from ._validation import (
-    _check_choice,
-    _check_delta,
-    _check_epsilon,
-    _check_positive_int,
-    _check_sample_rate,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_positive_int,
+    check_sample_rate,
 )
 
 __all__ = ["paper_noise_multiplier"]
@@ -93,12 +93,12 @@ def paper_noise_multiplier(epsilon, delta, *, sample_rate, n_steps, n_samples,
         On invalid arguments, or when the theorem's conditions cannot be met
         (then use ``accountant="rdp"``).
     """
-    epsilon = _check_epsilon(epsilon)
-    delta = _check_delta(delta)
-    q = _check_sample_rate(sample_rate)
-    n_steps = _check_positive_int(n_steps, "n_steps")
-    n = _check_positive_int(n_samples, "n_samples")
-    variant = _check_choice(variant, _PAPER_VARIANTS, "variant")
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    q = check_sample_rate(sample_rate)
+    n_steps = check_positive_int(n_steps, "n_steps")
+    n = check_positive_int(n_samples, "n_samples")
+    variant = check_choice(variant, _PAPER_VARIANTS, "variant")
     if epsilon == math.inf:
         return 0.0
     b = q * n

@@ -41,7 +41,10 @@ from ._validation import (
     Interval, Options, PrivacyLeakWarning, public_row_count, validate_parameters,
 )
 
-__all__ = ["DPRandomizedSearch"]
+__all__ = [
+    "DPRandomizedSearch",
+    "final_estimator",
+]
 
 # Parameters that change what a trial releases (its sample rate, number of
 # steps, noise or accounting) or the search's own guarantee: every trial must
@@ -107,11 +110,11 @@ def draw_number_of_trials(rng, mean, shape):
             return k
 
 
-def _final_estimator(estimator):
+def final_estimator(estimator):
     """The DP-LSSGD estimator that ``estimator`` ends with, and its parameter prefix."""
     if isinstance(estimator, Pipeline):
         name, last = estimator.steps[-1]
-        inner, prefix = _final_estimator(last)
+        inner, prefix = final_estimator(last)
         return inner, f"{name}__{prefix}"
     if isinstance(estimator, BaseDPLSSGD):
         return estimator, ""
@@ -473,7 +476,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         self : DPRandomizedSearch
         """
         validate_parameters(self)
-        final, prefix = _final_estimator(self.estimator)
+        final, prefix = final_estimator(self.estimator)
         if not final._release_mechanism().searchable:
             # The trials' noise is calibrated jointly as gradient perturbation.
             raise ValueError(
@@ -526,7 +529,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
             params = next(iter(ParameterSampler(space, n_iter=1, random_state=sampler_state)))
             in_training = rng.random(n_rows) >= self.validation_fraction
             model = clone(self.estimator).set_params(**params)
-            trial_final, _ = _final_estimator(model)
+            trial_final, _ = final_estimator(model)
             trial_final.set_params(
                 epsilon=self.epsilon, delta=self.delta, ledger=None,
                 public_n_samples=n_train, reproducible=seeded,
@@ -561,7 +564,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         self.neighboring_ = final.neighboring
         self.noise_multiplier_ = mechanism.trial.noise_multiplier
         self.score_noise_multiplier_ = mechanism.score_noise_multiplier
-        best_final, _ = _final_estimator(best)
+        best_final, _ = final_estimator(best)
         best_final.__dict__.pop("_fixed_mechanism", None)
         # The released model carries the guarantee of the whole search.
         best_final.epsilon_ = self.epsilon_

@@ -39,10 +39,11 @@ from ._sparse import (
 from ._threads import draws_ahead, numba_team_available, team_threads
 
 __all__ = [
-    "LEARNING_RATES",
-    "learning_rate_schedule",
-    "number_of_steps",
+    "blas_controller",
     "gaussian_noise",
+    "learning_rate_schedule",
+    "LEARNING_RATES",
+    "number_of_steps",
     "poisson_batches",
     "step_schedule",
     "train_dp_lssgd",
@@ -68,7 +69,7 @@ LONG_ROWS_MESSAGE = (
 
 
 @functools.lru_cache(maxsize=1)
-def _blas_controller():
+def blas_controller():
     """The process's BLAS thread pools (found once: inspecting them is slow)."""
     return ThreadpoolController()
 
@@ -389,7 +390,7 @@ def train_dp_lssgd(
     team_smoothing = team_size > 1 and n_outputs > 1 and numba_team_available()
     smooth = smooth_rows_team if team_smoothing else smooth_rows
     team = team_threads(team_size) if team_smoothing else contextlib.nullcontext()
-    with _blas_controller().limit(limits=1, user_api="blas"), team:
+    with blas_controller().limit(limits=1, user_api="blas"), team:
         def draw(chunk_start):
             # A chunk's batches, then its noise: the order of the draws.
             chunk_steps = min(chunk, n_steps - chunk_start)

@@ -23,8 +23,24 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
-__all__ = ["Interval", "Options", "validate_parameters", "PrivacyLeakWarning", "warn_once",
-           "validate_hiding_values", "score_hiding_values", "public_row_count"]
+__all__ = [
+    "check_choice",
+    "check_delta",
+    "check_epsilon",
+    "check_guess",
+    "check_mechanism",
+    "check_noise_multiplier",
+    "check_positive_int",
+    "check_sample_rate",
+    "Interval",
+    "Options",
+    "PrivacyLeakWarning",
+    "public_row_count",
+    "score_hiding_values",
+    "validate_hiding_values",
+    "validate_parameters",
+    "warn_once",
+]
 
 # The one wording of every error about private data (the label error included).
 VALUES_NOT_SHOWN = "values are not shown: they are private"
@@ -357,7 +373,7 @@ def _is_real(x):
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def _check_epsilon(epsilon, name="epsilon"):
+def check_epsilon(epsilon, name="epsilon"):
     if not _is_real(epsilon) or math.isnan(epsilon) or epsilon <= 0:
         raise ValueError(
             f"{name} must be a positive number (float('inf') for no privacy), "
@@ -366,13 +382,13 @@ def _check_epsilon(epsilon, name="epsilon"):
     return float(epsilon)
 
 
-def _check_delta(delta):
+def check_delta(delta):
     if not _is_real(delta) or not 0 < delta < 1:
         raise ValueError(f"delta must be a number in (0, 1), got {delta!r}.")
     return float(delta)
 
 
-def _check_sample_rate(sample_rate):
+def check_sample_rate(sample_rate):
     if not _is_real(sample_rate) or not 0 < sample_rate <= 1:
         raise ValueError(
             f"sample_rate must be a number in (0, 1], got {sample_rate!r}."
@@ -380,7 +396,7 @@ def _check_sample_rate(sample_rate):
     return float(sample_rate)
 
 
-def _check_positive_int(value, name):
+def check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
     if value < 1:
@@ -388,13 +404,13 @@ def _check_positive_int(value, name):
     return int(value)
 
 
-def _check_choice(value, allowed, name):
+def check_choice(value, allowed, name):
     if not isinstance(value, str) or value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
     return value
 
 
-def _check_noise_multiplier(noise_multiplier):
+def check_noise_multiplier(noise_multiplier):
     if (
         not _is_real(noise_multiplier)
         or math.isnan(noise_multiplier)
@@ -417,24 +433,24 @@ def _check_pld_discretization(value):
     return float(value)
 
 
-def _check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
-                     pld_discretization, *, accountants, relations):
+def check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
+                    pld_discretization, *, accountants, relations):
     """Validate the arguments shared by calibrate_noise and compute_epsilon.
 
     ``accountants`` and ``relations`` are the allowed names
     (``_accounting.ACCOUNTANTS`` and ``_accounting.NEIGHBORING_RELATIONS``).
     """
     return (
-        _check_delta(delta),
-        _check_sample_rate(sample_rate),
-        _check_positive_int(n_steps, "n_steps"),
-        _check_choice(accountant, accountants, "accountant"),
-        _check_choice(neighboring, relations, "neighboring"),
+        check_delta(delta),
+        check_sample_rate(sample_rate),
+        check_positive_int(n_steps, "n_steps"),
+        check_choice(accountant, accountants, "accountant"),
+        check_choice(neighboring, relations, "neighboring"),
         _check_pld_discretization(pld_discretization),
     )
 
 
-def _check_guess(guess, target):
+def check_guess(guess, target):
     """The starting point of a noise search must be a positive finite number."""
     if not (math.isfinite(guess) and guess > 0):
         raise ValueError(

@@ -299,7 +299,7 @@ def test_calibration_is_cached(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("accountant called on a cached calibration")
 
-    monkeypatch.setattr(_calibration, "_epsilon", boom)
+    monkeypatch.setattr(_calibration, "cached_epsilon", boom)
     second = calibrate_noise(0.7312, 1e-6, **kw)
     # Defaults spelled out and numpy scalars hit the same entry.
     third = calibrate_noise(np.float64(0.7312), 1e-6, sample_rate=np.float64(0.0123),
@@ -577,7 +577,7 @@ def test_cache_clear_forgets_every_cached_epsilon():
     calibrate_noise(0.7, 1e-5, sample_rate=0.01, n_steps=50)
     calibrate_noise.cache_clear()
     assert calibrate_noise.cache_info().currsize == 0
-    assert _accounting._epsilon.cache_info().currsize == 0
+    assert _accounting.cached_epsilon.cache_info().currsize == 0
 
 
 # ---------------------------------------------------------------------------
@@ -626,7 +626,7 @@ def _seeded_points(n, seed=20240611):
 @pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
 def test_pld_epsilon_is_pld_accountants(z, q, T, interval, delta, neighboring):
     # At a fixed interval the library's PLD epsilon is dp-accounting's own.
-    _accounting._epsilon.cache_clear()
+    _accounting.cached_epsilon.cache_clear()
     ours = compute_epsilon(z, delta, sample_rate=q, n_steps=T, accountant="pld",
                            neighboring=neighboring, pld_discretization=interval)
     relation = REPLACE_ONE if neighboring == "replace_one" else ADD_OR_REMOVE
