@@ -3,7 +3,6 @@
 import math
 import os
 import string
-import sys
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,63 +36,6 @@ __all__ = ["BaseDPLSSGD", "DEFAULT_MECHANISM", "fill_parameter_docs"]
 # What a fit releases: noisy gradients at every step (DP-LSSGD), or the
 # weights of a noise-free descent plus noise once (seed 004); see _mechanisms.
 DEFAULT_MECHANISM = "gradient"
-
-
-# Meta-estimators whose use of a DP-LSSGD estimator spends more budget, or
-# releases more, than the fitted estimator's epsilon_ says; what each does.
-_META_ESTIMATOR_NOTES = {
-    "OneVsRestClassifier": (
-        "fits one model per class on all the rows (the budget adds up over "
-        "the K fits) and reads the label set from the private labels"
-    ),
-    "OneVsOneClassifier": (
-        "fits one model per pair of classes and reads the label set from the "
-        "private labels"
-    ),
-    "BaggingClassifier": (
-        "fits many models on resampled rows (the budgets of the bags add up) "
-        "and passes a row drawn k times into a bag as sample_weight=k, which "
-        "max_sample_weight must cover (a larger count is refused)"
-    ),
-    "BaggingRegressor": (
-        "fits many models on resampled rows (the budgets of the bags add up) "
-        "and passes a row drawn k times into a bag as sample_weight=k, which "
-        "max_sample_weight must cover (a larger count is refused)"
-    ),
-    "CalibratedClassifierCV": (
-        "fits one model per fold (budgets add up) and stores a calibrator "
-        "fitted, without noise, on the models' decision values for private "
-        "rows (isotonic calibration keeps thresholds taken from them)"
-    ),
-    "MultiOutputRegressor": "fits one model per output on the same rows (budgets add up)",
-    "MultiOutputClassifier": "fits one model per output on the same rows (budgets add up)",
-    "GridSearchCV": (
-        "fits one model per candidate and fold on the same rows (budgets add "
-        "up) and selects on un-noised validation scores of private rows"
-    ),
-    "RandomizedSearchCV": (
-        "fits one model per candidate and fold on the same rows (budgets add "
-        "up) and selects on un-noised validation scores of private rows"
-    ),
-}
-# How many calling frames are searched for a meta-estimator (cheap, and deep
-# enough for scikit-learn's call chains; joblib worker processes hide theirs).
-_META_ESTIMATOR_FRAME_DEPTH = 40
-
-
-def _calling_meta_estimator():
-    """Name of a known meta-estimator fitting us in this thread, or None."""
-    frame = sys._getframe(2)
-    for _ in range(_META_ESTIMATOR_FRAME_DEPTH):
-        if frame is None:
-            return None
-        caller = frame.f_locals.get("self")
-        if caller is not None:
-            name = type(caller).__name__
-            if name in _META_ESTIMATOR_NOTES and type(caller).__module__.startswith("sklearn."):
-                return name
-        frame = frame.f_back
-    return None
 
 
 # Documentation of the parameters both estimators share, filled into their
@@ -592,15 +534,6 @@ class BaseDPLSSGD(BaseEstimator):
             warn_once(IGNORED_SEED_MESSAGE, UserWarning)
         if self.reproducible and self.random_state is not None:
             warn_once(REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
-        meta_estimator = _calling_meta_estimator()
-        if meta_estimator is not None:
-            warn_once(
-                f"{type(self).__name__} is being fitted by {meta_estimator}, which "
-                f"{_META_ESTIMATOR_NOTES[meta_estimator]}. The epsilon_ of each "
-                "fitted model covers that fit alone; see the privacy guide's "
-                "section on meta-estimators.",
-                PrivacyLeakWarning,
-            )
 
     def _n_threads(self):
         if self.n_jobs is None:

@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
-from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning
 from sklearn_dplssgd._sgd import number_of_steps, poisson_batches
 from sklearn_dplssgd._smoothing import smoothing_beta
 
@@ -473,20 +473,28 @@ def test_add_remove_needs_a_public_row_count(binary):
     DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove", epsilon=math.inf).fit(X, y)
 
 
-@pytest.mark.parametrize("make_meta, name", [
-    (lambda est: __import__("sklearn.multiclass", fromlist=["x"]).OneVsRestClassifier(est),
-     "OneVsRestClassifier"),
+@pytest.mark.parametrize("make_meta, n_fits", [
+    (lambda est: __import__("sklearn.multiclass", fromlist=["x"]).OneVsRestClassifier(est), 3),
     (lambda est: __import__("sklearn.ensemble", fromlist=["x"]).BaggingClassifier(
-        est, n_estimators=2), "BaggingClassifier"),
+        est, n_estimators=2), 2),
     (lambda est: __import__("sklearn.calibration", fromlist=["x"]).CalibratedClassifierCV(
-        est, cv=2), "CalibratedClassifierCV"),
+        est, cv=2), 2),
 ])
-def test_meta_estimators_are_named_in_a_warning(binary, make_meta, name):
-    X, y = binary
+def test_a_ledger_counts_every_fit_of_a_meta_estimator(make_meta, n_fits):
+    # Meta-estimators are not detected (no stack inspection): the ledger,
+    # which clones share, is what counts their fits.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (300, 4))
+    y = rng.integers(0, 3, 300)
+    ledger = PrivacyLedger()
     # Bagging passes bootstrap counts as sample weights: the bound covers them.
-    with pytest.warns(PrivacyLeakWarning, match=name):
-        make_meta(DPLSSGDClassifier(classes=[0, 1], max_iter=2, max_sample_weight=20.0)).fit(
-            X, y)
+    estimator = DPLSSGDClassifier(max_iter=2, max_sample_weight=20.0, ledger=ledger)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make_meta(estimator).fit(X, y)
+    assert len(ledger.records) == n_fits
+    single = clone(estimator).set_params(ledger=None).fit(X[:150], y[:150])
+    assert ledger.epsilon() > single.epsilon_
 
 
 def test_a_declared_row_count_far_from_the_data_warns(binary):
