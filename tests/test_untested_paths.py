@@ -22,7 +22,8 @@ import pytest
 
 from sklearn_dplssgd import DPLSSGDRegressor
 from sklearn_dplssgd import _kernels, _threads
-from sklearn_dplssgd._audit import _quietest_direction, audit_epsilon
+from sklearn_dplssgd.audit import audit_epsilon
+from sklearn_dplssgd.audit._canary import _quietest_direction
 from sklearn_dplssgd._kernels import (
     PARALLEL_MIN_WORK,
     compute_row_norms,

@@ -96,8 +96,43 @@ Privacy audit of DPLSSGDClassifier: 200 runs without and 200 with the canary, 95
 ...
 """
 
-from . import _audit, _audit_checks
-from ._audit import *  # noqa: F401,F403 - the public names, listed once in _audit
-from ._audit_checks import *  # noqa: F401,F403 - and once in _audit_checks
+from ._canary import canary_score, make_canary_dataset
+from ._check_result import CheckResult, ImplementationAudit
+from ._epsilon_audit import audit_epsilon
+from ._release_checks import (
+    check_clipping, check_clone_independence, check_overflow_row, check_row_count,
+    check_seed_replay,
+)
+from ._result import audit_scores, AuditResult
+from ._statistics import (
+    clopper_pearson_upper, epsilon_lower_bound, gdp_delta, gdp_epsilon, mu_lower_bound,
+)
+from ._workflow_checks import (
+    audit_implementation, check_error_messages, check_error_outcomes, check_ledger_continuity,
+    check_rounding,
+)
 
-__all__ = [*_audit.__all__, *_audit_checks.__all__]
+__all__ = [
+    "audit_epsilon",
+    "audit_implementation",
+    "audit_scores",
+    "AuditResult",
+    "canary_score",
+    "check_clipping",
+    "check_clone_independence",
+    "check_error_messages",
+    "check_error_outcomes",
+    "check_ledger_continuity",
+    "check_overflow_row",
+    "check_rounding",
+    "check_row_count",
+    "check_seed_replay",
+    "CheckResult",
+    "clopper_pearson_upper",
+    "epsilon_lower_bound",
+    "gdp_delta",
+    "gdp_epsilon",
+    "ImplementationAudit",
+    "make_canary_dataset",
+    "mu_lower_bound",
+]
