@@ -11,7 +11,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from ._array_api import array_api_namespace, class_labels, class_probabilities, copy_params
-from ._base import BaseDPLSSGD, fill_parameter_docs
+from ._base import BaseDPLSSGD
+from ._docstrings import fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES, LOSSES
 from ._validation import (
     VALUES_NOT_SHOWN, Options, PrivacyLeakWarning, score_hiding_values, validate_hiding_values,

@@ -7,7 +7,8 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
 from ._array_api import copy_params
-from ._base import BaseDPLSSGD, fill_parameter_docs
+from ._base import BaseDPLSSGD
+from ._docstrings import fill_parameter_docs
 from ._losses import REGRESSION_LOSSES
 from ._validation import Interval, Options, score_hiding_values
 

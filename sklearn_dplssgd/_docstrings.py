@@ -1,0 +1,377 @@
+"""The documentation of what both estimators share, written once.
+
+:func:`fill_parameter_docs` fills the shared parameter, attribute and method
+texts into each estimator's docstring (imbalanced-learn's way of keeping one
+copy of a parameter's documentation).
+"""
+
+import string
+
+__all__ = ["fill_parameter_docs"]
+
+
+# Documentation of the parameters both estimators share, filled into their
+# docstrings once (the placeholders are the parameter names).
+SHARED_PARAMETER_DOCS = {
+    "privacy_parameters": """epsilon : float, default=1.0
+        Target privacy budget: the fit is (epsilon, delta)-differentially
+        private with respect to one training row, replaced (the default) or
+        added or removed (see ``neighboring``). ``float("inf")`` trains without noise (clipping
+        stays on): the non-private reference at the same settings.
+
+    delta : float or "auto", default="auto"
+        Target delta, in (0, 1). ``"auto"`` is ``min(1e-5, 1 / (10 n))`` with
+        n the accounted row count (``public_n_samples`` when given): always
+        below ``1 / n``. An explicit delta should be well below
+        ``1 / n_samples``; a :class:`PrivacyLeakWarning` is issued otherwise
+        (for finite epsilon).
+
+    sigma : float or "auto", default="auto"
+        Strength of the Laplacian smoothing of the noisy gradient, in
+        [0, 1e12] (0 gives plain DP-SGD). Smoothing is post-processing and costs no privacy. It
+        acts along the feature axis, so it helps most when neighbouring
+        features are related (pixels, time series). Intercepts are not
+        smoothed. ``"auto"`` is 0 for sparse input (columns without an
+        order); for dense input the regressor uses 1 and the classifier 0
+        below 10 features, 0.25 from 10 and 1 from 100 (tables, where full
+        smoothing measured worse; images, spectra, signals); the value used
+        is ``sigma_``.
+
+    clip_norm : float, default=1.0
+        Per-sample clipping bound C on the L2 norm of each sample's gradient
+        with respect to all parameters together (every output's coefficients
+        and intercepts). Choose it without looking at the private data.
+
+    mechanism : {"gradient", "output"}, default="gradient"
+        What is made private. ``"gradient"``: DP-LSSGD, noise on every
+        step's clipped gradient sum. ``"output"``: output perturbation (seed
+        004; see the user guide's page on it): rows are clipped to
+        ``row_norm_bound``, noise-free mini-batch descent with a constant
+        step runs on the L2-penalised objective (``alpha > 0``, intercept
+        penalised too), and Gaussian noise scaled to the weights'
+        replace-one sensitivity is added once. For smooth losses only
+        (``log_loss``, ``huber``, and ``squared_error`` with
+        ``target_bounds`` and ``weight_norm_bound``), replace-one adjacency,
+        ``learning_rate="constant"``, ``optimizer="sgd"``, constant noise and
+        no averaging; ``clip_norm``, ``sigma`` and the optimizer settings are
+        not used. It wins when ``n * alpha`` is large: the sensitivity is
+        about ``2 R / (n alpha)``.
+
+    row_norm_bound : float, default=1.0
+        ``mechanism="output"`` only: the public L2 bound every row (without
+        the intercept's 1) is clipped to before training.
+
+    weight_norm_bound : float or None, default=None
+        ``mechanism="output"`` with ``loss="squared_error"`` only (required
+        there): the public radius of the ball the weights are projected onto
+        after every step, which bounds the squared error's gradient.
+
+    max_sample_weight : float, default=1.0
+        Public bound w_max on the weight of a row (``sample_weight`` times
+        the ``class_weight`` of its class, when given); a larger weight is
+        refused. A weight multiplies the row's *clipped* gradient, so one row
+        moves each step's sum by at most ``w_max * clip_norm``: the noise is
+        calibrated to that, and grows with ``max_sample_weight``. Weights
+        are relative: scale them so that the largest possible weight is
+        ``max_sample_weight`` (rows of weight below it get less than the
+        full clip norm of signal against the same noise).""",
+    "training_parameters": """alpha : float, default=1e-4
+        L2 regularisation strength. Applied as weight decay after the noise
+        (it does not depend on the data); the intercept is not penalised.
+
+    fit_intercept : bool, default=True
+        Whether to fit intercepts.
+
+    batch_size : int or "auto", default="auto"
+        Expected batch size b. ``"auto"`` (see the user guide's section on
+        defaults): n for tables of up to 256 rows (full batches), 256 up to
+        8,192 rows, ``ceil(n / 32)`` beyond, with n the accounted row count.
+        Each step includes every row independently with probability
+        ``q = min(1, batch_size / n_samples)`` (with
+        ``public_n_samples`` in place of ``n_samples`` when it is given; Poisson
+        sampling) and divides the noisy gradient sum by ``batch_size``, a
+        public constant (never by the realised batch size, nor by the
+        number of rows when ``batch_size >= n_samples``: both depend on the
+        private data).
+
+    max_iter : int or "auto", default="auto"
+        Number of epochs; ``"auto"`` gives at least 1,000 steps. The number of steps is
+        ``T = ceil(max_iter * n_samples / batch_size)`` (``T = max_iter`` when
+        ``batch_size >= n_samples``), fixed before training; there is no early
+        stopping (it would depend on the private data).
+
+    learning_rate : {"constant", "inverse_time", "invscaling"}, default=$learning_rate
+        Step-size schedule over steps ``t = 1 .. T``: ``eta0``;
+        ``eta0 / t`` (the decay used in the DP-LSSGD paper); or
+        ``eta0 / t ** power_t`` (as scikit-learn's SGD, with t counting steps).
+
+    eta0 : float or "auto", default="auto"
+        Initial step size. ``"auto"`` sets the noise accumulated on each
+        weight over the run, ``eta0 (C / b) sqrt(sum_t z_t^2 s_t^2)`` for the
+        schedule's shape ``s_t`` and the calibrated noise multipliers
+        ``z_t``, to 0.5, capped at the step without noise (``4 / clip_norm``
+        for the classifier, ``1 / clip_norm`` for the regressor) and at
+        ``1 / alpha``; times ``1 - momentum`` with momentum; ``0.5 /
+        sqrt(sum_t s_t^2)`` with Adam (whose steps are about ``eta0`` per
+        coordinate). The rule reads no data.
+
+    power_t : float, default=0.5
+        Exponent of the ``"invscaling"`` schedule.
+
+    average : bool, int or "auto", default="auto"
+        Return the mean of the iterates instead of the last one:
+        ``"auto"`` averages the last half of the steps, ``True`` all steps,
+        an int k the steps after the first k (steps, not samples as in
+        scikit-learn's SGD), ``False`` none. Averaging is post-processing of
+        the noisy iterates: it costs no privacy.
+
+    optimizer : {"sgd", "momentum", "adam"}, default="sgd"
+        The update applied to the smoothed noisy gradient: plain steps,
+        heavy-ball momentum (``v = momentum v + g``, step along ``v``), or
+        Adam (DP-LSAdam). A function of the noisy gradients only: it changes
+        nothing in the privacy accounting. Adam divides each coordinate by
+        its running gradient magnitude, which early on is mostly the noise's
+        own: keep ``eta0`` small (``"auto"`` does).
+
+    momentum : float, default=0.9
+        In [0, 1): the momentum factor (``optimizer="momentum"`` only).
+
+    beta1, beta2 : float, default=0.9, 0.999
+        In [0, 1): Adam's decay rates of the first and second moments.
+
+    adam_epsilon : float, default=1e-8
+        Added to Adam's denominator.
+
+    noise_schedule : {"constant", "exponential", "step"} or array-like, default="constant"
+        The public shape of the noise multiplier over the run (seed 002's
+        dynamic schedules): ``"exponential"`` multiplies it by
+        ``noise_decay`` every epoch, ``"step"`` after half and after three
+        quarters of the steps; an array gives the relative levels of that
+        many equal blocks of steps (at most 50). The overall scale is
+        calibrated so that the whole run meets (epsilon, delta); the
+        per-block multipliers are reported as ``noise_multipliers_``.
+
+    noise_decay : float, default=0.9
+        In (0, 1]: the factor of the ``"exponential"`` and ``"step"``
+        schedules.
+
+    warm_start : bool, default=False
+        When the estimator is already fitted, ``fit`` starts from its
+        ``coef_`` and ``intercept_`` instead of zeros, and the new release is
+        composed with the earlier ones: ``epsilon_`` and ``dp_event_`` then
+        cover all of them (see ``partial_fit`` and ``disjoint_batches``).
+        ``coef_init`` and ``intercept_init`` given to ``fit`` take precedence
+        and start a new series.""",
+    "accounting_parameters": """\
+accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
+        How the noise multiplier is calibrated to (epsilon, delta).
+        ``"pld"``: the privacy-loss-distribution accountant of dp-accounting
+        with a fine discretisation (the tightest: about 1e-4 relative
+        discretisation error; 0.05 to 0.3 s for typical settings, seconds
+        for tens of thousands of steps, cached). ``"rdp"``: the Renyi DP
+        accountant with a dense grid of orders up to 1024 (a valid but
+        looser bound: 5 to 10 percent more noise, and under
+        ``"replace_one"`` it uses a group-privacy step). ``"paper"`` and
+        ``"paper_released"``: the closed forms of the DP-LSSGD paper
+        (Theorem 1) and of its released code, for reproducing it; the
+        epsilon reported for them is the one the RDP accountant certifies
+        for the Poisson-sampled run.
+
+    neighboring : {"replace_one", "add_remove"}, default="replace_one"
+        Adjacency of the guarantee. ``"replace_one"``: two training sets of
+        the same size that differ in one row (sensitivity 2 C); the number
+        of rows is then the same for both, so the sample rate and the number
+        of steps may be computed from it. ``"add_remove"``: one row added or
+        removed (sensitivity C, about half the noise), which makes the
+        number of rows itself private: it needs ``public_n_samples``.
+
+    public_n_samples : int or None, default=None
+        A row count declared public, used instead of the actual number of
+        rows to set the sample rate ``q = min(1, batch_size /
+        public_n_samples)`` and the number of steps ``T = ceil(max_iter *
+        public_n_samples / batch_size)``, so that nothing in the mechanism
+        depends on the private row count. Required with
+        ``neighboring="add_remove"`` and finite ``epsilon``. Each step still
+        samples the actual rows with rate q, so the expected batch holds
+        ``q * n_samples`` rows; choose a value close to the real size (e.g. a
+        published or rounded count). With ``partial_fit`` it is the declared
+        row count of each call.
+
+    disjoint_batches : bool, default=False
+        Your promise that the releases of one series (the ``partial_fit``
+        calls and warm-started fits since the last cold ``fit``) saw
+        disjoint rows: which rows go to which call is decided without
+        looking at their values (arrival order, a public key), and no row
+        goes to two calls. ``epsilon_`` is then the largest of the
+        releases' epsilons (parallel composition) instead of their
+        sequential composition. The library cannot check the promise;
+        ``dp_event_`` and the ledger keep the sequential composition, which
+        holds without it.
+
+    random_state : int, Generator, RandomState, SeedSequence or None, default=None
+        Used only with ``reproducible=True``. By default every fit draws its
+        batches and its noise from fresh operating-system entropy whatever
+        ``random_state`` is (a warning says so once per process): a seed is
+        part of the model's ``get_params()`` and pickle, and anyone who
+        knows it can regenerate the noise and remove it.
+
+    reproducible : bool, default=False
+        Derive the batches and the noise from ``random_state``, so that fits
+        can be repeated exactly, for tests and research on public data. Such
+        a fit is **not private**: the seed travels with the model, so it
+        reports ``epsilon_ = inf`` (``noise_multiplier_`` is still the
+        calibrated noise). A ``Generator`` passed as ``random_state`` is
+        copied, never advanced; a ``RandomState`` gives 128 bits of seed.
+
+    ledger : PrivacyLedger or None, default=None
+        Budget record shared by every fit on the same rows: each fit records
+        its ``dp_event_`` there before reading any row, and is refused if the
+        ledger's composed epsilon would exceed its cap. Survives ``clone``
+        and joblib worker processes.
+
+    n_jobs : int or None, default=None
+        Threads of a fit (``None`` means 1; any negative value means all
+        cores). Each step's batch is split over a team of threads when it is
+        large enough (batch size times outputs times features of at least
+        400,000); from 3 threads on, one of them draws the next batches and
+        noise ahead. The draws are those of a serial fit, so the model
+        differs from it only by the rounding of the additions; the privacy
+        guarantee does not depend on ``n_jobs``.
+
+    verbose : int, default=0
+        Print one line per epoch: the epoch, the step, the norm of the
+        weights (covered by the guarantee) and the elapsed time (which
+        depends on the data: it is for the person running the fit, not
+        covered; do not publish it). Never a loss on the private data.""",
+    "fitted_attributes": """sigma_ : float
+        The smoothing strength used: ``sigma``, or what ``"auto"`` resolved
+        to from the number of features and the input's format.
+
+    noise_multipliers_ : ndarray of shape (n_blocks,)
+        The noise multiplier of each block of the noise schedule (one value
+        for constant noise).
+
+    n_iter_ : int
+        Number of epochs run by the last release (``max_iter``, resolved
+        when ``"auto"``; 1 for a ``partial_fit`` call). Like
+        ``batch_size_``, ``average_start_``, ``n_steps_``,
+        ``noise_multiplier_``, ``noise_multipliers_`` and ``sample_rate_``,
+        it describes the last ``fit`` or ``partial_fit`` call.
+
+    batch_size_ : int
+        The expected batch size used (``batch_size`` resolved).
+
+    eta0_ : float
+        The initial step size used (``eta0`` resolved). ``partial_fit``
+        calls after the first keep it, and continue the learning-rate
+        schedule from step ``t_``.
+
+    average_start_ : int or None
+        The returned model averages the iterates after this many steps
+        (None: the last iterate).
+
+    n_steps_ : int
+        Number of steps T of the last release (with ``mechanism="output"``:
+        passes times the ``floor(n / batch_size)`` batches).
+
+    t_ : int
+        Number of steps taken by all the releases of the series (the
+        ``partial_fit`` calls and warm-started fits since the last cold
+        ``fit``).
+
+    noise_multiplier_ : float
+        z: the Gaussian noise added to each step's clipped gradient sum has
+        standard deviation ``z * max_sample_weight * clip_norm`` per
+        coordinate.
+
+    sample_rate_ : float
+        Poisson sampling rate q (NaN with ``mechanism="output"``, whose
+        batches are one random permutation of the rows).
+
+    output_sensitivity_ : float or None
+        ``mechanism="output"``: the replace-one L2 sensitivity Delta of the
+        noise-free weights; the released weights have noise of standard
+        deviation ``noise_multiplier_ * output_sensitivity_``. None for
+        gradient perturbation.
+
+    epsilon_ : float
+        Epsilon actually reached by the fit, as certified by the accountant:
+        never above ``epsilon`` with ``"rdp"`` and ``"pld"``. With the paper
+        accountants it is what the RDP accountant certifies for the
+        Poisson-sampled run, and a warning says so if that exceeds ``epsilon``.
+        ``inf`` when the fit had no noise or was ``reproducible``. After
+        several releases of one series (``partial_fit``, ``warm_start``):
+        the epsilon of all of them together, by the accountant from
+        ``dp_event_`` at ``delta_``, or with ``disjoint_batches=True`` the
+        largest of the releases' epsilons (each from its event in
+        ``dp_events_``).
+
+    delta_ : float
+        Delta of the guarantee; fixed by the first release of a series and
+        kept by the later ones (each calibrates its noise to it).
+
+    neighboring_ : str
+        Adjacency under which ``epsilon_`` holds.
+
+    dp_event_ : dp_accounting.DpEvent
+        What the fit released, as a dp-accounting event:
+        ``SelfComposedDpEvent(PoissonSampledDpEvent(sample_rate_,
+        GaussianDpEvent(noise_multiplier_)), n_steps_)`` (without the
+        sampling when ``sample_rate_ = 1``; one such block per level of a
+        noise schedule, composed), ``GaussianDpEvent(2 *
+        noise_multiplier_)`` for ``mechanism="output"`` (a sensitivity-2
+        query under replace-one), or ``NonPrivateDpEvent()`` for a
+        fit without noise or a ``reproducible`` one. Any dp-accounting
+        accountant built with ``neighboring_``'s relation recomputes
+        ``epsilon_`` from it, and events of several fits compose. After
+        several releases of one series: their sequential composition (a
+        ``ComposedDpEvent``, runs of equal releases self-composed), whatever
+        ``disjoint_batches`` says.
+
+    dp_events_ : list of dp_accounting.DpEvent
+        The event of each release of the series, in order (one element
+        after a cold ``fit``).
+
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X is a DataFrame with string
+        column names.""",
+}
+
+
+# Paragraphs both estimators' methods share, filled into their docstrings.
+SHARED_METHOD_DOCS = {
+    "partial_fit_release": """Each call is a release of its own rows, calibrated to ``(epsilon,
+        delta_)`` on its own: one epoch, ``ceil(n / batch_size)`` steps
+        (one with full batches) of Poisson-sampled batches, starting from
+        the current ``coef_`` and ``intercept_`` (zeros on the first call).
+        ``epsilon_`` and ``dp_event_`` then cover all the calls since the
+        last cold ``fit``: their composition, or with
+        ``disjoint_batches=True`` the largest of their epsilons. Every call
+        is charged to the ``ledger``. See the privacy guide's section on
+        streaming.""",
+}
+
+
+def fill_parameter_docs(**defaults):
+    """Class decorator: fill the shared docs into ``cls.__doc__`` and ``partial_fit``'s.
+
+    Parameters
+    ----------
+    **defaults : str
+        Defaults that differ between the estimators, substituted for
+        ``$name`` in the shared text (for example ``learning_rate``).
+    """
+
+    def decorate(cls):
+        docs = {
+            key: string.Template(text).substitute(defaults)
+            for key, text in SHARED_PARAMETER_DOCS.items()
+        }
+        cls.__doc__ = cls.__doc__.format(**docs)
+        cls.partial_fit.__doc__ = cls.partial_fit.__doc__.format(**SHARED_METHOD_DOCS)
+        return cls
+
+    return decorate
