@@ -12,7 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ._array_api import array_api_namespace, class_labels, class_probabilities, copy_params
 from ._base import BaseDPLSSGD
-from ._docstrings import fill_parameter_docs
+from ._docstrings import fill_method_docs, fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES, LOSSES
 from ._validation import (
     VALUES_NOT_SHOWN, Options, PrivacyLeakWarning, score_hiding_values, validate_hiding_values,
@@ -324,6 +324,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return self
 
     @available_if(BaseDPLSSGD._can_stream)
+    @fill_method_docs
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One private epoch over ``(X, y)``, continuing the fitted model.
 

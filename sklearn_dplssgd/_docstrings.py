@@ -7,7 +7,7 @@ copy of a parameter's documentation).
 
 import string
 
-__all__ = ["fill_parameter_docs"]
+__all__ = ["fill_method_docs", "fill_parameter_docs"]
 
 
 # Documentation of the parameters both estimators share, filled into their
@@ -356,7 +356,7 @@ SHARED_METHOD_DOCS = {
 
 
 def fill_parameter_docs(**defaults):
-    """Class decorator: fill the shared docs into ``cls.__doc__`` and ``partial_fit``'s.
+    """Class decorator: fill the shared parameter docs into ``cls.__doc__``.
 
     Parameters
     ----------
@@ -371,7 +371,17 @@ def fill_parameter_docs(**defaults):
             for key, text in SHARED_PARAMETER_DOCS.items()
         }
         cls.__doc__ = cls.__doc__.format(**docs)
-        cls.partial_fit.__doc__ = cls.partial_fit.__doc__.format(**SHARED_METHOD_DOCS)
         return cls
 
     return decorate
+
+
+def fill_method_docs(method):
+    """Method decorator: fill the shared method texts into ``method.__doc__``.
+
+    Applied below ``available_if``, whose descriptor would otherwise hide the
+    function (setting the docstring on what the class attribute returns did
+    not reach the function, and ``{partial_fit_release}`` was left unfilled).
+    """
+    method.__doc__ = method.__doc__.format(**SHARED_METHOD_DOCS)
+    return method

@@ -8,7 +8,7 @@ from sklearn.utils.metaestimators import available_if
 
 from ._array_api import copy_params
 from ._base import BaseDPLSSGD
-from ._docstrings import fill_parameter_docs
+from ._docstrings import fill_method_docs, fill_parameter_docs
 from ._losses import REGRESSION_LOSSES
 from ._validation import Interval, Options, score_hiding_values
 
@@ -228,6 +228,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         return self
 
     @available_if(BaseDPLSSGD._can_stream)
+    @fill_method_docs
     def partial_fit(self, X, y, sample_weight=None):
         """One private epoch over ``(X, y)``, continuing the fitted model.
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
+
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 # The languages a code block may declare. ``python`` blocks are executed; the
@@ -183,3 +185,13 @@ def test_sphinx_build_has_no_warnings(tmp_path):
     finally:
         sys.path[:] = saved_path
     assert status == 0, "sphinx-build -W failed; see the warnings above"
+
+
+@pytest.mark.parametrize("estimator", [DPLSSGDClassifier, DPLSSGDRegressor])
+def test_shared_docs_are_filled_in(estimator):
+    # The shared texts are written once (_docstrings) and filled into each
+    # estimator's docstring and its methods' (partial_fit's was once left as
+    # a "{partial_fit_release}" placeholder).
+    for doc in (estimator.__doc__, estimator.fit.__doc__, estimator.partial_fit.__doc__):
+        assert not re.findall(r"\{[a-z_]+\}", doc)
+    assert "Each call is a release" in estimator.partial_fit.__doc__
