@@ -78,7 +78,6 @@ class BaseDPLSSGD(BaseEstimator):
         "noise_schedule": [_check_noise_schedule],
         "noise_decay": [Interval("real", 0, 1, closed="right")],
         "warm_start": [Options(bool, (True, False))],
-        "disjoint_batches": [Options(bool, (True, False))],
         "accountant": [Options(str, ACCOUNTANTS)],
         "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
         "public_n_samples": [Interval("integral", 1, None), None],
@@ -238,7 +237,7 @@ class BaseDPLSSGD(BaseEstimator):
         return params
 
     def _fit(self, X, y, sample_weight=None, *, partial=False, classes=None, coef_init=None,
-             intercept_init=None):
+             intercept_init=None, disjoint_batches=False):
         """Validate, ask the mechanism to release, and set the common attributes.
 
         Parameters
@@ -253,12 +252,18 @@ class BaseDPLSSGD(BaseEstimator):
             The label set of a ``partial_fit`` call (classifier only).
         coef_init, intercept_init : array-like or None, default=None
             A public starting point (``fit`` only).
+        disjoint_batches : bool, default=False
+            The user's promise that this ``partial_fit`` call's rows were in
+            no earlier release of the series.
 
         Returns
         -------
         params : ndarray of shape (n_outputs, n_features + 1)
         """
         self._validate_hyperparameters()
+        if not isinstance(disjoint_batches, (bool, np.bool_)):
+            raise TypeError(
+                f"disjoint_batches must be True or False; got {disjoint_batches!r}.")
         mechanism = self._release_mechanism()
         # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
         # device (see _array_api); everything else takes the NumPy path.
@@ -323,7 +328,8 @@ class BaseDPLSSGD(BaseEstimator):
             {"sample_weight": sample_weight}, self._row_weights, sample_weight, y)
         data = TrainingData(X, y, y_encoded, n_outputs, weights, namespace,
                             coef_init=coef_init, intercept_init=intercept_init)
-        params, record = mechanism.release(self, data, plan, series, partial)
+        params, record = mechanism.release(self, data, plan, series, partial,
+                                           bool(disjoint_batches))
         for name, value in record.fitted_attributes().items():
             setattr(self, name, value)
         return params

@@ -199,7 +199,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         accountant="pld",
         neighboring="replace_one",
         public_n_samples=None,
-        disjoint_batches=False,
         random_state=None,
         reproducible=False,
         ledger=None,
@@ -236,7 +235,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.accountant = accountant
         self.neighboring = neighboring
         self.public_n_samples = public_n_samples
-        self.disjoint_batches = disjoint_batches
         self.random_state = random_state
         self.reproducible = reproducible
         self.ledger = ledger
@@ -325,7 +323,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
     @available_if(BaseDPLSSGD._can_stream)
     @fill_method_docs
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None, *, disjoint_batches=False):
         """One private epoch over ``(X, y)``, continuing the fitted model.
 
         {partial_fit_release}
@@ -343,13 +341,16 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         sample_weight : array-like of shape (n_samples,) or float, default=None
             As in :meth:`fit`.
 
+        {disjoint_batches}
+
         Returns
         -------
         self : DPLSSGDClassifier
         """
         _check_label_values(y)
         params = self._fit(X, y, sample_weight, partial=True,
-                           classes=self._partial_fit_classes(classes))
+                           classes=self._partial_fit_classes(classes),
+                           disjoint_batches=disjoint_batches)
         self._set_coefficients(params)
         return self
 

@@ -159,7 +159,7 @@ SHARED_PARAMETER_DOCS = {
         When the estimator is already fitted, ``fit`` starts from its
         ``coef_`` and ``intercept_`` instead of zeros, and the new release is
         composed with the earlier ones: ``epsilon_`` and ``dp_event_`` then
-        cover all of them (see ``partial_fit`` and ``disjoint_batches``).
+        cover all of them (see ``partial_fit`` and its ``disjoint_batches``).
         ``coef_init`` and ``intercept_init`` given to ``fit`` take precedence
         and start a new series.""",
     "accounting_parameters": """\
@@ -196,17 +196,6 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         ``q * n_samples`` rows; choose a value close to the real size (e.g. a
         published or rounded count). With ``partial_fit`` it is the declared
         row count of each call.
-
-    disjoint_batches : bool, default=False
-        Your promise that the releases of one series (the ``partial_fit``
-        calls and warm-started fits since the last cold ``fit``) saw
-        disjoint rows: which rows go to which call is decided without
-        looking at their values (arrival order, a public key), and no row
-        goes to two calls. ``epsilon_`` is then the largest of the
-        releases' epsilons (parallel composition) instead of their
-        sequential composition. The library cannot check the promise;
-        ``dp_event_`` and the ledger keep the sequential composition, which
-        holds without it.
 
     random_state : int, Generator, RandomState, SeedSequence or None, default=None
         Used only with ``reproducible=True``. By default every fit draws its
@@ -302,9 +291,9 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         ``inf`` when the fit had no noise or was ``reproducible``. After
         several releases of one series (``partial_fit``, ``warm_start``):
         the epsilon of all of them together, by the accountant from
-        ``dp_event_`` at ``delta_``, or with ``disjoint_batches=True`` the
-        largest of the releases' epsilons (each from its event in
-        ``dp_events_``).
+        ``dp_event_`` at ``delta_``, or, where ``partial_fit`` calls were
+        declared ``disjoint_batches=True``, by parallel composition (see
+        ``disjoint_batches_``).
 
     delta_ : float
         Delta of the guarantee; fixed by the first release of a series and
@@ -326,11 +315,19 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         ``epsilon_`` from it, and events of several fits compose. After
         several releases of one series: their sequential composition (a
         ``ComposedDpEvent``, runs of equal releases self-composed), whatever
-        ``disjoint_batches`` says.
+        ``disjoint_batches_`` says.
 
     dp_events_ : list of dp_accounting.DpEvent
         The event of each release of the series, in order (one element
         after a cold ``fit``).
+
+    disjoint_batches_ : list of bool
+        For each release of ``dp_events_``, whether it was declared to see
+        none of the rows of the earlier releases (``partial_fit(...,
+        disjoint_batches=True)``). ``epsilon_`` is then the largest, over
+        the rows, of the composition of the releases that may have seen
+        them: a release declared disjoint starts a new part of the rows,
+        which it and every later release not declared disjoint may see.
 
     n_features_in_ : int
         Number of features seen during fit.
@@ -348,10 +345,21 @@ SHARED_METHOD_DOCS = {
         (one with full batches) of Poisson-sampled batches, starting from
         the current ``coef_`` and ``intercept_`` (zeros on the first call).
         ``epsilon_`` and ``dp_event_`` then cover all the calls since the
-        last cold ``fit``: their composition, or with
-        ``disjoint_batches=True`` the largest of their epsilons. Every call
-        is charged to the ``ledger``. See the privacy guide's section on
-        streaming.""",
+        last cold ``fit``: their composition, or, for calls declared
+        ``disjoint_batches=True``, parallel composition (when every call is
+        declared, the largest of their epsilons). Every call is charged to
+        the ``ledger``. See the privacy guide's section on streaming.""",
+    "disjoint_batches": """disjoint_batches : bool, default=False
+            Your promise that this call's rows were in no earlier release
+            of the series (the ``partial_fit`` calls and warm-started fits
+            since the last cold ``fit``), and that which rows go to which
+            call is decided without looking at their values (arrival order,
+            a public key). ``epsilon_`` then composes this call in parallel
+            with the earlier ones (see ``disjoint_batches_``). The library
+            cannot check the promise; ``dp_event_`` and the ledger keep the
+            sequential composition, which holds without it. With
+            ``dask_ml.wrappers.Incremental``, pass it to ``fit``, which
+            hands it to every block's ``partial_fit``.""",
 }
 
 

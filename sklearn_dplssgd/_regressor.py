@@ -134,7 +134,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         accountant="pld",
         neighboring="replace_one",
         public_n_samples=None,
-        disjoint_batches=False,
         random_state=None,
         reproducible=False,
         ledger=None,
@@ -171,7 +170,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.accountant = accountant
         self.neighboring = neighboring
         self.public_n_samples = public_n_samples
-        self.disjoint_batches = disjoint_batches
         self.random_state = random_state
         self.reproducible = reproducible
         self.ledger = ledger
@@ -229,7 +227,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
 
     @available_if(BaseDPLSSGD._can_stream)
     @fill_method_docs
-    def partial_fit(self, X, y, sample_weight=None):
+    def partial_fit(self, X, y, sample_weight=None, *, disjoint_batches=False):
         """One private epoch over ``(X, y)``, continuing the fitted model.
 
         {partial_fit_release}
@@ -243,11 +241,14 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         sample_weight : array-like of shape (n_samples,) or float, default=None
             As in :meth:`fit`.
 
+        {disjoint_batches}
+
         Returns
         -------
         self : DPLSSGDRegressor
         """
-        self._set_coefficients(self._fit(X, y, sample_weight, partial=True))
+        self._set_coefficients(self._fit(X, y, sample_weight, partial=True,
+                                         disjoint_batches=disjoint_batches))
         return self
 
     def _to_training_scale(self, params):

@@ -34,6 +34,7 @@ class Series(typing.NamedTuple):
     n_steps: int
     params: np.ndarray
     classes: typing.Optional[np.ndarray]
+    disjoint: tuple
 
 
 def compose_events(events):
@@ -66,16 +67,28 @@ def compose_events(events):
 def series_epsilon(events, delta, neighboring, disjoint):
     """Epsilon at ``delta`` of a series of releases.
 
+    A release declared disjoint saw none of the rows of the releases before
+    it: it starts a new *part* of the rows, which it and every later release
+    not declared disjoint may see (a later declared release sees new rows
+    only). A row of a part is therefore seen by the releases of its part
+    only; two neighbouring data sets differ in one row, hence in one part,
+    and the series is as private as the composition of the releases of its
+    least private part (parallel composition across parts, sequential
+    within one; the releases of other parts see the differing row only
+    through the weights they start from, which is post-processing). The
+    first release always starts a part; with no release declared, there is
+    one part and the result is the sequential composition of all of them;
+    with every release declared, the largest of their epsilons.
+
     Parameters
     ----------
     events : sequence of dp_accounting.DpEvent
         Each release's event, in order (at least two).
     delta : float
     neighboring : {"replace_one", "add_remove"}
-    disjoint : bool
-        The user's promise that no row was in two releases: parallel
-        composition, the largest of the releases' epsilons. Otherwise the
-        sequential composition of all of them.
+    disjoint : sequence of bool
+        For each release, the user's promise that its rows were in no
+        earlier release.
 
     Returns
     -------
@@ -84,7 +97,13 @@ def series_epsilon(events, delta, neighboring, disjoint):
     """
     if any(isinstance(event, dp_accounting.NonPrivateDpEvent) for event in events):
         return math.inf
-    if disjoint:
-        distinct = {repr(event): event for event in events}.values()
-        return max(event_epsilon(event, delta, neighboring) for event in distinct)
-    return event_epsilon(compose_events(events), delta, neighboring)
+    if len(disjoint) != len(events):
+        raise ValueError("one disjoint flag per release is needed")
+    starts = [0] + [index for index in range(1, len(events)) if disjoint[index]]
+    parts = {}
+    for start in starts:
+        members = [events[start]] + [events[index] for index in range(start + 1, len(events))
+                                     if not disjoint[index]]
+        parts.setdefault(repr(members), members)
+    return max(event_epsilon(compose_events(members), delta, neighboring)
+               for members in parts.values())

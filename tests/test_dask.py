@@ -66,10 +66,10 @@ def test_incremental_trains_over_the_blocks_with_every_block_accounted(disjoint)
     X, y = _data()
     X_dask = da.from_array(X, chunks=(len(X) // N_BLOCKS, X.shape[1]))
     y_dask = da.from_array(y, chunks=len(y) // N_BLOCKS)
-    estimator = DPLSSGDClassifier(epsilon=1.0, delta=1e-5, classes=[0, 1],
-                                  disjoint_batches=disjoint)
+    estimator = DPLSSGDClassifier(epsilon=1.0, delta=1e-5, classes=[0, 1])
     incremental = dask_ml_wrappers.Incremental(estimator, random_state=0)
-    incremental.fit(X_dask, y_dask, classes=[0, 1])
+    # Incremental.fit hands its keyword arguments to every block's partial_fit.
+    incremental.fit(X_dask, y_dask, classes=[0, 1], disjoint_batches=disjoint)
     fitted = incremental.estimator_
     # One release per block, each a private epoch over its own rows.
     assert len(fitted.dp_events_) == N_BLOCKS

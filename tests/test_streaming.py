@@ -59,9 +59,10 @@ def test_partial_fit_composes_the_calls_recomputed_from_dp_event(binary):
 
 def test_disjoint_batches_report_the_largest_call(binary):
     X, y = binary
-    clf = DPLSSGDRegressor(epsilon=1.0, batch_size=50, disjoint_batches=True)
+    clf = DPLSSGDRegressor(epsilon=1.0, batch_size=50)
     for part in np.array_split(np.arange(600), [200, 500]):  # 200, 300 and 100 rows
-        clf.partial_fit(X[part], y[part])
+        clf.partial_fit(X[part], y[part], disjoint_batches=True)
+    assert clf.disjoint_batches_ == [True, True, True]
     assert len({repr(event) for event in clf.dp_events_}) == 3
     expected = max(_pld_epsilon(event, clf.delta_) for event in clf.dp_events_)
     assert clf.epsilon_ == pytest.approx(expected, rel=2e-3)
@@ -282,3 +283,35 @@ def test_continuing_a_searched_model_composes_with_the_whole_search(binary):
     best.partial_fit(X[:300], y[:300])
     assert best.dp_events_[0] == search.dp_event_ and len(best.dp_events_) == 2
     assert best.epsilon_ > search.epsilon_
+
+
+def test_disjoint_calls_compose_in_parallel_with_the_calls_that_may_see_their_rows(binary):
+    # Calls 1 and 3 declare new rows; call 2 and 4 may revisit anything.
+    # Parts: {1, 2, 4} (rows of call 1, seen again by 2 and 4) and {3, 4}.
+    X, y = binary
+    clf = DPLSSGDRegressor(epsilon=1.0, batch_size=50)
+    sizes = (200, 100, 200, 100)
+    flags = (True, False, True, False)
+    start = 0
+    for size, flag in zip(sizes, flags):
+        clf.partial_fit(X[start:start + size], y[start:start + size], disjoint_batches=flag)
+        start += size
+    assert clf.disjoint_batches_ == list(flags)
+    events = clf.dp_events_
+    parts = [[events[0], events[1], events[3]], [events[2], events[3]]]
+    expected = max(_pld_epsilon(dp_accounting.ComposedDpEvent(part), clf.delta_)
+                   for part in parts)
+    assert clf.epsilon_ == pytest.approx(expected, rel=2e-3)
+    # Fewer releases composed than the whole series, more than one release.
+    everything = _pld_epsilon(dp_accounting.ComposedDpEvent(events), clf.delta_)
+    assert max(_pld_epsilon(event, clf.delta_) for event in events) < clf.epsilon_
+    assert clf.epsilon_ < everything * (1 - 1e-3)
+    # A warm-started fit is never declared: it may see every earlier row.
+    clf.set_params(warm_start=True, max_iter=1).fit(X[:100], y[:100])
+    assert clf.disjoint_batches_[-1] is False
+
+
+def test_disjoint_batches_must_be_a_bool(binary):
+    X, y = binary
+    with pytest.raises(TypeError, match="disjoint_batches must be True or False"):
+        DPLSSGDRegressor().partial_fit(X, y, disjoint_batches="yes")

@@ -93,7 +93,9 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                                            len(estimator.intercept_), estimator.n_features_in_)
         return Series(tuple(estimator.dp_events_), estimator.delta_, estimator.eta0_,
                       estimator.t_, estimator._to_training_scale(params),
-                      estimator.__dict__.get("classes_"))
+                      estimator.__dict__.get("classes_"),
+                      tuple(estimator.__dict__.get(
+                          "disjoint_batches_", [False] * len(estimator.dp_events_))))
 
     def row_count_is_private(self, estimator):
         return (estimator.neighboring == "add_remove"
@@ -204,7 +206,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         return resolve_sigma(estimator.sigma, n_features, sparse,
                              estimator._auto_sigma_levels)
 
-    def release(self, estimator, data, plan, series, partial):
+    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
         X, namespace = data.X, data.namespace
         n_samples = X.shape[0]
         if plan is None or plan.n_samples != n_samples:
@@ -258,12 +260,13 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             # Array attributes follow X (scikit-learn's array API convention).
             noise_multipliers = to_device(noise_multipliers, *namespace)
         events = (series.events if series is not None else ()) + (mechanism.dp_event(),)
+        disjoint = (series.disjoint if series is not None else ()) + (disjoint_batches,)
         if len(events) == 1:
             # A seeded fit's noise can be regenerated from its own parameters.
             epsilon = calibration.epsilon if mechanism.private else math.inf
         else:
             epsilon = series_epsilon(events, calibration.delta, calibration.neighboring,
-                                     estimator.disjoint_batches)
+                                     disjoint)
         return params, ReleaseRecord(
             n_iter=plan.max_iter,
             batch_size=plan.batch_size,
@@ -275,6 +278,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             sample_rate=plan.sample_rate,
             epsilon=epsilon,
             dp_events=list(events),
+            disjoint_batches=list(disjoint),
             dp_event=compose_events(events),
             t=(series.n_steps if series is not None else 0) + plan.n_steps,
             delta=calibration.delta,

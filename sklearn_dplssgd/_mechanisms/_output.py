@@ -120,7 +120,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
                 "mechanism='output' needs dense X; sparse X is trained by gradient "
                 "perturbation (mechanism='gradient'), which uses the sparsity.")
 
-    def release(self, estimator, data, plan, series, partial):
+    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
         """Plan, charge the ledger, descend, add noise once.
 
         Everything the plan depends on is public: the row count (public under
@@ -172,6 +172,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             epsilon=plan.calibration.epsilon if mechanism.private else math.inf,
             # A later gradient-perturbation partial_fit or warm start composes with it.
             dp_events=[dp_event],
+            disjoint_batches=[False],
             dp_event=dp_event,
             t=max_iter * plan.n_batches,
             delta=plan.calibration.delta,

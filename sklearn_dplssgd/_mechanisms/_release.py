@@ -67,6 +67,7 @@ class ReleaseRecord:
     sample_rate: float
     epsilon: float
     dp_events: list
+    disjoint_batches: list
     dp_event: typing.Any
     t: int
     delta: float
@@ -147,7 +148,7 @@ class ReleaseMechanism:
         """The Laplacian smoothing strength ``sigma_`` of the fit."""
         return 0.0
 
-    def release(self, estimator, data, plan, series, partial):
+    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
         """Train on ``data``, add the noise, and report.
 
         Parameters
@@ -160,6 +161,9 @@ class ReleaseMechanism:
             What :meth:`continued_series` returned.
         partial : bool
             A ``partial_fit`` call.
+        disjoint_batches : bool, default=False
+            The user's promise that this release's rows were in no earlier
+            release of ``series``.
 
         Returns
         -------
