@@ -7,8 +7,9 @@ standard deviation of the test accuracy over 3 seeds:
 1. **Optimizers and noise schedules** (seeds 000 and 002): on the real MNIST
    digits (the fixed 8,000 / 2,000 split of ``_data.py``), ``optimizer`` in
    {sgd, momentum, adam} crossed with ``noise_schedule`` in {constant,
-   exponential (``noise_decay=0.95`` per epoch), step (``noise_decay=0.5``
-   after half and three quarters of the steps)}, at epsilon 0.5 and 1.
+   exponential (``ExponentialNoise(per_epoch=0.95)``), step
+   (``StepNoise(final_ratio=0.25)``: halved after half and after three
+   quarters of the steps)}, at epsilon 0.5 and 1.
    Seed 002 claims that decaying noise beats constant noise at the same
    budget; this measures whether it does here.
 2. **Output perturbation against gradient perturbation** (seed 004): on
@@ -42,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sklearn_dplssgd import ExponentialNoise, StepNoise
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
 import bench_defaults  # noqa: E402
@@ -50,8 +53,8 @@ SEEDS = (0, 1, 2)
 OPTIMIZERS = ("sgd", "momentum", "adam")
 SCHEDULES = {
     "constant": dict(noise_schedule="constant"),
-    "exponential 0.95": dict(noise_schedule="exponential", noise_decay=0.95),
-    "step 0.5": dict(noise_schedule="step", noise_decay=0.5),
+    "exponential 0.95": dict(noise_schedule=ExponentialNoise(per_epoch=0.95)),
+    "step 0.5": dict(noise_schedule=StepNoise(final_ratio=0.25)),
 }
 OPTIMIZER_EPSILONS = (0.5, 1.0)
 TABLES = ("MNIST", "digits", "breast cancer")

@@ -12,6 +12,7 @@ from ._classifier import DPLSSGDClassifier
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
 from ._regressor import DPLSSGDRegressor
 from ._scaler import BoundedScaler
+from ._schedules import ConstantNoise, ExponentialNoise, RelativeNoise, StepNoise
 from ._search import DPRandomizedSearch
 from ._validation import PrivacyLeakWarning
 
@@ -19,13 +20,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BoundedScaler",
+    "ConstantNoise",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
     "DPRandomizedSearch",
+    "ExponentialNoise",
     "PrivacyBudgetExceededError",
     "PrivacyCalibration",
     "PrivacyLedger",
     "PrivacyLeakWarning",
+    "RelativeNoise",
+    "StepNoise",
     "calibrate_noise",
     "compute_epsilon",
     "__version__",

@@ -76,7 +76,6 @@ class BaseDPLSSGD(BaseEstimator):
         "beta2": [Interval("real", 0, 1, closed="left")],
         "adam_epsilon": [Interval("real", 0, None, closed="neither")],
         "noise_schedule": [_check_noise_schedule],
-        "noise_decay": [Interval("real", 0, 1, closed="right")],
         "warm_start": [Options(bool, (True, False))],
         "accountant": [Options(str, ACCOUNTANTS)],
         "neighboring": [Options(str, NEIGHBORING_RELATIONS)],

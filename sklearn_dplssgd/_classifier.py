@@ -192,7 +192,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         beta2=0.999,
         adam_epsilon=1e-8,
         noise_schedule="constant",
-        noise_decay=0.9,
         warm_start=False,
         classes=None,
         class_weight=None,
@@ -228,7 +227,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.beta2 = beta2
         self.adam_epsilon = adam_epsilon
         self.noise_schedule = noise_schedule
-        self.noise_decay = noise_decay
         self.warm_start = warm_start
         self.classes = classes
         self.class_weight = class_weight

@@ -142,18 +142,20 @@ SHARED_PARAMETER_DOCS = {
     adam_epsilon : float, default=1e-8
         Added to Adam's denominator.
 
-    noise_schedule : {"constant", "exponential", "step"} or array-like, default="constant"
+    noise_schedule : {"constant", "exponential", "step"}, NoiseSchedule or array-like, \
+            default="constant"
         The public shape of the noise multiplier over the run (seed 002's
-        dynamic schedules): ``"exponential"`` multiplies it by
-        ``noise_decay`` every epoch, ``"step"`` after half and after three
-        quarters of the steps; an array gives the relative levels of that
-        many equal blocks of steps (at most 50). The overall scale is
-        calibrated so that the whole run meets (epsilon, delta); the
-        per-block multipliers are reported as ``noise_multipliers_``.
-
-    noise_decay : float, default=0.9
-        In (0, 1]: the factor of the ``"exponential"`` and ``"step"``
-        schedules.
+        dynamic schedules): ``"exponential"`` (:class:`ExponentialNoise`)
+        decays it geometrically to half its first level in the last epoch,
+        ``"step"`` (:class:`StepNoise`) lowers it after half and after three
+        quarters of the steps to the same final half; an object sets the
+        final ratio (``ExponentialNoise(final_ratio=0.25)``; searchable as
+        ``noise_schedule__final_ratio`` by scikit-learn's searches) or, for
+        the exponential schedule, a per-epoch factor (``per_epoch=0.9``); an
+        array gives the relative levels of that many equal blocks of steps
+        (at most 50). The overall scale is calibrated so that the whole run
+        meets (epsilon, delta); the per-block multipliers are reported as
+        ``noise_multipliers_``.
 
     warm_start : bool, default=False
         When the estimator is already fitted, ``fit`` starts from its

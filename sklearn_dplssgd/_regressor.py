@@ -129,7 +129,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         beta2=0.999,
         adam_epsilon=1e-8,
         noise_schedule="constant",
-        noise_decay=0.9,
         warm_start=False,
         accountant="pld",
         neighboring="replace_one",
@@ -165,7 +164,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.beta2 = beta2
         self.adam_epsilon = adam_epsilon
         self.noise_schedule = noise_schedule
-        self.noise_decay = noise_decay
         self.warm_start = warm_start
         self.accountant = accountant
         self.neighboring = neighboring

@@ -9,15 +9,26 @@ shape is piecewise constant: a tuple of ``(n_steps_k, level_k)`` blocks,
 each of which the accountant sees as one self-composed Poisson-subsampled
 Gaussian (``SelfComposedDpEvent``) inside a ``ComposedDpEvent``.
 
-Schedules:
+Schedules are objects (their settings reachable by ``get_params`` and by a
+search as ``noise_schedule__<name>``); the estimators' ``noise_schedule``
+also takes a name or an array:
 
-* ``"constant"``: one block, level 1 (plain DP-LSSGD).
-* ``"exponential"``: level ``decay ** e`` in epoch ``e = 0, 1, ...``
-  (Yu et al. 2019's exponential decay, the form seed 002 finds preferable).
-* ``"step"``: level 1, then ``decay`` after half of the steps and
-  ``decay ** 2`` after three quarters (step decay).
-* an array of relative levels: the steps are split into that many blocks of
-  (nearly) equal length, block ``k`` at level ``levels[k]``.
+* ``"constant"`` / :class:`ConstantNoise`: one block, level 1 (plain
+  DP-LSSGD).
+* ``"exponential"`` / :class:`ExponentialNoise`: the level decays
+  geometrically from 1 in the first epoch to ``final_ratio`` in the last
+  (Yu et al. 2019's exponential decay, the form seed 002 finds preferable);
+  or by a fixed ``per_epoch`` factor, ``per_epoch ** e`` in epoch ``e``.
+* ``"step"`` / :class:`StepNoise`: level 1, then ``sqrt(final_ratio)`` after
+  half of the steps and ``final_ratio`` after three quarters (step decay).
+* an array of relative levels / :class:`RelativeNoise`: the steps are split
+  into that many blocks of (nearly) equal length, block ``k`` at level
+  ``levels[k]``.
+
+Parametrised by the ratio of the last level to the first, a schedule keeps
+its shape whatever the number of epochs (a per-epoch factor over the
+hundreds of epochs of a small table's default run would make the last noise
+a vanishing fraction of the first, which is refused).
 
 The accountant's work grows with the number of blocks, so an epoch-wise
 schedule over more than ``MAX_BLOCKS`` epochs changes level every
@@ -28,12 +39,19 @@ import math
 import numbers
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 __all__ = [
+    "ConstantNoise",
+    "ExponentialNoise",
     "MAX_BLOCKS",
     "MIN_LEVEL_RATIO",
     "NOISE_SCHEDULES",
+    "NoiseSchedule",
+    "RelativeNoise",
+    "StepNoise",
     "check_noise_schedule",
+    "is_constant_schedule",
     "noise_schedule_blocks",
     "step_levels",
 ]
@@ -69,92 +87,196 @@ def _equal_blocks(n_steps, levels):
     return _merge((end - start, float(level)) for start, end, level in zip(starts, ends, levels))
 
 
-def check_noise_schedule(schedule):
-    """A schedule name, or the user's array of levels as a tuple of floats.
+def _check_ratio(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+            0 < value <= 1):
+        raise ValueError(f"{name} must be a number in (0, 1]; got {value!r}.")
+    return float(value)
 
-    Raises
-    ------
-    ValueError
-        Naming ``noise_schedule`` and what is wrong.
-    """
-    if isinstance(schedule, str):
-        if schedule not in NOISE_SCHEDULES:
-            raise ValueError(
-                f"noise_schedule must be one of {NOISE_SCHEDULES} or an array of relative "
-                f"noise levels; got {schedule!r}.")
-        return schedule
-    levels = np.asarray(schedule, dtype=object)
-    if levels.ndim != 1 or levels.size == 0 or not all(
-            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in levels):
+
+def _check_levels(levels):
+    """The user's array of relative levels as a tuple of floats."""
+    array = np.asarray(levels, dtype=object)
+    if array.ndim != 1 or array.size == 0 or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in array):
         raise ValueError("noise_schedule as an array must be a non-empty 1-d sequence of "
-                         f"numbers; got {schedule!r}.")
-    levels = levels.astype(np.float64)
-    if not (np.isfinite(levels).all() and (levels > 0).all()):
+                         f"numbers; got {levels!r}.")
+    array = array.astype(np.float64)
+    if not (np.isfinite(array).all() and (array > 0).all()):
         raise ValueError("noise_schedule's levels must be finite and positive (a level of "
                          "0 would release a step without noise).")
-    if levels.size > MAX_BLOCKS:
+    if array.size > MAX_BLOCKS:
         raise ValueError(f"noise_schedule may have at most {MAX_BLOCKS} levels; got "
-                         f"{levels.size}.")
-    return tuple(float(v) for v in levels)
+                         f"{array.size}.")
+    return tuple(float(v) for v in array)
 
 
-def noise_schedule_blocks(schedule, decay, n_steps, n_epochs):
-    """The public shape of the noise (see :func:`_blocks`), its range checked.
+class NoiseSchedule(BaseEstimator):
+    """Base of the noise schedules: the public shape of the noise over a run.
 
-    Raises
-    ------
-    ValueError
-        When the smallest level is below ``MIN_LEVEL_RATIO`` times the largest.
+    A subclass implements :meth:`levels_by_epoch` (one level per epoch) or
+    overrides :meth:`blocks`; its parameters are public settings, never
+    values computed from the rows.
     """
-    blocks = _blocks(schedule, decay, n_steps, n_epochs)
-    levels = [level for _, level in blocks]
-    if min(levels) < MIN_LEVEL_RATIO * max(levels):
-        raise ValueError(
-            f"noise_schedule={schedule!r} with noise_decay={decay:g} over {n_epochs} epochs "
-            f"makes the last noise {min(levels) / max(levels):.2g} times the first (at most "
-            f"{MIN_LEVEL_RATIO:g} apart): the budget would go to the last, nearly noise-free "
-            "steps. Choose noise_decay closer to 1 or fewer epochs (max_iter).")
-    return blocks
 
+    def blocks(self, n_steps, n_epochs):
+        """The shape as ``((n_steps_k, level_k), ...)``, step counts summing to ``n_steps``.
 
-def _blocks(schedule, decay, n_steps, n_epochs):
-    """The public shape of the noise as ``((n_steps_k, level_k), ...)``.
-
-    Parameters
-    ----------
-    schedule : str or array-like
-        See the module docstring.
-    decay : float
-        In (0, 1]: the per-epoch factor of ``"exponential"``, the factor of
-        each of ``"step"``'s decays.
-    n_steps : int
-        T.
-    n_epochs : int
-        Epochs the T steps represent (epoch ``e`` ends after
-        ``ceil((e + 1) T / n_epochs)`` steps, as in the training loop).
-
-    Returns
-    -------
-    blocks : tuple of (int, float)
-        Step counts summing to ``n_steps``; the first level is 1 for the
-        named schedules. ``((n_steps, 1.0),)`` for ``"constant"``.
-    """
-    schedule = check_noise_schedule(schedule)
-    if schedule == "constant":
-        return ((int(n_steps), 1.0),)
-    if schedule == "exponential":
+        Parameters
+        ----------
+        n_steps : int
+            T.
+        n_epochs : int
+            Epochs the T steps represent (epoch ``e`` ends after
+            ``ceil((e + 1) T / n_epochs)`` steps, as in the training loop).
+            An epoch-wise schedule over more than ``MAX_BLOCKS`` epochs
+            changes level every ``ceil(n_epochs / MAX_BLOCKS)`` epochs (the
+            level of the group's first epoch).
+        """
+        levels = self.levels_by_epoch(n_epochs)
         n_blocks = min(n_epochs, MAX_BLOCKS, n_steps)
         epochs_per_block = math.ceil(n_epochs / n_blocks)
         n_blocks = math.ceil(n_epochs / epochs_per_block)
         ends = [math.ceil(min(n_epochs, (k + 1) * epochs_per_block) * n_steps / n_epochs)
                 for k in range(n_blocks)]
         starts = [0] + ends[:-1]
-        return _merge((end - start, float(decay) ** (k * epochs_per_block))
+        return _merge((end - start, float(levels[k * epochs_per_block]))
                       for k, (start, end) in enumerate(zip(starts, ends)))
-    if schedule == "step":
+
+    def levels_by_epoch(self, n_epochs):
+        """The relative level of each of ``n_epochs`` epochs."""
+        raise NotImplementedError
+
+
+class ConstantNoise(NoiseSchedule):
+    """The same noise at every step (plain DP-LSSGD; ``noise_schedule="constant"``)."""
+
+    def blocks(self, n_steps, n_epochs):
+        return ((int(n_steps), 1.0),)
+
+
+class ExponentialNoise(NoiseSchedule):
+    """Noise decaying geometrically over the epochs (``noise_schedule="exponential"``).
+
+    Parameters
+    ----------
+    final_ratio : float, default=0.5
+        In (0, 1]: the level of the last epoch relative to the first; the
+        levels in between decay geometrically, ``final_ratio ** (e / (E - 1))``
+        in epoch ``e`` of ``E``. Whatever the number of epochs, the last
+        noise is this fraction of the first.
+    per_epoch : float or None, default=None
+        In (0, 1]: a fixed factor per epoch instead (level ``per_epoch ** e``),
+        the parametrisation of seed 002; ``final_ratio`` is then ignored.
+        Over many epochs the last level may fall below ``MIN_LEVEL_RATIO``
+        of the first, which is refused.
+    """
+
+    def __init__(self, final_ratio=0.5, per_epoch=None):
+        self.final_ratio = final_ratio
+        self.per_epoch = per_epoch
+
+    def levels_by_epoch(self, n_epochs):
+        if self.per_epoch is not None:
+            factor = _check_ratio(self.per_epoch, "ExponentialNoise's per_epoch")
+        else:
+            final = _check_ratio(self.final_ratio, "ExponentialNoise's final_ratio")
+            factor = final ** (1.0 / (n_epochs - 1)) if n_epochs > 1 else 1.0
+        return [factor ** epoch for epoch in range(n_epochs)]
+
+
+class StepNoise(NoiseSchedule):
+    """Noise lowered twice, after half and after three quarters of the steps.
+
+    ``noise_schedule="step"``.
+
+    Parameters
+    ----------
+    final_ratio : float, default=0.5
+        In (0, 1]: the level of the last quarter relative to the first half;
+        the third quarter is at ``sqrt(final_ratio)``.
+    """
+
+    def __init__(self, final_ratio=0.5):
+        self.final_ratio = final_ratio
+
+    def blocks(self, n_steps, n_epochs):
+        final = _check_ratio(self.final_ratio, "StepNoise's final_ratio")
+        factor = math.sqrt(final)
         cuts = [0] + [math.ceil(f * n_steps) for f in _STEP_MILESTONES] + [n_steps]
-        return _merge((cuts[k + 1] - cuts[k], float(decay) ** k) for k in range(len(cuts) - 1))
-    return _equal_blocks(int(n_steps), schedule)
+        levels = (1.0, factor, final)
+        return _merge((cuts[k + 1] - cuts[k], levels[k]) for k in range(len(cuts) - 1))
+
+
+class RelativeNoise(NoiseSchedule):
+    """Blocks of nearly equal length at given relative levels (an array ``noise_schedule``).
+
+    Parameters
+    ----------
+    levels : array-like of shape (n_blocks,)
+        Positive, finite; at most ``MAX_BLOCKS``.
+    """
+
+    def __init__(self, levels=(1.0,)):
+        self.levels = levels
+
+    def blocks(self, n_steps, n_epochs):
+        return _equal_blocks(int(n_steps), _check_levels(self.levels))
+
+
+# What each name of ``noise_schedule`` stands for.
+_NAMED_SCHEDULES = {"constant": ConstantNoise, "exponential": ExponentialNoise,
+                    "step": StepNoise}
+
+
+def check_noise_schedule(schedule):
+    """The schedule a ``noise_schedule`` value stands for, as a :class:`NoiseSchedule`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``noise_schedule`` and what is wrong.
+    """
+    if isinstance(schedule, NoiseSchedule):
+        return schedule
+    if isinstance(schedule, str):
+        if schedule not in NOISE_SCHEDULES:
+            raise ValueError(
+                f"noise_schedule must be one of {NOISE_SCHEDULES}, a NoiseSchedule or an "
+                f"array of relative noise levels; got {schedule!r}.")
+        return _NAMED_SCHEDULES[schedule]()
+    return RelativeNoise(_check_levels(schedule))
+
+
+def is_constant_schedule(schedule):
+    """Whether a ``noise_schedule`` value is the constant schedule."""
+    return isinstance(check_noise_schedule(schedule), ConstantNoise)
+
+
+def noise_schedule_blocks(schedule, n_steps, n_epochs):
+    """The public shape of the noise for a ``noise_schedule`` value, its range checked.
+
+    Returns
+    -------
+    blocks : tuple of (int, float)
+        Step counts summing to ``n_steps``; the first level is 1 for the
+        named schedules. ``((n_steps, 1.0),)`` for the constant one.
+
+    Raises
+    ------
+    ValueError
+        When the smallest level is below ``MIN_LEVEL_RATIO`` times the largest.
+    """
+    blocks = check_noise_schedule(schedule).blocks(int(n_steps), int(n_epochs))
+    levels = [level for _, level in blocks]
+    if min(levels) < MIN_LEVEL_RATIO * max(levels):
+        raise ValueError(
+            f"noise_schedule={schedule!r} over {n_epochs} epochs makes the last noise "
+            f"{min(levels) / max(levels):.2g} times the first (at most {MIN_LEVEL_RATIO:g} "
+            "apart): the budget would go to the last, nearly noise-free steps. Use a "
+            "schedule parametrised by its final ratio (ExponentialNoise(final_ratio=...)), "
+            "a per-epoch factor closer to 1, or fewer epochs (max_iter).")
+    return blocks
 
 
 def step_levels(blocks):

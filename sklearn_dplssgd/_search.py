@@ -52,7 +52,7 @@ __all__ = [
 _MECHANISM_PARAMETERS = frozenset({
     "epsilon", "delta", "batch_size", "max_iter", "neighboring", "accountant",
     "public_n_samples", "reproducible", "ledger", "random_state", "noise_schedule",
-    "noise_decay", "mechanism",
+    "mechanism",
 })
 # Scores that are means of a bounded per-row value: (per-row function,
 # whether it needs score_bound). The released score is the sum over the
@@ -381,7 +381,10 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
                         f"{type(self.estimator).__name__} (valid: "
                         f"{', '.join(sorted(valid))})."
                     )
-                if name.startswith(prefix) and name[len(prefix):] in _MECHANISM_PARAMETERS:
+                # A nested setting (noise_schedule__final_ratio) belongs to
+                # the parameter that holds it.
+                if name.startswith(prefix) and name[len(prefix):].split("__")[0] in (
+                        _MECHANISM_PARAMETERS):
                     raise ValueError(
                         f"param_distributions cannot search {name!r}: it changes what a "
                         "trial releases (its sample rate, steps, noise or accounting), and "
@@ -454,8 +457,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
             mean_trials=float(self.n_trials),
             trials_shape=float(self.trials_shape),
             score_share=float(self.score_budget),
-            noise_schedule=noise_schedule_blocks(final.noise_schedule, float(final.noise_decay),
-                                                 n_steps, max_iter),
+            noise_schedule=noise_schedule_blocks(final.noise_schedule, n_steps, max_iter),
         )
         return mechanism, n_train, n_validation
 

@@ -6,6 +6,7 @@ import pytest
 
 from sklearn_dplssgd import DPLSSGDClassifier
 from sklearn_dplssgd._mechanism import GradientPerturbation
+from sklearn_dplssgd import ConstantNoise, ExponentialNoise, RelativeNoise, StepNoise
 from sklearn_dplssgd._schedules import MAX_BLOCKS, noise_schedule_blocks, step_levels
 from sklearn_dplssgd._sgd import train_dp_lssgd
 
@@ -13,18 +14,48 @@ DELTA = 1e-5
 
 
 def test_named_schedules():
-    assert noise_schedule_blocks("constant", 0.5, 100, 10) == ((100, 1.0),)
-    exponential = noise_schedule_blocks("exponential", 0.5, 100, 4)
+    assert noise_schedule_blocks("constant", 100, 10) == ((100, 1.0),)
+    assert noise_schedule_blocks(ConstantNoise(), 100, 10) == ((100, 1.0),)
+    exponential = noise_schedule_blocks(ExponentialNoise(per_epoch=0.5), 100, 4)
     assert exponential == ((25, 1.0), (25, 0.5), (25, 0.25), (25, 0.125))
-    assert noise_schedule_blocks("step", 0.5, 100, 4) == ((50, 1.0), (25, 0.5), (25, 0.25))
+    assert noise_schedule_blocks(StepNoise(final_ratio=0.25), 100, 4) == (
+        (50, 1.0), (25, 0.5), (25, 0.25))
     # Epochs that do not divide the steps end where the training loop ends them.
-    uneven = noise_schedule_blocks("exponential", 0.9, 10, 3)
+    uneven = noise_schedule_blocks(ExponentialNoise(per_epoch=0.9), 10, 3)
     assert [s for s, _ in uneven] == [4, 3, 3]
-    assert noise_schedule_blocks([1.0, 1.0, 0.5], 0.9, 10, 3) == ((7, 1.0), (3, 0.5))
+    assert noise_schedule_blocks([1.0, 1.0, 0.5], 10, 3) == ((7, 1.0), (3, 0.5))
+    assert noise_schedule_blocks(RelativeNoise([1.0, 1.0, 0.5]), 10, 3) == ((7, 1.0), (3, 0.5))
+
+
+@pytest.mark.parametrize("n_epochs", [2, 5, 50, 600, 5000])
+def test_named_decays_reach_their_final_ratio_whatever_the_number_of_epochs(n_epochs):
+    # The names are parametrised over the whole run: never refused at the
+    # default epoch counts of small tables (issue "front door": 601 epochs
+    # at 0.9 per epoch made the last noise 4.3e-28 times the first).
+    for name in ("exponential", "step"):
+        levels = step_levels(noise_schedule_blocks(name, 10 * n_epochs, n_epochs))
+        assert levels[0] == 1.0 and levels[-1] == pytest.approx(0.5, rel=0.02)
+        assert np.all(np.diff(levels) <= 0)
+    quarter = step_levels(noise_schedule_blocks(ExponentialNoise(final_ratio=0.25),
+                                                10 * n_epochs, n_epochs))
+    assert quarter[-1] == pytest.approx(0.25, rel=0.05)
+    # One epoch: nothing to decay over.
+    assert noise_schedule_blocks("exponential", 10, 1) == ((10, 1.0),)
+
+
+def test_schedule_settings_are_parameters_a_search_reaches():
+    clf = DPLSSGDClassifier(noise_schedule=ExponentialNoise())
+    clf.set_params(noise_schedule__final_ratio=0.25)
+    assert clf.get_params()["noise_schedule__final_ratio"] == 0.25
+    with pytest.raises(ValueError, match="final_ratio must be a number in"):
+        noise_schedule_blocks(ExponentialNoise(final_ratio=0.0), 10, 2)
+    # A per-epoch factor over a long run is refused, naming the remedy.
+    with pytest.raises(ValueError, match="final ratio"):
+        noise_schedule_blocks(ExponentialNoise(per_epoch=0.9), 600, 600)
 
 
 def test_long_schedules_are_grouped_into_at_most_max_blocks():
-    blocks = noise_schedule_blocks("exponential", 0.995, 1000, 1000)
+    blocks = noise_schedule_blocks(ExponentialNoise(per_epoch=0.995), 1000, 1000)
     assert len(blocks) <= MAX_BLOCKS and sum(s for s, _ in blocks) == 1000
     levels = step_levels(blocks)
     assert levels[0] == 1.0 and levels[20] == pytest.approx(0.995 ** 20)
@@ -44,7 +75,7 @@ def test_bad_schedules_are_refused(schedule, match):
 @pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
 @pytest.mark.parametrize("sample_rate", [0.05, 1.0])
 def test_scheduled_calibration_meets_epsilon_by_dp_accounting(neighboring, sample_rate):
-    blocks = noise_schedule_blocks("exponential", 0.7, 30, 3)
+    blocks = noise_schedule_blocks(ExponentialNoise(per_epoch=0.7), 30, 3)
     mechanism, calibration = GradientPerturbation.calibrated(
         1.0, DELTA, sample_rate=sample_rate, n_steps=30, accountant="pld",
         neighboring=neighboring, clip_norm=1.0, noise_schedule=blocks)
@@ -76,7 +107,7 @@ def test_fit_reports_the_schedule_and_draws_each_steps_noise(monkeypatch):
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (300, 4))
     y = (X[:, 0] > 0).astype(int)
-    model = DPLSSGDClassifier(epsilon=1.0, noise_schedule="step", noise_decay=0.5,
+    model = DPLSSGDClassifier(epsilon=1.0, noise_schedule=StepNoise(final_ratio=0.25),
                               random_state=0).fit(X, y)
     assert model.noise_multipliers_.shape == (3,)
     np.testing.assert_allclose(model.noise_multipliers_ / model.noise_multipliers_[0],
@@ -122,5 +153,18 @@ def test_training_loop_scales_each_steps_noise():
 
 
 def test_a_schedule_spanning_too_wide_a_range_is_refused():
-    with pytest.raises(ValueError, match="noise_decay closer to 1"):
-        noise_schedule_blocks("exponential", 0.9, 1000, 191)
+    with pytest.raises(ValueError, match="per-epoch factor closer to 1"):
+        noise_schedule_blocks(ExponentialNoise(per_epoch=0.9), 1000, 191)
+
+
+@pytest.mark.parametrize("schedule", ["constant", "exponential", "step"])
+def test_every_named_schedule_fits_a_small_table_at_the_defaults(schedule):
+    # A small table's default run has hundreds of epochs; a per-epoch decay
+    # refused it (the last noise 4.3e-28 times the first).
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (426, 30))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    model = DPLSSGDClassifier(noise_schedule=schedule, classes=[0, 1]).fit(X, y)
+    assert model.n_iter_ > 100 and model.epsilon_ <= 1.0 + 1e-9
+    levels = model.noise_multipliers_ / model.noise_multipliers_[0]
+    assert levels[-1] == pytest.approx(1.0 if schedule == "constant" else 0.5, rel=0.05)

@@ -136,8 +136,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             estimator.batch_size, 1 if partial else estimator.max_iter, n_accounted)
         sample_rate = min(1.0, batch_size / n_accounted)
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
-        schedule = noise_schedule_blocks(estimator.noise_schedule,
-                                         float(estimator.noise_decay), n_steps, max_iter)
+        schedule = noise_schedule_blocks(estimator.noise_schedule, n_steps, max_iter)
         fixed = estimator.__dict__.get("_fixed_mechanism")
         if fixed is not None:
             # A trial of DPRandomizedSearch: the search calibrated the noise
@@ -287,8 +286,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         )
 
     def claimed_epsilon(self, estimator, model, n_rows):
-        schedule = noise_schedule_blocks(estimator.noise_schedule,
-                                         float(estimator.noise_decay), model.n_steps_,
+        schedule = noise_schedule_blocks(estimator.noise_schedule, model.n_steps_,
                                          model.n_iter_)
         _, calibration = GradientPerturbation.calibrated(
             estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,

@@ -19,6 +19,7 @@ from .._output_perturbation import (
     OutputPerturbation, default_passes, plan_output_perturbation, release_output_perturbation,
 )
 from .._randomness import make_generator
+from .._schedules import is_constant_schedule
 from ._release import ReleaseMechanism, ReleaseRecord
 
 __all__ = ["OutputPerturbationMechanism"]
@@ -27,7 +28,6 @@ __all__ = ["OutputPerturbationMechanism"]
 _FIXED_SETTINGS = {
     "learning_rate": ("constant", "the sensitivity bound needs a constant step"),
     "optimizer": ("sgd", "the contraction argument is for plain gradient steps"),
-    "noise_schedule": ("constant", "the noise is added once, at the end"),
 }
 
 
@@ -85,6 +85,10 @@ class OutputPerturbationMechanism(ReleaseMechanism):
                 raise ValueError(
                     f"mechanism='output' needs {setting}={required!r} ({why}); got "
                     f"{setting}={value!r}.")
+        if not is_constant_schedule(estimator.noise_schedule):
+            raise ValueError(
+                "mechanism='output' needs noise_schedule='constant' (the noise is added "
+                f"once, at the end); got noise_schedule={estimator.noise_schedule!r}.")
         if estimator.average not in (False, AUTO):
             raise ValueError(
                 "mechanism='output' releases the last iterate (the one whose sensitivity "
