@@ -21,6 +21,7 @@ from ._ledger import ledger_error
 from ._mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ._optimizers import OPTIMIZERS
 from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, random_state_error
+from ._report import estimator_report
 from ._schedules import check_noise_schedule
 from ._sgd import LEARNING_RATES
 from ._sparse import as_canonical_csr
@@ -96,6 +97,9 @@ class BaseDPLSSGD(BaseEstimator):
         mechanism = MECHANISMS.get(self.mechanism, MECHANISMS[DEFAULT_MECHANISM])
         tags.input_tags.sparse = mechanism.accepts_sparse
         tags.array_api_support = mechanism.accepts_array_api
+        # Every fit draws fresh noise whatever random_state is, unless
+        # reproducible=True (which is not private).
+        tags.non_deterministic = not self.reproducible
         return tags
 
     def _validate_hyperparameters(self):
@@ -362,6 +366,20 @@ class BaseDPLSSGD(BaseEstimator):
         if mechanism is not None and not mechanism.supports_partial_fit:
             raise AttributeError(mechanism.partial_fit_refusal)
         return True
+
+    def privacy_report(self):
+        """What this fitted model's privacy guarantee means, in plain words.
+
+        The unit protected, the epsilon and delta spent and what they mean,
+        what was treated as public, the noise used, and what the guarantee
+        does not cover. Built from the fitted attributes only.
+
+        Returns
+        -------
+        report : str
+        """
+        check_is_fitted(self)
+        return estimator_report(self)
 
     def _decision_values(self, X, method="predict"):
         """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X.

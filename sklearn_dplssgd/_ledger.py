@@ -30,6 +30,7 @@ import tempfile
 import dp_accounting
 
 from ._accounting import NEIGHBORING_RELATIONS, event_epsilon
+from ._report import ledger_report
 
 try:  # POSIX file locks; elsewhere the records are appended unlocked.
     import fcntl
@@ -250,6 +251,15 @@ class PrivacyLedger:
             record = {"estimator": name, "dp_event": event}
             handle.write(base64.b64encode(pickle.dumps(record)) + b"\n")
             handle.flush()
+
+    def privacy_report(self):
+        """What this ledger's total means, in plain words.
+
+        Returns
+        -------
+        report : str
+        """
+        return ledger_report(self)
 
     def close(self):
         """Delete the records file.

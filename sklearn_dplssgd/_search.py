@@ -37,6 +37,7 @@ from ._scaler import BoundedScaler
 from ._sgd import number_of_steps
 from ._ledger import ledger_error
 from ._randomness import make_generator, random_state_error
+from ._report import search_report
 from ._validation import (
     Interval, Options, PrivacyLeakWarning, public_row_count, validate_parameters,
 )
@@ -460,6 +461,16 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
             noise_schedule=noise_schedule_blocks(final.noise_schedule, n_steps, max_iter),
         )
         return mechanism, n_train, n_validation
+
+    def privacy_report(self):
+        """What the search's privacy guarantee means, in plain words.
+
+        Returns
+        -------
+        report : str
+        """
+        check_is_fitted(self)
+        return search_report(self)
 
     # ------------------------------------------------------------------
     # Fit

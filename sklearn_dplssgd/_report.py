@@ -1,0 +1,162 @@
+"""``privacy_report()``: what a fitted private object's guarantee means, in words.
+
+A short plain text for someone who is not a privacy expert: the unit that is
+protected, the epsilon and delta spent and what they mean, what the
+guarantee treats as public, the noise that was used, and what it does not
+cover. Built from fitted attributes only (the same public quantities the
+model already carries); it reads no training row.
+"""
+
+import math
+
+import numpy as np
+
+__all__ = ["estimator_report", "ledger_report", "search_report"]
+
+# What no guarantee of this library covers, whatever was fitted.
+_NOT_COVERED = (
+    "Not covered: preprocessing fitted on the training rows (a StandardScaler "
+    "or OneHotEncoder fitted on them publishes their statistics or categories; "
+    "use bounds and categories known in advance, or the library's private "
+    "transformers); searches, cross-validation or meta-estimators outside the "
+    "library (every fit on the rows spends its own budget: count them in a "
+    "PrivacyLedger); side channels such as timing and floating-point behaviour; "
+    "and anything released about the rows other than this object.")
+
+_UNITS = {
+    "replace_one": ("any one training row (its features and its label) replaced by "
+                    "any other row; the number of rows is treated as public"),
+    "add_remove": ("any one training row (its features and its label) added or "
+                   "removed; the number of rows is protected too, with the "
+                   "declared public_n_samples used in its place"),
+}
+
+
+def _meaning(epsilon, delta):
+    """One sentence on what (epsilon, delta) means."""
+    return (
+        f"In words: anything someone concludes from the release is at most "
+        f"{math.exp(epsilon):.3g} times (e^epsilon) more likely, or less likely, than it "
+        "would have been had that one row been different, except with a probability of "
+        f"at most {delta:.2g} (delta). Smaller epsilon means stronger protection; an "
+        "epsilon of about 1 is strong, above 10 is weak.")
+
+
+def _guarantee_lines(name, epsilon, delta, neighboring):
+    if not math.isfinite(epsilon):
+        return [
+            f"Guarantee: NONE. {name} reports epsilon_ = inf: it was fitted without noise "
+            "(epsilon=inf) or with reproducible=True, whose noise anyone holding the model "
+            "can regenerate from its random_state. Do not publish it as private."]
+    return [
+        f"Protected: {_UNITS.get(neighboring, neighboring)}.",
+        f"Guarantee: ({epsilon:.4g}, {delta:.2g})-differential privacy "
+        f"(epsilon = {epsilon:.4g}, delta = {delta:.2g}).",
+        _meaning(epsilon, delta),
+    ]
+
+
+def _public_lines(estimator):
+    """What the estimator's guarantee treats as public."""
+    public = [f"the number of features ({estimator.n_features_in_})"]
+    if getattr(estimator, "neighboring_", "replace_one") == "replace_one":
+        public.insert(0, "the number of training rows")
+    else:
+        public.insert(0, f"the declared row count (public_n_samples={estimator.public_n_samples})")
+    lines = []
+    if hasattr(estimator, "classes_"):
+        if estimator.get_params().get("classes") is not None:
+            public.append(f"the declared classes ({len(estimator.classes_)} labels)")
+        else:
+            lines.append(
+                "WARNING: the label set was read from the training labels (classes=None), "
+                "so which labels occur is NOT protected; declare classes=... to protect it.")
+    bounds = estimator.get_params().get("target_bounds")
+    if bounds is not None:
+        public.append(f"the declared target bounds {tuple(bounds)}")
+    public.append(f"the clip norm ({estimator.clip_norm:g}) and every other hyperparameter")
+    if estimator.get_params().get("max_sample_weight", 1.0) != 1.0:
+        public.append(f"the largest sample weight ({estimator.max_sample_weight:g})")
+    return ["Treated as public: " + "; ".join(public) + "."] + lines
+
+
+def _noise_lines(estimator):
+    if estimator.output_sensitivity_ is not None:
+        return [
+            "Noise: one noise-free training run, then Gaussian noise of standard "
+            f"deviation {estimator.noise_multiplier_ * estimator.output_sensitivity_:.3g} "
+            f"added once to every weight (noise multiplier {estimator.noise_multiplier_:.3g} "
+            f"times the weights' sensitivity {estimator.output_sensitivity_:.3g}; output "
+            "perturbation)."]
+    multipliers = np.asarray(estimator.noise_multipliers_, dtype=float)
+    multiplier = (f"{multipliers[0]:.3g}" if multipliers.size == 1 else
+                  f"{multipliers.max():.3g} down to {multipliers.min():.3g}")
+    smoothing = (f" The noisy gradient is smoothed (sigma {estimator.sigma_:g}), which "
+                 "costs no privacy." if estimator.sigma_ > 0 else "")
+    return [
+        f"Noise: {estimator.n_steps_} training steps, each on a random batch (every row "
+        f"taken with probability {estimator.sample_rate_:.3g}); each row's gradient is "
+        f"clipped to norm {estimator.clip_norm:g} and Gaussian noise of "
+        f"{multiplier} times that bound is added to every step.{smoothing}"]
+
+
+def estimator_report(estimator):
+    """The report of a fitted ``DPLSSGDClassifier`` or ``DPLSSGDRegressor``."""
+    name = type(estimator).__name__
+    lines = [f"Privacy report for {name}"]
+    lines += _guarantee_lines(name, estimator.epsilon_, estimator.delta_,
+                              estimator.neighboring_)
+    n_releases = len(estimator.dp_events_)
+    if n_releases > 1:
+        lines.append(
+            f"Series: this model is the last of {n_releases} releases (partial_fit or "
+            "warm_start calls) on the rows; the guarantee above covers all of them "
+            "together.")
+    lines += _public_lines(estimator)
+    lines += _noise_lines(estimator)
+    if getattr(estimator, "ledger", None) is not None:
+        lines.append("Ledger: this fit was charged to the PrivacyLedger given to it; "
+                     "ledger.privacy_report() states the total spent on the data.")
+    lines.append(_NOT_COVERED)
+    return "\n\n".join(lines)
+
+
+def search_report(search):
+    """The report of a fitted ``DPRandomizedSearch``."""
+    name = type(search).__name__
+    lines = [f"Privacy report for {name}"]
+    lines += _guarantee_lines(name, search.epsilon_, search.delta_, search.neighboring_)
+    lines.append(
+        f"What was released: the best of {search.n_trials_} trials (a random number, as "
+        "the accounting requires), each a private fit and a noisy validation score, and "
+        "only the best trial's model and score. The guarantee covers the whole search, "
+        "best_estimator_ included.")
+    lines += _public_lines(search.best_estimator_ if not hasattr(
+        search.best_estimator_, "steps") else search.best_estimator_.steps[-1][1])
+    lines.append(_NOT_COVERED)
+    return "\n\n".join(lines)
+
+
+def ledger_report(ledger):
+    """The report of a ``PrivacyLedger``."""
+    records = ledger.records
+    lines = ["Privacy report for PrivacyLedger"]
+    if not records:
+        lines.append("Nothing has been charged to this ledger yet: no budget spent.")
+        return "\n\n".join(lines)
+    epsilon = ledger.epsilon()
+    names = sorted({record["estimator"] for record in records})
+    plural = "" if len(records) == 1 else "s"
+    lines.append(
+        f"Spent: {len(records)} release{plural} on the same data ({', '.join(names)}), "
+        "composed as if each saw every row (a valid upper bound).")
+    lines += _guarantee_lines("The ledger", epsilon, ledger.delta, ledger.neighboring)
+    if ledger.max_epsilon is not None:
+        lines.append(f"Cap: a release that would take the total above epsilon "
+                     f"{ledger.max_epsilon:g} is refused before it reads any row.")
+    lines.append(
+        "Covered: the fits, searches and transformers that were given this ledger, in this "
+        "process, its clones and workers sharing its records file; not fits made without "
+        "it or on machines that do not share the file.")
+    lines.append(_NOT_COVERED)
+    return "\n\n".join(lines)

@@ -1,0 +1,90 @@
+"""privacy_report(): the plain-words report of every fitted private object."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.exceptions import NotFittedError
+
+from sklearn_dplssgd import (
+    DPLSSGDClassifier, DPLSSGDRegressor, DPRandomizedSearch, PrivacyLedger,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (400, 5))
+    y = (X[:, 0] - X[:, 1] > 0).astype(int)
+    return X, y
+
+
+def _quiet_fit(model, X, y, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X, y, **kwargs)
+
+
+def test_an_estimators_report_states_its_guarantee_public_facts_and_noise(data):
+    X, y = data
+    model = _quiet_fit(DPLSSGDClassifier(epsilon=0.7, delta=1e-6, classes=[0, 1]), X, y)
+    report = model.privacy_report()
+    assert f"({model.epsilon_:.4g}, 1e-06)-differential privacy" in report
+    assert "replaced by any other row" in report
+    assert "the declared classes (2 labels)" in report and "WARNING" not in report
+    assert f"{model.n_steps_} training steps" in report
+    assert f"{model.noise_multiplier_:.3g} times that bound" in report
+    assert "Not covered: preprocessing fitted on the training rows" in report
+
+
+def test_a_report_warns_about_what_the_fit_did_not_protect(data):
+    X, y = data
+    inferred = _quiet_fit(DPLSSGDClassifier(), X, y)
+    assert "label set was read from the training labels" in inferred.privacy_report()
+    seeded = _quiet_fit(DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True),
+                        X, y)
+    assert "Guarantee: NONE" in seeded.privacy_report()
+    added = _quiet_fit(DPLSSGDRegressor(neighboring="add_remove", public_n_samples=400), X, y)
+    report = added.privacy_report()
+    assert "added or removed" in report and "public_n_samples=400" in report
+
+
+def test_a_series_and_output_perturbation_are_reported(data):
+    X, y = data
+    stream = DPLSSGDRegressor()
+    for part in np.array_split(np.arange(len(y)), 3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            stream.partial_fit(X[part], y[part])
+    assert "last of 3 releases" in stream.privacy_report()
+    output = _quiet_fit(DPLSSGDClassifier(mechanism="output", alpha=0.01, classes=[0, 1]), X, y)
+    report = output.privacy_report()
+    assert "output perturbation" in report
+    assert f"{output.noise_multiplier_ * output.output_sensitivity_:.3g}" in report
+
+
+def test_search_and_ledger_reports(data):
+    X, y = data
+    ledger = PrivacyLedger(max_epsilon=10.0)
+    assert "Nothing has been charged" in ledger.privacy_report()
+    search = DPRandomizedSearch(
+        DPLSSGDClassifier(classes=[0, 1], max_iter=2, ledger=ledger),
+        {"alpha": stats.loguniform(1e-5, 1e-2)}, epsilon=1.0, n_trials=3)
+    _quiet_fit(search, X, y)
+    report = search.privacy_report()
+    assert f"best of {search.n_trials_} trials" in report
+    assert f"({search.epsilon_:.4g}," in report
+    total = ledger.privacy_report()
+    assert "Spent: 1 release on the same data (DPRandomizedSearch)" in total
+    assert "epsilon 10 is refused" in total
+
+
+def test_unfitted_objects_have_no_report():
+    with pytest.raises(NotFittedError):
+        DPLSSGDClassifier().privacy_report()
+
+
+def test_the_default_mode_is_declared_non_deterministic():
+    assert DPLSSGDClassifier().__sklearn_tags__().non_deterministic
+    assert not DPLSSGDRegressor(reproducible=True).__sklearn_tags__().non_deterministic
