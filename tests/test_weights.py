@@ -13,7 +13,6 @@ from sklearn_dplssgd import (
     DPLSSGDRegressor,
     DPRandomizedSearch,
     PrivacyLedger,
-    PrivacyLeakWarning,
 )
 from sklearn_dplssgd._mechanism import GradientPerturbation
 
@@ -215,11 +214,10 @@ def test_bagging_bootstrap_counts_are_weights_within_the_bound(binary):
     from sklearn.ensemble import BaggingClassifier
 
     X, y = binary
-    with pytest.warns(PrivacyLeakWarning, match="BaggingClassifier"):
-        with pytest.raises(ValueError, match="weigh more than max_sample_weight"):
-            BaggingClassifier(DPLSSGDClassifier(classes=[0, 1], max_iter=2),
-                              n_estimators=1, random_state=0).fit(X, y)
-        bagged = BaggingClassifier(
-            DPLSSGDClassifier(classes=[0, 1], max_iter=2, max_sample_weight=20.0),
-            n_estimators=2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="weigh more than max_sample_weight"):
+        BaggingClassifier(DPLSSGDClassifier(classes=[0, 1], max_iter=2),
+                          n_estimators=1, random_state=0).fit(X, y)
+    bagged = BaggingClassifier(
+        DPLSSGDClassifier(classes=[0, 1], max_iter=2, max_sample_weight=20.0),
+        n_estimators=2, random_state=0).fit(X, y)
     assert all(fit.epsilon_ <= 1.0 for fit in bagged.estimators_)
