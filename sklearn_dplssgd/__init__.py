@@ -10,6 +10,7 @@ from ._accounting import PrivacyCalibration, compute_epsilon
 from ._calibration import calibrate_noise
 from ._classifier import DPLSSGDClassifier
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
+from ._optimizers import SGD, Adam, Momentum, Optimizer
 from ._regressor import DPLSSGDRegressor
 from ._scaler import BoundedScaler
 from ._schedules import ConstantNoise, ExponentialNoise, RelativeNoise, StepNoise
@@ -19,17 +20,21 @@ from ._validation import PrivacyLeakWarning
 __version__ = "0.1.0"
 
 __all__ = [
+    "Adam",
     "BoundedScaler",
     "ConstantNoise",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
     "DPRandomizedSearch",
     "ExponentialNoise",
+    "Momentum",
+    "Optimizer",
     "PrivacyBudgetExceededError",
     "PrivacyCalibration",
     "PrivacyLedger",
     "PrivacyLeakWarning",
     "RelativeNoise",
+    "SGD",
     "StepNoise",
     "calibrate_noise",
     "compute_epsilon",

@@ -24,8 +24,8 @@ standard operations only:
 - Laplacian smoothing by FFT (the eigenvalues of
   :func:`._smoothing.smoothing_eigenvalues`), or by the host's O(d) solve
   when the namespace has no FFT extension;
-- weight decay, the optimizer step (sgd, momentum, Adam: the formulas of
-  :mod:`._optimizers`) and averaging.
+- weight decay, the optimizer step (:meth:`._optimizers.Optimizer.update_array`)
+  and averaging.
 
 What stays on the host: the privacy plan (``BaseDPLSSGD._plan_release``:
 sample rate, number of steps, noise multipliers), the accountant, the
@@ -53,7 +53,7 @@ from ._losses import (
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
 )
-from ._optimizers import OPTIMIZERS
+from ._optimizers import SGD, OptimizerRun
 from ._sgd import (
     _raise_diverged,
     _report_epoch,
@@ -64,7 +64,6 @@ from ._sgd import (
 from ._smoothing import smoothing_eigenvalues
 
 __all__ = [
-    "DeviceOptimizer",
     "array_api_namespace",
     "check_fitted_namespace",
     "class_labels",
@@ -618,53 +617,6 @@ def copy_params(params, rows, columns):
     return array_namespace(params).asarray(params[rows, columns], copy=True)
 
 
-class DeviceOptimizer:
-    """The optimizers of :mod:`._optimizers` on array API arrays (functional updates).
-
-    Same formulas: ``params -= (eta / b) g`` (sgd); ``v = m v + g``,
-    ``params -= (eta / b) v`` (momentum); Adam on the mean gradient ``g / b``
-    with bias corrections.
-
-    Parameters
-    ----------
-    xp : namespace
-    name : {"sgd", "momentum", "adam"}
-    params : array of shape (K, d + 1)
-        Initial parameters (their shape, dtype and device are used).
-    batch_size : int
-        The public expected batch size b.
-    momentum, beta1, beta2, epsilon : float
-    """
-
-    def __init__(self, xp, name, params, batch_size, momentum=0.9, beta1=0.9, beta2=0.999,
-                 epsilon=1e-8):
-        if name not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}.")
-        self.xp, self.name = xp, name
-        self.inv_batch = 1.0 / batch_size
-        self.momentum = float(momentum)
-        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
-        self.n_updates = 0
-        self._first = xp.zeros_like(params) if name != "sgd" else None
-        self._second = xp.zeros_like(params) if name == "adam" else None
-
-    def step(self, params, gradient_sum, learning_rate):
-        """Return the updated parameters."""
-        xp = self.xp
-        self.n_updates += 1
-        if self.name == "sgd":
-            return params - (learning_rate * self.inv_batch) * gradient_sum
-        if self.name == "momentum":
-            self._first = self.momentum * self._first + gradient_sum
-            return params - (learning_rate * self.inv_batch) * self._first
-        g = self.inv_batch * gradient_sum
-        self._first = self.beta1 * self._first + (1.0 - self.beta1) * g
-        self._second = self.beta2 * self._second + (1.0 - self.beta2) * (g * g)
-        m_hat = self._first / (1.0 - self.beta1 ** self.n_updates)
-        v_hat = self._second / (1.0 - self.beta2 ** self.n_updates)
-        return params - learning_rate * m_hat / (xp.sqrt(v_hat) + self.epsilon)
-
-
 def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, noise, *,
                                loss_code, loss_threshold, clip_norm, fit_intercept, wide,
                                weights=None):
@@ -731,8 +683,7 @@ def train_dp_lssgd_array_api(
     verbose=0,
     epoch_callback=None,
     average_start=None,
-    optimizer="sgd",
-    optimizer_settings=None,
+    optimizer=None,
     batch_sampler=poisson_batches,
     noise_source=None,
     sample_weight=None,
@@ -753,7 +704,7 @@ def train_dp_lssgd_array_api(
     n_outputs : int
     loss_code, loss_threshold, fit_intercept, clip_norm, noise_multiplier, \
 sample_rate, batch_size, n_steps, n_epochs, learning_rates, alpha, sigma, rng, \
-verbose, epoch_callback, average_start, optimizer, optimizer_settings, batch_sampler
+verbose, epoch_callback, average_start, optimizer, batch_sampler
         As :func:`._sgd.train_dp_lssgd` (``epoch_callback`` gets a NumPy copy).
     noise_source : callable or None, default=None
         None: draw on the device where the namespace has a generator
@@ -802,7 +753,8 @@ verbose, epoch_callback, average_start, optimizer, optimizer_settings, batch_sam
     draw_on_device = device_gaussian(xp, device, rng) if noise_source is None else None
     if noise_source is None:
         noise_source = gaussian_noise
-    update = DeviceOptimizer(xp, optimizer, params, batch_size, **(optimizer_settings or {}))
+    update = OptimizerRun(optimizer if optimizer is not None else SGD(), params, batch_size,
+                          xp=xp)
     smooth = _smoother(xp, device, n_features, sigma, dtype)
     n_noisy_columns = n_features + 1 if fit_intercept else n_features
     # The L2 penalty decays the coefficients, never the intercepts.

@@ -19,7 +19,7 @@ from ._array_api import (
 from ._defaults import AUTO
 from ._ledger import ledger_error
 from ._mechanisms import MECHANISMS, TrainingData, mechanism_named
-from ._optimizers import OPTIMIZERS
+from ._optimizers import optimizer_error
 from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, random_state_error
 from ._report import estimator_report
 from ._schedules import check_noise_schedule
@@ -71,11 +71,7 @@ class BaseDPLSSGD(BaseEstimator):
         "power_t": [Interval("real", 0, None, closed="left")],
         "average": [Options(bool, (True, False)), Interval("integral", 1, None),
                     Options(str, (AUTO,))],
-        "optimizer": [Options(str, OPTIMIZERS)],
-        "momentum": [Interval("real", 0, 1, closed="left")],
-        "beta1": [Interval("real", 0, 1, closed="left")],
-        "beta2": [Interval("real", 0, 1, closed="left")],
-        "adam_epsilon": [Interval("real", 0, None, closed="neither")],
+        "optimizer": [optimizer_error],
         "noise_schedule": [_check_noise_schedule],
         "warm_start": [Options(bool, (True, False))],
         "accountant": [Options(str, ACCOUNTANTS)],

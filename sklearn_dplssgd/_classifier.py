@@ -187,10 +187,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         power_t=0.5,
         average="auto",
         optimizer="sgd",
-        momentum=0.9,
-        beta1=0.9,
-        beta2=0.999,
-        adam_epsilon=1e-8,
         noise_schedule="constant",
         warm_start=False,
         classes=None,
@@ -222,10 +218,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.power_t = power_t
         self.average = average
         self.optimizer = optimizer
-        self.momentum = momentum
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.adam_epsilon = adam_epsilon
         self.noise_schedule = noise_schedule
         self.warm_start = warm_start
         self.classes = classes

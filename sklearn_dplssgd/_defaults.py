@@ -184,7 +184,7 @@ def resolve_schedule(batch_size, max_iter, n_public):
 
 
 def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, batch_size,
-                 alpha, max_step, n_features, optimizer="sgd", momentum=0.0):
+                 alpha, max_step, n_features, optimizer=None):
     """``eta0``, with ``"auto"`` resolved from the calibrated noise.
 
     SGD: the accumulated noise on each weight, ``eta0 (C / b) ||z s||_2``
@@ -192,11 +192,10 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
     schedule's shape, is set to 0.5 (1 below 10 features, see the module
     docstring); the result is capped at
     ``max_step / C`` (reached without noise) and so that
-    ``eta0 * alpha <= 1``. Momentum: the same long-run step, i.e. SGD's
-    ``eta0`` times ``1 - momentum``. Adam: its step is about ``eta0`` per
-    coordinate whatever the gradient's scale (the noise's own magnitude
-    normalises it), so noise alone moves a weight by about
-    ``eta0 ||s||_2``: that is set to the same 0.5 (or 1).
+    ``eta0 * alpha <= 1``. Another optimizer translates SGD's ``eta0`` by
+    its own rule (:meth:`.Optimizer.default_eta0`: momentum keeps the
+    long-run step; Adam, whose steps are normalised per coordinate, sets
+    the noise-only movement of a weight to the same 0.5 or 1).
 
     Parameters
     ----------
@@ -213,8 +212,8 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
         ``_noise_free_step``).
     n_features : int
         d, the public width of X.
-    optimizer : {"sgd", "momentum", "adam"}, default="sgd"
-    momentum : float, default=0.0
+    optimizer : Optimizer or None, default=None
+        The checked optimizer (:func:`.check_optimizer`); None is plain SGD.
 
     Returns
     -------
@@ -225,16 +224,13 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
     weight_noise = _WEIGHT_NOISE_FEW_FEATURES if n_features < _FEW_FEATURES else _WEIGHT_NOISE
     noise_multipliers = np.asarray(noise_multipliers, dtype=np.float64)
     shape = learning_rate_schedule(learning_rate, 1.0, power_t, noise_multipliers.size)
-    if optimizer == "adam":
-        eta0 = weight_noise / float(np.linalg.norm(shape))
-    else:
-        eta0 = max_step / clip_norm
-        if (noise_multipliers > 0).any():
-            # In this order: clip_norm / batch_size alone can underflow.
-            accumulated = float(np.linalg.norm(noise_multipliers * shape)) * clip_norm / batch_size
-            eta0 = min(eta0, weight_noise / accumulated)
-        if optimizer == "momentum":
-            eta0 *= 1.0 - momentum
+    eta0 = max_step / clip_norm
+    if (noise_multipliers > 0).any():
+        # In this order: clip_norm / batch_size alone can underflow.
+        accumulated = float(np.linalg.norm(noise_multipliers * shape)) * clip_norm / batch_size
+        eta0 = min(eta0, weight_noise / accumulated)
+    if optimizer is not None:
+        eta0 = optimizer.default_eta0(eta0, weight_noise, shape)
     if alpha > 0:
         eta0 = min(eta0, _MAX_ETA_ALPHA / alpha)
     return float(eta0)

@@ -111,9 +111,10 @@ SHARED_PARAMETER_DOCS = {
         schedule's shape ``s_t`` and the calibrated noise multipliers
         ``z_t``, to 0.5, capped at the step without noise (``4 / clip_norm``
         for the classifier, ``1 / clip_norm`` for the regressor) and at
-        ``1 / alpha``; times ``1 - momentum`` with momentum; ``0.5 /
-        sqrt(sum_t s_t^2)`` with Adam (whose steps are about ``eta0`` per
-        coordinate). The rule reads no data.
+        ``1 / alpha``; each optimizer translates it by its own rule
+        (:meth:`Optimizer.default_eta0`: times ``1 - momentum`` with
+        momentum; ``0.5 / sqrt(sum_t s_t^2)`` with Adam, whose steps are
+        about ``eta0`` per coordinate). The rule reads no data.
 
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.
@@ -125,22 +126,17 @@ SHARED_PARAMETER_DOCS = {
         scikit-learn's SGD), ``False`` none. Averaging is post-processing of
         the noisy iterates: it costs no privacy.
 
-    optimizer : {"sgd", "momentum", "adam"}, default="sgd"
-        The update applied to the smoothed noisy gradient: plain steps,
-        heavy-ball momentum (``v = momentum v + g``, step along ``v``), or
-        Adam (DP-LSAdam). A function of the noisy gradients only: it changes
-        nothing in the privacy accounting. Adam divides each coordinate by
-        its running gradient magnitude, which early on is mostly the noise's
-        own: keep ``eta0`` small (``"auto"`` does).
-
-    momentum : float, default=0.9
-        In [0, 1): the momentum factor (``optimizer="momentum"`` only).
-
-    beta1, beta2 : float, default=0.9, 0.999
-        In [0, 1): Adam's decay rates of the first and second moments.
-
-    adam_epsilon : float, default=1e-8
-        Added to Adam's denominator.
+    optimizer : {"sgd", "momentum", "adam"} or Optimizer, default="sgd"
+        The update applied to the smoothed noisy gradient: plain steps
+        (:class:`SGD`), heavy-ball momentum (:class:`Momentum`, ``v =
+        momentum v + g``, step along ``v``) or Adam (:class:`Adam`,
+        DP-LSAdam). A name takes the optimizer's default
+        settings; an instance such as ``Adam(beta1=0.8)`` sets them, and a
+        search reaches them as ``optimizer__beta1``. A function of the noisy
+        gradients only: it changes nothing in the privacy accounting. Adam
+        divides each coordinate by its running gradient magnitude,
+        which is mostly the noise's own: keep ``eta0`` small (``"auto"``
+        does).
 
     noise_schedule : {"constant", "exponential", "step"}, NoiseSchedule or array-like, \
             default="constant"

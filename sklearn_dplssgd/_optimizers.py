@@ -1,33 +1,49 @@
-"""Optimizer steps applied to the smoothed noisy gradient (post-processing).
+"""Optimizers: the update applied to the smoothed noisy gradient (post-processing).
 
-The training loop (:func:`sklearn_dplssgd._sgd.train_dp_lssgd`) gets the
-noisy clipped gradient sum from :func:`~sklearn_dplssgd._kernels.noisy_clipped_gradient_sum`,
-smooths it (:func:`~sklearn_dplssgd._kernels.smooth_rows`), applies the L2
-weight decay (:func:`apply_weight_decay`) and then one optimizer update.
-Every update here is a function of the noisy gradients only, so the choice
-of optimizer changes nothing in the privacy accounting: DP-LSAdam is
-DP-LSSGD whose smoothed noisy gradient goes through Adam.
+The training loop (:func:`sklearn_dplssgd._sgd.train_dp_lssgd`) releases the
+noisy clipped gradient sum, smooths it, applies the L2 weight decay
+(:func:`apply_weight_decay`) and then one optimizer update. Every update is a
+function of the released noisy gradients only, so the optimizer changes
+nothing in the privacy accounting: DP-LSAdam is DP-LSSGD whose smoothed noisy
+gradient goes through Adam.
 
-Each update is a compiled kernel (arrays and scalars only) with a NumPy
-oracle in the tests; :class:`Optimizer` holds an optimizer's state
-between steps.
+An optimizer is one class holding everything about it:
+
+* its settings, as an estimator's parameters (``get_params`` /
+  ``set_params``, so that a search reaches them as ``optimizer__beta1``);
+* :meth:`Optimizer.check`, which validates them;
+* :meth:`Optimizer.default_eta0`, its default step-size rule (how the
+  ``eta0="auto"`` of plain SGD translates to this update);
+* ``n_state`` arrays of state of the parameters' shape, and the update in
+  both backends: :meth:`Optimizer.update` (in place, a compiled kernel on
+  NumPy arrays) and :meth:`Optimizer.update_array` (functional, array API).
+
+The estimators' ``optimizer`` takes an instance or one of the names of
+:data:`OPTIMIZERS`; :class:`OptimizerRun` holds one fit's state.
+
+Adding an optimizer means one class here (and its NumPy oracle in the tests).
 """
 
 import math
 
 import numpy as np
 from numba import njit
+from sklearn.base import BaseEstimator
 
 __all__ = [
+    "Adam",
+    "Momentum",
     "OPTIMIZERS",
     "Optimizer",
+    "OptimizerRun",
+    "SGD",
     "adam_update",
     "apply_weight_decay",
+    "check_optimizer",
+    "optimizer_error",
     "momentum_update",
     "sgd_update",
 ]
-
-OPTIMIZERS = ("sgd", "momentum", "adam")
 
 # Only contractions (a * b + c in one instruction): no reassociation, so the
 # kernels agree with their NumPy oracles to rounding.
@@ -105,43 +121,240 @@ def adam_update(params, gradient_sum, first, second, learning_rate, inv_batch, b
             row[j] -= learning_rate * m_hat / (math.sqrt(v_hat) + epsilon)
 
 
-class Optimizer:
-    """An optimizer's settings and state over one fit.
+def _check_fraction(value, name, upper_closed=False):
+    """``value`` a real in [0, 1) (or [0, 1]), else a ValueError naming ``name``."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+    if not ok or value < 0 or value > 1 or (value == 1 and not upper_closed):
+        bound = "]" if upper_closed else ")"
+        raise ValueError(f"{name} must be a real number in [0, 1{bound}; got {value!r}.")
+
+
+def _check_positive(value, name):
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+    if not ok or value <= 0:
+        raise ValueError(f"{name} must be a positive real number; got {value!r}.")
+
+
+class Optimizer(BaseEstimator):
+    """Base class of the optimizers: settings, default step size and update.
+
+    Subclasses set ``name`` and ``n_state`` and define :meth:`update` and
+    :meth:`update_array`; they override :meth:`check` and
+    :meth:`default_eta0` where their settings or step-size rule differ from
+    plain SGD's.
+    """
+
+    #: The name the estimators' ``optimizer`` also accepts.
+    name = None
+    #: Number of state arrays of the parameters' shape.
+    n_state = 0
+
+    def check(self):
+        """Raise a ValueError naming the setting that is out of range."""
+
+    def default_eta0(self, sgd_eta0, weight_noise, schedule):
+        """The ``eta0="auto"`` of this optimizer.
+
+        Parameters
+        ----------
+        sgd_eta0 : float
+            Plain SGD's automatic ``eta0`` (the accumulated noise on a weight
+            set to ``weight_noise``, capped by the noise-free step).
+        weight_noise : float
+            The target of the noise accumulated on one weight over the run.
+        schedule : ndarray of shape (n_steps,)
+            The learning rate's shape over the steps (``eta_t / eta0``).
+
+        Returns
+        -------
+        eta0 : float
+        """
+        return sgd_eta0
+
+    def update(self, params, gradient_sum, state, learning_rate, inv_batch, n_updates):
+        """One update of NumPy ``params`` in place (``n_updates`` counts from 1)."""
+        raise NotImplementedError
+
+    def update_array(self, xp, params, gradient_sum, state, learning_rate, inv_batch,
+                     n_updates):
+        """One update on array API arrays; returns ``(params, state)``."""
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """Plain gradient descent: ``params -= (eta_t / b) g``, ``g`` the smoothed noisy sum.
+
+    Examples
+    --------
+    >>> from sklearn_dplssgd import DPLSSGDClassifier, SGD
+    >>> DPLSSGDClassifier(optimizer=SGD()).optimizer
+    SGD()
+    """
+
+    name = "sgd"
+
+    def update(self, params, gradient_sum, state, learning_rate, inv_batch, n_updates):
+        sgd_update(params, gradient_sum, learning_rate * inv_batch)
+
+    def update_array(self, xp, params, gradient_sum, state, learning_rate, inv_batch,
+                     n_updates):
+        return params - (learning_rate * inv_batch) * gradient_sum, state
+
+
+class Momentum(Optimizer):
+    """Heavy-ball momentum: ``v = momentum v + g``, ``params -= (eta_t / b) v``.
 
     Parameters
     ----------
-    name : {"sgd", "momentum", "adam"}
-    shape : tuple
-        Shape of the parameter matrix, ``(K, d + 1)``.
-    dtype : numpy dtype
-    batch_size : int
-        The expected batch size b: the noisy sum is divided by it.
-    momentum : float
-    beta1, beta2, epsilon : float
-        Adam's decay rates and its denominator's floor.
+    momentum : float in [0, 1), default=0.9
+        The factor of the previous velocity (scikit-learn's MLP and
+        PyTorch's convention, no dampening).
+
+    Notes
+    -----
+    The long-run step is ``eta0 / (1 - momentum)``, so the automatic ``eta0``
+    is plain SGD's times ``1 - momentum``: the noise accumulated on the
+    weights stays the same.
     """
 
-    def __init__(self, name, shape, dtype, batch_size, momentum=0.9, beta1=0.9, beta2=0.999,
-                 epsilon=1e-8):
-        if name not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}.")
-        self.name = name
+    name = "momentum"
+    n_state = 1
+
+    def __init__(self, momentum=0.9):
+        self.momentum = momentum
+
+    def check(self):
+        _check_fraction(self.momentum, "optimizer.momentum")
+
+    def default_eta0(self, sgd_eta0, weight_noise, schedule):
+        return sgd_eta0 * (1.0 - float(self.momentum))
+
+    def update(self, params, gradient_sum, state, learning_rate, inv_batch, n_updates):
+        momentum_update(params, gradient_sum, state[0], learning_rate * inv_batch,
+                        float(self.momentum))
+
+    def update_array(self, xp, params, gradient_sum, state, learning_rate, inv_batch,
+                     n_updates):
+        velocity = float(self.momentum) * state[0] + gradient_sum
+        return params - (learning_rate * inv_batch) * velocity, [velocity]
+
+
+class Adam(Optimizer):
+    """Adam on the mean noisy gradient (DP-LSAdam, seed 002).
+
+    Parameters
+    ----------
+    beta1, beta2 : float in [0, 1), default=0.9 and 0.999
+        The decay rates of the first and second moments.
+    epsilon : float > 0, default=1e-8
+        The floor of the denominator.
+
+    Notes
+    -----
+    Adam's step is about ``eta0`` per coordinate whatever the gradient's
+    scale (the noise's own magnitude normalises it), so noise alone moves a
+    weight by about ``eta0 ||s||_2`` over the run (``s`` the learning rate's
+    shape): the automatic ``eta0`` sets that to the target weight noise.
+    """
+
+    name = "adam"
+    n_state = 2
+
+    def __init__(self, beta1=0.9, beta2=0.999, epsilon=1e-8):
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+
+    def check(self):
+        _check_fraction(self.beta1, "optimizer.beta1")
+        _check_fraction(self.beta2, "optimizer.beta2")
+        _check_positive(self.epsilon, "optimizer.epsilon")
+
+    def default_eta0(self, sgd_eta0, weight_noise, schedule):
+        return weight_noise / float(np.linalg.norm(schedule))
+
+    def update(self, params, gradient_sum, state, learning_rate, inv_batch, n_updates):
+        adam_update(params, gradient_sum, state[0], state[1], learning_rate, inv_batch,
+                    float(self.beta1), float(self.beta2), float(self.epsilon), n_updates)
+
+    def update_array(self, xp, params, gradient_sum, state, learning_rate, inv_batch,
+                     n_updates):
+        beta1, beta2 = float(self.beta1), float(self.beta2)
+        g = inv_batch * gradient_sum
+        first = beta1 * state[0] + (1.0 - beta1) * g
+        second = beta2 * state[1] + (1.0 - beta2) * (g * g)
+        m_hat = first / (1.0 - beta1 ** n_updates)
+        v_hat = second / (1.0 - beta2 ** n_updates)
+        step = learning_rate * m_hat / (xp.sqrt(v_hat) + float(self.epsilon))
+        return params - step, [first, second]
+
+
+#: The optimizers the estimators' ``optimizer`` accepts by name.
+OPTIMIZERS = {cls.name: cls for cls in (SGD, Momentum, Adam)}
+
+
+def check_optimizer(optimizer):
+    """The :class:`Optimizer` an ``optimizer`` value stands for, its settings checked.
+
+    A name gives that optimizer at its default settings; an instance is
+    returned as is (it is not modified, and a fit's state lives in an
+    :class:`OptimizerRun`).
+
+    Raises
+    ------
+    ValueError
+        Naming ``optimizer`` (or the setting) and what is wrong.
+    """
+    if isinstance(optimizer, str):
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {tuple(OPTIMIZERS)} or an Optimizer; "
+                             f"got {optimizer!r}.")
+        optimizer = OPTIMIZERS[optimizer]()
+    if not isinstance(optimizer, Optimizer):
+        raise ValueError(f"optimizer must be one of {tuple(OPTIMIZERS)} or an Optimizer "
+                         f"(SGD, Momentum, Adam); got {type(optimizer).__name__}.")
+    optimizer.check()
+    return optimizer
+
+
+def optimizer_error(value):
+    """The ``optimizer`` constraint: a message, or None when valid."""
+    try:
+        check_optimizer(value)
+    except ValueError as error:
+        return "is not valid: " + str(error)
+    return None
+
+
+class OptimizerRun:
+    """One fit's optimizer state, on NumPy arrays (in place) or array API arrays.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+    params : array of shape (K, d + 1)
+        The initial parameters (their shape, dtype and device are used).
+    batch_size : int
+        The public expected batch size b: the noisy sum is divided by it.
+    xp : namespace or None
+        None for NumPy arrays updated in place by the compiled kernels.
+    """
+
+    def __init__(self, optimizer, params, batch_size, xp=None):
+        self.optimizer, self.xp = optimizer, xp
         self.inv_batch = 1.0 / batch_size
-        self.momentum = float(momentum)
-        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
         self.n_updates = 0
-        self._first = np.zeros(shape, dtype=dtype) if name != "sgd" else None
-        self._second = np.zeros(shape, dtype=dtype) if name == "adam" else None
+        zeros = np.zeros_like if xp is None else xp.zeros_like
+        self.state = [zeros(params) for _ in range(optimizer.n_state)]
 
     def step(self, params, gradient_sum, learning_rate):
-        """Update ``params`` in place along the (smoothed) noisy gradient sum."""
+        """Update ``params`` along the smoothed noisy gradient sum; return them."""
         self.n_updates += 1
-        if self.name == "sgd":
-            sgd_update(params, gradient_sum, learning_rate * self.inv_batch)
-        elif self.name == "momentum":
-            momentum_update(params, gradient_sum, self._first,
-                            learning_rate * self.inv_batch, self.momentum)
-        else:
-            adam_update(params, gradient_sum, self._first, self._second, learning_rate,
-                        self.inv_batch, self.beta1, self.beta2, self.epsilon,
-                        self.n_updates)
+        if self.xp is None:
+            self.optimizer.update(params, gradient_sum, self.state, learning_rate,
+                                  self.inv_batch, self.n_updates)
+            return params
+        params, self.state = self.optimizer.update_array(
+            self.xp, params, gradient_sum, self.state, learning_rate, self.inv_batch,
+            self.n_updates)
+        return params

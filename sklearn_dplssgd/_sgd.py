@@ -30,7 +30,7 @@ from ._kernels import (
     smooth_rows_team,
     smoothing_omega,
 )
-from ._optimizers import Optimizer, apply_weight_decay
+from ._optimizers import SGD, OptimizerRun, apply_weight_decay
 from ._sparse import (
     as_canonical_csr,
     compute_sparse_row_norms,
@@ -242,8 +242,7 @@ def train_dp_lssgd(
     verbose=0,
     epoch_callback=None,
     average_start=None,
-    optimizer="sgd",
-    optimizer_settings=None,
+    optimizer=None,
     batch_sampler=poisson_batches,
     noise_source=gaussian_noise,
     sample_weight=None,
@@ -303,11 +302,9 @@ def train_dp_lssgd(
         ``average_start + 1 .. T`` (0 averages all of them) instead of the
         last iterate. The iterates are functions of the noisy gradients
         only, so their mean is post-processing: it costs no privacy.
-    optimizer : {"sgd", "momentum", "adam"}, default="sgd"
-        The update applied to the smoothed noisy gradient (post-processing).
-    optimizer_settings : dict, optional
-        Keyword arguments of :class:`~sklearn_dplssgd._optimizers.Optimizer`
-        (``momentum``, ``beta1``, ``beta2``, ``epsilon``).
+    optimizer : Optimizer or None, default=None
+        The update applied to the smoothed noisy gradient (post-processing);
+        None is plain :class:`~sklearn_dplssgd.SGD`.
     batch_sampler : callable, default=poisson_batches
         ``batch_sampler(rng, n_samples, sample_rate, n_steps) -> (rows,
         offsets)`` as :func:`poisson_batches` (called for sample rates below 1).
@@ -360,7 +357,7 @@ def train_dp_lssgd(
     # the sum's sensitivity w_max C.
     noise_std, epoch_ends, chunk = step_schedule(noise_multiplier, max_sample_weight * clip_norm,
                                                  n_steps, n_epochs, params.size)
-    update = Optimizer(optimizer, params.shape, dtype, batch_size, **(optimizer_settings or {}))
+    update = OptimizerRun(optimizer if optimizer is not None else SGD(), params, batch_size)
     # Weights are passed only when there are any, so an unweighted fit calls
     # the kernel exactly as before (the audits substitute that call).
     weighting = {} if sample_weight is None else {"weights": sample_weight}

@@ -5,7 +5,7 @@ clipped sums, the Numba training loop for whole fits (array-api-strict has no
 random generator, so its noise is drawn on the host exactly as the NumPy
 path draws it, and a reproducible fit must match the NumPy fit to rounding;
 PyTorch draws on its device, so its fits are compared without noise, or
-statistically), and ``_optimizers.Optimizer`` for the updates.
+statistically), and ``_optimizers.OptimizerRun`` for the updates.
 """
 
 import warnings
@@ -29,7 +29,7 @@ from sklearn_dplssgd._losses import (
     clipped_gradient_sum_reference,
     loss_derivative_reference,
 )
-from sklearn_dplssgd._optimizers import Optimizer
+from sklearn_dplssgd import Adam, Momentum
 from sklearn_dplssgd._sgd import gaussian_noise, poisson_batches, train_dp_lssgd
 
 array_api_strict = pytest.importorskip("array_api_strict")
@@ -173,7 +173,7 @@ def _train_kwargs(n_outputs, code, n_steps=60, **overrides):
         loss_code=code, loss_threshold=1.0, fit_intercept=True, clip_norm=1.0,
         noise_multiplier=1.3, sample_rate=0.1, batch_size=20, n_steps=n_steps, n_epochs=6,
         learning_rates=np.linspace(0.5, 0.1, n_steps), alpha=1e-3, sigma=2.0,
-        average_start=None, optimizer="sgd", optimizer_settings=None,
+        average_start=None, optimizer=None,
     )
     kwargs.update(overrides)
     return kwargs
@@ -181,8 +181,8 @@ def _train_kwargs(n_outputs, code, n_steps=60, **overrides):
 
 @pytest.mark.parametrize("settings", [
     dict(),
-    dict(optimizer="momentum", optimizer_settings={"momentum": 0.8}, average_start=30),
-    dict(optimizer="adam", optimizer_settings={"beta1": 0.8, "beta2": 0.99, "epsilon": 1e-6},
+    dict(optimizer=Momentum(momentum=0.8), average_start=30),
+    dict(optimizer=Adam(beta1=0.8, beta2=0.99, epsilon=1e-6),
          fit_intercept=False),
     dict(sigma=0.0, sample_rate=1.0, alpha=0.0, noise_multiplier=np.linspace(2, 1, 60)),
 ])
@@ -446,26 +446,6 @@ def test_verbose_prints_one_line_per_epoch(xp_module, capsys):
     DPLSSGDClassifier(classes=[0, 1, 2], max_iter=3, verbose=1).fit(
         _as(xp_module, X), _as(xp_module, y))
     assert capsys.readouterr().out.count("-- Epoch") == 3
-
-
-@pytest.mark.parametrize("name, settings", [
-    ("sgd", {}),
-    ("momentum", {"momentum": 0.7}),
-    ("adam", {"beta1": 0.85, "beta2": 0.95, "epsilon": 1e-5}),
-])
-def test_device_optimizer_matches_the_numpy_optimizer(name, settings):
-    rng = np.random.default_rng(9)
-    params = rng.normal(size=(3, 6))
-    reference = Optimizer(name, params.shape, np.float64, 16, **settings)
-    xp = _namespace(array_api_strict, array_api_strict.asarray(params))
-    device_params = array_api_strict.asarray(params.copy())  # params is updated in place
-    optimizer = _array_api.DeviceOptimizer(xp, name, device_params, 16, **settings)
-    for step in range(5):
-        gradient = rng.normal(size=params.shape)
-        reference.step(params, gradient, 0.1 / (step + 1))
-        device_params = optimizer.step(device_params, array_api_strict.asarray(gradient),
-                                       0.1 / (step + 1))
-    assert_allclose(_array_api.to_numpy(device_params), params, rtol=1e-12)
 
 
 class _WithoutFFT:

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 import pytest
 
-from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
+from sklearn_dplssgd import Adam, DPLSSGDClassifier, DPLSSGDRegressor, Momentum, PrivacyLeakWarning
 from sklearn_dplssgd._defaults import (
     resolve_delta,
     resolve_eta0,
@@ -93,21 +93,21 @@ def test_eta0_rule_sets_the_accumulated_noise():
                         **{**common, "clip_norm": 1.0, "batch_size": 1}) == 0.3
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
+@pytest.mark.parametrize("optimizer", [None, Momentum(momentum=0.5), Adam()])
 def test_eta0_allows_twice_the_accumulated_noise_below_ten_features(optimizer):
     # A prediction's noise is (accumulated weight noise) . x, which grows with
     # ||x||, i.e. with d for features in [-1, 1]: below 10 features the rule
     # accumulates 1 instead of 0.5.
     common = dict(learning_rate="constant", power_t=0.5, noise_multipliers=np.full(500, 4.0),
                   clip_norm=1.0, batch_size=100, alpha=0.0, max_step=4.0,
-                  optimizer=optimizer, momentum=0.5)
+                  optimizer=optimizer)
     few = [resolve_eta0("auto", n_features=d, **common) for d in (1, 4, 9)]
     many = [resolve_eta0("auto", n_features=d, **common) for d in (10, 64, 784)]
     assert few[0] == few[1] == few[2] and many[0] == many[1] == many[2]
     assert few[0] == pytest.approx(2 * many[0])
     # SGD's noise-free cap is the same whatever d (Adam's step ignores the
     # gradient's scale: no cap).
-    if optimizer != "adam":
+    if not isinstance(optimizer, Adam):
         assert resolve_eta0("auto", n_features=4, **{**common, "noise_multipliers": np.zeros(5)}) \
             == resolve_eta0("auto", n_features=40, **{**common, "noise_multipliers": np.zeros(5)})
 

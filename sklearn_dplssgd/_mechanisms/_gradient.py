@@ -22,6 +22,7 @@ from .._defaults import (
 )
 from .._losses import LOSSES, loss_code, residual_norms_at_zero
 from .._mechanism import GradientPerturbation
+from .._optimizers import check_optimizer
 from .._randomness import make_generator
 from .._schedules import noise_schedule_blocks
 from .._sgd import learning_rate_schedule, number_of_steps, row_norms_of, train_dp_lssgd
@@ -196,8 +197,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             noise_multipliers=plan.mechanism.step_noise_multipliers(),
             clip_norm=plan.mechanism.sensitivity, batch_size=plan.batch_size,
             alpha=float(estimator.alpha), max_step=estimator._noise_free_step,
-            n_features=n_features, optimizer=estimator.optimizer,
-            momentum=float(estimator.momentum),
+            n_features=n_features, optimizer=check_optimizer(estimator.optimizer),
         )
 
     def smoothing(self, estimator, n_features, sparse):
@@ -248,8 +248,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             rng=plan.rng,
             verbose=estimator.verbose,
             average_start=plan.average_start,
-            optimizer=estimator.optimizer,
-            optimizer_settings=optimizer_settings(estimator),
+            optimizer=check_optimizer(estimator.optimizer),
             sample_weight=data.weights,
             max_sample_weight=mechanism.max_sample_weight,
             **extra,
@@ -295,16 +294,6 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             n_samples=estimator._accounted_n_samples(n_rows), noise_schedule=schedule,
         )
         return calibration.epsilon
-
-
-def optimizer_settings(estimator):
-    """The chosen optimizer's own settings (the others are not used)."""
-    if estimator.optimizer == "momentum":
-        return {"momentum": float(estimator.momentum)}
-    if estimator.optimizer == "adam":
-        return {"beta1": float(estimator.beta1), "beta2": float(estimator.beta2),
-                "epsilon": float(estimator.adam_epsilon)}
-    return {}
 
 
 def warn_if_mostly_clipped(estimator, data, row_norms=None):

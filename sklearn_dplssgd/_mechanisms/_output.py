@@ -18,6 +18,7 @@ from .._losses import LOSSES, SMOOTH_LOSSES
 from .._output_perturbation import (
     OutputPerturbation, default_passes, plan_output_perturbation, release_output_perturbation,
 )
+from .._optimizers import check_optimizer
 from .._randomness import make_generator
 from .._schedules import is_constant_schedule
 from ._release import ReleaseMechanism, ReleaseRecord
@@ -27,7 +28,6 @@ __all__ = ["OutputPerturbationMechanism"]
 # The settings output perturbation's sensitivity bound needs, and why.
 _FIXED_SETTINGS = {
     "learning_rate": ("constant", "the sensitivity bound needs a constant step"),
-    "optimizer": ("sgd", "the contraction argument is for plain gradient steps"),
 }
 
 
@@ -85,6 +85,10 @@ class OutputPerturbationMechanism(ReleaseMechanism):
                 raise ValueError(
                     f"mechanism='output' needs {setting}={required!r} ({why}); got "
                     f"{setting}={value!r}.")
+        if check_optimizer(estimator.optimizer).name != "sgd":
+            raise ValueError(
+                "mechanism='output' needs optimizer='sgd' (the contraction argument is for "
+                f"plain gradient steps); got optimizer={estimator.optimizer!r}.")
         if not is_constant_schedule(estimator.noise_schedule):
             raise ValueError(
                 "mechanism='output' needs noise_schedule='constant' (the noise is added "
