@@ -10,7 +10,7 @@ from ._accounting import PrivacyCalibration, compute_epsilon
 from ._calibration import calibrate_noise
 from ._classifier import DPLSSGDClassifier
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
-from ._optimizers import SGD, Adam, Momentum, Optimizer
+from ._optimizers import SGD, AdaGrad, Adam, Momentum, Optimizer
 from ._regressor import DPLSSGDRegressor
 from ._scaler import BoundedScaler
 from ._schedules import ConstantNoise, ExponentialNoise, RelativeNoise, StepNoise
@@ -20,6 +20,7 @@ from ._validation import PrivacyLeakWarning
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdaGrad",
     "Adam",
     "BoundedScaler",
     "ConstantNoise",

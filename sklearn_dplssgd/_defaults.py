@@ -194,8 +194,9 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
     ``max_step / C`` (reached without noise) and so that
     ``eta0 * alpha <= 1``. Another optimizer translates SGD's ``eta0`` by
     its own rule (:meth:`.Optimizer.default_eta0`: momentum keeps the
-    long-run step; Adam, whose steps are normalised per coordinate, sets
-    the noise-only movement of a weight to the same 0.5 or 1).
+    long-run step, Adam and AdaGrad, whose steps are normalised per
+    coordinate, set the noise-only movement of a weight to the same 0.5 or
+    1).
 
     Parameters
     ----------

@@ -126,15 +126,15 @@ SHARED_PARAMETER_DOCS = {
         scikit-learn's SGD), ``False`` none. Averaging is post-processing of
         the noisy iterates: it costs no privacy.
 
-    optimizer : {"sgd", "momentum", "adam"} or Optimizer, default="sgd"
+    optimizer : {"sgd", "momentum", "adam", "adagrad"} or Optimizer, default="sgd"
         The update applied to the smoothed noisy gradient: plain steps
         (:class:`SGD`), heavy-ball momentum (:class:`Momentum`, ``v =
-        momentum v + g``, step along ``v``) or Adam (:class:`Adam`,
-        DP-LSAdam). A name takes the optimizer's default
+        momentum v + g``, step along ``v``), Adam (:class:`Adam`, DP-LSAdam)
+        or AdaGrad (:class:`AdaGrad`). A name takes the optimizer's default
         settings; an instance such as ``Adam(beta1=0.8)`` sets them, and a
         search reaches them as ``optimizer__beta1``. A function of the noisy
         gradients only: it changes nothing in the privacy accounting. Adam
-        divides each coordinate by its running gradient magnitude,
+        and AdaGrad divide each coordinate by its running gradient magnitude,
         which is mostly the noise's own: keep ``eta0`` small (``"auto"``
         does).
 

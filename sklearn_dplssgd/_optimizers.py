@@ -31,12 +31,14 @@ from numba import njit
 from sklearn.base import BaseEstimator
 
 __all__ = [
+    "AdaGrad",
     "Adam",
     "Momentum",
     "OPTIMIZERS",
     "Optimizer",
     "OptimizerRun",
     "SGD",
+    "adagrad_update",
     "adam_update",
     "apply_weight_decay",
     "check_optimizer",
@@ -119,6 +121,23 @@ def adam_update(params, gradient_sum, first, second, learning_rate, inv_batch, b
             m_hat = first_row[j] / correction1
             v_hat = second_row[j] / correction2
             row[j] -= learning_rate * m_hat / (math.sqrt(v_hat) + epsilon)
+
+
+@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
+def adagrad_update(params, gradient_sum, accumulator, learning_rate, inv_batch, epsilon):
+    """One AdaGrad step (Duchi, Hazan and Singer, 2011) in place, on the mean gradient.
+
+    ``g = inv_batch * gradient_sum``; ``accumulator += g**2``; then
+    ``params -= learning_rate * g / (sqrt(accumulator) + epsilon)``.
+    """
+    for k in range(params.shape[0]):
+        row = params[k]
+        grad_row = gradient_sum[k]
+        acc_row = accumulator[k]
+        for j in range(row.shape[0]):
+            g = inv_batch * grad_row[j]
+            acc_row[j] += g * g
+            row[j] -= learning_rate * g / (math.sqrt(acc_row[j]) + epsilon)
 
 
 def _check_fraction(value, name, upper_closed=False):
@@ -289,8 +308,50 @@ class Adam(Optimizer):
         return params - step, [first, second]
 
 
+class AdaGrad(Optimizer):
+    """AdaGrad on the mean noisy gradient: per-coordinate steps shrinking with the sum of squares.
+
+    Parameters
+    ----------
+    epsilon : float > 0, default=1e-8
+        The floor of the denominator.
+
+    Notes
+    -----
+    ``G_t = sum_{u <= t} g_u**2`` and ``params -= eta_t g_t / (sqrt(G_t) +
+    epsilon)``: with gradients of a steady scale (the noise's, under DP) step
+    ``t`` moves a coordinate by about ``eta_t / sqrt(t)``, so noise alone
+    moves a weight by about ``eta0 sqrt(sum_t s_t**2 / t)`` over the run; the
+    automatic ``eta0`` sets that to the target weight noise.
+    """
+
+    name = "adagrad"
+    n_state = 1
+
+    def __init__(self, epsilon=1e-8):
+        self.epsilon = epsilon
+
+    def check(self):
+        _check_positive(self.epsilon, "optimizer.epsilon")
+
+    def default_eta0(self, sgd_eta0, weight_noise, schedule):
+        steps = np.arange(1, len(schedule) + 1, dtype=np.float64)
+        return weight_noise / math.sqrt(float(np.sum(np.square(schedule) / steps)))
+
+    def update(self, params, gradient_sum, state, learning_rate, inv_batch, n_updates):
+        adagrad_update(params, gradient_sum, state[0], learning_rate, inv_batch,
+                       float(self.epsilon))
+
+    def update_array(self, xp, params, gradient_sum, state, learning_rate, inv_batch,
+                     n_updates):
+        g = inv_batch * gradient_sum
+        accumulator = state[0] + g * g
+        step = learning_rate * g / (xp.sqrt(accumulator) + float(self.epsilon))
+        return params - step, [accumulator]
+
+
 #: The optimizers the estimators' ``optimizer`` accepts by name.
-OPTIMIZERS = {cls.name: cls for cls in (SGD, Momentum, Adam)}
+OPTIMIZERS = {cls.name: cls for cls in (SGD, Momentum, Adam, AdaGrad)}
 
 
 def check_optimizer(optimizer):
@@ -312,7 +373,7 @@ def check_optimizer(optimizer):
         optimizer = OPTIMIZERS[optimizer]()
     if not isinstance(optimizer, Optimizer):
         raise ValueError(f"optimizer must be one of {tuple(OPTIMIZERS)} or an Optimizer "
-                         f"(SGD, Momentum, Adam); got {type(optimizer).__name__}.")
+                         f"(SGD, Momentum, Adam, AdaGrad); got {type(optimizer).__name__}.")
     optimizer.check()
     return optimizer
 

@@ -7,11 +7,12 @@ import pytest
 from sklearn.base import clone
 
 from sklearn_dplssgd import (
-    SGD, Adam, DPLSSGDClassifier, DPLSSGDRegressor, DPRandomizedSearch, Momentum,
+    SGD, AdaGrad, Adam, DPLSSGDClassifier, DPLSSGDRegressor, DPRandomizedSearch, Momentum,
 )
 from sklearn_dplssgd._optimizers import (
     OPTIMIZERS,
     OptimizerRun,
+    adagrad_update,
     adam_update,
     apply_weight_decay,
     check_optimizer,
@@ -23,6 +24,7 @@ SETTINGS = {
     "sgd": SGD(),
     "momentum": Momentum(momentum=0.8),
     "adam": Adam(beta1=0.7, beta2=0.95, epsilon=1e-6),
+    "adagrad": AdaGrad(epsilon=1e-6),
 }
 
 
@@ -37,12 +39,15 @@ def _oracle_steps(optimizer, gradients, etas, inv_batch):
         elif optimizer.name == "momentum":
             first = optimizer.momentum * first + gradient_sum
             params = params - eta * inv_batch * first
-        else:
+        elif optimizer.name == "adam":
             b1, b2 = optimizer.beta1, optimizer.beta2
             first = b1 * first + (1 - b1) * g
             second = b2 * second + (1 - b2) * g**2
             m_hat, v_hat = first / (1 - b1**t), second / (1 - b2**t)
             params = params - eta * m_hat / (np.sqrt(v_hat) + optimizer.epsilon)
+        else:
+            first = first + g**2
+            params = params - eta * g / (np.sqrt(first) + optimizer.epsilon)
     return params
 
 
@@ -86,7 +91,8 @@ def test_the_kernels_leave_the_gradient_alone():
     for update, args in [(sgd_update, (0.1,)),
                          (momentum_update, (np.zeros((1, 3)), 0.1, 0.9)),
                          (adam_update, (np.zeros((1, 3)), np.zeros((1, 3)), 0.1, 1.0, 0.9,
-                                        0.999, 1e-8, 1))]:
+                                        0.999, 1e-8, 1)),
+                         (adagrad_update, (np.zeros((1, 3)), 0.1, 1.0, 1e-8))]:
         params = np.zeros((1, 3))
         update(params, gradient, *args)
         assert gradient.tolist() == [[0.5, -0.5, 1.0]]
@@ -101,10 +107,12 @@ def test_weight_decay_spares_the_intercept():
 
 @pytest.mark.parametrize("update, extra", [
     (adam_update, lambda: (np.zeros((1, 4)), np.zeros((1, 4)), 0.01, 1.0, 0.9, 0.999, 0.0, 1)),
+    (adagrad_update, lambda: (np.zeros((1, 4)), 0.01, 1.0, 0.0)),
 ])
 def test_normalised_first_step_moves_every_coordinate_by_eta(update, extra):
-    # Adam's bias-corrected m_hat / sqrt(v_hat) is sign(g) at step 1: the
-    # step is eta per coordinate whatever the gradient's (noise's) magnitude.
+    # Adam's bias-corrected m_hat / sqrt(v_hat) and AdaGrad's g / sqrt(g^2)
+    # are sign(g) at step 1: the step is eta per coordinate whatever the
+    # gradient's (the noise's) magnitude.
     params = np.zeros((1, 4))
     update(params, np.array([[1e-3, -5.0, 2e2, -1e-1]]), *extra())
     np.testing.assert_allclose(params, [[-0.01, 0.01, -0.01, 0.01]])
@@ -164,6 +172,16 @@ def test_momentum_auto_step_keeps_the_effective_step():
     assert heavy.eta0_ == pytest.approx(sgd.eta0_ * 0.25)
 
 
+def test_adagrad_auto_step_sets_its_noise_only_movement():
+    # With a steady gradient scale AdaGrad moves a coordinate by about
+    # eta_t / sqrt(t): eta0 sqrt(sum_t s_t^2 / t) is the target weight noise.
+    X, y = _blobs(1)
+    clf = DPLSSGDClassifier(epsilon=1.0, optimizer="adagrad", learning_rate="constant",
+                            random_state=0).fit(X, y)
+    steps = np.arange(1, clf.n_steps_ + 1)
+    assert clf.eta0_ * math.sqrt(np.sum(1.0 / steps)) == pytest.approx(1.0)  # d < 10
+
+
 def test_a_search_reaches_the_optimizer_settings():
     X, y = _blobs(3)
     search = DPRandomizedSearch(
@@ -179,6 +197,7 @@ def test_a_search_reaches_the_optimizer_settings():
     (Adam(beta1=-0.1), "optimizer.beta1"),
     (Adam(beta2=1.0), "optimizer.beta2"),
     (Adam(epsilon=0.0), "optimizer.epsilon"),
+    (AdaGrad(epsilon=-1.0), "optimizer.epsilon"),
     (Momentum(momentum="high"), "optimizer.momentum"),
 ])
 def test_bad_optimizer_settings_are_refused(optimizer, match):
