@@ -8,8 +8,7 @@ arrays; this module is the one training loop written with array API
 standard operations only:
 
 - per-sample residuals ``r_i = d loss / d z_i`` of every loss
-  (:func:`loss_derivative`; :func:`._losses.loss_derivative_reference` is
-  its oracle);
+  (:func:`._losses.loss_derivative`, each loss's array form);
 - per-sample gradient norms WITHOUT forming the ``(b, K, d)`` per-sample
   gradients: the gradient of sample i is ``r_i [x_i, 1]``, so its norm is
   ``||r_i|| sqrt(||x_i||^2 + 1)``, with the row norms computed once per fit,
@@ -44,20 +43,12 @@ import numpy as np
 from sklearn import get_config
 
 from ._kernels import NORM_SLACK, smooth_rows, smoothing_omega
-from ._losses import (
-    EPSILON_INSENSITIVE,
-    HINGE_BINARY,
-    HINGE_CRAMMER_SINGER,
-    HUBER,
-    LOG_LOSS_BINARY,
-    LOG_LOSS_MULTINOMIAL,
-    SQUARED_ERROR,
-)
+from ._losses import loss_derivative
 from ._optimizers import SGD, OptimizerRun
 from ._sgd import (
-    _raise_diverged,
-    _report_epoch,
     poisson_batches,
+    raise_diverged,
+    report_epoch,
     step_schedule,
     without_long_rows,
 )
@@ -73,7 +64,6 @@ __all__ = [
     "decision_values",
     "device_gaussian",
     "initial_gradient_norms",
-    "loss_derivative",
     "row_norms",
     "to_device",
     "to_numpy",
@@ -199,62 +189,6 @@ def check_fitted_namespace(estimator, X, method):
     if get_config()["array_api_dispatch"]:
         _sklearn_array_api().check_same_namespace(X, estimator, attribute="coef_",
                                                   method=method)
-
-
-def loss_derivative(xp, code, margins, y, threshold):
-    """``r = d loss / d z`` row by row, in the namespace of ``margins``.
-
-    The array API counterpart of :func:`._losses.loss_derivative_reference`
-    (its test oracle) and of the compiled ``_kernels._residual``.
-
-    Parameters
-    ----------
-    xp : namespace
-    code : int
-        Loss code from :func:`._losses.loss_code`.
-    margins : array of shape (b, K)
-    y : array of shape (b,)
-        Encoded targets, in the dtype of ``margins``.
-    threshold : float
-        Huber threshold or epsilon-insensitive margin.
-
-    Returns
-    -------
-    residuals : array of shape (b, K)
-    """
-    z = margins[:, 0]
-    if code == LOG_LOSS_BINARY:
-        # exp of -|z| only: no overflow, and the same expit on both sides.
-        e = xp.exp(-xp.abs(z))
-        probability = xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-        return (probability - y)[:, None]
-    zero = xp.zeros_like(z)
-    if code == HINGE_BINARY:
-        return xp.where(y * z < 1.0, -y, zero)[:, None]
-    if code == SQUARED_ERROR:
-        return (z - y)[:, None]
-    if code == HUBER:
-        return xp.clip(z - y, min=-threshold, max=threshold)[:, None]
-    if code == EPSILON_INSENSITIVE:
-        diff = z - y
-        return xp.where(xp.abs(diff) > threshold, xp.sign(diff), zero)[:, None]
-    n_outputs = margins.shape[1]
-    classes = xp.arange(n_outputs, device=_device_of(margins))
-    is_label = xp.astype(y, xp.int64)[:, None] == classes[None, :]
-    if code == LOG_LOSS_MULTINOMIAL:
-        shifted = xp.exp(margins - xp.max(margins, axis=1, keepdims=True))
-        probabilities = shifted / xp.sum(shifted, axis=1, keepdims=True)
-        return probabilities - xp.astype(is_label, margins.dtype)
-    if code == HINGE_CRAMMER_SINGER:
-        minus_inf = xp.asarray(-math.inf, dtype=margins.dtype, device=_device_of(margins))
-        others = xp.where(is_label, minus_inf, margins)
-        # argmax returns the first maximum, as the kernel's strict comparison.
-        is_rival = xp.argmax(others, axis=1)[:, None] == classes[None, :]
-        label_margin = xp.sum(xp.where(is_label, margins, xp.zeros_like(margins)), axis=1)
-        violated = label_margin - xp.max(others, axis=1) < 1.0
-        step = xp.astype(is_rival, margins.dtype) - xp.astype(is_label, margins.dtype)
-        return xp.where(violated[:, None], step, xp.zeros_like(margins))
-    raise ValueError(f"Unknown loss code {code!r}.")
 
 
 def _device_of(array):
@@ -803,12 +737,12 @@ verbose, epoch_callback, average_start, optimizer, batch_sampler
                 if report_epochs:
                     host = to_numpy(params)
                     if not np.isfinite(host).all():
-                        _raise_diverged(next_epoch, step, n_steps)
-                    _report_epoch(host, next_epoch, step, n_steps, verbose, epoch_callback,
-                                  time.perf_counter() - start_time)
+                        raise_diverged(next_epoch, step, n_steps)
+                    report_epoch(host, next_epoch, step, n_steps, verbose, epoch_callback,
+                                 time.perf_counter() - start_time)
         # Once per chunk (a device synchronisation): non-finite weights stay so.
         if not bool(xp.all(xp.isfinite(params))):
-            _raise_diverged(next_epoch, chunk_start + chunk_steps - 1, n_steps)
+            raise_diverged(next_epoch, chunk_start + chunk_steps - 1, n_steps)
     if averaged is not None:
         return xp.astype(averaged, dtype)
     return params

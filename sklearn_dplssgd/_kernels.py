@@ -23,18 +23,14 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ._losses import (
-    EPSILON_INSENSITIVE,
-    HINGE_BINARY,
-    HINGE_CRAMMER_SINGER,
-    HUBER,
-    LOG_LOSS_BINARY,
-    LOG_LOSS_MULTINOMIAL,
-    SQUARED_ERROR,
-)
+from ._losses import residual as loss_residual
+from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._threads import add_blocks, block_bounds, sum_over_blocks
 
 __all__ = [
+    "COEFFICIENT_RANGE",
+    "check_weights",
+    "clipped_residual",
     "compute_row_norms",
     "compute_row_norms_team",
     "noisy_clipped_gradient_sum",
@@ -47,14 +43,6 @@ __all__ = [
     "parallel_blocks",
 ]
 
-# Reassociation lets LLVM vectorise reductions; NaN and inf keep their IEEE
-# meaning (no 'nnan'/'ninf') so a diverging fit is still detected. It is NOT
-# used where per-sample clipping is computed: reassociated, the clip factor
-# of an extreme sample can overflow or underflow (see _clipped_residual).
-_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
-# Fused multiply-add only: exact-order arithmetic otherwise.
-_CONTRACT_ONLY = {"contract"}
-
 # Relative size below which a term of a geometric series cannot change a
 # float64 sum.
 _NEGLIGIBLE = 1e-18
@@ -63,61 +51,12 @@ _NEGLIGIBLE = 1e-18
 # float64 evaluation of a norm is itself exact only to a few units of 2**-53
 # (and fused multiply-adds change the last bit from one compiled variant to
 # another). Rounding to float32 (2**-24) or up to a subnormal (up to 2x) is
-# far above it and is corrected (see _clipped_residual).
+# far above it and is corrected (see clipped_residual).
 NORM_SLACK = 1.0 + 2.0 ** -48
 
 # Below this many multiply-adds per step (rows * K * d) the threads' start-up
 # cost exceeds what they save; small fits (audits, tiny data) stay serial.
 PARALLEL_MIN_WORK = 400_000
-
-
-@njit(cache=True, fastmath=_FASTMATH, nogil=True)
-def _residual(code, margins, target, threshold, out):
-    """Write r = d loss / d z for one sample into ``out`` (length K)."""
-    if code == LOG_LOSS_BINARY:
-        z = margins[0]
-        if z >= 0.0:
-            probability = 1.0 / (1.0 + math.exp(-z))
-        else:
-            e = math.exp(z)
-            probability = e / (1.0 + e)
-        out[0] = probability - target
-    elif code == HINGE_BINARY:
-        out[0] = -target if target * margins[0] < 1.0 else 0.0
-    elif code == SQUARED_ERROR:
-        out[0] = margins[0] - target
-    elif code == HUBER:
-        out[0] = min(max(margins[0] - target, -threshold), threshold)
-    elif code == EPSILON_INSENSITIVE:
-        diff = margins[0] - target
-        if diff > threshold:
-            out[0] = 1.0
-        elif diff < -threshold:
-            out[0] = -1.0
-        else:
-            out[0] = 0.0
-    elif code == LOG_LOSS_MULTINOMIAL:
-        label = int(target)
-        top = margins[0]
-        for k in range(1, margins.shape[0]):
-            top = max(top, margins[k])
-        total = 0.0
-        for k in range(margins.shape[0]):
-            out[k] = math.exp(margins[k] - top)
-            total += out[k]
-        for k in range(margins.shape[0]):
-            out[k] /= total
-        out[label] -= 1.0
-    elif code == HINGE_CRAMMER_SINGER:
-        label = int(target)
-        rival = -1
-        for k in range(margins.shape[0]):
-            out[k] = 0.0
-            if k != label and (rival < 0 or margins[k] > margins[rival]):
-                rival = k
-        if margins[label] - margins[rival] < 1.0:
-            out[label] = -1.0
-            out[rival] = 1.0
 
 
 @njit(cache=True, nogil=True)
@@ -156,8 +95,8 @@ def _store_coefficients(values, factor, bound, largest, tiny, out):
 
 
 @njit(cache=True, nogil=True)
-def _clipped_residual(residual, row_norm, intercept_term, clip_norm, weight, largest, tiny,
-                      out):
+def clipped_residual(residual, row_norm, intercept_term, clip_norm, weight, largest, tiny,
+                     out):
     """``out = w r min(1, C / (||r|| ||[x, 1]||))``, as stored, within ``w C``.
 
     Within ``w C`` up to ``NORM_SLACK`` (2**-48 relative), the float64
@@ -245,14 +184,14 @@ def _store_within(values, factor, bound, largest, tiny, out):
     return False
 
 
-@njit(cache=True, fastmath=_FASTMATH, nogil=True)
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _row_margins(params, x, n_features, margins):
     """``margins[k] = params[k, :d] . x + params[k, d]`` (vectorised).
 
     A separate function so that its reassociation (needed to vectorise the
     dot products) stays out of the clipping arithmetic: Numba applies a
     function's fastmath flags to everything compiled into it, callees
-    included (see _clipped_residual).
+    included (see clipped_residual).
 
     The sum runs in the parameters' dtype; a float32 sum that overflowed is
     recomputed in float64 (:func:`_margin_float64`), so a row of huge float32
@@ -279,7 +218,7 @@ def _margin_float64(weights, x, n_features):
     return acc
 
 
-@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def _accumulate_rows(
     X, y, rows, start, stop, params, row_norms, code, threshold, clip_norm,
     fit_intercept, largest, tiny, grad, weights,
@@ -297,12 +236,12 @@ def _accumulate_rows(
         i = rows[position]
         x = X[i]
         _row_margins(params, x, n_features, margins)
-        _residual(code, margins, y[i], threshold, residual)
+        loss_residual(code, margins, y[i], threshold, residual)
         # Per-sample clipping of the WHOLE parameter gradient (all outputs,
         # coefficients and intercept together): sensitivity C, not sqrt(K) C.
         weight = weights[i] if weights.shape[0] > 0 else 1.0
-        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
-                          tiny, scaled)
+        clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
+                         tiny, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -362,10 +301,10 @@ def _noisy_sum_blas(
             row_margins[k] = margins[r, k]
             if not math.isfinite(row_margins[k]):
                 row_margins[k] = _margin_float64(params[k], X[i], n_features)
-        _residual(code, row_margins, y[i], threshold, residual)
+        loss_residual(code, row_margins, y[i], threshold, residual)
         weight = weights[i] if weights.shape[0] > 0 else 1.0
-        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
-                          tiny, scaled)
+        clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
+                         tiny, scaled)
         for k in range(n_outputs):
             clipped[r, k] = scaled[k]
     grad += np.dot(clipped.T, batch)
@@ -375,7 +314,7 @@ def _noisy_sum_blas(
 _SMALLEST_SAFE_SQUARE = 1e-280
 
 
-@njit(cache=True, fastmath=_FASTMATH, nogil=True)
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _sum_of_squares(x):
     total = 0.0
     for j in range(x.shape[0]):
@@ -447,7 +386,7 @@ def compute_row_norms_team(X):
 
 
 # Largest and smallest normal magnitude of a clipped coefficient, per dtype.
-_COEFFICIENT_RANGE = {
+COEFFICIENT_RANGE = {
     np.dtype(dtype): (float(np.finfo(dtype).max), float(np.finfo(dtype).smallest_normal))
     for dtype in (np.float32, np.float64)
 }
@@ -481,7 +420,7 @@ def _noisy_sum_team(
     add_blocks(noise, partial, grad)
 
 
-def _check_weights(weights, n_samples):
+def check_weights(weights, n_samples):
     """The kernels' weights argument: ``_UNWEIGHTED`` for None, else checked."""
     if weights is None:
         return _UNWEIGHTED
@@ -527,13 +466,13 @@ def noisy_clipped_gradient_sum(
         the *clipped* gradients: a sample contributes at most ``w_i C``.
         None weighs every sample 1.
     """
-    weights = _check_weights(weights, X.shape[0])
+    weights = check_weights(weights, X.shape[0])
     # One output: the fused row-by-row kernel (no gather, one pass). Several:
     # BLAS (see _noisy_sum_blas).
     kernel = _noisy_sum_blas if params.shape[0] > 1 else _noisy_sum_serial
     # The range of clipped coefficients the parameters' dtype holds exactly
-    # enough; a sample outside it contributes nothing (see _clipped_residual).
-    largest, tiny = _COEFFICIENT_RANGE[np.dtype(params.dtype)]
+    # enough; a sample outside it contributes nothing (see clipped_residual).
+    largest, tiny = COEFFICIENT_RANGE[np.dtype(params.dtype)]
     work = rows.shape[0] * params.shape[0] * X.shape[1]
     args = (row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
     sum_over_blocks(_noisy_sum_team, kernel, X, y, rows, params, args, noise, grad, weights,

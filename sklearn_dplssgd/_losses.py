@@ -1,23 +1,30 @@
-"""The losses: one registry entry each, and a plain NumPy reference (the test oracle).
+"""The losses: each one defined once, for every part of the library.
 
-Everything the library knows about a loss is in its :class:`Loss` entry of
-:data:`LOSSES`: its task, its kernel codes (one output, several outputs), how
-two classes are encoded, its parameter (the threshold of Huber and
-epsilon-insensitive, read from the estimator's ``loss_threshold``), and, for
-the smooth losses, the gradient bound and smoothness constants output
-perturbation needs. The compiled kernels in :mod:`sklearn_dplssgd._kernels`
-see a loss only as its integer code and its parameter; this module also holds,
-for every code, the derivative ``r = d loss / d z`` with respect to the
-margins ``z`` written in plain vectorised NumPy. The tests compare the Numba
-kernels with :func:`clipped_gradient_sum_reference` built from these
-functions. Adding a loss: its entry here, its branch in
-``_kernels._residual`` and in the two reference functions below, and their
-tests.
+A loss is one :class:`Loss` entry of :data:`LOSSES`, and everything about it
+is here, next to that entry:
+
+- its task, its codes (one output; several outputs) and how a classifier
+  encodes two classes;
+- its parameter (the threshold of Huber and epsilon-insensitive, read from
+  the estimator's ``loss_threshold``);
+- its residual ``r = d loss / d z`` (the derivative with respect to the
+  margins ``z``) twice, in the two forms the backends need: a compiled
+  per-row function (called through :func:`residual`, which the Numba kernels
+  of ``_kernels`` and ``_sparse`` take) and a vectorised array API function
+  (called through :func:`loss_derivative`, by the array API trainer and, on
+  NumPy arrays, by output perturbation's descent and the audit);
+- for a smooth loss, the gradient bound and smoothness constants output
+  perturbation needs, and whether they need public bounds on the weights.
+
+The plain NumPy oracles the tests compare both forms with live in
+``tests/oracles.py``. Adding a loss is an entry here (its codes, its two
+residuals, its dispatch lines in :func:`residual`), its docstring entry in
+``_docstrings.py``, and tests; nothing else changes.
 
 Target encodings (prepared in Python before training):
 
-- binary ``log_loss``: ``y`` in {0, 1};
-- binary ``hinge``: ``y`` in {-1, +1};
+- binary classification: ``y`` in the loss's ``binary_targets`` ({0, 1} for
+  ``log_loss``, {-1, +1} for the hinge losses);
 - multiclass losses: ``y`` is the class index 0 .. K-1 (stored as float);
 - regression losses: ``y`` is the target value.
 """
@@ -27,8 +34,10 @@ import math
 import typing
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.special import expit, softmax
+from numba import njit
+from sklearn.externals.array_api_compat import array_namespace
+
+from ._numba_flags import FASTMATH
 
 __all__ = [
     "LOSSES",
@@ -45,10 +54,9 @@ __all__ = [
     "CLASSIFICATION_LOSSES",
     "REGRESSION_LOSSES",
     "loss_code",
-    "loss_derivative_reference",
+    "loss_derivative",
+    "residual",
     "residual_norms_at_zero",
-    "loss_value_reference",
-    "clipped_gradient_sum_reference",
 ]
 
 LOG_LOSS_BINARY = 0
@@ -59,6 +67,151 @@ SQUARED_ERROR = 4
 HUBER = 5
 EPSILON_INSENSITIVE = 6
 
+
+# Compiled residuals: one row's margins (length K) -> ``out`` (length K).
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _log_loss_binary_row(margins, target, threshold, out):
+    z = margins[0]
+    if z >= 0.0:
+        probability = 1.0 / (1.0 + math.exp(-z))
+    else:
+        e = math.exp(z)
+        probability = e / (1.0 + e)
+    out[0] = probability - target
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _log_loss_multinomial_row(margins, target, threshold, out):
+    label = int(target)
+    top = margins[0]
+    for k in range(1, margins.shape[0]):
+        top = max(top, margins[k])
+    total = 0.0
+    for k in range(margins.shape[0]):
+        out[k] = math.exp(margins[k] - top)
+        total += out[k]
+    for k in range(margins.shape[0]):
+        out[k] /= total
+    out[label] -= 1.0
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _hinge_binary_row(margins, target, threshold, out):
+    out[0] = -target if target * margins[0] < 1.0 else 0.0
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _hinge_crammer_singer_row(margins, target, threshold, out):
+    label = int(target)
+    rival = -1
+    for k in range(margins.shape[0]):
+        out[k] = 0.0
+        if k != label and (rival < 0 or margins[k] > margins[rival]):
+            rival = k
+    if margins[label] - margins[rival] < 1.0:
+        out[label] = -1.0
+        out[rival] = 1.0
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _squared_error_row(margins, target, threshold, out):
+    out[0] = margins[0] - target
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _huber_row(margins, target, threshold, out):
+    out[0] = min(max(margins[0] - target, -threshold), threshold)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _epsilon_insensitive_row(margins, target, threshold, out):
+    diff = margins[0] - target
+    if diff > threshold:
+        out[0] = 1.0
+    elif diff < -threshold:
+        out[0] = -1.0
+    else:
+        out[0] = 0.0
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def residual(code, margins, target, threshold, out):
+    """Write ``r = d loss / d z`` for one row into ``out`` (length K).
+
+    The kernels' entry to the losses: ``code`` is a loss code
+    (:func:`loss_code`), ``threshold`` the loss's parameter (0 without one).
+    """
+    if code == LOG_LOSS_BINARY:
+        _log_loss_binary_row(margins, target, threshold, out)
+    elif code == HINGE_BINARY:
+        _hinge_binary_row(margins, target, threshold, out)
+    elif code == SQUARED_ERROR:
+        _squared_error_row(margins, target, threshold, out)
+    elif code == HUBER:
+        _huber_row(margins, target, threshold, out)
+    elif code == EPSILON_INSENSITIVE:
+        _epsilon_insensitive_row(margins, target, threshold, out)
+    elif code == LOG_LOSS_MULTINOMIAL:
+        _log_loss_multinomial_row(margins, target, threshold, out)
+    elif code == HINGE_CRAMMER_SINGER:
+        _hinge_crammer_singer_row(margins, target, threshold, out)
+
+
+# Array API residuals: margins (b, K) and targets (b,) -> residuals (b, K).
+
+def _log_loss_binary_array(xp, margins, y, threshold):
+    z = margins[:, 0]
+    # exp of -|z| only: no overflow, and the same expit as the kernel.
+    e = xp.exp(-xp.abs(z))
+    probability = xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return (probability - y)[:, None]
+
+
+def _is_label(xp, margins, y):
+    classes = xp.arange(margins.shape[1], device=margins.device)
+    return xp.astype(y, xp.int64)[:, None] == classes[None, :]
+
+
+def _log_loss_multinomial_array(xp, margins, y, threshold):
+    shifted = xp.exp(margins - xp.max(margins, axis=1, keepdims=True))
+    probabilities = shifted / xp.sum(shifted, axis=1, keepdims=True)
+    return probabilities - xp.astype(_is_label(xp, margins, y), margins.dtype)
+
+
+def _hinge_binary_array(xp, margins, y, threshold):
+    z = margins[:, 0]
+    return xp.where(y * z < 1.0, -y, xp.zeros_like(z))[:, None]
+
+
+def _hinge_crammer_singer_array(xp, margins, y, threshold):
+    is_label = _is_label(xp, margins, y)
+    classes = xp.arange(margins.shape[1], device=margins.device)
+    minus_inf = xp.asarray(-math.inf, dtype=margins.dtype, device=margins.device)
+    others = xp.where(is_label, minus_inf, margins)
+    # argmax returns the first maximum, as the kernel's strict comparison.
+    is_rival = xp.argmax(others, axis=1)[:, None] == classes[None, :]
+    label_margin = xp.sum(xp.where(is_label, margins, xp.zeros_like(margins)), axis=1)
+    violated = label_margin - xp.max(others, axis=1) < 1.0
+    step = xp.astype(is_rival, margins.dtype) - xp.astype(is_label, margins.dtype)
+    return xp.where(violated[:, None], step, xp.zeros_like(margins))
+
+
+def _squared_error_array(xp, margins, y, threshold):
+    return (margins[:, 0] - y)[:, None]
+
+
+def _huber_array(xp, margins, y, threshold):
+    return xp.clip(margins[:, 0] - y, min=-threshold, max=threshold)[:, None]
+
+
+def _epsilon_insensitive_array(xp, margins, y, threshold):
+    diff = margins[:, 0] - y
+    return xp.where(xp.abs(diff) > threshold, xp.sign(diff), xp.zeros_like(diff))[:, None]
+
+
+# Output perturbation's constants: (x_norm, n_outputs, threshold,
+# weight_norm_bound, target_bound) -> (R, L_loss).
 
 def _log_loss_constants(x_norm, n_outputs, threshold, weight_norm_bound, target_bound):
     # |sigmoid(z) - y| <= 1 and sigmoid' <= 1/4; ||softmax(z) - onehot(y)||^2
@@ -90,8 +243,12 @@ class Loss:
     task : {"classification", "regression"}
     code : int
         Kernel code with one output (binary classification, regression).
+    array_residual : callable
+        ``(xp, margins, y, threshold) -> residuals`` with one output.
     multiclass_code : int or None
         Kernel code with K > 1 outputs (multinomial, Crammer-Singer).
+    multiclass_array_residual : callable or None
+        The array residual with K > 1 outputs.
     binary_targets : tuple of two floats or None
         How a classifier encodes its two classes for this loss.
     uses_threshold : bool
@@ -102,15 +259,22 @@ class Loss:
         on the curvature of its loss, for rows of norm at most ``x_norm``
         (output perturbation adds ``alpha`` to L). None for a loss that is not
         smooth (its derivative jumps).
+    needs_weight_bound : bool
+        Whether ``R`` holds only for weights inside a public ball (the
+        gradient grows with the margin): output perturbation then needs
+        ``weight_norm_bound`` (and, for a regression loss, ``target_bounds``).
     """
 
     name: str
     task: str
     code: int
+    array_residual: typing.Callable
     multiclass_code: typing.Optional[int] = None
+    multiclass_array_residual: typing.Optional[typing.Callable] = None
     binary_targets: typing.Optional[tuple] = None
     uses_threshold: bool = False
     constants: typing.Optional[typing.Callable] = None
+    needs_weight_bound: bool = False
 
     @property
     def smooth(self):
@@ -131,14 +295,17 @@ class Loss:
 LOSSES = {
     loss.name: loss
     for loss in (
-        Loss("log_loss", "classification", LOG_LOSS_BINARY, LOG_LOSS_MULTINOMIAL,
+        Loss("log_loss", "classification", LOG_LOSS_BINARY, _log_loss_binary_array,
+             LOG_LOSS_MULTINOMIAL, _log_loss_multinomial_array,
              binary_targets=(0.0, 1.0), constants=_log_loss_constants),
-        Loss("hinge", "classification", HINGE_BINARY, HINGE_CRAMMER_SINGER,
-             binary_targets=(-1.0, 1.0)),
-        Loss("squared_error", "regression", SQUARED_ERROR,
-             constants=_squared_error_constants),
-        Loss("huber", "regression", HUBER, uses_threshold=True, constants=_huber_constants),
-        Loss("epsilon_insensitive", "regression", EPSILON_INSENSITIVE, uses_threshold=True),
+        Loss("hinge", "classification", HINGE_BINARY, _hinge_binary_array,
+             HINGE_CRAMMER_SINGER, _hinge_crammer_singer_array, binary_targets=(-1.0, 1.0)),
+        Loss("squared_error", "regression", SQUARED_ERROR, _squared_error_array,
+             constants=_squared_error_constants, needs_weight_bound=True),
+        Loss("huber", "regression", HUBER, _huber_array, uses_threshold=True,
+             constants=_huber_constants),
+        Loss("epsilon_insensitive", "regression", EPSILON_INSENSITIVE,
+             _epsilon_insensitive_array, uses_threshold=True),
     )
 }
 CLASSIFICATION_LOSSES = tuple(name for name, loss in LOSSES.items()
@@ -146,6 +313,14 @@ CLASSIFICATION_LOSSES = tuple(name for name, loss in LOSSES.items()
 REGRESSION_LOSSES = tuple(name for name, loss in LOSSES.items() if loss.task == "regression")
 SMOOTH_LOSSES = tuple(name for name, loss in LOSSES.items() if loss.smooth)
 NON_SMOOTH_LOSSES = tuple(name for name, loss in LOSSES.items() if not loss.smooth)
+# Each kernel code's array residual.
+_ARRAY_RESIDUALS = {
+    code: function
+    for loss in LOSSES.values()
+    for code, function in ((loss.code, loss.array_residual),
+                           (loss.multiclass_code, loss.multiclass_array_residual))
+    if code is not None
+}
 
 
 def loss_code(loss, n_outputs=1):
@@ -168,6 +343,35 @@ def loss_code(loss, n_outputs=1):
     return LOSSES[loss].kernel_code(n_outputs)
 
 
+def loss_derivative(xp, code, margins, y, threshold=0.0):
+    """``r = d loss / d z`` row by row, in the namespace of ``margins``.
+
+    The vectorised form of :func:`residual` (the tests compare both with
+    their NumPy oracle). NumPy arrays work too (``xp=None`` takes the arrays'
+    own namespace).
+
+    Parameters
+    ----------
+    xp : namespace or None
+    code : int
+        Loss code from :func:`loss_code`.
+    margins : array of shape (b, K)
+    y : array of shape (b,)
+        Encoded targets, in the dtype of ``margins``.
+    threshold : float, default=0.0
+        Huber threshold or epsilon-insensitive margin.
+
+    Returns
+    -------
+    residuals : array of shape (b, K)
+    """
+    if xp is None:
+        xp = array_namespace(margins)
+    if code not in _ARRAY_RESIDUALS:
+        raise ValueError(f"Unknown loss code {code!r}.")
+    return _ARRAY_RESIDUALS[code](xp, margins, y, threshold)
+
+
 def residual_norms_at_zero(code, y, n_outputs, threshold=0.0):
     """``||d loss(0, y_i) / d z||`` for every row: the residuals' norms at zero weights.
 
@@ -184,184 +388,16 @@ def residual_norms_at_zero(code, y, n_outputs, threshold=0.0):
     Returns
     -------
     norms : ndarray of shape (n_rows,)
-        Equal to the row norms of :func:`loss_derivative_reference` at zero
-        margins.
+        Equal to the row norms of :func:`loss_derivative` at zero margins.
     """
+    y = np.asarray(y, dtype=np.float64)
     if n_outputs > 1:
         # With several outputs the encoded target is the class index, and the
         # residual at zero margins depends on it alone: K residuals instead
         # of an (n, K) softmax.
         labels = np.arange(n_outputs, dtype=np.float64)
-        per_label = np.linalg.norm(loss_derivative_reference(
-            code, np.zeros((n_outputs, n_outputs)), labels, threshold), axis=1)
-        return per_label[np.asarray(y).astype(np.intp)]
-    return np.abs(loss_derivative_reference(
-        code, np.zeros((len(y), 1)), y, threshold)[:, 0])
-
-
-def loss_derivative_reference(code, margins, y, threshold=0.0):
-    """Derivative of the loss with respect to the margins, row by row.
-
-    Parameters
-    ----------
-    code : int
-        Loss code from :func:`loss_code`.
-    margins : ndarray of shape (n_rows, K)
-        ``z = X W^T + b``.
-    y : ndarray of shape (n_rows,)
-        Encoded targets (see the module docstring).
-    threshold : float, default=0.0
-        Huber threshold or epsilon-insensitive margin; unused otherwise.
-
-    Returns
-    -------
-    residuals : ndarray of shape (n_rows, K)
-        ``r_i = d loss(z_i, y_i) / d z_i``.
-    """
-    margins = np.asarray(margins, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    n_rows, n_outputs = margins.shape
-    z = margins[:, 0]
-    if code == LOG_LOSS_BINARY:
-        return (expit(z) - y)[:, None]
-    if code == HINGE_BINARY:
-        return np.where(y * z < 1.0, -y, 0.0)[:, None]
-    if code == SQUARED_ERROR:
-        return (z - y)[:, None]
-    if code == HUBER:
-        return np.clip(z - y, -threshold, threshold)[:, None]
-    if code == EPSILON_INSENSITIVE:
-        diff = z - y
-        return np.where(np.abs(diff) > threshold, np.sign(diff), 0.0)[:, None]
-    labels = y.astype(np.intp)
-    rows = np.arange(n_rows)
-    if code == LOG_LOSS_MULTINOMIAL:
-        residuals = softmax(margins, axis=1)
-        residuals[rows, labels] -= 1.0
-        return residuals
-    if code == HINGE_CRAMMER_SINGER:
-        others = margins.copy()
-        others[rows, labels] = -np.inf
-        rival = np.argmax(others, axis=1)
-        violated = margins[rows, labels] - margins[rows, rival] < 1.0
-        residuals = np.zeros_like(margins)
-        residuals[rows[violated], labels[violated]] = -1.0
-        residuals[rows[violated], rival[violated]] = 1.0
-        return residuals
-    raise ValueError(f"Unknown loss code {code!r}.")
-
-
-def loss_value_reference(code, margins, y, threshold=0.0):
-    """Loss of each row (used to monitor training in benchmarks and tests).
-
-    Parameters
-    ----------
-    code : int
-        Loss code from :func:`loss_code`.
-    margins : ndarray of shape (n_rows, K)
-        Model outputs.
-    y : ndarray of shape (n_rows,)
-        Encoded targets.
-    threshold : float, default=0.0
-        Huber threshold or epsilon-insensitive margin.
-
-    Returns
-    -------
-    losses : ndarray of shape (n_rows,)
-    """
-    margins = np.asarray(margins, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    n_rows = margins.shape[0]
-    z = margins[:, 0]
-    if code == LOG_LOSS_BINARY:
-        return np.logaddexp(0.0, z) - y * z
-    if code == HINGE_BINARY:
-        return np.maximum(0.0, 1.0 - y * z)
-    if code == SQUARED_ERROR:
-        return 0.5 * (z - y) ** 2
-    if code == HUBER:
-        diff = np.abs(z - y)
-        return np.where(
-            diff <= threshold, 0.5 * diff**2, threshold * (diff - 0.5 * threshold)
-        )
-    if code == EPSILON_INSENSITIVE:
-        return np.maximum(0.0, np.abs(z - y) - threshold)
-    labels = y.astype(np.intp)
-    rows = np.arange(n_rows)
-    if code == LOG_LOSS_MULTINOMIAL:
-        top = margins.max(axis=1)
-        log_norm = top + np.log(np.exp(margins - top[:, None]).sum(axis=1))
-        return log_norm - margins[rows, labels]
-    if code == HINGE_CRAMMER_SINGER:
-        others = margins.copy()
-        others[rows, labels] = -np.inf
-        return np.maximum(0.0, 1.0 - margins[rows, labels] + others.max(axis=1))
-    raise ValueError(f"Unknown loss code {code!r}.")
-
-
-def clipped_gradient_sum_reference(
-    X, y, rows, coef, intercept, code, threshold, clip_norm, fit_intercept, weights=None
-):
-    """Sum over ``rows`` of per-sample gradients, each clipped to ``clip_norm``.
-
-    With ``weights``, each clipped gradient is multiplied by its row's weight
-    (``w_i clip_C(g_i)``) before the sum.
-
-    Builds every per-sample gradient explicitly (memory O(b d K)): slow but
-    obviously right, which is what an oracle is for.
-
-    Parameters
-    ----------
-    X : ndarray or scipy sparse matrix of shape (n_samples, d)
-        A sparse X stands for the dense matrix it represents (entries stored
-        twice are summed, as ``toarray()`` does): the oracle densifies the
-        batch's rows, so that it says what the sparse kernels must compute.
-    y : ndarray of shape (n_samples,)
-        Encoded targets.
-    rows : ndarray of int
-        Indices of the batch (may be empty).
-    coef : ndarray of shape (K, d)
-    intercept : ndarray of shape (K,)
-    code : int
-        Loss code.
-    threshold : float
-        Huber threshold or epsilon-insensitive margin.
-    clip_norm : float
-        Per-sample L2 bound C on the whole parameter gradient.
-    fit_intercept : bool
-        Whether the intercept is a parameter (its gradient is clipped together
-        with the coefficients').
-    weights : ndarray of shape (n_samples,) or None, default=None
-        Per-sample weights (of all rows, indexed by ``rows``); None is 1.
-
-    Returns
-    -------
-    grad_coef : ndarray of shape (K, d)
-    grad_intercept : ndarray of shape (K,)
-        Zero when ``fit_intercept`` is False.
-    """
-    if sp.issparse(X):
-        X_batch = sp.csr_array(X)[np.asarray(rows, dtype=np.intp)].toarray().astype(np.float64)
-    else:
-        X_batch = np.asarray(X, dtype=np.float64)[rows]
-    margins = X_batch @ np.asarray(coef, dtype=np.float64).T
-    if fit_intercept:
-        margins = margins + intercept
-    residuals = loss_derivative_reference(code, margins, np.asarray(y)[rows], threshold)
-    # Explicit per-sample gradients of all parameters together: (b, K, d + 1).
-    features = np.hstack([X_batch, np.ones((len(rows), 1))]) if fit_intercept else X_batch
-    per_sample = residuals[:, :, None] * features[:, None, :]
-    # Norms computed on rescaled gradients so that huge entries do not
-    # overflow when squared.
-    largest = np.abs(per_sample).max(axis=(1, 2), initial=0.0)
-    safe = np.where(largest > 0, largest, 1.0)
-    norms = safe * np.sqrt(((per_sample / safe[:, None, None]) ** 2).sum(axis=(1, 2)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(norms > clip_norm, clip_norm / norms, 1.0)
-    clipped = per_sample * scale[:, None, None]
-    if weights is not None:
-        clipped = clipped * np.asarray(weights, dtype=np.float64)[rows][:, None, None]
-    total = clipped.sum(axis=0)
-    d = X_batch.shape[1]
-    grad_intercept = total[:, d] if fit_intercept else np.zeros(coef.shape[0])
-    return total[:, :d], grad_intercept
+        per_label = np.linalg.norm(loss_derivative(
+            None, code, np.zeros((n_outputs, n_outputs)), labels, threshold), axis=1)
+        return per_label[y.astype(np.intp)]
+    return np.abs(np.asarray(loss_derivative(
+        None, code, np.zeros((len(y), 1)), y, threshold))[:, 0])

@@ -30,6 +30,8 @@ import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator
 
+from ._numba_flags import CONTRACT_ONLY
+
 __all__ = [
     "AdaGrad",
     "Adam",
@@ -47,12 +49,8 @@ __all__ = [
     "sgd_update",
 ]
 
-# Only contractions (a * b + c in one instruction): no reassociation, so the
-# kernels agree with their NumPy oracles to rounding.
-_CONTRACT_ONLY = {"contract"}
 
-
-@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def apply_weight_decay(params, shrink, n_penalized):
     """``params[:, :n_penalized] *= shrink`` in place (the L2 penalty's decay).
 
@@ -66,7 +64,7 @@ def apply_weight_decay(params, shrink, n_penalized):
             row[j] *= shrink
 
 
-@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def sgd_update(params, gradient_sum, step_size):
     """``params -= step_size * gradient_sum`` in place.
 
@@ -80,7 +78,7 @@ def sgd_update(params, gradient_sum, step_size):
             row[j] -= step_size * grad_row[j]
 
 
-@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def momentum_update(params, gradient_sum, velocity, step_size, momentum):
     """Heavy-ball momentum, in place: ``v = momentum v + g; params -= step_size v``.
 
@@ -97,7 +95,7 @@ def momentum_update(params, gradient_sum, velocity, step_size, momentum):
             row[j] -= step_size * vel_row[j]
 
 
-@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def adam_update(params, gradient_sum, first, second, learning_rate, inv_batch, beta1, beta2,
                 epsilon, step):
     """One Adam step (Kingma and Ba, 2015) in place, on the mean gradient.
@@ -123,7 +121,7 @@ def adam_update(params, gradient_sum, first, second, learning_rate, inv_batch, b
             row[j] -= learning_rate * m_hat / (math.sqrt(v_hat) + epsilon)
 
 
-@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def adagrad_update(params, gradient_sum, accumulator, learning_rate, inv_batch, epsilon):
     """One AdaGrad step (Duchi, Hazan and Singer, 2011) in place, on the mean gradient.
 

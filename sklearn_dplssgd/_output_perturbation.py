@@ -42,7 +42,7 @@ from ._losses import (
     NON_SMOOTH_LOSSES,
     SMOOTH_LOSSES,
     loss_code,
-    loss_derivative_reference,
+    loss_derivative,
 )
 from ._mechanism import Mechanism
 from ._sgd import blas_controller
@@ -217,30 +217,35 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
     alpha = _positive_finite(alpha, "alpha")
     n_outputs = _positive_int(n_outputs, "n_outputs")
     row_norm_bound = _positive_finite(row_norm_bound, "row_norm_bound")
-    if weight_norm_bound is not None and loss != "squared_error":
+    definition = LOSSES[loss]
+    if weight_norm_bound is not None and not definition.needs_weight_bound:
         raise ValueError(
-            f"weight_norm_bound is only used by loss='squared_error' (whose gradient "
-            f"is unbounded without it); loss={loss!r} has bounded gradients: leave "
-            "it None."
+            f"weight_norm_bound is only used by a loss whose gradient grows with the "
+            f"margin ({', '.join(n for n, entry in LOSSES.items() if entry.needs_weight_bound)}); "
+            f"loss={loss!r} has bounded gradients: leave it None."
         )
-    if loss != "log_loss" and n_outputs != 1:
+    if definition.multiclass_code is None and n_outputs != 1:
         raise ValueError(
             f"loss={loss!r} has one output (the library's regression losses are "
             f"single-target); got n_outputs={n_outputs}.")
-    if loss == "huber":
+    if definition.uses_threshold:
         if loss_threshold is None:
-            raise ValueError("loss='huber' needs loss_threshold (the threshold h > 0).")
+            raise ValueError(f"loss={loss!r} needs loss_threshold (the threshold h > 0).")
         loss_threshold = _positive_finite(loss_threshold, "loss_threshold")
-    if loss == "squared_error":
-        if weight_norm_bound is None or target_bound is None:
+    needs_target_bound = definition.needs_weight_bound and definition.task == "regression"
+    if definition.needs_weight_bound:
+        if weight_norm_bound is None or (needs_target_bound and target_bound is None):
             raise ValueError(
-                "loss='squared_error' needs weight_norm_bound (W) and target_bound (Y): "
-                "its gradient (w . x - y) x is unbounded unless the weights are "
-                "projected onto a ball of public radius W and the targets clipped to "
-                "|y| <= Y; then R = (W X + Y) X."
+                f"loss={loss!r} needs weight_norm_bound (W)"
+                + (" and target_bound (Y)" if needs_target_bound else "")
+                + ": its gradient grows with the margin, so it is unbounded unless the "
+                "weights are projected onto a ball of public radius W"
+                + (" and the targets clipped to |y| <= Y; then R = (W X + Y) X."
+                   if needs_target_bound else ".")
             )
         weight_norm_bound = _positive_finite(weight_norm_bound, "weight_norm_bound")
-        target_bound = _positive_finite(target_bound, "target_bound")
+        if needs_target_bound:
+            target_bound = _positive_finite(target_bound, "target_bound")
     # The intercept is the weight of a constant feature 1.
     x = math.sqrt(row_norm_bound**2 + 1.0) if fit_intercept else row_norm_bound
     gradient_bound, loss_smoothness = LOSSES[loss].constants(
@@ -673,12 +678,15 @@ def _check_encoded_targets(y, code, n_outputs):
     """Refuse targets outside the encoding the constants assume (a caller's bug)."""
     if not np.isfinite(y).all():
         raise ValueError("y contains non-finite values.")
-    if code == loss_code("log_loss", 1):
-        if not np.isin(y, (0.0, 1.0)).all():
-            raise ValueError("binary log_loss needs y encoded in {0, 1}.")
-    elif code == loss_code("log_loss", 2):
-        if not (np.isin(y, np.arange(n_outputs, dtype=np.float64))).all():
-            raise ValueError(f"multinomial log_loss needs y encoded in 0 .. {n_outputs - 1}.")
+    loss = next(entry for entry in LOSSES.values() if code in (entry.code, entry.multiclass_code))
+    if loss.task != "classification":
+        return
+    if n_outputs == 1:
+        if not np.isin(y, loss.binary_targets).all():
+            targets = ", ".join(f"{target:g}" for target in loss.binary_targets)
+            raise ValueError(f"binary {loss.name} needs y encoded in {{{targets}}}.")
+    elif not (np.isin(y, np.arange(n_outputs, dtype=np.float64))).all():
+        raise ValueError(f"multiclass {loss.name} needs y encoded in 0 .. {n_outputs - 1}.")
 
 
 def _descend(X, y, row_scales, batches, *, code, loss_threshold, fit_intercept, alpha, eta,
@@ -703,7 +711,7 @@ def _descend(X, y, row_scales, batches, *, code, loss_threshold, fit_intercept, 
             margins = x_batch @ coef.T
             if fit_intercept:
                 margins += intercept
-            residuals = loss_derivative_reference(code, margins, y[rows], loss_threshold)
+            residuals = loss_derivative(None, code, margins, y[rows], loss_threshold)
             if sample_weight is not None:
                 residuals *= sample_weight[rows, None]
             # Mean loss gradient: outer products r_i [x_i, 1], summed.
@@ -865,7 +873,7 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
                              "per row.")
     code = loss_code(plan.loss, plan.n_outputs)
     _check_encoded_targets(y, code, plan.n_outputs)
-    if plan.loss == "squared_error":
+    if LOSSES[plan.loss].needs_weight_bound and plan.target_bound is not None:
         y = np.clip(y, -plan.target_bound, plan.target_bound)  # a copy
     threshold = 0.0 if plan.loss_threshold is None else plan.loss_threshold
     batches = fixed_batches(rng, X.shape[0], plan.batch_size)

@@ -39,6 +39,8 @@ from ._sparse import (
 from ._threads import draws_ahead, numba_team_available, team_threads
 
 __all__ = [
+    "raise_diverged",
+    "report_epoch",
     "blas_controller",
     "gaussian_noise",
     "learning_rate_schedule",
@@ -428,8 +430,8 @@ def train_dp_lssgd(
                     next_epoch += 1
                     if report_epochs:
                         _check_finite(params, next_epoch, step, n_steps)
-                        _report_epoch(params, next_epoch, step, n_steps, verbose,
-                                      epoch_callback, time.perf_counter() - start_time)
+                        report_epoch(params, next_epoch, step, n_steps, verbose,
+                                     epoch_callback, time.perf_counter() - start_time)
             # Checked once per chunk of steps: non-finite weights stay non-finite.
             _check_finite(params, next_epoch, chunk_start + chunk_steps - 1, n_steps)
     if averaged is not None:
@@ -469,10 +471,10 @@ def without_long_rows(xp, norms):
 def _check_finite(params, epoch, step, n_steps):
     """Raise if the weights are no longer finite."""
     if not np.isfinite(params).all():
-        _raise_diverged(epoch, step, n_steps)
+        raise_diverged(epoch, step, n_steps)
 
 
-def _raise_diverged(epoch, step, n_steps):
+def raise_diverged(epoch, step, n_steps):
     """The error of a fit whose weights are no longer finite (both training paths)."""
     raise ValueError(
         f"The fit diverged by epoch {epoch} (step {step + 1} of {n_steps}): the "
@@ -481,7 +483,7 @@ def _raise_diverged(epoch, step, n_steps):
     )
 
 
-def _report_epoch(params, epoch, step, n_steps, verbose, callback, elapsed):
+def report_epoch(params, epoch, step, n_steps, verbose, callback, elapsed):
     """Progress line and callback after an epoch."""
     if verbose:
         # No loss (computed on private rows): the iterate, which the

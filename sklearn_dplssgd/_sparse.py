@@ -4,7 +4,7 @@ A CSR matrix stores row ``i``'s non-zero entries as ``data[indptr[i]:
 indptr[i + 1]]`` in the columns ``indices[indptr[i]:indptr[i + 1]]``. The
 kernels here are the sparse forms of those in :mod:`sklearn_dplssgd._kernels`
 and reuse its per-sample pieces unchanged (the loss derivative
-``_residual``, the fail-closed clip ``_clipped_residual``, the overflow-safe
+:func:`._losses.residual`, the fail-closed clip ``clipped_residual``, the overflow-safe
 norm :func:`~sklearn_dplssgd._kernels.vector_norm`, the thread split): only
 the two dot products of a row (its margins ``W x + b``, and the clipped
 gradient ``c [x, 1]`` added into the sum) visit its stored entries instead
@@ -26,15 +26,14 @@ import numpy as np
 from numba import njit, prange
 
 from ._kernels import (
-    _COEFFICIENT_RANGE,
-    _CONTRACT_ONLY,
-    _FASTMATH,
-    _check_weights,
-    _clipped_residual,
-    _residual,
+    COEFFICIENT_RANGE,
+    check_weights,
+    clipped_residual,
     parallel_blocks,
     vector_norm,
 )
+from ._losses import residual as loss_residual
+from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._threads import add_blocks, block_bounds, sum_over_blocks
 
 __all__ = [
@@ -168,7 +167,7 @@ def _sparse_margin_float64(weights, values, columns, n_features):
     return acc
 
 
-@njit(cache=True, fastmath=_FASTMATH, nogil=True)
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _sparse_row_margins(params, values, columns, n_features, margins):
     """``margins[k] = params[k, columns] . values + params[k, d]``.
 
@@ -187,7 +186,7 @@ def _sparse_row_margins(params, values, columns, n_features, margins):
             margins[k] = _sparse_margin_float64(weights, values, columns, n_features)
 
 
-@njit(cache=True, fastmath=_CONTRACT_ONLY, nogil=True)
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def _accumulate_sparse_rows(
     data, indices, indptr, y, rows, params, row_norms, code, threshold, clip_norm,
     fit_intercept, largest, tiny, grad, weights,
@@ -204,12 +203,12 @@ def _accumulate_sparse_rows(
         values = data[indptr[i]:indptr[i + 1]]
         columns = indices[indptr[i]:indptr[i + 1]]
         _sparse_row_margins(params, values, columns, n_features, margins)
-        _residual(code, margins, y[i], threshold, residual)
+        loss_residual(code, margins, y[i], threshold, residual)
         # The same clip as the dense kernel: the whole parameter gradient of
         # the sample (all outputs, coefficients and intercept) to C.
         weight = weights[i] if weights.shape[0] > 0 else 1.0
-        _clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
-                          tiny, scaled)
+        clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
+                         tiny, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -272,9 +271,9 @@ def noisy_clipped_gradient_sum_sparse(
         Per-sample weights, applied to the clipped gradients (as the dense
         kernel's).
     """
-    weights = _check_weights(weights, X.shape[0])
+    weights = check_weights(weights, X.shape[0])
     csr = (X.data, X.indices, X.indptr)
-    largest, tiny = _COEFFICIENT_RANGE[np.dtype(params.dtype)]
+    largest, tiny = COEFFICIENT_RANGE[np.dtype(params.dtype)]
     args = (row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
     n_blocks = 1
     if n_threads > 1 and rows.shape[0] > 1:

@@ -19,11 +19,9 @@ from sklearn_dplssgd._losses import (
     LOG_LOSS_MULTINOMIAL,
     LOSSES,
     SQUARED_ERROR,
-    clipped_gradient_sum_reference,
     loss_code,
-    loss_derivative_reference,
-    loss_value_reference,
 )
+from oracles import clipped_gradient_sum_reference, loss_derivative_reference, loss_value_reference
 from sklearn_dplssgd._smoothing import apply_smoothing, smoothing_eigenvalues
 
 # (code, K): every loss of the registry, with one output (binary

@@ -13,9 +13,9 @@ from sklearn_dplssgd._losses import (
     REGRESSION_LOSSES,
     SMOOTH_LOSSES,
     loss_code,
-    loss_derivative_reference,
     residual_norms_at_zero,
 )
+from oracles import loss_derivative_reference
 from sklearn_dplssgd._output_perturbation import smoothness_constants
 
 

@@ -18,7 +18,8 @@ from scipy import optimize, stats
 from scipy.special import expit, logsumexp
 
 from sklearn_dplssgd._accounting import PrivacyCalibration
-from sklearn_dplssgd._losses import loss_code, loss_derivative_reference
+from sklearn_dplssgd._losses import loss_code
+from oracles import loss_derivative_reference
 from sklearn_dplssgd._output_perturbation import (
     OutputPerturbation,
     add_output_noise,
@@ -416,7 +417,7 @@ def test_targets_outside_the_encoding_are_refused():
                   delta=DELTA)
     with pytest.raises(ValueError, match=r"binary log_loss needs y encoded in \{0, 1\}"):
         train_output_perturbation(X, np.full(20, 2.0), loss="log_loss", n_outputs=1, **common)
-    with pytest.raises(ValueError, match="multinomial log_loss needs y encoded in 0 .. 2"):
+    with pytest.raises(ValueError, match="multiclass log_loss needs y encoded in 0 .. 2"):
         train_output_perturbation(X, np.full(20, 3.0), loss="log_loss", n_outputs=3, **common)
 
 

@@ -35,8 +35,8 @@ from sklearn_dplssgd._losses import (
     LOG_LOSS_BINARY,
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
-    clipped_gradient_sum_reference,
 )
+from oracles import clipped_gradient_sum_reference
 from sklearn_dplssgd._sparse import (
     as_canonical_csr,
     compute_sparse_row_norms,

@@ -33,9 +33,8 @@ from sklearn_dplssgd._losses import (
     EPSILON_INSENSITIVE,
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
-    clipped_gradient_sum_reference,
-    loss_derivative_reference,
 )
+from oracles import clipped_gradient_sum_reference, loss_derivative_reference
 from sklearn_dplssgd._sgd import poisson_batches
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -97,19 +97,22 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             raise ValueError(
                 "mechanism='output' releases the last iterate (the one whose sensitivity "
                 f"is bounded): use average=False or 'auto'; got average={estimator.average!r}.")
-        if loss == "squared_error" and (
+        definition = LOSSES[loss]
+        needs_targets = definition.needs_weight_bound and definition.task == "regression"
+        if definition.needs_weight_bound and (
                 estimator.weight_norm_bound is None
-                or getattr(estimator, "target_bounds", None) is None):
+                or (needs_targets and getattr(estimator, "target_bounds", None) is None)):
             raise ValueError(
-                f"{name}(loss='squared_error', mechanism='output') needs "
-                "weight_norm_bound (the public radius the weights are projected onto) "
-                "and target_bounds=(low, high): otherwise the squared error's gradient, "
-                "hence the sensitivity, is unbounded. Or use loss='huber'.")
-        if loss != "squared_error" and estimator.weight_norm_bound is not None:
+                f"{name}(loss={loss!r}, mechanism='output') needs "
+                "weight_norm_bound (the public radius the weights are projected onto)"
+                + (" and target_bounds=(low, high)" if needs_targets else "")
+                + ": otherwise the loss's gradient, hence the sensitivity, is "
+                "unbounded." + (" Or use loss='huber'." if needs_targets else ""))
+        if not definition.needs_weight_bound and estimator.weight_norm_bound is not None:
             raise ValueError(
-                f"weight_norm_bound is only used by loss='squared_error' with "
-                f"mechanism='output'; loss={loss!r} has bounded gradients: leave it "
-                "None.")
+                f"weight_norm_bound is only used with mechanism='output' by a loss whose "
+                f"gradient grows with the margin; loss={loss!r} has bounded gradients: "
+                "leave it None.")
 
     def check_release(self, estimator, X, *, namespace, sparse, continued):
         if namespace is not None:
@@ -140,7 +143,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
         n_samples = data.X.shape[0]
         delta = resolve_delta(estimator.delta, n_samples)
         loss = LOSSES[estimator.loss]
-        squared_error = estimator.loss == "squared_error"
+        bounded = loss.needs_weight_bound
         batch_size = estimator.batch_size
         plan = plan_output_perturbation(
             estimator.epsilon, delta, n_samples=n_samples, loss=estimator.loss,
@@ -150,9 +153,9 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             batch_size=None if batch_size == AUTO else min(int(batch_size), n_samples),
             eta=None if estimator.eta0 == AUTO else float(estimator.eta0),
             loss_threshold=loss.threshold(estimator) if loss.uses_threshold else None,
-            weight_norm_bound=estimator.weight_norm_bound if squared_error else None,
+            weight_norm_bound=estimator.weight_norm_bound if bounded else None,
             # The regressor maps targets in target_bounds to [-1, 1].
-            target_bound=1.0 if squared_error else None,
+            target_bound=1.0 if bounded and loss.task == "regression" else None,
             max_sample_weight=float(estimator.max_sample_weight),
         )
         max_iter = default_passes(plan) if estimator.max_iter == AUTO else int(

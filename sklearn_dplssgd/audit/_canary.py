@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 
 from .._defaults import resolve_sigma
-from .._losses import LOSSES, loss_code, loss_derivative_reference
+from .._losses import LOSSES, loss_code, loss_derivative
 from .._output_perturbation import smoothness_constants
 from .._sgd import learning_rate_schedule
 from .._smoothing import smoothing_eigenvalues
@@ -136,8 +136,9 @@ def canary_direction(estimator, x_canary, y_canary, classes):
         probe_model.set_params(classes=classes)
     y_encoded, n_outputs = probe_model._encode_targets(np.asarray([y_canary]))
     code = loss_code(estimator.loss, n_outputs)
-    residual = loss_derivative_reference(
-        code, np.zeros((1, n_outputs)), y_encoded, LOSSES[estimator.loss].threshold(estimator)
+    residual = loss_derivative(
+        None, code, np.zeros((1, n_outputs)), np.asarray(y_encoded, dtype=np.float64),
+        LOSSES[estimator.loss].threshold(estimator),
     )[0]
     push = -residual
     if not np.linalg.norm(push) > 0:
@@ -281,8 +282,8 @@ def _classifier_canary_scale(scale, push, code, y_encoded, clip_norm, fit_interc
     intercept = 1.0 if fit_intercept else 0.0
     best_scale, best_share = None, -1.0
     for magnitude in _CLASSIFIER_SCALES * clip_norm:
-        residuals = loss_derivative_reference(
-            code, magnitude * weights, np.full(_WEIGHT_SAMPLES, y_encoded)
+        residuals = loss_derivative(
+            None, code, magnitude * weights, np.full(_WEIGHT_SAMPLES, y_encoded, dtype=np.float64)
         )
         feature_norm = math.sqrt(magnitude**2 + intercept)
         gradient_norms = np.linalg.norm(residuals, axis=1) * feature_norm

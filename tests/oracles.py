@@ -1,0 +1,193 @@
+"""Plain NumPy oracles of the losses and of the clipped gradient sum (tests only).
+
+Written once, vectorised and obviously right: the compiled kernels
+(``_kernels``, ``_sparse``), the array API path and the losses' own
+residuals (``_losses``) are compared with them. They were
+``_losses.loss_derivative_reference`` and friends; the library itself no
+longer calls them.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit, softmax
+
+from sklearn_dplssgd._losses import (
+    EPSILON_INSENSITIVE,
+    HINGE_BINARY,
+    HINGE_CRAMMER_SINGER,
+    HUBER,
+    LOG_LOSS_BINARY,
+    LOG_LOSS_MULTINOMIAL,
+    SQUARED_ERROR,
+)
+
+__all__ = ["clipped_gradient_sum_reference", "loss_derivative_reference",
+           "loss_value_reference"]
+
+
+def loss_derivative_reference(code, margins, y, threshold=0.0):
+    """Derivative of the loss with respect to the margins, row by row.
+
+    Parameters
+    ----------
+    code : int
+        Loss code from :func:`loss_code`.
+    margins : ndarray of shape (n_rows, K)
+        ``z = X W^T + b``.
+    y : ndarray of shape (n_rows,)
+        Encoded targets (see the module docstring).
+    threshold : float, default=0.0
+        Huber threshold or epsilon-insensitive margin; unused otherwise.
+
+    Returns
+    -------
+    residuals : ndarray of shape (n_rows, K)
+        ``r_i = d loss(z_i, y_i) / d z_i``.
+    """
+    margins = np.asarray(margins, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n_rows, n_outputs = margins.shape
+    z = margins[:, 0]
+    if code == LOG_LOSS_BINARY:
+        return (expit(z) - y)[:, None]
+    if code == HINGE_BINARY:
+        return np.where(y * z < 1.0, -y, 0.0)[:, None]
+    if code == SQUARED_ERROR:
+        return (z - y)[:, None]
+    if code == HUBER:
+        return np.clip(z - y, -threshold, threshold)[:, None]
+    if code == EPSILON_INSENSITIVE:
+        diff = z - y
+        return np.where(np.abs(diff) > threshold, np.sign(diff), 0.0)[:, None]
+    labels = y.astype(np.intp)
+    rows = np.arange(n_rows)
+    if code == LOG_LOSS_MULTINOMIAL:
+        residuals = softmax(margins, axis=1)
+        residuals[rows, labels] -= 1.0
+        return residuals
+    if code == HINGE_CRAMMER_SINGER:
+        others = margins.copy()
+        others[rows, labels] = -np.inf
+        rival = np.argmax(others, axis=1)
+        violated = margins[rows, labels] - margins[rows, rival] < 1.0
+        residuals = np.zeros_like(margins)
+        residuals[rows[violated], labels[violated]] = -1.0
+        residuals[rows[violated], rival[violated]] = 1.0
+        return residuals
+    raise ValueError(f"Unknown loss code {code!r}.")
+
+
+def loss_value_reference(code, margins, y, threshold=0.0):
+    """Loss of each row (used to monitor training in benchmarks and tests).
+
+    Parameters
+    ----------
+    code : int
+        Loss code from :func:`loss_code`.
+    margins : ndarray of shape (n_rows, K)
+        Model outputs.
+    y : ndarray of shape (n_rows,)
+        Encoded targets.
+    threshold : float, default=0.0
+        Huber threshold or epsilon-insensitive margin.
+
+    Returns
+    -------
+    losses : ndarray of shape (n_rows,)
+    """
+    margins = np.asarray(margins, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n_rows = margins.shape[0]
+    z = margins[:, 0]
+    if code == LOG_LOSS_BINARY:
+        return np.logaddexp(0.0, z) - y * z
+    if code == HINGE_BINARY:
+        return np.maximum(0.0, 1.0 - y * z)
+    if code == SQUARED_ERROR:
+        return 0.5 * (z - y) ** 2
+    if code == HUBER:
+        diff = np.abs(z - y)
+        return np.where(
+            diff <= threshold, 0.5 * diff**2, threshold * (diff - 0.5 * threshold)
+        )
+    if code == EPSILON_INSENSITIVE:
+        return np.maximum(0.0, np.abs(z - y) - threshold)
+    labels = y.astype(np.intp)
+    rows = np.arange(n_rows)
+    if code == LOG_LOSS_MULTINOMIAL:
+        top = margins.max(axis=1)
+        log_norm = top + np.log(np.exp(margins - top[:, None]).sum(axis=1))
+        return log_norm - margins[rows, labels]
+    if code == HINGE_CRAMMER_SINGER:
+        others = margins.copy()
+        others[rows, labels] = -np.inf
+        return np.maximum(0.0, 1.0 - margins[rows, labels] + others.max(axis=1))
+    raise ValueError(f"Unknown loss code {code!r}.")
+
+
+def clipped_gradient_sum_reference(
+    X, y, rows, coef, intercept, code, threshold, clip_norm, fit_intercept, weights=None
+):
+    """Sum over ``rows`` of per-sample gradients, each clipped to ``clip_norm``.
+
+    With ``weights``, each clipped gradient is multiplied by its row's weight
+    (``w_i clip_C(g_i)``) before the sum.
+
+    Builds every per-sample gradient explicitly (memory O(b d K)): slow but
+    obviously right, which is what an oracle is for.
+
+    Parameters
+    ----------
+    X : ndarray or scipy sparse matrix of shape (n_samples, d)
+        A sparse X stands for the dense matrix it represents (entries stored
+        twice are summed, as ``toarray()`` does): the oracle densifies the
+        batch's rows, so that it says what the sparse kernels must compute.
+    y : ndarray of shape (n_samples,)
+        Encoded targets.
+    rows : ndarray of int
+        Indices of the batch (may be empty).
+    coef : ndarray of shape (K, d)
+    intercept : ndarray of shape (K,)
+    code : int
+        Loss code.
+    threshold : float
+        Huber threshold or epsilon-insensitive margin.
+    clip_norm : float
+        Per-sample L2 bound C on the whole parameter gradient.
+    fit_intercept : bool
+        Whether the intercept is a parameter (its gradient is clipped together
+        with the coefficients').
+    weights : ndarray of shape (n_samples,) or None, default=None
+        Per-sample weights (of all rows, indexed by ``rows``); None is 1.
+
+    Returns
+    -------
+    grad_coef : ndarray of shape (K, d)
+    grad_intercept : ndarray of shape (K,)
+        Zero when ``fit_intercept`` is False.
+    """
+    if sp.issparse(X):
+        X_batch = sp.csr_array(X)[np.asarray(rows, dtype=np.intp)].toarray().astype(np.float64)
+    else:
+        X_batch = np.asarray(X, dtype=np.float64)[rows]
+    margins = X_batch @ np.asarray(coef, dtype=np.float64).T
+    if fit_intercept:
+        margins = margins + intercept
+    residuals = loss_derivative_reference(code, margins, np.asarray(y)[rows], threshold)
+    # Explicit per-sample gradients of all parameters together: (b, K, d + 1).
+    features = np.hstack([X_batch, np.ones((len(rows), 1))]) if fit_intercept else X_batch
+    per_sample = residuals[:, :, None] * features[:, None, :]
+    # Norms computed on rescaled gradients so that huge entries do not
+    # overflow when squared.
+    largest = np.abs(per_sample).max(axis=(1, 2), initial=0.0)
+    safe = np.where(largest > 0, largest, 1.0)
+    norms = safe * np.sqrt(((per_sample / safe[:, None, None]) ** 2).sum(axis=(1, 2)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(norms > clip_norm, clip_norm / norms, 1.0)
+    clipped = per_sample * scale[:, None, None]
+    if weights is not None:
+        clipped = clipped * np.asarray(weights, dtype=np.float64)[rows][:, None, None]
+    total = clipped.sum(axis=0)
+    d = X_batch.shape[1]
+    grad_intercept = total[:, d] if fit_intercept else np.zeros(coef.shape[0])
+    return total[:, :d], grad_intercept
