@@ -173,10 +173,8 @@ class BaseDPLSSGD(BaseEstimator):
 
     # Subclasses set these: whether y must be numeric, how targets are
     # encoded for the kernels (``_encode_targets(y) -> (y float64, K)``; it
-    # also sets ``classes_`` for classifiers), the loss threshold, and the
-    # step length eta0 * C of a noise-free "auto" fit (see _defaults).
+    # also sets ``classes_`` for classifiers) and the loss threshold.
     _y_numeric = True
-    _noise_free_step = 1.0
     # What sigma="auto" smooths dense input with, by its number of features:
     # (min_features, sigma) pairs (see _defaults.resolve_sigma).
     _auto_sigma_levels = ((1, 1.0),)

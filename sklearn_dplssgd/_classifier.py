@@ -162,8 +162,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         "class_weight": [check_class_weight],
     }
     _y_numeric = False
-    # Separable classes want large weights: a long noise-free step.
-    _noise_free_step = 4.0
     _auto_sigma_levels = ((10, 0.25), (100, 1.0))
 
     def __init__(

@@ -209,8 +209,8 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
     batch_size : int
     alpha : float
     max_step : float
-        The step length ``eta0 * C`` of a noise-free fit (the estimator's
-        ``_noise_free_step``).
+        The step length ``eta0 * C`` of a noise-free fit (the
+        loss's ``noise_free_step``).
     n_features : int
         d, the public width of X.
     optimizer : Optimizer or None, default=None

@@ -259,6 +259,11 @@ class Loss:
         on the curvature of its loss, for rows of norm at most ``x_norm``
         (output perturbation adds ``alpha`` to L). None for a loss that is not
         smooth (its derivative jumps).
+    noise_free_step : float
+        The step length ``eta0 * C`` of a noise-free ``eta0="auto"`` fit
+        (see ``_defaults.resolve_eta0``): long for the classification losses
+        whose curvature is small (separable classes want large weights),
+        shorter where the curvature would make long steps oscillate.
     needs_weight_bound : bool
         Whether ``R`` holds only for weights inside a public ball (the
         gradient grows with the margin): output perturbation then needs
@@ -274,6 +279,7 @@ class Loss:
     binary_targets: typing.Optional[tuple] = None
     uses_threshold: bool = False
     constants: typing.Optional[typing.Callable] = None
+    noise_free_step: float = 1.0
     needs_weight_bound: bool = False
 
     @property
@@ -297,9 +303,10 @@ LOSSES = {
     for loss in (
         Loss("log_loss", "classification", LOG_LOSS_BINARY, _log_loss_binary_array,
              LOG_LOSS_MULTINOMIAL, _log_loss_multinomial_array,
-             binary_targets=(0.0, 1.0), constants=_log_loss_constants),
+             binary_targets=(0.0, 1.0), constants=_log_loss_constants, noise_free_step=4.0),
         Loss("hinge", "classification", HINGE_BINARY, _hinge_binary_array,
-             HINGE_CRAMMER_SINGER, _hinge_crammer_singer_array, binary_targets=(-1.0, 1.0)),
+             HINGE_CRAMMER_SINGER, _hinge_crammer_singer_array, binary_targets=(-1.0, 1.0),
+             noise_free_step=4.0),
         Loss("squared_error", "regression", SQUARED_ERROR, _squared_error_array,
              constants=_squared_error_constants, needs_weight_bound=True),
         Loss("huber", "regression", HUBER, _huber_array, uses_threshold=True,

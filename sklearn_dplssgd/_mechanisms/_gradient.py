@@ -196,7 +196,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             power_t=estimator.power_t,
             noise_multipliers=plan.mechanism.step_noise_multipliers(),
             clip_norm=plan.mechanism.sensitivity, batch_size=plan.batch_size,
-            alpha=float(estimator.alpha), max_step=estimator._noise_free_step,
+            alpha=float(estimator.alpha), max_step=LOSSES[estimator.loss].noise_free_step,
             n_features=n_features, optimizer=check_optimizer(estimator.optimizer),
         )
 
