@@ -96,9 +96,12 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
     Parameters
     ----------
-    loss : {{"log_loss", "hinge"}}, default="log_loss"
+    loss : {{"log_loss", "hinge", "squared_hinge"}}, default="log_loss"
         ``log_loss`` gives logistic regression (and ``predict_proba``);
-        ``hinge`` a linear support vector machine.
+        ``hinge`` a linear support vector machine (Crammer-Singer with more
+        than two classes); ``squared_hinge`` its smooth square,
+        ``max(0, 1 - y z) ** 2`` (one-vs-rest with more than two classes),
+        which output perturbation can train given ``weight_norm_bound``.
 
     {privacy_parameters}
 

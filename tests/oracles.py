@@ -19,10 +19,13 @@ from sklearn_dplssgd._losses import (
     LOG_LOSS_BINARY,
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
+    SQUARED_HINGE_BINARY,
+    SQUARED_HINGE_ONE_VS_REST,
 )
 
 __all__ = ["clipped_gradient_sum_reference", "loss_derivative_reference",
-           "loss_value_reference"]
+           "loss_value_reference", "squared_hinge_derivative_reference",
+           "squared_hinge_value_reference"]
 
 
 def loss_derivative_reference(code, margins, y, threshold=0.0):
@@ -47,6 +50,8 @@ def loss_derivative_reference(code, margins, y, threshold=0.0):
     margins = np.asarray(margins, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n_rows, n_outputs = margins.shape
+    if code in (SQUARED_HINGE_BINARY, SQUARED_HINGE_ONE_VS_REST):
+        return squared_hinge_derivative_reference(margins, y, n_outputs)
     z = margins[:, 0]
     if code == LOG_LOSS_BINARY:
         return (expit(z) - y)[:, None]
@@ -98,6 +103,8 @@ def loss_value_reference(code, margins, y, threshold=0.0):
     margins = np.asarray(margins, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n_rows = margins.shape[0]
+    if code in (SQUARED_HINGE_BINARY, SQUARED_HINGE_ONE_VS_REST):
+        return squared_hinge_value_reference(margins, y, margins.shape[1])
     z = margins[:, 0]
     if code == LOG_LOSS_BINARY:
         return np.logaddexp(0.0, z) - y * z
@@ -191,3 +198,23 @@ def clipped_gradient_sum_reference(
     d = X_batch.shape[1]
     grad_intercept = total[:, d] if fit_intercept else np.zeros(coef.shape[0])
     return total[:, :d], grad_intercept
+
+
+def squared_hinge_derivative_reference(margins, y, n_outputs):
+    """``d/dz`` of ``max(0, 1 - t z) ** 2``: binary ``y`` in {-1, +1}, else one-vs-rest indices."""
+    margins = np.asarray(margins, dtype=np.float64)
+    if n_outputs == 1:
+        targets = np.asarray(y, dtype=np.float64)[:, None]
+    else:
+        targets = np.where(np.arange(n_outputs)[None, :] == np.asarray(y)[:, None], 1.0, -1.0)
+    return -2.0 * targets * np.maximum(0.0, 1.0 - targets * margins)
+
+
+def squared_hinge_value_reference(margins, y, n_outputs):
+    """The squared hinge loss of each row, summed over the outputs."""
+    margins = np.asarray(margins, dtype=np.float64)
+    if n_outputs == 1:
+        targets = np.asarray(y, dtype=np.float64)[:, None]
+    else:
+        targets = np.where(np.arange(n_outputs)[None, :] == np.asarray(y)[:, None], 1.0, -1.0)
+    return (np.maximum(0.0, 1.0 - targets * margins) ** 2).sum(axis=1)

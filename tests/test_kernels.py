@@ -19,6 +19,8 @@ from sklearn_dplssgd._losses import (
     LOG_LOSS_MULTINOMIAL,
     LOSSES,
     SQUARED_ERROR,
+    SQUARED_HINGE_BINARY,
+    SQUARED_HINGE_ONE_VS_REST,
     loss_code,
 )
 from oracles import clipped_gradient_sum_reference, loss_derivative_reference, loss_value_reference
@@ -34,20 +36,20 @@ CASES = [(loss.code, 1) for loss in LOSSES.values()] + [
 def test_every_kernel_code_is_covered():
     assert sorted(code for code, _ in CASES) == sorted({
         EPSILON_INSENSITIVE, HINGE_BINARY, HINGE_CRAMMER_SINGER, HUBER, LOG_LOSS_BINARY,
-        LOG_LOSS_MULTINOMIAL, SQUARED_ERROR})
+        LOG_LOSS_MULTINOMIAL, SQUARED_ERROR, SQUARED_HINGE_BINARY, SQUARED_HINGE_ONE_VS_REST})
 
 
 def _problem(code, n_outputs, dtype, fit_intercept, seed, n_samples=60, n_features=9):
     rng = np.random.default_rng(seed)
     X = (rng.normal(size=(n_samples, n_features)) * rng.uniform(0.05, 4)).astype(dtype)
-    if code == LOG_LOSS_BINARY:
-        y = rng.integers(0, 2, n_samples).astype(float)
-    elif code == HINGE_BINARY:
-        y = rng.choice([-1.0, 1.0], n_samples)
-    elif code in (LOG_LOSS_MULTINOMIAL, HINGE_CRAMMER_SINGER):
+    loss = next(entry for entry in LOSSES.values()
+                if code in (entry.code, entry.multiclass_code))
+    if loss.task == "regression":
+        y = rng.normal(size=n_samples) * 3
+    elif code == loss.multiclass_code:
         y = rng.integers(0, n_outputs, n_samples).astype(float)
     else:
-        y = rng.normal(size=n_samples) * 3
+        y = rng.choice(loss.binary_targets, n_samples)
     params = rng.normal(size=(n_outputs, n_features + 1)).astype(dtype)
     if not fit_intercept:
         params[:, -1] = 0

@@ -21,8 +21,8 @@ from sklearn_dplssgd._output_perturbation import smoothness_constants
 
 def test_the_estimators_offer_exactly_the_registry():
     assert set(CLASSIFICATION_LOSSES) | set(REGRESSION_LOSSES) == set(LOSSES)
-    assert set(CLASSIFICATION_LOSSES) == {"log_loss", "hinge"}
-    assert set(SMOOTH_LOSSES) == {"log_loss", "huber", "squared_error"}
+    assert set(CLASSIFICATION_LOSSES) == {"log_loss", "hinge", "squared_hinge"}
+    assert set(SMOOTH_LOSSES) == {"log_loss", "huber", "squared_error", "squared_hinge"}
     assert set(NON_SMOOTH_LOSSES) == {"hinge", "epsilon_insensitive"}
     for name in CLASSIFICATION_LOSSES:
         DPLSSGDClassifier(loss=name)._validate_hyperparameters()
