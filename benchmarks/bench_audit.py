@@ -315,7 +315,6 @@ _STAGES = (
     (_sgd, "smooth_rows", "smooth_rows: smoothing (per step)", True),
     (_sgd, "apply_weight_decay", "apply_weight_decay (per step)", True),
     (_optimizers, "sgd_update", "sgd_update: the step (per step)", True),
-    (_sgd, "_check_finite", "_check_finite", True),
 )
 
 

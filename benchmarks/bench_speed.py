@@ -122,7 +122,7 @@ def dp_classifier(n_classes, max_iter, n_jobs=None, sigma=SIGMA, epsilon=EPSILON
 def warm_calibration(n, batch_size, max_iter, epsilon=EPSILON):
     """Fill the calibration cache for a fit, so timings exclude it."""
     from sklearn_dplssgd import calibrate_noise
-    from sklearn_dplssgd._sgd import number_of_steps
+    from sklearn_dplssgd._schedules import number_of_steps
 
     if math.isfinite(epsilon):
         calibrate_noise(epsilon, delta_for(n), sample_rate=min(1.0, batch_size / n),
@@ -479,7 +479,7 @@ def calibration_times(reps, quick=False):
     library default). The library's default adjacency (replace-one) throughout.
     """
     from sklearn_dplssgd import calibrate_noise
-    from sklearn_dplssgd._sgd import number_of_steps
+    from sklearn_dplssgd._schedules import number_of_steps
 
     clear = calibrate_noise.cache_clear  # every accounting cache in memory
     # Cold means cold: the disk cache is off while timing (the variable is
@@ -728,7 +728,7 @@ def many_core_components(X, y, batch, reps, loop):
     """
     from sklearn_dplssgd import _kernels, _threads
     from sklearn_dplssgd._kernels import (
-        _COEFFICIENT_RANGE,
+        COEFFICIENT_RANGE,
         _UNWEIGHTED,
         compute_row_norms,
         compute_row_norms_team,
@@ -736,7 +736,8 @@ def many_core_components(X, y, batch, reps, loop):
         smooth_rows,
         smoothing_omega,
     )
-    from sklearn_dplssgd._sgd import number_of_steps, poisson_batches
+    from sklearn_dplssgd._schedules import number_of_steps
+    from sklearn_dplssgd._sgd import poisson_batches
     from sklearn_dplssgd._threads import (
         add_blocks, block_buffers, numba_team_available, team_threads)
 
@@ -773,7 +774,7 @@ def many_core_components(X, y, batch, reps, loop):
     yf = y.astype(np.float64)
     rows, offsets = poisson_batches(rng, n, batch / n, 200)
     batches = [rows[offsets[t]:offsets[t + 1]] for t in range(200)]
-    largest, tiny = _COEFFICIENT_RANGE[np.dtype(X.dtype)]
+    largest, tiny = COEFFICIENT_RANGE[np.dtype(X.dtype)]
     with blas_threads(1):
         out["block"] = {}
         for t in TEAM_SIZES:
@@ -1020,7 +1021,7 @@ def plot_scaling(path, n_points, d_points, n_fixed_d, d_fixed_n):
 
 
 def main(argv=None):
-    from sklearn_dplssgd._sgd import number_of_steps
+    from sklearn_dplssgd._schedules import number_of_steps
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="seconds-long smoke run")

@@ -36,32 +36,24 @@ Tested with scikit-learn 1.9, whose (private) array API helpers this module
 uses.
 """
 
+import contextlib
 import math
-import time
 
 import numpy as np
 from sklearn import get_config
 
 from ._kernels import NORM_SLACK, smooth_rows, smoothing_omega
 from ._losses import loss_derivative
-from ._optimizers import SGD, OptimizerRun
-from ._sgd import (
-    poisson_batches,
-    raise_diverged,
-    report_epoch,
-    step_schedule,
-    without_long_rows,
-)
+from ._sgd import gaussian_noise, poisson_batches, without_long_rows
 from ._smoothing import smoothing_eigenvalues
+from ._training import run_training
 
 __all__ = [
+    "device_of",
+    "sklearn_array_api",
+    "ArrayApiTraining",
     "array_api_namespace",
-    "check_fitted_namespace",
-    "class_labels",
-    "class_probabilities",
-    "copy_params",
     "clipped_residuals",
-    "decision_values",
     "device_gaussian",
     "initial_gradient_norms",
     "row_norms",
@@ -77,7 +69,7 @@ __all__ = [
 _NORM_BLOCK_VALUES = 1 << 22
 
 
-def _sklearn_array_api():
+def sklearn_array_api():
     """scikit-learn's array API helpers (private, so imported with a clear error)."""
     try:
         from sklearn.utils import _array_api as helpers
@@ -114,7 +106,7 @@ def array_api_namespace(X):
 
     if not is_array_api_obj(X) or is_numpy_array(X):
         return None
-    xp, _, device = _sklearn_array_api().get_namespace_and_device(X)
+    xp, _, device = sklearn_array_api().get_namespace_and_device(X)
     return xp, device
 
 
@@ -151,7 +143,7 @@ def to_numpy(array):
     from sklearn import config_context
 
     with config_context(array_api_dispatch=True):
-        return np.array(_sklearn_array_api().move_to(array, xp=np, device="cpu"), copy=True)
+        return np.array(sklearn_array_api().move_to(array, xp=np, device="cpu"), copy=True)
 
 
 def to_device(array, xp, device):
@@ -159,39 +151,15 @@ def to_device(array, xp, device):
     from sklearn import config_context
 
     with config_context(array_api_dispatch=True):
-        return _sklearn_array_api().move_to(np.asarray(array), xp=xp, device=device)
+        return sklearn_array_api().move_to(np.asarray(array), xp=xp, device=device)
 
 
 def wide_dtype(xp, device):
     """float64 where the device has it (MPS has not), else float32."""
-    return _sklearn_array_api()._max_precision_float_dtype(xp, device)
+    return sklearn_array_api()._max_precision_float_dtype(xp, device)
 
 
-def check_fitted_namespace(estimator, X, method):
-    """Refuse inputs of another namespace or device than the fitted weights.
-
-    Parameters
-    ----------
-    estimator : fitted estimator with ``coef_``
-    X : array-like
-        The input of ``method``.
-    method : str
-        Name of the calling method (for the message).
-    """
-    fitted_on_device = not isinstance(estimator.coef_, np.ndarray)
-    if fitted_on_device and not get_config()["array_api_dispatch"]:
-        raise ValueError(
-            f"This {type(estimator).__name__} was fitted on array API arrays (its coef_ "
-            f"is a {type(estimator.coef_).__module__} array): call {method} under "
-            "sklearn.config_context(array_api_dispatch=True) with arrays of the same "
-            "namespace and device."
-        )
-    if get_config()["array_api_dispatch"]:
-        _sklearn_array_api().check_same_namespace(X, estimator, attribute="coef_",
-                                                  method=method)
-
-
-def _device_of(array):
+def device_of(array):
     return array.device
 
 
@@ -240,7 +208,7 @@ def row_norms(xp, X, dtype):
             norms = xp.where(unsafe, largest * xp.sqrt(xp.sum(scaled * scaled, axis=1)), norms)
         blocks.append(norms)
     if not blocks:
-        return xp.zeros(0, dtype=dtype, device=_device_of(X))
+        return xp.zeros(0, dtype=dtype, device=device_of(X))
     return xp.concat(blocks) if len(blocks) > 1 else blocks[0]
 
 
@@ -450,7 +418,7 @@ def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_inter
     from sklearn.externals.array_api_compat import array_namespace
 
     xp = array_namespace(X)
-    device = _device_of(X)
+    device = device_of(X)
     wide = wide_dtype(xp, device)
     targets = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device), dtype=wide)
     margins = xp.zeros((X.shape[0], n_outputs), dtype=wide, device=device)
@@ -459,96 +427,6 @@ def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_inter
     feature_norms = xp.hypot(norms, xp.full_like(norms, 1.0 if fit_intercept else 0.0))
     gradient_norms = xp.linalg.vector_norm(residuals, axis=1) * feature_norms
     return to_numpy(gradient_norms), to_numpy(feature_norms)
-
-
-def decision_values(xp, X, coef, intercept):
-    """Margins ``X coef^T + intercept`` of shape (n, K) in the namespace and dtype of X.
-
-    As ``BaseDPLSSGD._decision_values``: float32 margins that overflow are
-    recomputed in float64 (where the device has it) and saturated at the
-    dtype's range.
-
-    Parameters
-    ----------
-    xp : namespace
-    X : array of shape (n, d)
-    coef : array of shape (K, d) or (d,)
-    intercept : array of shape (K,)
-
-    Returns
-    -------
-    margins : array of shape (n, K)
-    """
-    coef = coef if coef.ndim == 2 else coef[None, :]
-    margins = xp.matmul(X, xp.astype(coef, X.dtype).T) + xp.astype(intercept, X.dtype)
-    overflowed = ~xp.isfinite(margins)
-    wide = wide_dtype(xp, _device_of(X))
-    if X.dtype != wide and bool(xp.any(overflowed)):
-        exact = xp.matmul(xp.astype(X, wide), xp.astype(coef, wide).T) + xp.astype(
-            intercept, wide)
-        limit = float(xp.finfo(X.dtype).max)
-        margins = xp.where(overflowed, xp.astype(xp.clip(exact, min=-limit, max=limit),
-                                                 X.dtype), margins)
-    return margins
-
-
-def class_labels(xp, margins, classes):
-    """Predicted labels from margins: in ``xp`` for numeric labels, NumPy for others.
-
-    Parameters
-    ----------
-    xp : namespace
-    margins : array of shape (n, K)
-    classes : ndarray of shape (n_classes,)
-        ``classes_`` (kept on the host: labels may be strings).
-
-    Returns
-    -------
-    labels : array of shape (n,)
-    """
-    if margins.shape[1] == 1:
-        indices = xp.astype(margins[:, 0] > 0, xp.int64)
-    else:
-        indices = xp.argmax(margins, axis=1)
-    if classes.dtype.kind in "biuf":
-        return xp.take(to_device(classes, xp, _device_of(margins)), indices, axis=0)
-    return classes[to_numpy(indices)]
-
-
-def class_probabilities(xp, margins, log=False):
-    """Class probabilities (or their logarithms) of a logistic model, in ``xp``.
-
-    Parameters
-    ----------
-    xp : namespace
-    margins : array of shape (n, K)
-    log : bool, default=False
-
-    Returns
-    -------
-    proba : array of shape (n, max(K, 2))
-    """
-    if margins.shape[1] == 1:
-        z = margins[:, 0]
-        zero = xp.zeros_like(z)
-        if log:
-            # log expit(z) = -log(1 + exp(-z)), without overflow.
-            return xp.stack([-xp.logaddexp(zero, z), -xp.logaddexp(zero, -z)], axis=1)
-        e = xp.exp(-xp.abs(z))
-        positive = xp.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-        return xp.stack([1.0 - positive, positive], axis=1)
-    shifted = margins - xp.max(margins, axis=1, keepdims=True)
-    if log:
-        return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
-    exponentials = xp.exp(shifted)
-    return exponentials / xp.sum(exponentials, axis=1, keepdims=True)
-
-
-def copy_params(params, rows, columns):
-    """A copy of ``params[rows, columns]`` in its own namespace (NumPy or not)."""
-    from sklearn.externals.array_api_compat import array_namespace
-
-    return array_namespace(params).asarray(params[rows, columns], copy=True)
 
 
 def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, noise, *,
@@ -592,42 +470,127 @@ def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, nois
         intercept_sum = xp.sum(coefficients, axis=0)[:, None]
     else:
         intercept_sum = xp.zeros((params.shape[0], 1), dtype=params.dtype,
-                                 device=_device_of(params))
+                                 device=device_of(params))
     return xp.concat([coef_sum, intercept_sum], axis=1) + noise
 
 
-def train_dp_lssgd_array_api(
-    X,
-    y,
-    n_outputs,
-    *,
-    loss_code,
-    loss_threshold,
-    fit_intercept,
-    clip_norm,
-    noise_multiplier,
-    sample_rate,
-    batch_size,
-    n_steps,
-    n_epochs,
-    learning_rates,
-    alpha,
-    sigma,
-    rng,
-    verbose=0,
-    epoch_callback=None,
-    average_start=None,
-    optimizer=None,
-    batch_sampler=poisson_batches,
-    noise_source=None,
-    sample_weight=None,
-    max_sample_weight=1.0,
-):
-    """Run T steps of DP-LSSGD from zero weights on array API arrays.
+class ArrayApiTraining:
+    """The array API backend of :func:`._training.run_training`: functional updates on a device.
 
-    The same algorithm, settings and privacy mechanism as
-    :func:`._sgd.train_dp_lssgd` (see it for the parameters shared with it);
-    only the arrays differ.
+    The same steps as :class:`._sgd.NumpyTraining`, written with array API
+    standard operations only (see the module docstring): the batches are
+    drawn on the host and copied to the device a chunk at a time; the noise
+    is drawn on the device where the namespace has a generator, else on the
+    host draw for draw as the NumPy backend draws it.
+    """
+
+    def __init__(self, X, y, n_outputs, plan, rng, *, batch_sampler=poisson_batches,
+                 noise_source=None, sample_weight=None):
+        from sklearn.externals.array_api_compat import array_namespace
+
+        xp = array_namespace(X)
+        device = device_of(X)
+        self.xp, self.device, self.plan, self.rng, self.X = xp, device, plan, rng, X
+        n_features = X.shape[1]
+        self.n_features = n_features
+        self.dtype = X.dtype
+        self.wide = wide_dtype(xp, device)
+        self.host_dtype = np.float32 if X.dtype == xp.float32 else np.float64
+        norms = without_long_rows(xp, row_norms(xp, X, self.wide))
+        intercept_term = 1.0 if plan.fit_intercept else 0.0
+        # ||[x_i, 1]||, the factor of every per-sample gradient norm (hypot:
+        # the square of a long row's norm would overflow).
+        self.feature_norms = xp.hypot(norms, xp.full_like(norms, intercept_term))
+        self.y = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device),
+                            dtype=self.wide)
+        self.params = xp.zeros((n_outputs, n_features + 1), dtype=X.dtype, device=device)
+        self.weights = None if sample_weight is None else xp.asarray(
+            to_device(np.asarray(sample_weight, dtype=np.float64), xp, device), dtype=self.wide)
+        self._draw_on_device = (device_gaussian(xp, device, rng) if noise_source is None
+                                else None)
+        self.noise_source = gaussian_noise if noise_source is None else noise_source
+        self.batch_sampler = batch_sampler
+        self._smoother = _smoother(xp, device, n_features, plan.sigma, X.dtype)
+        self._n_noisy_columns = n_features + int(bool(plan.fit_intercept))
+        # The L2 penalty decays the coefficients, never the intercepts.
+        self._penalised = to_device(np.arange(n_features + 1) < n_features, xp, device)
+
+    def context(self):
+        return contextlib.nullcontext()
+
+    def chunks(self, chunk_starts, chunk, noise_std):
+        xp, n_steps = self.xp, self.plan.n_steps
+        n_outputs, n_columns = self.params.shape
+        for chunk_start in chunk_starts:
+            chunk_steps = min(chunk, n_steps - chunk_start)
+            rows = offsets = None
+            if self.plan.sample_rate < 1.0:
+                rows, offsets = self.batch_sampler(self.rng, self.X.shape[0],
+                                                   self.plan.sample_rate, chunk_steps)
+                rows = to_device(rows.astype(np.int64), xp, self.device)
+            noise = _chunk_noise(xp, self.device, self.rng,
+                                 noise_std[chunk_start:chunk_start + chunk_steps],
+                                 (n_outputs, self._n_noisy_columns), n_columns, self.dtype,
+                                 self.host_dtype, self._draw_on_device, self.noise_source)
+            yield chunk_start, chunk_steps, (rows, offsets, noise)
+
+    def gradient_sum(self, params, draws, local_step):
+        xp, plan = self.xp, self.plan
+        rows, offsets, noise = draws
+        if rows is None:
+            X_batch, y_batch, norms_batch = self.X, self.y, self.feature_norms
+            weights_batch = self.weights
+        else:
+            batch = rows[int(offsets[local_step]):int(offsets[local_step + 1])]
+            X_batch = xp.take(self.X, batch, axis=0)
+            y_batch = xp.take(self.y, batch, axis=0)
+            norms_batch = xp.take(self.feature_norms, batch, axis=0)
+            weights_batch = None if self.weights is None else xp.take(self.weights, batch,
+                                                                      axis=0)
+        return noisy_clipped_gradient_sum(
+            xp, X_batch, y_batch, norms_batch, params, noise[local_step, ...],
+            loss_code=plan.loss_code, loss_threshold=plan.loss_threshold,
+            clip_norm=plan.clip_norm, fit_intercept=plan.fit_intercept, wide=self.wide,
+            weights=weights_batch)
+
+    def smooth(self, grad):
+        if self._smoother is None:
+            return grad
+        n_features = self.n_features
+        return self.xp.concat([self._smoother(grad[:, :n_features]), grad[:, n_features:]],
+                              axis=1)
+
+    def decay(self, params, shrink):
+        if shrink == 1.0:
+            return params
+        return self.xp.where(self._penalised, params * shrink, params)
+
+    def project(self, params):
+        return params
+
+    def new_average(self):
+        return self.xp.zeros(self.params.shape, dtype=self.wide, device=self.device)
+
+    def add_to_average(self, averaged, params, count):
+        return averaged + (self.xp.astype(params, self.wide) - averaged) / count
+
+    def all_finite(self, params):
+        return bool(self.xp.all(self.xp.isfinite(params)))
+
+    def to_host(self, params):
+        return to_numpy(params)
+
+    def finish(self, params):
+        return self.xp.astype(params, self.dtype)
+
+
+def train_dp_lssgd_array_api(X, y, n_outputs, plan, rng, *, verbose=0, epoch_callback=None,
+                             batch_sampler=poisson_batches, noise_source=None,
+                             sample_weight=None):
+    """Run the T steps of DP-LSSGD from zero weights on array API arrays.
+
+    The same algorithm, plan and privacy mechanism as
+    :func:`._sgd.train_dp_lssgd`; only the arrays differ.
 
     Parameters
     ----------
@@ -636,9 +599,9 @@ def train_dp_lssgd_array_api(
     y : ndarray of shape (n_samples,)
         Encoded targets, on the host (moved to the device here).
     n_outputs : int
-    loss_code, loss_threshold, fit_intercept, clip_norm, noise_multiplier, \
-sample_rate, batch_size, n_steps, n_epochs, learning_rates, alpha, sigma, rng, \
-verbose, epoch_callback, average_start, optimizer, batch_sampler
+    plan : TrainingPlan
+    rng : numpy.random.Generator
+    verbose, epoch_callback, batch_sampler
         As :func:`._sgd.train_dp_lssgd` (``epoch_callback`` gets a NumPy copy).
     noise_source : callable or None, default=None
         None: draw on the device where the namespace has a generator
@@ -648,101 +611,14 @@ verbose, epoch_callback, average_start, optimizer, batch_sampler
         the fit's generator exactly as the NumPy path does (tests use it to
         compare the two paths draw for draw).
     sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Per-row weights in ``[0, max_sample_weight]``, on the host
-        (validated by the caller), as :func:`._sgd.train_dp_lssgd`'s.
-    max_sample_weight : float, default=1.0
-        The public bound w_max: the noise's standard deviation is
-        ``z * w_max * C``.
+        Per-row weights in ``[0, plan.max_sample_weight]``, on the host
+        (validated by the caller).
 
     Returns
     -------
     params : array of shape (n_outputs, d + 1)
         In the namespace, on the device and in the dtype of ``X``.
     """
-    from sklearn.externals.array_api_compat import array_namespace
-
-    from ._sgd import gaussian_noise
-
-    start_time = time.perf_counter()
-    xp = array_namespace(X)
-    device = _device_of(X)
-    n_samples, n_features = X.shape
-    dtype = X.dtype
-    wide = wide_dtype(xp, device)
-    host_dtype = np.float32 if dtype == xp.float32 else np.float64
-    norms = row_norms(xp, X, wide)
-    norms = without_long_rows(xp, norms)
-    intercept_term = 1.0 if fit_intercept else 0.0
-    # ||[x_i, 1]||, the factor of every per-sample gradient norm (hypot:
-    # the square of a long row's norm would overflow).
-    feature_norms = xp.hypot(norms, xp.full_like(norms, intercept_term))
-    y_device = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device), dtype=wide)
-    params = xp.zeros((n_outputs, n_features + 1), dtype=dtype, device=device)
-    # The same chunks as the NumPy path, so that host draws match it exactly.
-    # The sum's sensitivity is w_max C (weights multiply clipped gradients).
-    noise_std, epoch_ends, chunk = step_schedule(noise_multiplier, max_sample_weight * clip_norm,
-                                                 n_steps, n_epochs, n_outputs * (n_features + 1))
-    weights = None if sample_weight is None else xp.asarray(
-        to_device(np.asarray(sample_weight, dtype=np.float64), xp, device), dtype=wide)
-    draw_on_device = device_gaussian(xp, device, rng) if noise_source is None else None
-    if noise_source is None:
-        noise_source = gaussian_noise
-    update = OptimizerRun(optimizer if optimizer is not None else SGD(), params, batch_size,
-                          xp=xp)
-    smooth = _smoother(xp, device, n_features, sigma, dtype)
-    n_noisy_columns = n_features + 1 if fit_intercept else n_features
-    # The L2 penalty decays the coefficients, never the intercepts.
-    penalised = to_device(np.arange(n_features + 1) < n_features, xp, device)
-    next_epoch = 0
-    report_epochs = bool(verbose) or epoch_callback is not None
-    full_batches = sample_rate >= 1.0
-    averaged = None
-    if average_start is not None:
-        averaged = xp.zeros(params.shape, dtype=wide, device=device)
-    for chunk_start in range(0, n_steps, chunk):
-        chunk_steps = min(chunk, n_steps - chunk_start)
-        if not full_batches:
-            rows, offsets = batch_sampler(rng, n_samples, sample_rate, chunk_steps)
-            rows = to_device(rows.astype(np.int64), xp, device)
-        chunk_std = noise_std[chunk_start:chunk_start + chunk_steps]
-        noise = _chunk_noise(xp, device, rng, chunk_std, (n_outputs, n_noisy_columns),
-                             n_features + 1, dtype, host_dtype, draw_on_device,
-                             noise_source)
-        for local_step in range(chunk_steps):
-            step = chunk_start + local_step
-            if full_batches:
-                X_batch, y_batch, norms_batch = X, y_device, feature_norms
-                weights_batch = weights
-            else:
-                batch = rows[int(offsets[local_step]):int(offsets[local_step + 1])]
-                X_batch = xp.take(X, batch, axis=0)
-                y_batch = xp.take(y_device, batch, axis=0)
-                norms_batch = xp.take(feature_norms, batch, axis=0)
-                weights_batch = None if weights is None else xp.take(weights, batch, axis=0)
-            grad = noisy_clipped_gradient_sum(
-                xp, X_batch, y_batch, norms_batch, params, noise[local_step, ...],
-                loss_code=loss_code, loss_threshold=loss_threshold, clip_norm=clip_norm,
-                fit_intercept=fit_intercept, wide=wide, weights=weights_batch)
-            if smooth is not None:
-                grad = xp.concat([smooth(grad[:, :n_features]), grad[:, n_features:]], axis=1)
-            eta = float(learning_rates[step])
-            if alpha > 0:
-                params = xp.where(penalised, params * (1.0 - eta * alpha), params)
-            params = update.step(params, grad, eta)
-            if averaged is not None and step >= average_start:
-                averaged = averaged + (xp.astype(params, wide) - averaged) / (
-                    step - average_start + 1)
-            if step + 1 == epoch_ends[next_epoch]:
-                next_epoch += 1
-                if report_epochs:
-                    host = to_numpy(params)
-                    if not np.isfinite(host).all():
-                        raise_diverged(next_epoch, step, n_steps)
-                    report_epoch(host, next_epoch, step, n_steps, verbose, epoch_callback,
-                                 time.perf_counter() - start_time)
-        # Once per chunk (a device synchronisation): non-finite weights stay so.
-        if not bool(xp.all(xp.isfinite(params))):
-            raise_diverged(next_epoch, chunk_start + chunk_steps - 1, n_steps)
-    if averaged is not None:
-        return xp.astype(averaged, dtype)
-    return params
+    backend = ArrayApiTraining(X, y, n_outputs, plan, rng, batch_sampler=batch_sampler,
+                               noise_source=noise_source, sample_weight=sample_weight)
+    return run_training(backend, plan, verbose=verbose, epoch_callback=epoch_callback)

@@ -9,13 +9,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
-from ._array_api import (
-    array_api_namespace,
-    check_fitted_namespace,
-    decision_values,
-    to_numpy,
-    without_autograd,
-)
+from ._array_api import array_api_namespace, to_numpy, without_autograd
+from ._array_api_predict import check_fitted_namespace, decision_values
 from ._defaults import AUTO
 from ._ledger import ledger_error
 from ._mechanisms import MECHANISMS, TrainingData, mechanism_named
@@ -23,7 +18,7 @@ from ._optimizers import optimizer_error
 from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, random_state_error
 from ._report import estimator_report
 from ._schedules import check_noise_schedule
-from ._sgd import LEARNING_RATES
+from ._schedules import LEARNING_RATES
 from ._sparse import as_canonical_csr
 from ._validation import (
     Interval, Options, PrivacyLeakWarning, public_row_count, validate_hiding_values,

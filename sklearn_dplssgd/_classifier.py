@@ -10,7 +10,8 @@ from sklearn.utils._array_api import get_namespace
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
-from ._array_api import array_api_namespace, class_labels, class_probabilities, copy_params
+from ._array_api import array_api_namespace
+from ._array_api_predict import class_labels, class_probabilities, copy_params
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES, LOSSES

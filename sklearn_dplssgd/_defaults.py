@@ -89,7 +89,7 @@ import math
 
 import numpy as np
 
-from ._sgd import learning_rate_schedule
+from ._schedules import learning_rate_schedule
 
 __all__ = [
     "AUTO",

@@ -23,6 +23,9 @@ Proposition 3 of the same supplement (averaging over the uniformly random
 batch of the differing row) is tighter but is not used: its mixture RDP curve
 is not a dp-accounting event, and dp-accounting's ``MixtureOfGaussiansDpEvent``
 describes a different pair of distributions (DESIGN.md, section 8).
+
+This module holds the constants, the sensitivity and the plan; the descent
+and the release are in :mod:`._output_release`.
 """
 
 import dataclasses
@@ -31,21 +34,16 @@ import numbers
 import typing
 
 import dp_accounting
-import numpy as np
-import scipy.sparse as sp
 
 from ._accounting import PrivacyCalibration, event_epsilon
 from ._calibration import smallest_noise_for
-from ._kernels import compute_row_norms
 from ._losses import (
     LOSSES,
     NON_SMOOTH_LOSSES,
     SMOOTH_LOSSES,
-    loss_code,
-    loss_derivative,
 )
 from ._mechanism import Mechanism
-from ._sgd import blas_controller
+from ._validation import check_positive_int
 
 __all__ = [
     "NON_SMOOTH_LOSSES",
@@ -53,17 +51,14 @@ __all__ = [
     "OutputPerturbation",
     "OutputPerturbationPlan",
     "SmoothnessConstants",
-    "add_output_noise",
     "contraction_factor",
     "default_batch_size",
     "default_passes",
     "default_step",
-    "fixed_batches",
+    "positive_finite",
     "plan_output_perturbation",
-    "release_output_perturbation",
     "sensitivity",
     "smoothness_constants",
-    "train_output_perturbation",
 ]
 
 
@@ -77,17 +72,12 @@ _NEIGHBORING = "replace_one"
 # --------------------------------------------------------------------------
 
 
-def _positive_finite(value, name):
+def positive_finite(value, name):
+    """``value`` as a float, or a ValueError naming ``name`` unless positive and finite."""
     if (isinstance(value, bool) or not isinstance(value, numbers.Real)
             or not math.isfinite(value) or value <= 0):
         raise ValueError(f"{name} must be a positive finite number; got {value!r}.")
     return float(value)
-
-
-def _positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
-    return int(value)
 
 
 def _check_neighboring(neighboring):
@@ -214,9 +204,9 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
             "the gradient steps do not contract and the final weights can depend "
             "on one row without bound."
         )
-    alpha = _positive_finite(alpha, "alpha")
-    n_outputs = _positive_int(n_outputs, "n_outputs")
-    row_norm_bound = _positive_finite(row_norm_bound, "row_norm_bound")
+    alpha = positive_finite(alpha, "alpha")
+    n_outputs = check_positive_int(n_outputs, "n_outputs")
+    row_norm_bound = positive_finite(row_norm_bound, "row_norm_bound")
     definition = LOSSES[loss]
     if weight_norm_bound is not None and not definition.needs_weight_bound:
         raise ValueError(
@@ -231,7 +221,7 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
     if definition.uses_threshold:
         if loss_threshold is None:
             raise ValueError(f"loss={loss!r} needs loss_threshold (the threshold h > 0).")
-        loss_threshold = _positive_finite(loss_threshold, "loss_threshold")
+        loss_threshold = positive_finite(loss_threshold, "loss_threshold")
     needs_target_bound = definition.needs_weight_bound and definition.task == "regression"
     if definition.needs_weight_bound:
         if weight_norm_bound is None or (needs_target_bound and target_bound is None):
@@ -243,14 +233,14 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
                 + (" and the targets clipped to |y| <= Y; then R = (W X + Y) X."
                    if needs_target_bound else ".")
             )
-        weight_norm_bound = _positive_finite(weight_norm_bound, "weight_norm_bound")
+        weight_norm_bound = positive_finite(weight_norm_bound, "weight_norm_bound")
         if needs_target_bound:
-            target_bound = _positive_finite(target_bound, "target_bound")
+            target_bound = positive_finite(target_bound, "target_bound")
     # The intercept is the weight of a constant feature 1.
     x = math.sqrt(row_norm_bound**2 + 1.0) if fit_intercept else row_norm_bound
     gradient_bound, loss_smoothness = LOSSES[loss].constants(
         x, n_outputs, loss_threshold, weight_norm_bound, target_bound)
-    w_max = _positive_finite(max_sample_weight, "max_sample_weight")
+    w_max = positive_finite(max_sample_weight, "max_sample_weight")
     return SmoothnessConstants(w_max * gradient_bound, w_max * loss_smoothness + alpha, alpha)
 
 
@@ -293,8 +283,8 @@ def default_step(smoothness, strong_convexity):
     -------
     float
     """
-    smoothness = _positive_finite(smoothness, "L")
-    strong_convexity = _positive_finite(strong_convexity, "mu")
+    smoothness = positive_finite(smoothness, "L")
+    strong_convexity = positive_finite(strong_convexity, "mu")
     return 2.0 / (smoothness + strong_convexity)
 
 
@@ -394,12 +384,12 @@ def sensitivity(eta, gradient_bound, smoothness, strong_convexity, batch_size, n
         When ``rho >= 1``, i.e. ``eta`` is not in ``(0, 2 / L)``: the steps do
         not contract and no bound holds.
     """
-    eta = _positive_finite(eta, "eta (eta0)")
-    gradient_bound = _positive_finite(gradient_bound, "R")
-    smoothness = _positive_finite(smoothness, "L")
-    strong_convexity = _positive_finite(strong_convexity, "mu")
-    batch_size = _positive_int(batch_size, "batch_size")
-    n_batches = _positive_int(n_batches, "n_batches")
+    eta = positive_finite(eta, "eta (eta0)")
+    gradient_bound = positive_finite(gradient_bound, "R")
+    smoothness = positive_finite(smoothness, "L")
+    strong_convexity = positive_finite(strong_convexity, "mu")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    n_batches = check_positive_int(n_batches, "n_batches")
     if strong_convexity > smoothness:
         raise ValueError(f"mu = {strong_convexity:g} must not exceed L = {smoothness:g}.")
     rho = contraction_factor(eta, smoothness, strong_convexity)
@@ -471,7 +461,7 @@ class OutputPerturbation(Mechanism):
 
     def __post_init__(self):
         _check_neighboring(self.neighboring)
-        _positive_finite(self.sensitivity, "sensitivity")
+        positive_finite(self.sensitivity, "sensitivity")
         if not (isinstance(self.noise_multiplier, numbers.Real)
                 and 0 <= self.noise_multiplier < math.inf):
             raise ValueError(
@@ -506,7 +496,7 @@ class OutputPerturbation(Mechanism):
             (``sample_rate=1``).
         """
         _check_neighboring(neighboring)
-        sensitivity = _positive_finite(sensitivity, "sensitivity")
+        sensitivity = positive_finite(sensitivity, "sensitivity")
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a number in (0, 1); got {delta!r}.")
 
@@ -602,7 +592,7 @@ weight_norm_bound, target_bound, max_sample_weight
     OutputPerturbationPlan
     """
     _check_neighboring(neighboring)
-    n_samples = _positive_int(n_samples, "n_samples")
+    n_samples = check_positive_int(n_samples, "n_samples")
     constants = smoothness_constants(
         loss, n_outputs, row_norm_bound, alpha, fit_intercept, loss_threshold=loss_threshold,
         weight_norm_bound=weight_norm_bound, target_bound=target_bound,
@@ -611,7 +601,7 @@ weight_norm_bound, target_bound, max_sample_weight
         eta = default_step(constants.smoothness, constants.strong_convexity)
     if batch_size is None:
         batch_size = default_batch_size(n_samples, eta, constants)
-    batch_size = _positive_int(batch_size, "batch_size")
+    batch_size = check_positive_int(batch_size, "batch_size")
     if batch_size > n_samples:
         raise ValueError(
             f"batch_size must be at most the number of rows; got {batch_size} > {n_samples}.")
@@ -631,262 +621,3 @@ weight_norm_bound, target_bound, max_sample_weight
 # --------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------
-
-
-def fixed_batches(rng, n_samples, batch_size):
-    """One random permutation cut into ``m = floor(n / b)`` batches of ``b`` rows.
-
-    The last ``n - m b`` rows of the permutation are left out of the fit:
-    every batch then has exactly ``b`` rows, as Lemma 2 of seed 004 assumes
-    (it divides by ``|B|``), and a differing row among the left-out ones
-    changes nothing, which :func:`sensitivity` covers.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    n_samples : int
-    batch_size : int
-
-    Returns
-    -------
-    batches : ndarray of int64 of shape (m, b)
-    """
-    n_batches = n_samples // batch_size
-    order = rng.permutation(n_samples)
-    return order[:n_batches * batch_size].reshape(n_batches, batch_size).astype(np.int64)
-
-
-def _row_scales(X, row_norm_bound):
-    """Factors that clip every row to ``row_norm_bound`` (1 for shorter rows)."""
-    if not np.isfinite(X).all():
-        # No data value in the message.
-        raise ValueError("X contains non-finite values.")
-    norms = compute_row_norms(X)
-    scales = np.ones_like(norms)
-    long_rows = norms > row_norm_bound
-    scales[long_rows] = row_norm_bound / norms[long_rows]
-    # A finite row whose norm overflows float64 is clipped like any other:
-    # refusing it would let one row decide whether a model is released.
-    for i in np.flatnonzero(np.isinf(norms)):
-        row = np.abs(X[i].astype(np.float64))
-        largest = row.max()
-        scales[i] = (row_norm_bound / largest) / np.linalg.norm(row / largest)
-    return scales
-
-
-def _check_encoded_targets(y, code, n_outputs):
-    """Refuse targets outside the encoding the constants assume (a caller's bug)."""
-    if not np.isfinite(y).all():
-        raise ValueError("y contains non-finite values.")
-    loss = next(entry for entry in LOSSES.values() if code in (entry.code, entry.multiclass_code))
-    if loss.task != "classification":
-        return
-    if n_outputs == 1:
-        if not np.isin(y, loss.binary_targets).all():
-            targets = ", ".join(f"{target:g}" for target in loss.binary_targets)
-            raise ValueError(f"binary {loss.name} needs y encoded in {{{targets}}}.")
-    elif not (np.isin(y, np.arange(n_outputs, dtype=np.float64))).all():
-        raise ValueError(f"multiclass {loss.name} needs y encoded in 0 .. {n_outputs - 1}.")
-
-
-def _descend(X, y, row_scales, batches, *, code, loss_threshold, fit_intercept, alpha, eta,
-             n_passes, n_outputs, weight_norm_bound, sample_weight=None):
-    """Noise-free mini-batch gradient descent from zero weights.
-
-    Each step: ``theta <- theta - eta (mean_{i in B} grad loss_i + alpha theta)``
-    over the clipped rows of batch B, intercept included in the penalty, then
-    (squared_error) the projection onto ``||theta|| <= weight_norm_bound``.
-    The rows of a batch are gathered and clipped on the fly: the user's X is
-    never modified and no clipped copy of all of it is kept.
-    """
-    n_features = X.shape[1]
-    params = np.zeros((n_outputs, n_features + 1))
-    coef = params[:, :n_features]  # views: updated in place
-    intercept = params[:, n_features]
-    batch_size = batches.shape[1]
-    for _ in range(n_passes):
-        for rows in batches:
-            x_batch = X[rows].astype(np.float64, copy=False)  # a copy (fancy indexing)
-            x_batch *= row_scales[rows, None]
-            margins = x_batch @ coef.T
-            if fit_intercept:
-                margins += intercept
-            residuals = loss_derivative(None, code, margins, y[rows], loss_threshold)
-            if sample_weight is not None:
-                residuals *= sample_weight[rows, None]
-            # Mean loss gradient: outer products r_i [x_i, 1], summed.
-            grad_coef = residuals.T @ x_batch / batch_size
-            coef -= eta * (grad_coef + alpha * coef)
-            if fit_intercept:
-                intercept -= eta * (residuals.sum(axis=0) / batch_size + alpha * intercept)
-            if weight_norm_bound is not None:
-                norm = np.linalg.norm(params)
-                if norm > weight_norm_bound:
-                    params *= weight_norm_bound / norm
-        if not np.isfinite(params).all():
-            raise ValueError("The descent diverged: the weights are no longer finite.")
-    return params
-
-
-def add_output_noise(params, mechanism, rng, fit_intercept):
-    """The release: ``params + N(0, (z Delta)^2)`` on every released coefficient.
-
-    Without an intercept the last column is the constant 0 (not a function
-    of the data) and stays 0. Leading axes of ``params`` are kept, so many
-    independent releases of the same weights can be drawn at once.
-
-    Parameters
-    ----------
-    params : ndarray of shape (..., K, d + 1)
-    mechanism : OutputPerturbation
-    rng : numpy.random.Generator
-    fit_intercept : bool
-
-    Returns
-    -------
-    ndarray of the shape of ``params``, float64
-    """
-    released = np.array(params, dtype=np.float64)
-    if mechanism.noise_std > 0:
-        columns = released.shape[-1] if fit_intercept else released.shape[-1] - 1
-        released[..., :columns] += mechanism.noise_std * rng.standard_normal(
-            released[..., :columns].shape)
-    return released
-
-
-def _refuse_sparse(X):
-    if sp.issparse(X):
-        raise TypeError(
-            "Output perturbation needs dense X (its descent clips and gathers dense "
-            "rows). Sparse X is trained by DP-LSSGD's gradient perturbation "
-            "(mechanism='gradient'), which uses the sparsity; or pass X.toarray() if it "
-            "fits in memory."
-        )
-
-
-def train_output_perturbation(X, y, *, loss, n_outputs, fit_intercept, alpha, row_norm_bound,
-                              eta, batch_size, n_passes, rng, loss_threshold, epsilon, delta,
-                              weight_norm_bound=None, target_bound=None, seeded=False):
-    """Plan and train a linear model by output perturbation (seed 004, Proposition 2).
-
-    :func:`plan_output_perturbation` followed by
-    :func:`release_output_perturbation` (the estimators call the two apart,
-    to charge their ledger in between).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, d)
-        Dense (sparse X is refused with a TypeError).
-    y : ndarray of shape (n_samples,)
-        Encoded targets: {0, 1} for binary log_loss, class indices for
-        multinomial log_loss, values for regression.
-    loss, n_outputs, fit_intercept, alpha, row_norm_bound, loss_threshold, \
-weight_norm_bound, target_bound
-        See :func:`smoothness_constants`.
-    eta : float or None
-        Constant step size in ``(0, 2 / L)``; None takes :func:`default_step`.
-    batch_size : int
-        b.
-    n_passes : int
-        Passes over the fixed batches (``max_iter``).
-    rng : numpy.random.Generator
-        Draws the permutation, then the noise.
-    epsilon, delta : float
-        Target; ``epsilon=inf`` releases the noise-free weights.
-    seeded : bool, default=False
-        Whether ``rng`` is a function of a seed that travels with the model:
-        the returned mechanism is then not private.
-
-    Returns
-    -------
-    params : ndarray of shape (n_outputs, d + 1)
-        Coefficients, intercepts in the last column (the layout of
-        ``_sgd.train_dp_lssgd``), in X's float dtype.
-    mechanism : OutputPerturbation
-    """
-    _refuse_sparse(X)
-    X = np.asarray(X)
-    plan = plan_output_perturbation(
-        epsilon, delta, n_samples=X.shape[0] if X.ndim == 2 else 0, loss=loss,
-        n_outputs=n_outputs, fit_intercept=fit_intercept, alpha=alpha,
-        row_norm_bound=row_norm_bound, batch_size=batch_size, eta=eta,
-        loss_threshold=loss_threshold, weight_norm_bound=weight_norm_bound,
-        target_bound=target_bound)
-    return release_output_perturbation(X, y, plan, n_passes=n_passes, rng=rng, seeded=seeded)
-
-
-def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
-                                sample_weight=None):
-    """Train the planned problem without noise, then add the planned noise once.
-
-    Rows are clipped to ``plan.row_norm_bound`` (on the fly, the user's X is
-    not modified); ``squared_error`` targets are clipped to
-    ``plan.target_bound``. One permutation drawn from ``rng`` is cut into
-    ``m = floor(n / b)`` batches of ``b`` rows (the remaining ``n - m b`` rows
-    are not used); ``n_passes`` passes of noise-free gradient descent with the
-    constant step ``plan.eta`` run over them on the L2-penalised objective,
-    intercept penalised too (``squared_error``: projected onto
-    ``||(W, b)|| <= weight_norm_bound`` after each step); then Gaussian noise
-    of standard deviation ``z * Delta`` is added to every released
-    coefficient.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, d)
-        ``n_samples`` must be the row count the plan was made for.
-    y : ndarray of shape (n_samples,)
-        Encoded targets (see :func:`train_output_perturbation`).
-    plan : OutputPerturbationPlan
-    n_passes : int
-    rng : numpy.random.Generator
-    seeded : bool, default=False
-        Whether ``rng`` is a function of a seed that travels with the model.
-    sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Each row's weight in ``[0, plan.max_sample_weight]`` (validated by
-        the caller): it multiplies the row's loss.
-
-    Returns
-    -------
-    params : ndarray of shape (n_outputs, d + 1), in X's float dtype
-    mechanism : OutputPerturbation
-        ``plan.mechanism``, or its seeded copy.
-    """
-    _refuse_sparse(X)
-    X = np.asarray(X)
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError("X must be 2-D and y 1-D with one target per row of X.")
-    if X.shape[0] // plan.batch_size != plan.n_batches:
-        # The sensitivity was computed for m batches: another n breaks it.
-        raise ValueError(
-            f"The plan is for {plan.n_batches} batches of {plan.batch_size} rows; "
-            f"X has {X.shape[0]} rows.")
-    n_passes = _positive_int(n_passes, "n_passes")
-    if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != (X.shape[0],) or not (
-                np.all(sample_weight >= 0) and np.all(sample_weight <= plan.max_sample_weight)):
-            # The constants assume w_i <= w_max (a caller's bug otherwise).
-            raise ValueError("sample_weight must hold one weight in [0, max_sample_weight] "
-                             "per row.")
-    code = loss_code(plan.loss, plan.n_outputs)
-    _check_encoded_targets(y, code, plan.n_outputs)
-    if LOSSES[plan.loss].needs_weight_bound and plan.target_bound is not None:
-        y = np.clip(y, -plan.target_bound, plan.target_bound)  # a copy
-    threshold = 0.0 if plan.loss_threshold is None else plan.loss_threshold
-    batches = fixed_batches(rng, X.shape[0], plan.batch_size)
-    # Each step multiplies small matrices (b x d by d x K): BLAS's own threads
-    # only add synchronisation there and stall when the cores are busy
-    # (3 times slower per step measured on a loaded 2-core machine), as in
-    # _sgd.train_dp_lssgd.
-    with blas_controller().limit(limits=1, user_api="blas"):
-        params = _descend(
-            X, y, _row_scales(X, plan.row_norm_bound), batches,
-            code=code, loss_threshold=threshold, fit_intercept=plan.fit_intercept,
-            alpha=plan.alpha, eta=plan.eta, n_passes=n_passes, n_outputs=plan.n_outputs,
-            weight_norm_bound=plan.weight_norm_bound, sample_weight=sample_weight)
-    mechanism = plan.mechanism.seeded_copy() if seeded else plan.mechanism
-    released = add_output_noise(params, mechanism, rng, plan.fit_intercept)
-    return released.astype(X.dtype, copy=False), mechanism

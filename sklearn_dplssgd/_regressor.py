@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
-from ._array_api import copy_params
+from ._array_api_predict import copy_params
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
 from ._losses import REGRESSION_LOSSES

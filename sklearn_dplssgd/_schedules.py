@@ -42,6 +42,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 __all__ = [
+    "LEARNING_RATES",
     "ConstantNoise",
     "ExponentialNoise",
     "MAX_BLOCKS",
@@ -52,11 +53,14 @@ __all__ = [
     "StepNoise",
     "check_noise_schedule",
     "is_constant_schedule",
+    "learning_rate_schedule",
     "noise_schedule_blocks",
+    "number_of_steps",
     "step_levels",
 ]
 
 NOISE_SCHEDULES = ("constant", "exponential", "step")
+LEARNING_RATES = ("constant", "inverse_time", "invscaling")
 MAX_BLOCKS = 50
 # A schedule whose smallest level is below this fraction of its largest is
 # refused: meeting epsilon would need enormous early noise (the last steps
@@ -282,3 +286,61 @@ def noise_schedule_blocks(schedule, n_steps, n_epochs):
 def step_levels(blocks):
     """The per-step levels of ``blocks`` as an array of length T."""
     return np.repeat([level for _, level in blocks], [steps for steps, _ in blocks])
+
+
+def number_of_steps(n_samples, batch_size, max_iter):
+    """Number of steps T = ceil(max_iter * n / b), computed in integers.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training rows n.
+    batch_size : int
+        Expected batch size; above ``n_samples`` every step uses all rows.
+    max_iter : int
+        Number of epochs.
+
+    Returns
+    -------
+    n_steps : int
+    """
+    if batch_size >= n_samples:
+        return int(max_iter)
+    return int(-(-max_iter * n_samples // batch_size))
+
+
+def learning_rate_schedule(learning_rate, eta0, power_t, n_steps, first_step=0):
+    """Step sizes eta_t for t = first_step + 1 .. first_step + T.
+
+    Parameters
+    ----------
+    learning_rate : {"constant", "inverse_time", "invscaling"}
+        ``constant``: ``eta0``; ``inverse_time``: ``eta0 / t`` (the decay of
+        the DP-LSSGD paper, section 4); ``invscaling``: ``eta0 / t ** power_t`` as in
+        scikit-learn's SGD, with ``t`` counting steps.
+    eta0 : float
+        Initial step size.
+    power_t : float
+        Exponent of ``invscaling``.
+    n_steps : int
+        T.
+    first_step : int, default=0
+        Steps already taken by the releases this one continues
+        (``partial_fit``), so that a decaying schedule goes on decaying.
+
+    Returns
+    -------
+    etas : ndarray of shape (n_steps,)
+    """
+    t = np.arange(first_step + 1, first_step + n_steps + 1, dtype=np.float64)
+    if learning_rate == "constant":
+        return np.full(n_steps, float(eta0))
+    if learning_rate == "inverse_time":
+        return eta0 / t
+    if learning_rate == "invscaling":
+        # t ** -power_t underflows quietly to 0 for huge exponents, where
+        # eta0 / t ** power_t would overflow first.
+        return eta0 * t ** (-power_t)
+    raise ValueError(
+        f"Unknown learning_rate {learning_rate!r}; expected one of {LEARNING_RATES}."
+    )

@@ -32,9 +32,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import BaseDPLSSGD
 from ._defaults import resolve_schedule
 from ._mechanism import RandomSearchSelection
-from ._schedules import noise_schedule_blocks
 from ._scaler import BoundedScaler
-from ._sgd import number_of_steps
+from ._schedules import noise_schedule_blocks, number_of_steps
 from ._ledger import ledger_error
 from ._randomness import make_generator, random_state_error
 from ._report import search_report

@@ -14,12 +14,17 @@ gradient-perturbation case uses the RDP accountant: the PLD accountant's noise
 multipliers moved (by up to 0.3 %) when PLD accounting went to dp-accounting's
 public API (5833fde), a change of calibration rather than of the training code
 this file guards. Output perturbation (one Gaussian release) takes PLD only.
+
+The reference also records the settings each fit resolved (``eta0_``,
+``batch_size_``, ``n_iter_``, ``average_start_``); the test passes them
+explicitly, so that what it checks is the training, not the "auto" rules
+(which the defaults issue changes on purpose and measures on its own).
 """
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CASES", "case_data", "fit_case", "case_outputs"]
+__all__ = ["CASES", "case_data", "case_outputs", "fit_case", "pinned_settings"]
 
 _COMMON = {"accountant": "rdp", "reproducible": True, "random_state": 7, "epsilon": 2.0}
 
@@ -105,10 +110,26 @@ def case_data(case):
     return X, y, weights
 
 
-def fit_case(case, module, api):
-    """Fit the case with ``module`` (a sklearn_dplssgd package) in ``api`` "old" or "new"."""
+def pinned_settings(case, resolved):
+    """The resolved settings of the reference as explicit parameters."""
+    eta0, batch_size, n_iter, average_start = resolved
+    pinned = {"eta0": float(eta0), "batch_size": int(batch_size), "max_iter": int(n_iter)}
+    if case["params"].get("mechanism") == "output":
+        pinned["average"] = False
+    else:
+        # average=True averaged every step at 842cfc4 (average_start_ 0).
+        pinned["average"] = (False if average_start < 0 else True if average_start == 0
+                             else int(average_start))
+    return pinned
+
+
+def fit_case(case, module, api, pinned=None):
+    """Fit the case with ``module`` (a sklearn_dplssgd package) in ``api`` "old" or "new".
+
+    ``pinned``: settings passed explicitly in place of the case's own.
+    """
     extra = case["old"] if api == "old" else case["new"](module)
-    params = {**case["params"], **extra}
+    params = {**case["params"], **extra, **(pinned or {})}
     estimator_class = (module.DPLSSGDClassifier if case["kind"] == "clf"
                        else module.DPLSSGDRegressor)
     estimator = estimator_class(**params)
@@ -128,9 +149,9 @@ def fit_case(case, module, api):
     return estimator, X
 
 
-def case_outputs(case, module, api):
-    """The arrays recorded for a case: coefficients, intercept and training scores."""
-    estimator, X = fit_case(case, module, api)
+def case_outputs(case, module, api, pinned=None):
+    """The arrays recorded for a case: coefficients, intercept, training scores, settings."""
+    estimator, X = fit_case(case, module, api, pinned)
     if case["kind"] == "clf":
         scores = estimator.decision_function(X)
     else:
@@ -139,4 +160,8 @@ def case_outputs(case, module, api):
         "coef": np.asarray(estimator.coef_, dtype=np.float64),
         "intercept": np.atleast_1d(np.asarray(estimator.intercept_, dtype=np.float64)),
         "scores": np.asarray(scores, dtype=np.float64),
+        "resolved": np.array([
+            estimator.eta0_, estimator.batch_size_, estimator.n_iter_,
+            -1 if getattr(estimator, "average_start_", None) is None
+            else estimator.average_start_], dtype=np.float64),
     }

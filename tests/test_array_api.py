@@ -31,6 +31,7 @@ from sklearn_dplssgd._losses import (
 from oracles import clipped_gradient_sum_reference, loss_derivative_reference
 from sklearn_dplssgd import Adam, Momentum
 from sklearn_dplssgd._sgd import gaussian_noise, poisson_batches, train_dp_lssgd
+from sklearn_dplssgd._training import TrainingPlan
 
 array_api_strict = pytest.importorskip("array_api_strict")
 
@@ -168,15 +169,15 @@ def test_unrepresentable_contributions_fail_closed(xp_module):
     assert_allclose(result[:, 0], [0.0, 0.0, 1.0, 0.1], rtol=1e-7)
 
 
-def _train_kwargs(n_outputs, code, n_steps=60, **overrides):
-    kwargs = dict(
+def _train_plan(n_outputs, code, n_steps=60, **overrides):
+    settings = dict(
         loss_code=code, loss_threshold=1.0, fit_intercept=True, clip_norm=1.0,
         noise_multiplier=1.3, sample_rate=0.1, batch_size=20, n_steps=n_steps, n_epochs=6,
         learning_rates=np.linspace(0.5, 0.1, n_steps), alpha=1e-3, sigma=2.0,
         average_start=None, optimizer=None,
     )
-    kwargs.update(overrides)
-    return kwargs
+    settings.update(overrides)
+    return TrainingPlan(**settings)
 
 
 @pytest.mark.parametrize("settings", [
@@ -197,11 +198,11 @@ def test_training_loop_matches_the_numpy_path_draw_for_draw(xp_module, settings,
     code = LOG_LOSS_MULTINOMIAL if multiclass else HUBER
     X = rng.normal(size=(200, 16))
     y = _targets(code, 200, n_outputs, rng)
-    kwargs = _train_kwargs(n_outputs, code, **settings)
-    expected = train_dp_lssgd(X, y, n_outputs, rng=np.random.default_rng(11), **kwargs)
+    plan = _train_plan(n_outputs, code, **settings)
+    expected = train_dp_lssgd(X, y, n_outputs, plan, np.random.default_rng(11))
     result = _array_api.train_dp_lssgd_array_api(
-        _as(xp_module, X), y, n_outputs, rng=np.random.default_rng(11),
-        noise_source=gaussian_noise, **kwargs)
+        _as(xp_module, X), y, n_outputs, plan, np.random.default_rng(11),
+        noise_source=gaussian_noise)
     assert type(result).__module__.split(".")[0] == xp_module.__name__
     assert_allclose(_array_api.to_numpy(result), expected, rtol=1e-9, atol=1e-11)
 
@@ -215,11 +216,11 @@ def test_device_noise_has_the_calibrated_standard_deviation():
     X = torch.zeros((50, d), dtype=torch.float64)
     z, clip_norm = 0.7, 3.0
     params = _array_api.train_dp_lssgd_array_api(
-        X, np.zeros(50), n_outputs, **_train_kwargs(
+        X, np.zeros(50), n_outputs, _train_plan(
             n_outputs, LOG_LOSS_MULTINOMIAL, n_steps=1, noise_multiplier=z, clip_norm=clip_norm,
             batch_size=1, sample_rate=1.0, learning_rates=np.ones(1), alpha=0.0, sigma=0.0,
             fit_intercept=False, n_epochs=1),
-        rng=np.random.default_rng(5))
+        np.random.default_rng(5))
     noise = -_array_api.to_numpy(params)
     assert np.all(noise[:, -1] == 0.0)
     values = noise[:, :-1].ravel()
@@ -263,8 +264,8 @@ def test_the_mechanism_does_not_depend_on_the_data(xp_module):
         X = rng.normal(scale=scale, size=(300, 8))
         _array_api.train_dp_lssgd_array_api(
             _as(xp_module, X), rng.normal(size=300), 1,
-            rng=np.random.default_rng(), batch_sampler=recording_sampler,
-            **_train_kwargs(1, SQUARED_ERROR, n_steps=50, sample_rate=0.05))
+            _train_plan(1, SQUARED_ERROR, n_steps=50, sample_rate=0.05),
+            np.random.default_rng(), batch_sampler=recording_sampler)
         runs.append(list(calls))
     assert runs[0] == runs[1]
     assert sum(steps for _, _, steps in runs[0]) == 50

@@ -41,7 +41,7 @@ from sklearn_dplssgd.audit import (
     make_canary_dataset,
     mu_lower_bound,
 )
-from sklearn_dplssgd._sgd import learning_rate_schedule
+from sklearn_dplssgd._schedules import learning_rate_schedule
 
 DELTA = 1e-5
 ORIGINAL_KERNEL = _sgd.noisy_clipped_gradient_sum

@@ -15,7 +15,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning
-from sklearn_dplssgd._sgd import number_of_steps, poisson_batches
+from sklearn_dplssgd._schedules import number_of_steps
+from sklearn_dplssgd._sgd import poisson_batches
 from sklearn_dplssgd._smoothing import smoothing_beta
 
 DIGITS_CLASSES = np.arange(10)

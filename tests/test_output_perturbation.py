@@ -22,13 +22,15 @@ from sklearn_dplssgd._losses import loss_code
 from oracles import loss_derivative_reference
 from sklearn_dplssgd._output_perturbation import (
     OutputPerturbation,
-    add_output_noise,
     contraction_factor,
     default_step,
-    fixed_batches,
     plan_output_perturbation,
     sensitivity,
     smoothness_constants,
+)
+from sklearn_dplssgd._output_release import (
+    add_output_noise,
+    fixed_batches,
     train_output_perturbation,
 )
 

@@ -9,6 +9,7 @@ from sklearn_dplssgd._mechanism import GradientPerturbation
 from sklearn_dplssgd import ConstantNoise, ExponentialNoise, RelativeNoise, StepNoise
 from sklearn_dplssgd._schedules import MAX_BLOCKS, noise_schedule_blocks, step_levels
 from sklearn_dplssgd._sgd import train_dp_lssgd
+from sklearn_dplssgd._training import TrainingPlan
 
 DELTA = 1e-5
 
@@ -136,11 +137,12 @@ def test_training_loop_scales_each_steps_noise():
         draws.append(noise.copy())
         return noise
 
-    params = train_dp_lssgd(
-        X, y, 1, loss_code=4, loss_threshold=0.0, fit_intercept=True, clip_norm=1.0,
+    plan = TrainingPlan(
+        loss_code=4, loss_threshold=0.0, fit_intercept=True, clip_norm=1.0,
         noise_multiplier=levels, sample_rate=1.0, batch_size=10, n_steps=n_steps, n_epochs=6,
-        learning_rates=np.full(n_steps, 0.1), alpha=0.0, sigma=0.0,
-        rng=np.random.default_rng(1), noise_source=recording_noise)
+        learning_rates=np.full(n_steps, 0.1), alpha=0.0, sigma=0.0)
+    params = train_dp_lssgd(X, y, 1, plan, np.random.default_rng(1),
+                            noise_source=recording_noise)
     noise = np.concatenate(draws)[:, 0, :]
     # Squared error at zero target: the residual is the intercept itself.
     expected = np.zeros(3)

@@ -456,7 +456,7 @@ def test_sparse_fit_memory_does_not_grow_with_dense_size():
 
 
 def test_output_perturbation_refuses_sparse_rows():
-    from sklearn_dplssgd._output_perturbation import train_output_perturbation
+    from sklearn_dplssgd._output_release import train_output_perturbation
 
     X, y = _data(2, np.float64, n=50, d=5)
     with pytest.raises(TypeError, match="Output perturbation needs dense X"):

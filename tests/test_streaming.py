@@ -15,7 +15,7 @@ from sklearn_dplssgd import (
     PrivacyLedger,
 )
 from sklearn_dplssgd._mechanisms import _gradient
-from sklearn_dplssgd._sgd import learning_rate_schedule
+from sklearn_dplssgd._schedules import learning_rate_schedule
 from sklearn_dplssgd._streaming import compose_events
 
 SEEDED = dict(random_state=0, reproducible=True)
@@ -185,7 +185,7 @@ def test_a_decaying_learning_rate_continues_across_calls(binary, monkeypatch):
     real = _gradient.train_dp_lssgd
 
     def recording(*args, **kwargs):
-        recorded.append(kwargs["learning_rates"])
+        recorded.append(args[3].learning_rates)  # the TrainingPlan
         return real(*args, **kwargs)
 
     monkeypatch.setattr(_gradient, "train_dp_lssgd", recording)

@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd import _base, _kernels, _sgd, _sparse, _threads
+from sklearn_dplssgd import _base, _kernels, _sgd, _sparse, _threads, _training
 from sklearn_dplssgd._kernels import PARALLEL_MIN_WORK, compute_row_norms
 from sklearn_dplssgd._sgd import row_norms_of
 from sklearn_dplssgd._threads import block_bounds, draws_ahead, numba_team_available
@@ -40,7 +40,7 @@ def _fit(X, y, n_jobs, **params):
 def small_chunks(monkeypatch):
     # Two steps' noise per chunk, so that a fit has several chunks and the
     # draws really run ahead of the training.
-    monkeypatch.setattr(_sgd, "_NOISE_VALUES_PER_CHUNK", 2 * 10 * 65)
+    monkeypatch.setattr(_training, "NOISE_VALUES_PER_CHUNK", 2 * 10 * 65)
 
 
 @pytest.fixture

@@ -24,9 +24,10 @@ from .._losses import LOSSES, loss_code, residual_norms_at_zero
 from .._mechanism import GradientPerturbation
 from .._optimizers import check_optimizer
 from .._randomness import make_generator
-from .._schedules import noise_schedule_blocks
-from .._sgd import learning_rate_schedule, number_of_steps, row_norms_of, train_dp_lssgd
+from .._schedules import learning_rate_schedule, noise_schedule_blocks, number_of_steps
+from .._sgd import row_norms_of, train_dp_lssgd
 from .._streaming import Series, compose_events, series_epsilon
+from .._training import TrainingPlan
 from .._validation import warn_once
 from ._release import ReleaseMechanism, ReleaseRecord
 
@@ -226,10 +227,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             "initial_params": estimator._start_params(
                 series, data.coef_init, data.intercept_init, data.n_outputs, X.shape[1]),
         }
-        params = trainer(
-            X,
-            data.y_encoded,
-            data.n_outputs,
+        steps = TrainingPlan(
             loss_code=loss_code(estimator.loss, data.n_outputs),
             loss_threshold=LOSSES[estimator.loss].threshold(estimator),
             fit_intercept=bool(estimator.fit_intercept),
@@ -245,14 +243,12 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             ),
             alpha=float(estimator.alpha),
             sigma=estimator.sigma_,
-            rng=plan.rng,
-            verbose=estimator.verbose,
             average_start=plan.average_start,
             optimizer=check_optimizer(estimator.optimizer),
-            sample_weight=data.weights,
             max_sample_weight=mechanism.max_sample_weight,
-            **extra,
         )
+        params = trainer(X, data.y_encoded, data.n_outputs, steps, plan.rng,
+                         verbose=estimator.verbose, sample_weight=data.weights, **extra)
         noise_multipliers = mechanism.block_noise_multipliers()
         if namespace is not None:
             # Array attributes follow X (scikit-learn's array API convention).

@@ -15,9 +15,8 @@ import numpy as np
 
 from .._defaults import AUTO, resolve_delta
 from .._losses import LOSSES, SMOOTH_LOSSES
-from .._output_perturbation import (
-    OutputPerturbation, default_passes, plan_output_perturbation, release_output_perturbation,
-)
+from .._output_perturbation import OutputPerturbation, default_passes, plan_output_perturbation
+from .._output_release import release_output_perturbation
 from .._optimizers import check_optimizer
 from .._randomness import make_generator
 from .._schedules import is_constant_schedule

@@ -9,7 +9,7 @@ from sklearn.base import clone, is_classifier
 from .._defaults import resolve_sigma
 from .._losses import LOSSES, loss_code, loss_derivative
 from .._output_perturbation import smoothness_constants
-from .._sgd import learning_rate_schedule
+from .._schedules import learning_rate_schedule
 from .._smoothing import smoothing_eigenvalues
 from ._fits import append_label, check_estimator, seeded_fit
 
