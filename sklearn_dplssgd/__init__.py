@@ -9,6 +9,7 @@ it costs no privacy and removes much of the injected noise.
 from ._accounting import PrivacyCalibration, compute_epsilon
 from ._calibration import calibrate_noise
 from ._classifier import DPLSSGDClassifier
+from ._dp_scaler import DPBoundedScaler
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
 from ._regressor import DPLSSGDRegressor
 from ._scaler import BoundedScaler
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BoundedScaler",
     "ConstantNoise",
+    "DPBoundedScaler",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
     "DPRandomizedSearch",
