@@ -9,6 +9,7 @@ it costs no privacy and removes much of the injected noise.
 from ._accounting import PrivacyCalibration, compute_epsilon
 from ._calibration import calibrate_noise
 from ._classifier import DPLSSGDClassifier
+from ._dp_encoder import DPOneHotEncoder
 from ._dp_scaler import DPBoundedScaler
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
 from ._regressor import DPLSSGDRegressor
@@ -25,6 +26,7 @@ __all__ = [
     "DPBoundedScaler",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
+    "DPOneHotEncoder",
     "DPRandomizedSearch",
     "ExponentialNoise",
     "PrivacyBudgetExceededError",

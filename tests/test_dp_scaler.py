@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dp_accounting
 from dp_accounting.pld import common
@@ -264,3 +265,13 @@ def test_messages_name_the_parameter():
         DPBoundedScaler(epsilon=-1.0).fit(_table(50))
     with pytest.raises(ValueError, match="'ledger' parameter"):
         DPBoundedScaler(ledger="mine").fit(_table(50))
+
+
+@parametrize_with_checks([DPBoundedScaler(random_state=0, reproducible=True)],
+                         expected_failed_checks=lambda estimator: {})
+def test_sklearn_compatible_transformer(estimator, check):
+    with warnings.catch_warnings():
+        # The checks' tables are small for the default budget (the warning
+        # is tested above) and the fits are seeded to be repeatable.
+        warnings.simplefilter("ignore", UserWarning)
+        check(estimator)
