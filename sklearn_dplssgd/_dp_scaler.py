@@ -7,23 +7,31 @@ declared: nothing about the range of a feature needs to be known in advance.
 The method (after Durfee, "Unbounded differentially private quantile and
 maximum estimation", NeurIPS 2023) runs AboveThreshold, the sparse vector
 technique, over a fixed, data-independent grid of candidates that grows
-exponentially in both directions from zero (``0, +-base**i``). For the upper
-end it scans the grid upwards and stops at the first candidate ``c`` whose
-noisy count of rows ``<= c`` reaches the noisy ``n - k``; the lower end is the
-mirror image. ``k``, the number of rows the scan aims to leave outside each
-end, depends only on public quantities (the row count, which is public under
-replace-one neighbours, and the epsilon of the end), so that little is
-clipped while the range is not stretched to an outlier.
+exponentially in both directions from zero (``0, +-base**i``). The upper end
+scans the grid upwards from zero and stops at the first candidate ``c``
+whose noisy count of rows ``<= c`` reaches the noisy ``n - k``; the lower end
+then scans downwards from the released upper end (public by then) for the
+first ``c`` whose noisy count of rows ``>= c`` reaches the noisy ``n - k``.
+Starting there keeps the scans short where the counts are far below the
+threshold (each such query is a chance to stop too early). ``k``, the number
+of rows each scan aims to leave outside its end, depends only on public
+quantities (the row count, public under replace-one neighbours, and the
+epsilon of the end), so that little is clipped while the range is not
+stretched to an outlier.
 
 Privacy: each query ``count(x <= c) - (n - k)`` has sensitivity 1, and one
 row moves all queries of a scan in the same direction (monotone queries),
 under both replace-one and add/remove neighbours (``k`` grows by at most one
-when ``n`` does). AboveThreshold with threshold noise ``Lap(2 / eps)`` and
-query noise ``Lap(2 / eps)`` is then ``eps``-DP whatever the number of
-queries (Lyu, Su and Li, "Understanding the sparse vector technique for
-differential privacy", PVLDB 2017, Algorithm 7 with monotone queries,
-eps1 = eps2 = eps / 2). The budget is split evenly over the learned ends (two
-per feature without declared bounds), composed by basic composition.
+when ``n`` does). AboveThreshold with threshold noise ``Lap(1 / eps1)`` and
+query noise ``Lap(1 / eps2)`` is then ``(eps1 + eps2)``-DP whatever the
+number of queries (Lyu, Su and Li, "Understanding the sparse vector technique
+for differential privacy", PVLDB 2017, Algorithm 7 with monotone queries).
+Two thirds of each end's epsilon go to the threshold: its noise alone can
+put the threshold above ``n``, when a scan runs on past the data, and the
+larger query noise makes such a run end sooner. The lower scan starts where
+the upper one stopped (adaptive composition). The budget is split evenly
+over the learned ends (two per feature without declared bounds), composed by
+basic composition.
 """
 
 import math
@@ -59,9 +67,14 @@ __all__ = ["DPBoundedScaler", "candidate_grid", "private_range", "tail_count"]
 GRID_BASE = 1.1
 GRID_SMALLEST = 2.0 ** -20
 GRID_LARGEST = 2.0 ** 50
-# The scan aims to leave k = TAIL_NOISE_UNITS noise scales (2 / eps) of rows
-# outside each end: enough that the noisy threshold rarely lies above n (a
-# scan would then run on past the data), few enough that little is clipped.
+# Share of an end's epsilon spent on the threshold's noise (the rest on the
+# queries').
+THRESHOLD_SHARE = 2.0 / 3.0
+# The scan aims to leave k = TAIL_NOISE_UNITS threshold noise scales
+# (1 / (THRESHOLD_SHARE eps) = 1.5 / eps) of rows outside each end: enough
+# that the noisy threshold lies above n (a scan would then run on past the
+# data) with probability exp(-3) / 2 = 2.5 percent only, few enough that
+# little is clipped.
 TAIL_NOISE_UNITS = 3.0
 
 
@@ -82,7 +95,8 @@ def candidate_grid():
 def tail_count(n_samples, epsilon_end):
     """Rows the scan aims to leave outside each end: public quantities only.
 
-    ``ceil(TAIL_NOISE_UNITS * 2 / epsilon_end)``, at most ``n_samples // 4``.
+    ``ceil(TAIL_NOISE_UNITS / (THRESHOLD_SHARE * epsilon_end))`` (that is
+    ``ceil(4.5 / epsilon_end)``), at most ``n_samples // 4``.
     It is non-decreasing in ``n_samples`` and grows by at most one when
     ``n_samples`` does, which keeps the scan's queries of sensitivity 1
     under add/remove neighbours (where the row count is not public).
@@ -96,22 +110,28 @@ def tail_count(n_samples, epsilon_end):
     -------
     k : int
     """
-    return int(min(math.ceil(TAIL_NOISE_UNITS * 2.0 / epsilon_end), n_samples // 4))
+    return int(min(_uncapped_tail_count(epsilon_end), n_samples // 4))
+
+
+def _uncapped_tail_count(epsilon_end):
+    return math.ceil(TAIL_NOISE_UNITS / THRESHOLD_SHARE / epsilon_end)
 
 
 def _first_crossing(counts, threshold, epsilon, rng):
     """AboveThreshold: index of the first noisy count at or above the noisy threshold.
 
     ``counts`` are the scan's queries in order (sensitivity 1, monotone).
-    Threshold noise ``Lap(2 / epsilon)``, query noise ``Lap(2 / epsilon)``:
+    Threshold noise ``Lap(1 / eps1)``, query noise ``Lap(1 / eps2)`` with
+    ``eps1 = THRESHOLD_SHARE * epsilon`` and ``eps2 = epsilon - eps1``:
     ``epsilon``-DP for monotone queries (Lyu, Su and Li 2017). Drawing every
     query's noise at once is the same distribution as drawing it query by
     query (the noise after the stop is unused). A scan with no crossing
     returns the last index: a fixed answer, part of the mechanism's output.
     """
-    scale = 2.0 / epsilon
-    noisy_threshold = threshold + rng.laplace(0.0, scale)
-    noisy_counts = counts + rng.laplace(0.0, scale, size=counts.shape[0])
+    threshold_epsilon = THRESHOLD_SHARE * epsilon
+    noisy_threshold = threshold + rng.laplace(0.0, 1.0 / threshold_epsilon)
+    noisy_counts = counts + rng.laplace(0.0, 1.0 / (epsilon - threshold_epsilon),
+                                        size=counts.shape[0])
     crossed = np.flatnonzero(noisy_counts >= noisy_threshold)
     return int(crossed[0]) if crossed.size else counts.shape[0] - 1
 
@@ -120,11 +140,13 @@ def private_range(values, epsilon_end, k, rng, grid=None):
     """The private lower and upper end of one feature.
 
     Each end is one AboveThreshold scan at ``epsilon_end`` over
-    :func:`candidate_grid`: the upper end scans upwards for the first
-    candidate ``c`` with ``count(values <= c) >= n - k`` (noisily), the lower
-    end downwards for the first with ``count(values >= c) >= n - k``. If
-    noise puts the ends in the wrong order or together, the range becomes
-    the grid interval around them (post-processing).
+    :func:`candidate_grid`: the upper end scans upwards from zero for the
+    first candidate ``c`` with ``count(values <= c) >= n - k`` (noisily), the
+    lower end downwards from the upper end for the first with
+    ``count(values >= c) >= n - k``. A feature whose ``k``-th largest value
+    is not positive thus gets the upper end 0. If both ends are the same
+    candidate, the range becomes the grid interval below it (above it for
+    a candidate above zero); post-processing.
 
     Parameters
     ----------
@@ -146,16 +168,19 @@ def private_range(values, epsilon_end, k, rng, grid=None):
     grid = candidate_grid() if grid is None else grid
     ordered = np.sort(np.asarray(values, dtype=np.float64))
     n = ordered.shape[0]
-    at_or_below = np.searchsorted(ordered, grid, side="right").astype(np.float64)
-    upper_index = _first_crossing(at_or_below, n - k, epsilon_end, rng)
-    descending = grid[::-1]
-    at_or_above = n - np.searchsorted(ordered, descending, side="left").astype(np.float64)
-    lower_index = grid.shape[0] - 1 - _first_crossing(at_or_above, n - k, epsilon_end, rng)
-    low, high = sorted((lower_index, upper_index))
+    zero = int(np.searchsorted(grid, 0.0))
+    upwards = grid[zero:]
+    at_or_below = np.searchsorted(ordered, upwards, side="right").astype(np.float64)
+    high = zero + _first_crossing(at_or_below, n - k, epsilon_end, rng)
+    downwards = grid[high::-1]
+    at_or_above = n - np.searchsorted(ordered, downwards, side="left").astype(np.float64)
+    low = high - _first_crossing(at_or_above, n - k, epsilon_end, rng)
     if low == high:
         # A point mass (or noise): widen to the neighbouring grid value.
-        high = min(high + 1, grid.shape[0] - 1)
-        low = high - 1
+        if high > zero and high + 1 < grid.shape[0]:
+            high += 1
+        else:
+            low -= 1
     return float(grid[low]), float(grid[high])
 
 
@@ -229,8 +254,8 @@ class DPBoundedScaler(BoundedScaler):
     value. See the "Private preprocessing" pages of the documentation.
 
     **Which quantiles.** Each scan aims to leave ``k`` rows outside each end,
-    ``k = ceil(6 / epsilon_end)`` (three noise scales) but at most
-    ``n / 4`` (``tail_count_``): public quantities only. Outliers beyond the
+    ``k = ceil(4.5 / epsilon_end)`` (three noise scales of the threshold)
+    but at most ``n / 4`` (``tail_count_``): public quantities only. Outliers beyond the
     ``k``-th largest value are clipped rather than stretching the range. With
     few rows for the budget (``n < 4 * k``) the range is an inner quantile
     range and much is clipped: a ``UserWarning`` says so.
@@ -290,10 +315,13 @@ class DPBoundedScaler(BoundedScaler):
     The candidates are ``0`` and ``+-1.1**i`` between about ``1e-6`` and
     ``1e15`` (:func:`candidate_grid`): the ends are known to within 10
     percent of their magnitude, and values beyond ``1e15`` in magnitude are
-    clipped to it. A constant feature gets the grid interval around its
-    value. NaN and infinite values are refused (the error says only that
-    there is one). References: D. Durfee, "Unbounded differentially private
-    quantile and maximum estimation", NeurIPS 2023; M. Lyu, D. Su, N. Li,
+    clipped to it. The upper end is searched upwards from zero, so a feature
+    that is mostly negative gets the upper end 0 (its range is then wider
+    than needed; declare its bounds if you know them). A constant feature
+    gets the grid interval around its value. NaN and infinite values are
+    refused (the error says only that there is one). References: D. Durfee,
+    "Unbounded differentially private quantile and maximum estimation",
+    NeurIPS 2023; M. Lyu, D. Su, N. Li,
     "Understanding the sparse vector technique for differential privacy",
     PVLDB 10(6), 2017.
 
@@ -370,7 +398,7 @@ class DPBoundedScaler(BoundedScaler):
         if self.ledger is not None:
             self.ledger.charge(type(self).__name__, event, self.neighboring)
         k = tail_count(n_samples, epsilon_end) if n_ends else 0
-        if n_ends and n_samples < 4 * math.ceil(TAIL_NOISE_UNITS * 2.0 / epsilon_end):
+        if n_ends and n_samples < 4 * _uncapped_tail_count(epsilon_end):
             warnings.warn(
                 f"DPBoundedScaler: {n_samples} rows are few for epsilon={self.epsilon:g} over "
                 f"{n_ends} ends (epsilon {epsilon_end:.3g} each): each end is aimed at the "
