@@ -10,6 +10,8 @@ from ._accounting import PrivacyCalibration, compute_epsilon
 from ._calibration import calibrate_noise
 from ._classifier import DPLSSGDClassifier
 from ._compile_notice import install_compile_notice
+from ._dp_encoder import DPOneHotEncoder
+from ._dp_scaler import DPBoundedScaler
 from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
 from ._regressor import DPLSSGDRegressor
 from ._scaler import BoundedScaler
@@ -26,8 +28,10 @@ install_compile_notice()
 __all__ = [
     "BoundedScaler",
     "ConstantNoise",
+    "DPBoundedScaler",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
+    "DPOneHotEncoder",
     "DPRandomizedSearch",
     "ExponentialNoise",
     "PrivacyBudgetExceededError",
