@@ -67,6 +67,7 @@ import logging
 import math
 import os
 
+import attr
 import numpy as np
 from scipy import optimize
 
@@ -86,6 +87,7 @@ __all__ = [
     "cached_epsilon",
     "compute_epsilon",
     "dp_event",
+    "EpsilonDeltaDpEvent",
     "event_epsilon",
     "EVENT_EPSILONS",
     "NEIGHBORING_RELATIONS",
@@ -95,6 +97,7 @@ __all__ = [
     "pld_interval_rule",
     "PLD_MAX_POINTS",
     "PrivacyCalibration",
+    "split_epsilon_delta_events",
 ]
 
 ACCOUNTANTS = ("rdp", "pld", "paper", "paper_released")
@@ -155,6 +158,28 @@ class PrivacyCalibration:
     n_steps: int
     accountant: str
     neighboring: str
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class EpsilonDeltaDpEvent(dp_accounting.DpEvent):
+    """A mechanism known only to be (epsilon, delta)-DP, under the relation in use.
+
+    dp-accounting 0.6 has no such event. The private preprocessing releases
+    (AboveThreshold in :class:`~sklearn_dplssgd.DPBoundedScaler`, partition
+    selection in :class:`~sklearn_dplssgd.DPOneHotEncoder`) are proven
+    (epsilon, delta)-DP under both add/remove and replace-one neighbours,
+    with the epsilon and delta recorded here. No accountant of dp-accounting
+    supports the event; :func:`event_epsilon` composes it with the rest by
+    basic composition.
+
+    Attributes
+    ----------
+    epsilon : float
+    delta : float
+    """
+
+    epsilon: float
+    delta: float = 0.0
 
 
 # --------------------------------------------------------------------------
@@ -485,6 +510,11 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pl
         Skip RDP (whose composition of many different events is slow) and
         use PLD at ``pld_interval`` (required) alone; for events PLD supports.
 
+    ``EpsilonDeltaDpEvent`` parts (the private preprocessing's releases),
+    which neither accountant supports, are composed with the rest by basic
+    composition: their epsilons add to the epsilon of the rest taken at
+    ``delta`` minus their deltas (:func:`split_epsilon_delta_events`).
+
     Returns
     -------
     float
@@ -494,6 +524,17 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pl
     check_choice(neighboring, NEIGHBORING_RELATIONS, "neighboring")
     if pld_only and pld_interval is None:
         raise ValueError("pld_only needs a pld_interval.")
+    rest, pure_epsilon, pure_delta = split_epsilon_delta_events(event)
+    if pure_epsilon or pure_delta:
+        # Basic composition of the (epsilon, delta) parts with the rest: a valid
+        # bound for any mechanisms (Dwork and Roth 2014, Theorem 3.16).
+        if pure_delta >= delta:
+            return math.inf
+        if not rest:
+            return pure_epsilon
+        return pure_epsilon + event_epsilon(
+            dp_accounting.ComposedDpEvent(rest), delta - pure_delta, neighboring,
+            pld_interval=pld_interval, pld_only=pld_only)
     key = (repr(event), float(delta), neighboring, pld_interval, pld_only)
     if key not in EVENT_EPSILONS:
         if len(EVENT_EPSILONS) >= _EVENT_EPSILONS_MAX:
@@ -537,3 +578,50 @@ def _pld_event_epsilon(event, delta, neighboring, interval):
         if not pld.supports(event):
             raise ValueError(f"dp-accounting's PLD accountant cannot account for {event!r}.")
         return float(pld.compose(event).get_epsilon(delta))
+
+
+def split_epsilon_delta_events(event):
+    """Take the ``EpsilonDeltaDpEvent`` parts out of a composition.
+
+    dp-accounting's accountants do not support ``EpsilonDeltaDpEvent`` (an
+    (epsilon, delta)-DP mechanism of any form, such as the private
+    preprocessing's AboveThreshold and partition selection). The parts found
+    at the top of ``event`` (through ``ComposedDpEvent`` and
+    ``SelfComposedDpEvent``) are summed, for basic composition with the
+    rest; one nested inside another kind of event stays in the rest (and an
+    accountant then refuses it).
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+
+    Returns
+    -------
+    rest : list of dp_accounting.DpEvent
+        The other parts (``NoOpDpEvent`` dropped).
+    epsilon : float
+        Sum of the parts' epsilons (with multiplicity).
+    delta : float
+        Sum of the parts' deltas.
+    """
+    if isinstance(event, EpsilonDeltaDpEvent):
+        return [], float(event.epsilon), float(event.delta)
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return [], 0.0, 0.0
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        rest, epsilon, delta = [], 0.0, 0.0
+        for part in event.events:
+            part_rest, part_epsilon, part_delta = split_epsilon_delta_events(part)
+            rest += part_rest
+            epsilon += part_epsilon
+            delta += part_delta
+        return rest, epsilon, delta
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        part_rest, part_epsilon, part_delta = split_epsilon_delta_events(event.event)
+        if not part_rest:
+            return [], part_epsilon * event.count, part_delta * event.count
+        if part_epsilon or part_delta:
+            return ([dp_accounting.SelfComposedDpEvent(
+                dp_accounting.ComposedDpEvent(part_rest), event.count)],
+                part_epsilon * event.count, part_delta * event.count)
+    return [event], 0.0, 0.0

@@ -126,11 +126,13 @@ def search_report(search):
     name = type(search).__name__
     lines = [f"Privacy report for {name}"]
     lines += _guarantee_lines(name, search.epsilon_, search.delta_, search.neighboring_)
+    # The number of trials is not stated: the guarantee relies on it staying
+    # secret (it is dropped from pickles), and this text may be published.
     lines.append(
-        f"What was released: the best of {search.n_trials_} trials (a random number, as "
-        "the accounting requires), each a private fit and a noisy validation score, and "
-        "only the best trial's model and score. The guarantee covers the whole search, "
-        "best_estimator_ included.")
+        "What was released: the best of a random number of trials (drawn in secret, as "
+        "the accounting requires: do not publish n_trials_ or trials_), each a private "
+        "fit and a noisy validation score; only the best trial's model and score are "
+        "released. The guarantee covers the whole search, best_estimator_ included.")
     lines += _public_lines(search.best_estimator_ if not hasattr(
         search.best_estimator_, "steps") else search.best_estimator_.steps[-1][1])
     lines.append(_NOT_COVERED)

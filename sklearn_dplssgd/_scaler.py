@@ -19,9 +19,9 @@ from ._validation import Options, validate_hiding_values, validate_parameters
 __all__ = ["BoundedScaler"]
 
 
-def _sparse_error(method):
+def _sparse_error(method, name="BoundedScaler"):
     return TypeError(
-        f"BoundedScaler.{method} does not accept sparse input: scaling to [-1, 1] maps "
+        f"{name}.{method} does not accept sparse input: scaling to [-1, 1] maps "
         "a zero to a nonzero value whenever the bounds are not symmetric around it, "
         "so the result would be dense. Convert it with X.toarray() if it fits in memory."
     )
@@ -227,7 +227,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if sp.issparse(X):
-            raise _sparse_error("transform")
+            raise _sparse_error("transform", type(self).__name__)
         X = validate_hiding_values(
             {"X": X}, validate_data, self, X, accept_sparse=False,
             dtype=[np.float64, np.float32], reset=False,
@@ -262,12 +262,12 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if sp.issparse(X):
-            raise _sparse_error("inverse_transform")
+            raise _sparse_error("inverse_transform", type(self).__name__)
         X = validate_hiding_values({"X": X}, check_array, X, accept_sparse=False,
                                    dtype=[np.float64, np.float32])
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X has {X.shape[1]} features, but BoundedScaler is expecting "
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
         center, half = self._center_half_width()

@@ -138,3 +138,13 @@ def test_bench_calibration_cache_quick(tmp_path):
     _run("bench_calibration_cache.py", tmp_path)
     text = (tmp_path / "calibration_cache.md").read_text()
     assert "| q | T | cold (s) | from disk (ms) |" in text and "| 0.01 | 200 |" in text
+
+
+def test_bench_dp_preprocessing_quick(tmp_path):
+    # Without the Adult files (--adult-dir pointing at an empty folder) that
+    # part is skipped and says so; the synthetic and diabetes parts run.
+    _run("bench_dp_preprocessing.py", tmp_path, "--adult-dir", str(tmp_path / "none"))
+    text = (tmp_path / "dp_preprocessing.md").read_text()
+    assert "Skipped: `adult.data`" in text
+    assert "## 2. Synthetic" in text and "## 3. Diabetes" in text
+    assert "| 1.5 / 0.5 / 0.97 |" in text

@@ -93,6 +93,9 @@ def test_main_module_runs_and_prints_its_table():
     # the first fit, and a word on when smoothing helps.
     assert "columns:" in result.stdout and "non-private baseline" in result.stdout
     assert result.stdout.index("compiles the Numba kernels once") < header_position(result)
+    # The first fit (the one that compiles) is timed apart, before the table.
+    first = re.search(r"^first fit \(epsilon 1, sigma 0\): ([0-9.]+) s, ", result.stdout, re.M)
+    assert first and float(first[1]) > 0.0 and first.start() < header_position(result)
     assert "When smoothing helps" in result.stdout
 
 

@@ -1,0 +1,210 @@
+"""DPOneHotEncoder: categories by optimal private partition selection."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.preprocessing import OneHotEncoder
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import dp_accounting
+from dp_accounting.pld import common
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+from sklearn_dplssgd import DPOneHotEncoder, PrivacyLedger, PrivacyLeakWarning
+from sklearn_dplssgd import _dp_encoder
+from sklearn_dplssgd._accounting import EpsilonDeltaDpEvent, event_epsilon
+from sklearn_dplssgd._dp_encoder import selection_probabilities
+from sklearn_dplssgd.audit import epsilon_lower_bound
+
+pd = pytest.importorskip("pandas")
+
+# Fits are seeded (reproducible=True) so that the tests are repeatable; that
+# fit's warning is the point of reproducible and is tested below.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dplssgd.PrivacyLeakWarning")
+
+
+def _seeded(seed=0, **params):
+    return DPOneHotEncoder(random_state=seed, reproducible=True, **params)
+
+
+def _people(n=6000, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "region": rng.choice(["north", "south", "east", "west"], n, p=[0.4, 0.3, 0.2, 0.1]),
+        "children": rng.choice([0, 1, 2, 3], n),
+        "planet": ["earth"] * n,
+    })
+    frame.loc[0, "region"] = "atlantis"  # one row: a rare value
+    return frame
+
+
+@pytest.mark.parametrize("epsilon, delta", [(0.01, 1e-8), (0.5, 1e-6), (3.0, 1e-3)])
+def test_selection_probabilities_are_dp_and_optimal(epsilon, delta):
+    pi = selection_probabilities(50_000, epsilon, delta)
+    assert pi[0] == 0.0 and pi[1] == pytest.approx(delta) and pi[-1] == 1.0
+    previous, current = pi[:-1], pi[1:]
+    slack = 1e-12
+    # Both (epsilon, delta)-DP inequalities, for the release and its complement,
+    # between counts c - 1 and c, in both directions.
+    assert np.all(current <= math.exp(epsilon) * previous + delta + slack)
+    assert np.all(1 - previous <= math.exp(epsilon) * (1 - current) + delta + slack)
+    assert np.all(previous <= current + slack)
+    # Optimal: each step is as large as one of the two inequalities allows.
+    tight = np.minimum(math.exp(epsilon) * previous + delta,
+                       1 - math.exp(-epsilon) * (1 - delta - previous))
+    np.testing.assert_allclose(current, np.minimum(tight, 1.0), atol=1e-12)
+
+
+def test_frequent_values_released_rare_ones_not():
+    encoder = _seeded(epsilon=1.0).fit(_people())
+    assert [list(c) for c in encoder.categories_] == [
+        ["east", "north", "south", "west"], [0, 1, 2, 3], ["earth"]]
+    assert encoder.categories_[1].dtype.kind == "i"
+    assert list(encoder.get_feature_names_out()[:2]) == ["region_east", "region_north"]
+
+
+def test_transform_matches_one_hot_encoder_with_those_categories():
+    people = _people(3000)
+    encoder = _seeded(epsilon=1.0).fit(people)
+    oracle = OneHotEncoder(categories=encoder.categories_, handle_unknown="ignore").fit(people)
+    ours = encoder.transform(people)
+    assert sp.issparse(ours) and ours.format == "csr"
+    np.testing.assert_array_equal(ours.toarray(), oracle.transform(people).toarray())
+    np.testing.assert_array_equal(encoder.get_feature_names_out(),
+                                  oracle.get_feature_names_out())
+    # The rare, unreleased value and an unseen one are all-zero rows.
+    unseen = pd.DataFrame({"region": ["atlantis", "mars"], "children": [9, 1],
+                           "planet": ["earth", "venus"]})
+    np.testing.assert_array_equal(encoder.transform(unseen).toarray().sum(axis=1), [1, 1])
+
+
+def test_dense_pandas_output_and_dtype():
+    encoder = _seeded(epsilon=1.0, sparse_output=False, dtype=np.float32)
+    encoder.set_output(transform="pandas")
+    out = encoder.fit_transform(_people(2000))
+    assert isinstance(out, pd.DataFrame) and out.dtypes.eq(np.float32).all()
+    assert list(out.columns) == list(encoder.get_feature_names_out())
+
+
+def test_event_epsilon_and_delta():
+    encoder = DPOneHotEncoder(epsilon=0.3, delta=3e-6).fit(_people(500))
+    # Replace-one: each of the 3 columns' share again over the two values a
+    # replaced row touches.
+    assert encoder.dp_event_.count == 6
+    assert encoder.dp_event_.event == EpsilonDeltaDpEvent(0.3 / 3 / 2, 3e-6 / 3 / 2)
+    assert encoder.epsilon_ == pytest.approx(0.3) and encoder.delta_ == pytest.approx(3e-6)
+    assert event_epsilon(encoder.dp_event_, 1e-5) == pytest.approx(0.3)
+    assert event_epsilon(encoder.dp_event_, 3e-6) == math.inf  # nothing left for the rest
+    add_remove = DPOneHotEncoder(epsilon=0.3, neighboring="add_remove").fit(_people(500))
+    assert add_remove.dp_event_.count == 3
+
+
+def test_accounting_recomputed_with_dp_accounting():
+    encoder = DPOneHotEncoder(epsilon=0.3, delta=3e-6).fit(_people(500))
+    part = encoder.dp_event_.event
+    pld = pld_lib.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(part.epsilon, part.delta),
+        value_discretization_interval=1e-4,
+    ).self_compose(encoder.dp_event_.count)
+    # dp-accounting's composition of the parts is never above ours.
+    assert pld.get_epsilon_for_delta(encoder.delta_) <= encoder.epsilon_ + 1e-9
+    assert pld.get_delta_for_epsilon(encoder.epsilon_) <= encoder.delta_ * (1 + 1e-6)
+
+
+def test_ledger_charges_before_reading():
+    ledger = PrivacyLedger(max_epsilon=0.25)
+    DPOneHotEncoder(epsilon=0.2, ledger=ledger).fit(_people(300))
+    assert ledger.epsilon() == pytest.approx(0.2)
+    from sklearn_dplssgd import PrivacyBudgetExceededError
+    encoder = DPOneHotEncoder(epsilon=0.2, ledger=ledger)
+    with pytest.raises(PrivacyBudgetExceededError):
+        encoder.fit(_people(300))
+    assert not hasattr(encoder, "categories_")
+
+
+def test_reproducible_claims_nothing():
+    with pytest.warns(PrivacyLeakWarning):
+        encoder = DPOneHotEncoder(random_state=1, reproducible=True).fit(_people(300))
+    assert encoder.epsilon_ == math.inf
+    assert isinstance(encoder.dp_event_, dp_accounting.NonPrivateDpEvent)
+
+
+SECRET = "Zanzibar-4471"
+
+
+def test_missing_and_mixed_values_are_refused_without_echo():
+    people = _people(300)
+    people.loc[3, "region"] = SECRET
+    with_none = people.copy()
+    with_none.loc[5, "region"] = None
+    with pytest.raises(ValueError, match="NaN|missing values") as error:
+        DPOneHotEncoder().fit(with_none)
+    assert SECRET not in str(error.value)
+    with_nan = people.copy()
+    with_nan["children"] = with_nan["children"].astype(float)
+    with_nan.loc[5, "children"] = np.nan
+    with pytest.raises(ValueError, match="NaN") as error:
+        DPOneHotEncoder().fit(with_nan)
+    assert SECRET not in str(error.value)
+    mixed = people.copy().astype(object)
+    mixed.loc[7, "region"] = 12
+    with pytest.raises(TypeError, match="column 0 of X mixes") as error:
+        DPOneHotEncoder().fit(mixed)
+    assert SECRET not in str(error.value)
+
+
+def test_sparse_input_and_bad_parameters():
+    with pytest.raises(TypeError, match="sparse"):
+        DPOneHotEncoder().fit(sp.csr_matrix(np.ones((5, 2))))
+    with pytest.raises(ValueError, match=re.escape("'handle_unknown' parameter")):
+        DPOneHotEncoder(handle_unknown="error").fit(_people(50))
+    with pytest.raises(ValueError, match=re.escape("'delta' parameter")):
+        DPOneHotEncoder(delta=0.0).fit(_people(50))
+    with pytest.raises(ValueError, match=re.escape("'dtype' parameter")):
+        DPOneHotEncoder(dtype=str).fit(_people(50))
+
+
+def test_input_is_not_mutated_and_feature_names_checked():
+    people = _people(500)
+    before = people.copy()
+    encoder = DPOneHotEncoder().fit(people)
+    encoder.transform(people)
+    pd.testing.assert_frame_equal(people, before)
+    with pytest.raises(ValueError, match="input_features is not equal"):
+        encoder.get_feature_names_out(["a", "b", "c"])
+
+
+def _released(mechanism_rng, n_runs, with_rare, epsilon):
+    """Whether value 'rare' is released, on D (one row holds it) or its neighbour."""
+    column = np.array(["common"] * 40 + ["rare" if with_rare else "common"], dtype=object)
+    X = column.reshape(-1, 1)
+    scores = []
+    for _ in range(n_runs):
+        encoder = DPOneHotEncoder(epsilon=epsilon, delta=1e-3,
+                                  random_state=mechanism_rng.integers(2**32),
+                                  reproducible=True).fit(X)
+        scores.append(float("rare" in list(encoder.categories_[0])))
+    return np.array(scores)
+
+
+def test_audit_refutes_a_threshold_not_calibrated_to_delta(monkeypatch):
+    rng = np.random.default_rng(0)
+    epsilon = 1.0
+    honest = epsilon_lower_bound(_released(rng, 300, True, epsilon),
+                                 _released(rng, 300, False, epsilon), delta=1e-3)
+    assert honest <= epsilon
+    # Broken: every value present is released (no threshold at all).
+    monkeypatch.setattr(_dp_encoder, "selection_probabilities",
+                        lambda max_count, eps, delta: np.r_[0.0, np.ones(max_count)])
+    refuted = epsilon_lower_bound(_released(rng, 300, True, epsilon),
+                                  _released(rng, 300, False, epsilon), delta=1e-3)
+    assert refuted > 3 * epsilon
+
+
+@parametrize_with_checks([DPOneHotEncoder(random_state=0, reproducible=True)],
+                         expected_failed_checks=lambda estimator: {})
+def test_sklearn_compatible_transformer(estimator, check):
+    check(estimator)

@@ -1,0 +1,277 @@
+"""DPBoundedScaler: private ranges by AboveThreshold over an unbounded grid."""
+
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import dp_accounting
+from dp_accounting.pld import common
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+from sklearn_dplssgd import (
+    BoundedScaler,
+    DPBoundedScaler,
+    DPLSSGDClassifier,
+    PrivacyLedger,
+    PrivacyLeakWarning,
+)
+from sklearn_dplssgd._accounting import EpsilonDeltaDpEvent, event_epsilon
+from sklearn_dplssgd._dp_scaler import (
+    GRID_LARGEST,
+    candidate_grid,
+    private_range,
+    tail_count,
+)
+from sklearn_dplssgd.audit import epsilon_lower_bound
+
+# Fits are seeded (reproducible=True) so that the tests are repeatable; that
+# fit's warning is the point of reproducible and is tested below.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dplssgd.PrivacyLeakWarning")
+
+
+def _seeded(seed=0, **params):
+    return DPBoundedScaler(random_state=seed, reproducible=True, **params)
+
+
+def _table(n=20_000, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.column_stack([
+        rng.integers(17, 91, n).astype(float),            # ages
+        rng.lognormal(10.0, 1.0, n),                      # heavy-tailed incomes
+        -rng.exponential(50.0, n) - 1000.0,               # all negative
+    ])
+
+
+def test_grid_is_fixed_symmetric_and_geometric():
+    grid = candidate_grid()
+    assert np.all(np.diff(grid) > 0)
+    np.testing.assert_allclose(grid, -grid[::-1])
+    positive = grid[grid > 0]
+    np.testing.assert_allclose(positive[1:] / positive[:-1], 1.1)
+    assert positive[-1] <= GRID_LARGEST and 0.0 in grid
+
+
+def test_tail_count_is_public_and_grows_by_at_most_one():
+    counts = [tail_count(n, 0.01) for n in range(1, 5000)]
+    assert counts[-1] == math.ceil(4.5 / 0.01)
+    assert set(np.diff(counts)) <= {0, 1}  # sensitivity 1 under add/remove
+    assert tail_count(40, 0.01) == 10
+
+
+def test_ranges_cover_the_bulk_and_clip_little():
+    X = _table()
+    scaler = _seeded(epsilon=1.0).fit(X)
+    outside = (X < scaler.lower_) | (X > scaler.upper_)
+    assert outside.mean(axis=0).max() < 0.02
+    # Within a grid step or two of the extreme quantiles, not at the outliers.
+    assert 10 <= scaler.lower_[0] <= 17 and 89 <= scaler.upper_[0] <= 135
+    assert scaler.upper_[1] < X[:, 1].max()
+    assert scaler.lower_[2] < -1000 and scaler.upper_[2] == 0.0  # searched from zero
+    assert scaler.learned_.all() and scaler.tail_count_ == tail_count(len(X), 1 / 6) == 27
+
+
+def test_transform_is_bounded_scaler_with_the_released_bounds():
+    X = _table(3000)
+    scaler = _seeded(epsilon=1.0).fit(X)
+    oracle = BoundedScaler(lower=scaler.lower_, upper=scaler.upper_).fit(X)
+    np.testing.assert_array_equal(scaler.transform(X), oracle.transform(X))
+    np.testing.assert_allclose(scaler.inverse_transform(scaler.transform(X)),
+                               np.clip(X, scaler.lower_, scaler.upper_), rtol=1e-12)
+    assert np.abs(scaler.transform(X * 1000)).max() <= 1.0
+
+
+def test_event_and_epsilon():
+    scaler = DPBoundedScaler(epsilon=0.6).fit(_table(2000))
+    assert isinstance(scaler.dp_event_, dp_accounting.SelfComposedDpEvent)
+    assert scaler.dp_event_.count == 6
+    assert scaler.dp_event_.event == EpsilonDeltaDpEvent(0.6 / 6, 0.0)
+    assert scaler.epsilon_ == pytest.approx(0.6) and scaler.delta_ == 0.0
+    assert event_epsilon(scaler.dp_event_, 1e-5) == pytest.approx(0.6)
+
+
+def test_accounting_recomputed_with_dp_accounting():
+    # dp-accounting composes the six pure 0.1-DP ends (their tight PLD):
+    # our basic-composition epsilon is never below it.
+    scaler = DPBoundedScaler(epsilon=0.6).fit(_table(2000))
+    part = scaler.dp_event_.event
+    pld = pld_lib.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(part.epsilon, part.delta),
+        value_discretization_interval=1e-4,
+    ).self_compose(scaler.dp_event_.count)
+    for delta in (1e-9, 1e-5, 1e-2):
+        assert pld.get_epsilon_for_delta(delta) <= scaler.epsilon_ + 1e-9
+    assert pld.get_epsilon_for_delta(1e-9) > 0.9 * scaler.epsilon_
+
+
+def test_public_bounds_spend_nothing():
+    pd = pytest.importorskip("pandas")
+    X = _table(2000)
+    frame = pd.DataFrame(X, columns=["age", "income", "debt"])
+    scaler = DPBoundedScaler(epsilon=0.4, bounds={"age": (0, 120), 2: (-2000, 0)}).fit(frame)
+    assert list(scaler.learned_) == [False, True, False]
+    assert scaler.lower_[0] == 0 and scaler.upper_[0] == 120 and scaler.upper_[2] == 0
+    assert scaler.dp_event_ == dp_accounting.SelfComposedDpEvent(
+        EpsilonDeltaDpEvent(0.4 / 2, 0.0), 2)
+    everything = DPBoundedScaler(bounds=[(0, 120), (0, 1e6), (-2000, 0)]).fit(X)
+    assert everything.epsilon_ == 0.0 and isinstance(everything.dp_event_,
+                                                     dp_accounting.NoOpDpEvent)
+
+
+@pytest.mark.parametrize("bounds, match", [
+    ({"salary": (0, 1)}, "does not have"),
+    ({7: (0, 1)}, "indices"),
+    ([(0, 1)], "has 1 entries"),
+    ([(1, 0), None, None], "lower < upper"),
+    ([("a", "b"), None, None], "pair of numbers"),
+    ("wide", "must be None"),
+])
+def test_bad_bounds(bounds, match):
+    with pytest.raises(ValueError, match=match):
+        DPBoundedScaler(bounds=bounds).fit(_table(100))
+
+
+def test_ledger_composes_with_an_estimator():
+    rng = np.random.default_rng(1)
+    X = _table(3000)
+    y = (X[:, 0] > 50).astype(int)
+    ledger = PrivacyLedger()
+    scaler = DPBoundedScaler(epsilon=0.2, ledger=ledger).fit(X)
+    clf = DPLSSGDClassifier(epsilon=0.8, classes=[0, 1], ledger=ledger, max_iter=2)
+    clf.fit(scaler.transform(X), y)
+    assert [record["estimator"] for record in ledger.records] == [
+        "DPBoundedScaler", "DPLSSGDClassifier"]
+    # Basic composition: the scaler's 0.2 plus the model's epsilon at the same delta.
+    expected = 0.2 + event_epsilon(clf.dp_event_, ledger.delta, "replace_one")
+    assert ledger.epsilon() == pytest.approx(expected, rel=1e-3)
+    assert rng is not None
+
+
+def test_capped_ledger_refuses_before_fitting():
+    from sklearn_dplssgd import PrivacyBudgetExceededError
+    ledger = PrivacyLedger(max_epsilon=0.5)
+    DPBoundedScaler(epsilon=0.4, ledger=ledger).fit(_table(500))
+    scaler = DPBoundedScaler(epsilon=0.4, ledger=ledger)
+    with pytest.raises(PrivacyBudgetExceededError):
+        scaler.fit(_table(500))
+    assert not hasattr(scaler, "lower_") and len(ledger.records) == 1
+
+
+def test_ledger_relation_must_match():
+    with pytest.raises(ValueError, match="do not compose"):
+        DPBoundedScaler(neighboring="add_remove", ledger=PrivacyLedger()).fit(_table(100))
+
+
+def test_reproducible_claims_nothing():
+    X = _table(1000)
+    with pytest.warns(PrivacyLeakWarning):
+        first = DPBoundedScaler(random_state=3, reproducible=True).fit(X)
+    second = DPBoundedScaler(random_state=3, reproducible=True).fit(X)
+    np.testing.assert_array_equal(first.upper_, second.upper_)
+    assert first.epsilon_ == math.inf
+    assert isinstance(first.dp_event_, dp_accounting.NonPrivateDpEvent)
+    # Without reproducible=True the seed is ignored: fresh noise each fit.
+    uppers = {DPBoundedScaler(epsilon=0.05, random_state=3).fit(X).upper_[1]
+              for _ in range(8)}
+    assert len(uppers) > 1
+
+
+SECRET = 987654.321
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_values_are_refused_without_echo(bad):
+    X = _table(200)
+    X[5, 1] = SECRET
+    X[7, 0] = bad
+    with pytest.raises(ValueError) as error:
+        DPBoundedScaler().fit(X)
+    assert "987654" not in str(error.value) and ("NaN" in str(error.value)
+                                                 or "infinity" in str(error.value))
+
+
+def test_sparse_is_refused():
+    with pytest.raises(TypeError, match="DPBoundedScaler.fit does not accept sparse"):
+        DPBoundedScaler().fit(sp.csr_matrix(_table(50)))
+    scaler = DPBoundedScaler().fit(_table(50))
+    with pytest.raises(TypeError, match="DPBoundedScaler.transform does not accept sparse"):
+        scaler.transform(sp.csr_matrix(_table(50)))
+
+
+def test_constant_and_huge_columns_are_documented_behaviour():
+    rng = np.random.default_rng(2)
+    X = np.column_stack([np.full(4000, 3.0), rng.normal(0, 1, 4000) * 1e300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning either
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        scaler = _seeded(epsilon=1.0).fit(X)
+    # A constant feature gets the grid interval around its value.
+    assert scaler.lower_[0] <= 3.0 <= scaler.upper_[0] < 3.5
+    # Values beyond the grid are clipped to its ends.
+    top = candidate_grid()[-1]
+    assert top > 1e15 and scaler.upper_[1] == top and scaler.lower_[1] == -top
+    out = scaler.transform(X)
+    assert np.all(np.isfinite(out)) and np.abs(out).max() <= 1.0
+
+
+def test_few_rows_for_the_budget_warn():
+    with pytest.warns(UserWarning, match="rows are few"):
+        scaler = DPBoundedScaler(epsilon=0.1).fit(_table(300))
+    assert scaler.tail_count_ == 300 // 4
+
+
+def test_input_is_not_mutated():
+    X = _table(500)
+    before = X.copy()
+    DPBoundedScaler().fit(X).transform(X)
+    np.testing.assert_array_equal(X, before)
+
+
+class _NoNoise:
+    """A broken generator: AboveThreshold without noise (deterministic quantiles)."""
+
+    def laplace(self, loc, scale, size=None):
+        return np.zeros(size) if size is not None else 0.0
+
+
+def _audit_scores(rng, epsilon_end, n_runs, moved):
+    """Upper end above 100 or not, on D (moved=False) or its replace-one neighbour."""
+    n, grid = 200, candidate_grid()
+    k = tail_count(n, epsilon_end)
+    values = np.ones(n)
+    values[:k + int(moved)] = 1000.0  # one row moved from 1 to 1000 in the neighbour
+    return np.array([private_range(values, epsilon_end, k, rng, grid)[1] > 100
+                     for _ in range(n_runs)], dtype=float)
+
+
+def test_audit_refutes_the_noiseless_variant_only():
+    epsilon_end = 1.0
+    rng = np.random.default_rng(0)
+    honest = epsilon_lower_bound(_audit_scores(rng, epsilon_end, 3000, False),
+                                 _audit_scores(rng, epsilon_end, 3000, True), delta=0.0)
+    assert honest <= epsilon_end
+    broken = _NoNoise()
+    refuted = epsilon_lower_bound(_audit_scores(broken, epsilon_end, 300, False),
+                                  _audit_scores(broken, epsilon_end, 300, True), delta=0.0)
+    assert refuted > 3 * epsilon_end
+
+
+def test_messages_name_the_parameter():
+    with pytest.raises(ValueError, match=re.escape("'epsilon' parameter of DPBoundedScaler")):
+        DPBoundedScaler(epsilon=-1.0).fit(_table(50))
+    with pytest.raises(ValueError, match="'ledger' parameter"):
+        DPBoundedScaler(ledger="mine").fit(_table(50))
+
+
+@parametrize_with_checks([DPBoundedScaler(random_state=0, reproducible=True)],
+                         expected_failed_checks=lambda estimator: {})
+def test_sklearn_compatible_transformer(estimator, check):
+    with warnings.catch_warnings():
+        # The checks' tables are small for the default budget (the warning
+        # is tested above) and the fits are seeded to be repeatable.
+        warnings.simplefilter("ignore", UserWarning)
+        check(estimator)
