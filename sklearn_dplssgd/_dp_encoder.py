@@ -43,6 +43,7 @@ from ._accounting import NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent
 from ._ledger import ledger_error
 from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, make_generator
 from ._randomness import random_state_error
+from ._report import transformer_report
 from ._validation import (
     VALUES_NOT_SHOWN,
     Interval,
@@ -291,6 +292,23 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         self.delta_ = math.inf if seeded else delta_p * n_parts
         self.dp_event_ = event
         return self
+
+    def privacy_report(self):
+        """What this fit's guarantee means, in plain words (see the user guide).
+
+        Returns
+        -------
+        report : str
+        """
+        check_is_fitted(self, "dp_event_")
+        n_values = sum(len(values) for values in self.categories_)
+        released = (
+            f"{n_values} category value(s) over {len(self.categories_)} column(s) "
+            "(categories_): a value present in the rows is released only when its noisy "
+            "count passes a threshold calibrated to delta (partition selection), so rare "
+            "values stay hidden and encode as all zeros. The counts themselves are not "
+            "released.")
+        return transformer_report(self, released)
 
     def transform(self, X):
         """One-hot encode ``X``; values outside ``categories_`` give all zeros.

@@ -40,7 +40,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 import dp_accounting
 
@@ -48,6 +48,7 @@ from ._accounting import NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent
 from ._ledger import ledger_error
 from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, make_generator
 from ._randomness import random_state_error
+from ._report import transformer_report
 from ._scaler import BoundedScaler
 from ._validation import (
     Interval,
@@ -420,6 +421,22 @@ class DPBoundedScaler(BoundedScaler):
         self.delta_ = 0.0
         self.dp_event_ = event
         return self
+
+    def privacy_report(self):
+        """What this fit's guarantee means, in plain words (see the user guide).
+
+        Returns
+        -------
+        report : str
+        """
+        check_is_fitted(self, "dp_event_")
+        n_learned = int(np.sum(self.learned_))
+        released = (
+            f"the lower and upper ends of {n_learned} feature(s) (lower_, upper_), each found "
+            "by a noisy threshold search (AboveThreshold) over a fixed grid of candidates; "
+            f"{self.n_features_in_ - n_learned} feature(s) took declared bounds and spent "
+            "nothing. Values outside a range are clipped to it.")
+        return transformer_report(self, released)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

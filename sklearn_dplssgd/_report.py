@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-__all__ = ["estimator_report", "ledger_report", "search_report"]
+__all__ = ["estimator_report", "ledger_report", "search_report", "transformer_report"]
 
 # What no guarantee of this library covers, whatever was fitted.
 _NOT_COVERED = (
@@ -43,9 +43,10 @@ def _meaning(epsilon, delta):
 
 
 def _guarantee_lines(name, epsilon, delta, neighboring):
-    if not math.isfinite(epsilon):
+    if not (math.isfinite(epsilon) and math.isfinite(delta)):
         return [
-            f"Guarantee: NONE. {name} reports epsilon_ = inf: it was fitted without noise "
+            f"Guarantee: NONE. {name} reports an infinite epsilon_ or delta_: it was fitted "
+            "without noise "
             "(epsilon=inf) or with reproducible=True, whose noise anyone holding the model "
             "can regenerate from its random_state. Do not publish it as private."]
     return [
@@ -135,6 +136,27 @@ def search_report(search):
         "released. The guarantee covers the whole search, best_estimator_ included.")
     lines += _public_lines(search.best_estimator_ if not hasattr(
         search.best_estimator_, "steps") else search.best_estimator_.steps[-1][1])
+    lines.append(_NOT_COVERED)
+    return "\n\n".join(lines)
+
+
+def transformer_report(transformer, released):
+    """The report of a fitted private transformer (``DPBoundedScaler``, ``DPOneHotEncoder``).
+
+    ``released`` says, in one sentence, what the fit published.
+    """
+    name = type(transformer).__name__
+    lines = [f"Privacy report for {name}"]
+    lines += _guarantee_lines(name, transformer.epsilon_, transformer.delta_,
+                              transformer.neighboring)
+    lines.append("Released: " + released)
+    public = ("the number of training rows" if transformer.neighboring == "replace_one"
+              else "nothing about the rows' number beyond what the event assumes")
+    lines.append(f"Treated as public: {public}; the number of columns "
+                 f"({transformer.n_features_in_}); every hyperparameter and declared bound.")
+    if getattr(transformer, "ledger", None) is not None:
+        lines.append("Ledger: this fit was charged to the PrivacyLedger given to it; "
+                     "ledger.privacy_report() states the total spent on the data.")
     lines.append(_NOT_COVERED)
     return "\n\n".join(lines)
 

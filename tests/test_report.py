@@ -92,3 +92,29 @@ def test_unfitted_objects_have_no_report():
 def test_the_default_mode_is_declared_non_deterministic():
     assert DPLSSGDClassifier().__sklearn_tags__().non_deterministic
     assert not DPLSSGDRegressor(reproducible=True).__sklearn_tags__().non_deterministic
+
+
+def test_the_private_transformers_report_what_they_released():
+    import pandas as pd
+
+    from sklearn_dplssgd import DPBoundedScaler, DPOneHotEncoder, PrivacyLedger
+
+    rng = np.random.default_rng(0)
+    ledger = PrivacyLedger(delta=1e-5)
+    X = rng.normal(size=(2000, 2))
+    scaler = DPBoundedScaler(epsilon=1.0, bounds={1: (-3.0, 3.0)}, ledger=ledger).fit(X)
+    report = scaler.privacy_report()
+    assert "Privacy report for DPBoundedScaler" in report
+    assert "ends of 1 feature(s)" in report and "1 feature(s) took declared bounds" in report
+    assert f"epsilon = {scaler.epsilon_:.4g}" in report and "Ledger:" in report
+    colours = pd.DataFrame({"colour": rng.choice(["zqalpha", "zqbeta"], size=2000)})
+    encoder = DPOneHotEncoder(epsilon=1.0, delta=1e-6).fit(colours)
+    report = encoder.privacy_report()
+    assert "2 category value(s) over 1 column(s)" in report
+    assert "Ledger:" not in report
+    # Nothing of the rows themselves is quoted.
+    assert "zqalpha" not in report and "zqbeta" not in report
+    seeded = DPOneHotEncoder(epsilon=1.0, random_state=0, reproducible=True)
+    with pytest.warns(Warning):
+        seeded.fit(colours)
+    assert "Guarantee: NONE" in seeded.privacy_report()
