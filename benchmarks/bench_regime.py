@@ -193,8 +193,6 @@ def _stable_hash(text):
     return int.from_bytes(text.encode(), "little") % 2**31
 
 
-
-
 def schedule_for(schedule, n_rows):
     """``(batch_size, max_iter)`` of a grid schedule for ``n_rows`` rows."""
     from sklearn_dplssgd._defaults import resolve_schedule
