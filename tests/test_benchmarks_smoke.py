@@ -138,3 +138,19 @@ def test_bench_calibration_cache_quick(tmp_path):
     _run("bench_calibration_cache.py", tmp_path)
     text = (tmp_path / "calibration_cache.md").read_text()
     assert "| q | T | cold (s) | from disk (ms) |" in text and "| 0.01 | 200 |" in text
+
+
+def test_bench_regime_quick(tmp_path):
+    _run("bench_regime.py", tmp_path)
+    text = (tmp_path / "regime.md").read_text()
+    assert "| breast_cancer | 426 | 30 | 2 | [0, 1] | RO eps 1 |" in text
+    assert "| linear 200x4 K2 | 150 | 4 | 2 | [-1, 1] | AR eps 1 |" in text
+    cells = __import__("json").loads((tmp_path / "regime.json").read_text())
+    assert len(cells) == 8 and all(0 <= cell["defaults"] <= 1 for cell in cells)
+
+
+def test_bench_streaming_quick(tmp_path):
+    _run("bench_streaming.py", tmp_path)
+    text = (tmp_path / "streaming.md").read_text()
+    for mode in ("| fit |", "| stream, auto |", "| stream, series rule |"):
+        assert mode in text

@@ -85,11 +85,11 @@ def test_schedule_rule():
 
 
 def test_eta0_rule_sets_the_accumulated_noise():
-    # eta0 * (z C / b) * sqrt(T) = 1.25 * 4 / sqrt(30) for a constant rate, below the cap.
+    # eta0 * (z C / b) * sqrt(T) = 3.5 / sqrt(30) for a constant rate, below the cap.
     common = dict(learning_rate="constant", power_t=0.5, clip_norm=2.0, batch_size=256,
                   max_step=4.0, n_features=30)
     eta0 = resolve_eta0("auto", noise_multipliers=np.full(1000, 8.0), alpha=1e-4, **common)
-    assert eta0 * 8.0 * 2.0 / 256 * math.sqrt(1000) == pytest.approx(5.0 / math.sqrt(30))
+    assert eta0 * 8.0 * 2.0 / 256 * math.sqrt(1000) == pytest.approx(3.5 / math.sqrt(30))
     assert resolve_eta0("auto", noise_multipliers=np.zeros(1000), alpha=1e-4, **common) == 2.0
     assert resolve_eta0("auto", noise_multipliers=np.zeros(1000), alpha=0.5,
                         **{**common, "clip_norm": 1.0}) == 2.0
@@ -99,15 +99,16 @@ def test_eta0_rule_sets_the_accumulated_noise():
 
 def test_weight_noise_target_falls_with_the_width_within_bounds():
     # A prediction's noise is (accumulated weight noise) . x, of norm up to
-    # sqrt(d) for features in [-1, 1]: the target is 1.25 max_step / sqrt(d).
-    targets = [weight_noise_target(d, 4.0) for d in (1, 4, 6, 30, 64, 100, 784, 10**6)]
+    # sqrt(d) for features in [-1, 1]: the target is 1.75 sqrt(max_step / d).
+    targets = [weight_noise_target(d, 4.0) for d in (1, 3, 6, 30, 64, 196, 784, 10**6)]
     assert targets[:2] == [2.0, 2.0] and targets[-2:] == [0.25, 0.25]
-    assert targets[3] == pytest.approx(5.0 / math.sqrt(30))
-    assert targets[4] == pytest.approx(0.625)
+    assert targets[3] == pytest.approx(3.5 / math.sqrt(30))
+    assert targets[4] == pytest.approx(3.5 / 8)
     assert all(a >= b for a, b in zip(targets, targets[1:]))
-    # The regressor's noise-free step is 1: a quarter of the classifier's target.
-    for d in (1, 4, 30, 64, 784, 10**6):
-        assert weight_noise_target(d, 1.0) == pytest.approx(weight_noise_target(d, 4.0) / 4)
+    # The regressor (noise-free step 1): half the classifier's target, floor 1/16.
+    for d in (4, 30, 64):
+        assert weight_noise_target(d, 1.0) == pytest.approx(weight_noise_target(d, 4.0) / 2)
+    assert weight_noise_target(10**6, 1.0) == 1.0 / 16
 
 
 @pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
@@ -135,7 +136,7 @@ def test_fitted_eta0_follows_the_width_of_x():
                                    reproducible=True).fit(rng.uniform(-1, 1, (80, d)), y)
               for d in (4, 16)}
     assert fitted[4].noise_multiplier_ == fitted[16].noise_multiplier_
-    assert fitted[4].eta0_ == pytest.approx(fitted[16].eta0_ * 2.0 / 1.25)
+    assert fitted[4].eta0_ == pytest.approx(fitted[16].eta0_ * 2.0)
 
 
 def test_average_true_averages_the_tail_like_auto():
