@@ -71,7 +71,7 @@ def test_auto_parameters_stay_auto_and_are_reported():
                for name in ("delta", "batch_size", "max_iter", "eta0", "average"))
     # Full batches on a small table, and at least 1,000 steps.
     assert clf.batch_size_ == 120 and clf.sample_rate_ == 1.0 and clf.n_steps_ >= 1000
-    assert clf.delta_ == 1e-5 and clf.average_start_ == clf.n_steps_ // 2
+    assert clf.delta_ == 1e-5 and clf.average_start_ == clf.n_steps_ - clf.n_steps_ // 4
 
 
 def test_schedule_rule():
@@ -141,10 +141,10 @@ def test_fitted_eta0_follows_the_width_of_x():
 
 def test_average_true_averages_the_tail_like_auto():
     # Averaging from the first step drags the model back towards its start;
-    # True and "auto" both average the last half, an int sets the start.
-    for n_steps in (1, 2, 1000):
+    # True and "auto" both average the last quarter, an int sets the start.
+    for n_steps, start in ((1, 0), (2, 1), (4, 3), (1000, 750), (1001, 751)):
         assert resolve_average_start(True, n_steps) == resolve_average_start("auto", n_steps) \
-            == n_steps // 2
+            == start
     assert resolve_average_start(False, 1000) is None
     assert resolve_average_start(10, 1000) == 10 and resolve_average_start(5000, 1000) == 999
 
@@ -224,13 +224,14 @@ def test_delta_auto_is_below_one_over_n_and_never_warns():
 def test_average_is_post_processing():
     rng = np.random.default_rng(7)
     X, y = rng.uniform(-1, 1, (200, 4)), rng.uniform(-1, 1, 200)
-    fits = {average: DPLSSGDRegressor(average=average, max_iter=4, random_state=1,
+    fits = {average: DPLSSGDRegressor(average=average, max_iter=40, random_state=1,
                                       reproducible=True).fit(X, y)
             for average in (False, True, 3, "auto")}
     events = {str(fit.dp_event_) for fit in fits.values()}
     assert len(events) == 1  # the same release whatever is averaged
     assert fits[False].average_start_ is None
-    assert fits[True].average_start_ == fits["auto"].average_start_ == fits[True].n_steps_ // 2
+    n_steps = fits[True].n_steps_
+    assert fits[True].average_start_ == fits["auto"].average_start_ == n_steps - n_steps // 4
     assert fits[3].average_start_ == 3
     assert not np.allclose(fits[False].coef_, fits[True].coef_)
 
