@@ -71,7 +71,7 @@ def test_auto_parameters_stay_auto_and_are_reported():
                for name in ("delta", "batch_size", "max_iter", "eta0", "average"))
     # Full batches on a small table, and at least 1,000 steps.
     assert clf.batch_size_ == 120 and clf.sample_rate_ == 1.0 and clf.n_steps_ >= 1000
-    assert clf.delta_ == 1e-5 and clf.average_start_ == clf.n_steps_ - clf.n_steps_ // 4
+    assert clf.delta_ == 1e-5 and clf.average_start_ == clf.n_steps_ - clf.n_steps_ // 2
 
 
 def test_schedule_rule():
@@ -141,10 +141,13 @@ def test_fitted_eta0_follows_the_width_of_x():
 
 def test_average_true_averages_the_tail_like_auto():
     # Averaging from the first step drags the model back towards its start;
-    # True and "auto" both average the last quarter, an int sets the start.
-    for n_steps, start in ((1, 0), (2, 1), (4, 3), (1000, 750), (1001, 751)):
+    # True and "auto" both average the last half, an int sets the start.
+    for n_steps, start in ((1, 0), (2, 1), (4, 2), (1000, 500), (1001, 500)):
         assert resolve_average_start(True, n_steps) == resolve_average_start("auto", n_steps) \
             == start
+    # The share is a parameter (a quarter suits the classifier, see _defaults).
+    for n_steps, start in ((1, 0), (2, 1), (4, 3), (1000, 750), (1001, 750)):
+        assert resolve_average_start(True, n_steps, tail=0.25) == start
     assert resolve_average_start(False, 1000) is None
     assert resolve_average_start(10, 1000) == 10 and resolve_average_start(5000, 1000) == 999
 
@@ -231,7 +234,7 @@ def test_average_is_post_processing():
     assert len(events) == 1  # the same release whatever is averaged
     assert fits[False].average_start_ is None
     n_steps = fits[True].n_steps_
-    assert fits[True].average_start_ == fits["auto"].average_start_ == n_steps - n_steps // 4
+    assert fits[True].average_start_ == fits["auto"].average_start_ == n_steps - n_steps // 2
     assert fits[3].average_start_ == 3
     assert not np.allclose(fits[False].coef_, fits[True].coef_)
 
