@@ -5,8 +5,10 @@ number of features d (public: the shape of X, not a value):
 
 * ``sigma="auto"`` for the dense classifier: 0 below 10 features, 0.25 from
   10, 1 from 100;
-* ``eta0="auto"``: the noise accumulated on each weight over the run is 1
-  below 10 features and 0.5 from 10 on.
+* ``eta0="auto"``: the noise accumulated on each weight over the run was 1
+  below 10 features and 0.5 from 10 on (the rule before issue 30; since
+  then it is ``3.5 / sqrt(d)`` within [0.25, 2] for the classifier, chosen
+  on ``bench_regime.py``'s map, which this section's fixed values bracket).
 
 This script measures each rule against the values it replaced, with every
 other setting at its default, at the small tables' target settings
@@ -47,6 +49,8 @@ import bench_defaults  # noqa: E402  (its data sets, bounds and settings)
 
 SIGMAS = (0.0, 0.25, 1.0)
 MID_WIDTH = ("wine", "breast cancer", "digits")
+# The width below which the rule before issue 30 doubled the accumulated noise.
+FEW_FEATURES = 10
 WEIGHT_NOISES = (0.5, 1.0)
 # (n, d, classes); classes 0 is a regression table.
 SYNTHETIC = ((150, 2, 2), (150, 4, 3), (300, 6, 3), (1000, 4, 2), (1000, 8, 4),
@@ -119,20 +123,18 @@ def synthetic_splits(n, d, n_classes, n_seeds):
 
 
 def with_weight_noise(value, function, *args):
-    """``function(*args)`` with the narrow tables' accumulated weight noise set to ``value``."""
+    """``function(*args)`` with the accumulated noise of ``eta0="auto"`` fixed at ``value``."""
     from sklearn_dplssgd import _defaults
 
-    saved = _defaults._WEIGHT_NOISE_FEW_FEATURES
-    _defaults._WEIGHT_NOISE_FEW_FEATURES = value
+    saved = _defaults.weight_noise_target
+    _defaults.weight_noise_target = lambda n_features, max_step: value
     try:
         return function(*args)
     finally:
-        _defaults._WEIGHT_NOISE_FEW_FEATURES = saved
+        _defaults.weight_noise_target = saved
 
 
 def run(seeds, iris_seeds, synthetic_seeds, log):
-    from sklearn_dplssgd import _defaults
-
     sigma_rows = []
     for name in MID_WIDTH:
         splits = table_splits(name, seeds)
@@ -148,7 +150,7 @@ def run(seeds, iris_seeds, synthetic_seeds, log):
         tables.append((f"synthetic n={n}, {kind}", d, n_classes,
                        synthetic_splits(n, d, n_classes, synthetic_seeds), synthetic_seeds))
     for label, d, n_classes, splits, n_seeds in tables:
-        assert d < _defaults._FEW_FEATURES
+        assert d < FEW_FEATURES
         start = time.perf_counter()
         scores = [with_weight_noise(value, mean_scores, splits) for value in WEIGHT_NOISES]
         noise_rows.append((label, d, n_seeds, scores))
@@ -157,8 +159,6 @@ def run(seeds, iris_seeds, synthetic_seeds, log):
 
 
 def write_report(path, sigma_rows, noise_rows, seeds, elapsed, quick):
-    from sklearn_dplssgd import _defaults
-
     settings = bench_defaults.TARGET_SETTINGS
     setting_names = " / ".join(f"{n.replace('_', '-')} eps {e:g}" for n, e in settings)
     lines = [
@@ -183,11 +183,12 @@ def write_report(path, sigma_rows, noise_rows, seeds, elapsed, quick):
         lines.append(f"| {name} | {d} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"## 2. Accumulated weight noise below {_defaults._FEW_FEATURES} features",
+        f"## 2. Accumulated weight noise below {FEW_FEATURES} features",
         "",
-        f"`eta0=\"auto\"` sets the noise accumulated on each weight to "
-        f"{_defaults._WEIGHT_NOISE_FEW_FEATURES:g} below {_defaults._FEW_FEATURES} features "
-        f"and {_defaults._WEIGHT_NOISE:g} from there on. Synthetic tables: "
+        "Before issue 30, `eta0=\"auto\"` set the noise accumulated on each weight to "
+        f"1 below {FEW_FEATURES} features and 0.5 from there on; this section measures "
+        "those two values (issue 30's rule, `3.5 / sqrt(d)` within [0.25, 2] for the "
+        "classifier, is chosen on `bench_regime.py`'s map). Synthetic tables: "
         "`make_classification` (all features informative, one cluster per class, "
         "class_sep 1) or `make_regression` (noise 20), features scaled from the public "
         f"bounds +-{SYNTHETIC_BOUND:g}, regression targets from "

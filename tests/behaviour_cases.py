@@ -64,7 +64,7 @@ CASES = [
     _case("clf3_float32", "clf", 3, _FAST, dtype=np.float32),
     _case("clf3_sparse", "clf", 3, _FAST, sparse=True),
     _case("clf2_weights", "clf", 2, {**_FAST, "max_sample_weight": 2.0}, weights=True),
-    _case("clf2_average", "clf", 2, {**_FAST, "average": True}),
+    _case("clf2_average", "clf", 2, {**_FAST, "average": 5}),
     _case("clf2_optimal_rate", "clf", 2, {**_FAST, "learning_rate": "invscaling"}),
     _case("clf3_momentum", "clf", 3, {**_FAST, "optimizer": "momentum"},
           old={"momentum": 0.8}, new=lambda m: {"optimizer": m.Momentum(momentum=0.8)}),

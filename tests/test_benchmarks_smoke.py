@@ -148,3 +148,19 @@ def test_bench_dp_preprocessing_quick(tmp_path):
     assert "Skipped: `adult.data`" in text
     assert "## 2. Synthetic" in text and "## 3. Diabetes" in text
     assert "| 1.5 / 0.5 / 0.97 |" in text
+
+
+def test_bench_regime_quick(tmp_path):
+    _run("bench_regime.py", tmp_path)
+    text = (tmp_path / "regime.md").read_text()
+    assert "| breast_cancer | 426 | 30 | 2 | [0, 1] | RO eps 1 |" in text
+    assert "| linear 200x4 K2 | 150 | 4 | 2 | [-1, 1] | AR eps 1 |" in text
+    cells = __import__("json").loads((tmp_path / "regime.json").read_text())
+    assert len(cells) == 8 and all(0 <= cell["defaults"] <= 1 for cell in cells)
+
+
+def test_bench_streaming_quick(tmp_path):
+    _run("bench_streaming.py", tmp_path)
+    text = (tmp_path / "streaming.md").read_text()
+    for mode in ("| fit |", "| stream, auto |", "| stream, series rule |"):
+        assert mode in text

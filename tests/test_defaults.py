@@ -12,10 +12,14 @@ import scipy.sparse as sp
 import pytest
 
 from sklearn_dplssgd import Adam, DPLSSGDClassifier, DPLSSGDRegressor, Momentum, PrivacyLeakWarning
+from sklearn_dplssgd import calibrate_noise
 from sklearn_dplssgd._defaults import (
+    ASSUMED_CALLS,
+    resolve_average_start,
     resolve_delta,
     resolve_eta0,
     resolve_schedule,
+    weight_noise_target,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +71,7 @@ def test_auto_parameters_stay_auto_and_are_reported():
                for name in ("delta", "batch_size", "max_iter", "eta0", "average"))
     # Full batches on a small table, and at least 1,000 steps.
     assert clf.batch_size_ == 120 and clf.sample_rate_ == 1.0 and clf.n_steps_ >= 1000
-    assert clf.delta_ == 1e-5 and clf.average_start_ == clf.n_steps_ // 2
+    assert clf.delta_ == 1e-5 and clf.average_start_ == clf.n_steps_ - clf.n_steps_ // 2
 
 
 def test_schedule_rule():
@@ -81,11 +85,11 @@ def test_schedule_rule():
 
 
 def test_eta0_rule_sets_the_accumulated_noise():
-    # eta0 * (z C / b) * sqrt(T) = 0.5 for a constant rate, below the cap.
+    # eta0 * (z C / b) * sqrt(T) = 3.5 / sqrt(30) for a constant rate, below the cap.
     common = dict(learning_rate="constant", power_t=0.5, clip_norm=2.0, batch_size=256,
                   max_step=4.0, n_features=30)
     eta0 = resolve_eta0("auto", noise_multipliers=np.full(1000, 8.0), alpha=1e-4, **common)
-    assert eta0 * 8.0 * 2.0 / 256 * math.sqrt(1000) == pytest.approx(0.5)
+    assert eta0 * 8.0 * 2.0 / 256 * math.sqrt(1000) == pytest.approx(3.5 / math.sqrt(30))
     assert resolve_eta0("auto", noise_multipliers=np.zeros(1000), alpha=1e-4, **common) == 2.0
     assert resolve_eta0("auto", noise_multipliers=np.zeros(1000), alpha=0.5,
                         **{**common, "clip_norm": 1.0}) == 2.0
@@ -93,18 +97,30 @@ def test_eta0_rule_sets_the_accumulated_noise():
                         **{**common, "clip_norm": 1.0, "batch_size": 1}) == 0.3
 
 
+def test_weight_noise_target_falls_with_the_width_within_bounds():
+    # A prediction's noise is (accumulated weight noise) . x, of norm up to
+    # sqrt(d) for features in [-1, 1]: the target is 1.75 sqrt(max_step / d).
+    targets = [weight_noise_target(d, 4.0) for d in (1, 3, 6, 30, 64, 196, 784, 10**6)]
+    assert targets[:2] == [2.0, 2.0] and targets[-2:] == [0.25, 0.25]
+    assert targets[3] == pytest.approx(3.5 / math.sqrt(30))
+    assert targets[4] == pytest.approx(3.5 / 8)
+    assert all(a >= b for a, b in zip(targets, targets[1:]))
+    # The regressor (noise-free step 1): half the classifier's target, floor 1/16.
+    for d in (4, 30, 64):
+        assert weight_noise_target(d, 1.0) == pytest.approx(weight_noise_target(d, 4.0) / 2)
+    assert weight_noise_target(10**6, 1.0) == 1.0 / 16
+
+
 @pytest.mark.parametrize("optimizer", [None, Momentum(momentum=0.5), Adam()])
-def test_eta0_allows_twice_the_accumulated_noise_below_ten_features(optimizer):
-    # A prediction's noise is (accumulated weight noise) . x, which grows with
-    # ||x||, i.e. with d for features in [-1, 1]: below 10 features the rule
-    # accumulates 1 instead of 0.5.
+def test_eta0_follows_the_weight_noise_target(optimizer):
     common = dict(learning_rate="constant", power_t=0.5, noise_multipliers=np.full(500, 4.0),
                   clip_norm=1.0, batch_size=100, alpha=0.0, max_step=4.0,
                   optimizer=optimizer)
-    few = [resolve_eta0("auto", n_features=d, **common) for d in (1, 4, 9)]
-    many = [resolve_eta0("auto", n_features=d, **common) for d in (10, 64, 784)]
-    assert few[0] == few[1] == few[2] and many[0] == many[1] == many[2]
-    assert few[0] == pytest.approx(2 * many[0])
+    widths = (4, 16, 64, 784)
+    eta0 = {d: resolve_eta0("auto", n_features=d, **common) for d in widths}
+    for d in widths[1:]:
+        assert eta0[d] / eta0[4] == pytest.approx(
+            weight_noise_target(d, 4.0) / weight_noise_target(4, 4.0))
     # SGD's noise-free cap is the same whatever d (Adam's step ignores the
     # gradient's scale: no cap).
     if not isinstance(optimizer, Adam):
@@ -113,14 +129,69 @@ def test_eta0_allows_twice_the_accumulated_noise_below_ten_features(optimizer):
 
 
 def test_fitted_eta0_follows_the_width_of_x():
-    # The same rows' count and privacy with 4 or 12 columns: only d differs.
+    # The same rows' count and privacy with 4 or 16 columns: only d differs.
     rng = np.random.default_rng(12)
     y = rng.integers(0, 2, 80)
-    fitted = {d: DPLSSGDClassifier(classes=[0, 1], max_iter=3, random_state=0,
+    fitted = {d: DPLSSGDClassifier(classes=[0, 1], max_iter=3, random_state=0, epsilon=0.1,
                                    reproducible=True).fit(rng.uniform(-1, 1, (80, d)), y)
-              for d in (4, 12)}
-    assert fitted[4].noise_multiplier_ == fitted[12].noise_multiplier_
-    assert fitted[4].eta0_ == pytest.approx(2 * fitted[12].eta0_)
+              for d in (4, 16)}
+    assert fitted[4].noise_multiplier_ == fitted[16].noise_multiplier_
+    assert fitted[4].eta0_ == pytest.approx(fitted[16].eta0_ * 2.0)
+
+
+def test_average_true_averages_the_tail_like_auto():
+    # Averaging from the first step drags the model back towards its start;
+    # True and "auto" both average the last half, an int sets the start.
+    for n_steps, start in ((1, 0), (2, 1), (4, 2), (1000, 500), (1001, 500)):
+        assert resolve_average_start(True, n_steps) == resolve_average_start("auto", n_steps) \
+            == start
+    # The share is a parameter (a quarter suits the classifier, see _defaults).
+    for n_steps, start in ((1, 0), (2, 1), (4, 3), (1000, 750), (1001, 750)):
+        assert resolve_average_start(True, n_steps, tail=0.25) == start
+    assert resolve_average_start(False, 1000) is None
+    assert resolve_average_start(10, 1000) == 10 and resolve_average_start(5000, 1000) == 999
+
+
+def test_series_rule_takes_several_steps_a_call_and_bounds_the_series():
+    # A call of a series takes up to 64 steps of at least 16 rows.
+    for n in (1, 10, 100, 1000, 10**5):
+        batch_size, epochs = resolve_schedule("auto", 1, n, partial=True)
+        assert epochs == 1 and batch_size == min(n, max(16, math.ceil(n / 64)))
+        assert math.ceil(n / batch_size) <= 64
+    assert resolve_schedule(50, 1, 1000, partial=True) == (50, 1)
+    # The first call's eta0 bounds the noise of ASSUMED_CALLS such calls.
+    common = dict(learning_rate="constant", power_t=0.5, noise_multipliers=np.full(7, 3.0),
+                  clip_norm=1.0, batch_size=16, alpha=1e-4, max_step=4.0, n_features=30)
+    eta0 = resolve_eta0("auto", partial=True, **common)
+    series_noise = eta0 * 3.0 / 16 * math.sqrt(7 * ASSUMED_CALLS)
+    assert series_noise == pytest.approx(weight_noise_target(30, 4.0))
+    assert eta0 == pytest.approx(resolve_eta0("auto", **common) / math.sqrt(ASSUMED_CALLS))
+
+
+@pytest.mark.parametrize("n_rows", [10, 10**7])
+@pytest.mark.parametrize("epsilon", [0.01, 100.0])
+@pytest.mark.parametrize("partial", [False, True])
+def test_rule_stays_sane_at_the_extremes(n_rows, epsilon, partial):
+    # Every setting finite and in range, from the public quantities alone.
+    batch_size, epochs = resolve_schedule("auto", 1 if partial else "auto", n_rows,
+                                          partial=partial)
+    n_steps = math.ceil(epochs * n_rows / batch_size)
+    assert 1 <= batch_size <= n_rows and epochs >= 1
+    assert n_steps <= (64 if partial else 1000 + math.ceil(n_rows / batch_size))
+    assert epochs * n_rows <= max(1000 * n_rows if n_rows < 256 else 33 * n_rows, 1)
+    delta = resolve_delta("auto", n_rows)
+    assert 0 < delta <= 1e-5 and delta < 1 / n_rows
+    z = calibrate_noise(epsilon, delta, sample_rate=min(1.0, batch_size / n_rows),
+                        n_steps=n_steps).noise_multiplier
+    for d in (1, 784, 10**5):
+        eta0 = resolve_eta0("auto", learning_rate="constant", power_t=0.5,
+                            noise_multipliers=np.full(n_steps, z), clip_norm=1.0,
+                            batch_size=batch_size, alpha=1e-4, max_step=4.0, n_features=d,
+                            partial=partial)
+        assert 0 < eta0 <= 4.0 and math.isfinite(eta0)
+        noise = (eta0 * z / batch_size * math.sqrt(n_steps)
+                 * (math.sqrt(ASSUMED_CALLS) if partial else 1))
+        assert noise <= weight_noise_target(d, 4.0) * (1 + 1e-9)
 
 
 def test_noise_free_step_is_shorter_for_the_regressor():
@@ -156,12 +227,14 @@ def test_delta_auto_is_below_one_over_n_and_never_warns():
 def test_average_is_post_processing():
     rng = np.random.default_rng(7)
     X, y = rng.uniform(-1, 1, (200, 4)), rng.uniform(-1, 1, 200)
-    fits = {average: DPLSSGDRegressor(average=average, max_iter=4, random_state=1,
+    fits = {average: DPLSSGDRegressor(average=average, max_iter=40, random_state=1,
                                       reproducible=True).fit(X, y)
             for average in (False, True, 3, "auto")}
     events = {str(fit.dp_event_) for fit in fits.values()}
     assert len(events) == 1  # the same release whatever is averaged
-    assert fits[False].average_start_ is None and fits[True].average_start_ == 0
+    assert fits[False].average_start_ is None
+    n_steps = fits[True].n_steps_
+    assert fits[True].average_start_ == fits["auto"].average_start_ == n_steps - n_steps // 2
     assert fits[3].average_start_ == 3
     assert not np.allclose(fits[False].coef_, fits[True].coef_)
 

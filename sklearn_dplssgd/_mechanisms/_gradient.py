@@ -134,8 +134,11 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         n_accounted = estimator._accounted_n_samples(n_samples)
         delta = (resolve_delta(estimator.delta, n_accounted) if series is None
                  else series.delta)
+        # A partial_fit call is one epoch over its rows, in up to 64 steps
+        # (the series rule of _defaults).
         batch_size, max_iter = resolve_schedule(
-            estimator.batch_size, 1 if partial else estimator.max_iter, n_accounted)
+            estimator.batch_size, 1 if partial else estimator.max_iter, n_accounted,
+            partial=partial)
         sample_rate = min(1.0, batch_size / n_accounted)
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
         schedule = noise_schedule_blocks(estimator.noise_schedule, n_steps, max_iter)
@@ -198,6 +201,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             noise_multipliers=plan.mechanism.step_noise_multipliers(),
             clip_norm=plan.mechanism.sensitivity, batch_size=plan.batch_size,
             alpha=float(estimator.alpha), max_step=LOSSES[estimator.loss].noise_free_step,
+            # The first call of a series bounds the noise of the whole series.
+            partial=partial,
             n_features=n_features, optimizer=check_optimizer(estimator.optimizer),
         )
 
