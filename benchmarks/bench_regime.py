@@ -43,7 +43,7 @@ reproducible fit reports epsilon = inf; the noise is that of the private fit).
 Run from the repository root, at one thread::
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
-        python benchmarks/bench_regime.py          # ~20 min
+        python benchmarks/bench_regime.py          # 6 to 12 min on a loaded 2-core machine
     python benchmarks/bench_regime.py --quick      # a smoke run (seconds)
 
 Writes ``regime.md`` and ``regime.json`` (every cell's figures) to ``--out``

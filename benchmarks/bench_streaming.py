@@ -34,7 +34,7 @@ the user guide, "Streaming").
 Run from the repository root::
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
-        python benchmarks/bench_streaming.py --dask   # ~6 min
+        python benchmarks/bench_streaming.py --dask   # about 1 min
     python benchmarks/bench_streaming.py --quick      # a smoke run (seconds)
 
 Writes ``streaming.md`` to ``--out`` (default ``benchmarks/results``;
