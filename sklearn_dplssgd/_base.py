@@ -396,8 +396,11 @@ class BaseDPLSSGD(BaseEstimator):
         if overflowed.any():
             # float32 rows whose margins overflow (training handles them in
             # float64 too): recompute in float64, saturate at the dtype's range.
-            exact = X[overflowed].astype(np.float64) @ coef.T.astype(np.float64) + (
-                self.intercept_.astype(np.float64))
+            # Rows near float64's own range may overflow here too: saturated
+            # below, so the warning would only alarm.
+            with np.errstate(over="ignore", invalid="ignore"):
+                exact = X[overflowed].astype(np.float64) @ coef.T.astype(np.float64) + (
+                    self.intercept_.astype(np.float64))
             limit = np.finfo(X.dtype).max
             margins[overflowed] = np.clip(exact, -limit, limit)
         return margins

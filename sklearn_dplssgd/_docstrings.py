@@ -121,7 +121,8 @@ SHARED_PARAMETER_DOCS = {
 
     average : bool, int or "auto", default="auto"
         Return the mean of the iterates instead of the last one:
-        ``"auto"`` averages the last half of the steps, ``True`` all steps,
+        ``"auto"`` and ``True`` average the last half of the steps (the
+        first iterates lag behind the model and would drag the mean back),
         an int k the steps after the first k (steps, not samples as in
         scikit-learn's SGD), ``False`` none. Averaging is post-processing of
         the noisy iterates: it costs no privacy.
