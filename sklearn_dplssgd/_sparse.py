@@ -29,6 +29,7 @@ from ._kernels import (
     COEFFICIENT_RANGE,
     check_weights,
     clipped_residual,
+    copy_rows,
     parallel_blocks,
     vector_norm,
 )
@@ -229,7 +230,7 @@ def _noisy_sum_csr(
     (:func:`~sklearn_dplssgd._threads.pooled_blocks`) runs this one unchanged.
     """
     data, indices, indptr = X
-    grad[:, :] = noise
+    copy_rows(noise, grad)
     _accumulate_sparse_rows(
         data, indices, indptr, y, rows, params, row_norms, code, threshold,
         clip_norm, fit_intercept, largest, tiny, grad, weights,
