@@ -305,7 +305,11 @@ def _noisy_sum_blas(
     intercept_term = 1.0 if fit_intercept else 0.0
     batch = np.empty((n_rows, n_features + 1), dtype=params.dtype)
     for r in range(n_rows):
-        batch[r, :n_features] = X[rows[r]]
+        # Element by element: a slice assignment compiles Numba's general
+        # broadcasting (seconds of a first fit).
+        source = rows[r]
+        for j in range(n_features):
+            batch[r, j] = X[source, j]
         batch[r, n_features] = intercept_term
     margins = np.dot(batch, params.T)
     clipped = np.empty((n_rows, n_outputs), dtype=params.dtype)

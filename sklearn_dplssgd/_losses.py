@@ -87,7 +87,9 @@ def _log_loss_binary_row(margins, target, threshold, out):
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _log_loss_multinomial_row(margins, target, threshold, out):
-    label = int(target)
+    # The class index, by a numpy cast: the builtin int() compiles its
+    # error messages (seconds of a first fit); the target is a valid index.
+    label = np.intp(target)
     top = margins[0]
     for k in range(1, margins.shape[0]):
         # Comparisons rather than the builtins max and min here and below:
@@ -111,7 +113,7 @@ def _hinge_binary_row(margins, target, threshold, out):
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _hinge_crammer_singer_row(margins, target, threshold, out):
-    label = int(target)
+    label = np.intp(target)
     rival = -1
     for k in range(margins.shape[0]):
         out[k] = 0.0
@@ -158,7 +160,7 @@ def _squared_hinge_binary_row(margins, target, threshold, out):
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _squared_hinge_one_vs_rest_row(margins, target, threshold, out):
     # Output k is a binary squared hinge with target +1 for the label, -1 else.
-    label = int(target)
+    label = np.intp(target)
     for k in range(margins.shape[0]):
         sign = 1.0 if k == label else -1.0
         slack = 1.0 - sign * margins[k]
