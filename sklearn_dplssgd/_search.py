@@ -32,6 +32,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import BaseDPLSSGD
 from ._defaults import resolve_schedule
 from ._mechanism import RandomSearchSelection
+from ._dp_encoder import DPOneHotEncoder
+from ._dp_scaler import DPBoundedScaler
 from ._scaler import BoundedScaler
 from ._schedules import noise_schedule_blocks, number_of_steps
 from ._ledger import ledger_error
@@ -124,10 +126,24 @@ def final_estimator(estimator):
     )
 
 
+def _is_private_transformer(step):
+    """Whether ``step`` (or a step inside it) learns from the rows with its own budget."""
+    if isinstance(step, (DPBoundedScaler, DPOneHotEncoder)):
+        return True
+    if isinstance(step, Pipeline):
+        return any(_is_private_transformer(s) for _, s in step.steps)
+    if isinstance(step, ColumnTransformer):
+        return any(_is_private_transformer(s) for _, s, _ in step.transformers)
+    return False
+
+
 def _is_public_transformer(step):
     """Whether fitting ``step`` reads nothing from the rows that it then keeps."""
     if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
         return True
+    if _is_private_transformer(step):
+        # Private, not public: each trial's refit spends its own budget.
+        return False
     if isinstance(step, (BoundedScaler, FunctionTransformer)):
         return True
     if isinstance(step, OneHotEncoder):
@@ -426,7 +442,17 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         if not isinstance(self.estimator, Pipeline):
             return
         for name, step in self.estimator.steps[:-1]:
-            if not _is_public_transformer(step):
+            if _is_private_transformer(step):
+                warnings.warn(
+                    f"Pipeline step {name!r} ({type(step).__name__}) holds a private "
+                    "transformer: every trial refits it on the rows and spends its own "
+                    "epsilon, which the search's epsilon_ does not include (a ledger given "
+                    "to the transformer counts each fit). Fit the private transformers "
+                    "once, before the search, and search the model on their output.",
+                    PrivacyLeakWarning,
+                    stacklevel=3,
+                )
+            elif not _is_public_transformer(step):
                 warnings.warn(
                     f"Pipeline step {name!r} ({type(step).__name__}) may learn from the "
                     "private rows without noise (e.g. a mean, a scale or a category "
