@@ -15,7 +15,7 @@ from ._defaults import AUTO
 from ._ledger import ledger_error
 from ._mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ._optimizers import optimizer_error
-from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, random_state_error
+from ._randomness import random_state_error, warn_about_seed
 from ._report import estimator_report
 from ._schedules import check_noise_schedule
 from ._schedules import LEARNING_RATES
@@ -155,10 +155,7 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _warn_about_workflow(self):
         """Warnings about how this fit is used, shown once per process each."""
-        if self.random_state is not None and not self.reproducible:
-            warn_once(IGNORED_SEED_MESSAGE, UserWarning)
-        if self.reproducible and self.random_state is not None:
-            warn_once(REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
+        warn_about_seed(self.random_state, self.reproducible)
 
     def _n_threads(self):
         if self.n_jobs is None:

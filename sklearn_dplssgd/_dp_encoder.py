@@ -41,17 +41,14 @@ import dp_accounting
 
 from ._accounting import NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent
 from ._ledger import ledger_error
-from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, make_generator
-from ._randomness import random_state_error
+from ._randomness import make_generator, random_state_error, warn_about_seed
 from ._report import transformer_report
 from ._validation import (
     VALUES_NOT_SHOWN,
     Interval,
     Options,
-    PrivacyLeakWarning,
     validate_hiding_values,
     validate_parameters,
-    warn_once,
 )
 
 __all__ = ["DPOneHotEncoder", "selection_probabilities"]
@@ -262,11 +259,9 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         X = self._validate_X(X, reset=True)
         n_samples, n_columns = X.shape
         epsilon_p, delta_p, n_parts = self._partition_budget(n_columns)
-        if self.random_state is not None and not self.reproducible:
-            warn_once(IGNORED_SEED_MESSAGE, UserWarning)
+        warn_about_seed(self.random_state, self.reproducible)
         rng, seeded = make_generator(self.random_state, self.reproducible)
         if seeded:
-            warn_once(REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
             event, epsilon = dp_accounting.NonPrivateDpEvent(), math.inf
         else:
             event = dp_accounting.SelfComposedDpEvent(EpsilonDeltaDpEvent(epsilon_p, delta_p),
@@ -304,9 +299,10 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         n_values = sum(len(values) for values in self.categories_)
         released = (
             f"{n_values} category value(s) over {len(self.categories_)} column(s) "
-            "(categories_): a value present in the rows is released only when its noisy "
-            "count passes a threshold calibrated to delta (partition selection), so rare "
-            "values stay hidden and encode as all zeros. The counts themselves are not "
+            "(categories_): each value present in the rows was kept at random with a "
+            "probability that depends only on its count, zero for a value no row has and "
+            "tiny (of the order of delta) for a value one row has (partition selection), so "
+            "rare values stay hidden and encode as all zeros. The counts themselves are not "
             "released.")
         return transformer_report(self, released)
 

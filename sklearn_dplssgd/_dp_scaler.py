@@ -46,17 +46,14 @@ import dp_accounting
 
 from ._accounting import NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent
 from ._ledger import ledger_error
-from ._randomness import IGNORED_SEED_MESSAGE, REPRODUCIBLE_MESSAGE, make_generator
-from ._randomness import random_state_error
+from ._randomness import make_generator, random_state_error, warn_about_seed
 from ._report import transformer_report
 from ._scaler import BoundedScaler
 from ._validation import (
     Interval,
     Options,
-    PrivacyLeakWarning,
     validate_hiding_values,
     validate_parameters,
-    warn_once,
 )
 
 __all__ = ["DPBoundedScaler", "candidate_grid", "private_range", "tail_count"]
@@ -383,11 +380,9 @@ class DPBoundedScaler(BoundedScaler):
         learned = np.array([pair is None for pair in public], dtype=bool)
         n_ends = 2 * int(learned.sum())
         epsilon_end = self.epsilon / n_ends if n_ends else math.inf
-        if self.random_state is not None and not self.reproducible:
-            warn_once(IGNORED_SEED_MESSAGE, UserWarning)
+        warn_about_seed(self.random_state, self.reproducible)
         rng, seeded = make_generator(self.random_state, self.reproducible)
         if seeded:
-            warn_once(REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
             event, epsilon = dp_accounting.NonPrivateDpEvent(), math.inf
         elif n_ends:
             event = dp_accounting.SelfComposedDpEvent(EpsilonDeltaDpEvent(epsilon_end, 0.0),

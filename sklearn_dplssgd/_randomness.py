@@ -10,7 +10,15 @@ import numbers
 
 import numpy as np
 
-__all__ = ["IGNORED_SEED_MESSAGE", "REPRODUCIBLE_MESSAGE", "make_generator", "random_state_error"]
+from ._validation import PrivacyLeakWarning, warn_once
+
+__all__ = [
+    "IGNORED_SEED_MESSAGE",
+    "REPRODUCIBLE_MESSAGE",
+    "make_generator",
+    "random_state_error",
+    "warn_about_seed",
+]
 
 
 def random_state_error(value):
@@ -41,6 +49,14 @@ REPRODUCIBLE_MESSAGE = (
     "is not private and reports epsilon_=inf; use it for tests and research "
     "on public data only."
 )
+
+
+def warn_about_seed(random_state, reproducible):
+    """The warnings of a fit given a seed: ignored by default, not private when used."""
+    if random_state is not None and not reproducible:
+        warn_once(IGNORED_SEED_MESSAGE, UserWarning)
+    if random_state is not None and reproducible:
+        warn_once(REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
 
 
 def make_generator(random_state, reproducible=False):

@@ -200,21 +200,22 @@ def clipped_gradient_sum_reference(
     return total[:, :d], grad_intercept
 
 
+def _squared_hinge_targets(y, n_outputs):
+    """+-1 per output: y itself with one output, one-vs-rest signs of the class index else."""
+    if n_outputs == 1:
+        return np.asarray(y, dtype=np.float64)[:, None]
+    return np.where(np.arange(n_outputs)[None, :] == np.asarray(y)[:, None], 1.0, -1.0)
+
+
 def squared_hinge_derivative_reference(margins, y, n_outputs):
     """``d/dz`` of ``max(0, 1 - t z) ** 2``: binary ``y`` in {-1, +1}, else one-vs-rest indices."""
     margins = np.asarray(margins, dtype=np.float64)
-    if n_outputs == 1:
-        targets = np.asarray(y, dtype=np.float64)[:, None]
-    else:
-        targets = np.where(np.arange(n_outputs)[None, :] == np.asarray(y)[:, None], 1.0, -1.0)
+    targets = _squared_hinge_targets(y, n_outputs)
     return -2.0 * targets * np.maximum(0.0, 1.0 - targets * margins)
 
 
 def squared_hinge_value_reference(margins, y, n_outputs):
     """The squared hinge loss of each row, summed over the outputs."""
     margins = np.asarray(margins, dtype=np.float64)
-    if n_outputs == 1:
-        targets = np.asarray(y, dtype=np.float64)[:, None]
-    else:
-        targets = np.where(np.arange(n_outputs)[None, :] == np.asarray(y)[:, None], 1.0, -1.0)
+    targets = _squared_hinge_targets(y, n_outputs)
     return (np.maximum(0.0, 1.0 - targets * margins) ** 2).sum(axis=1)

@@ -17,7 +17,7 @@ from .._defaults import AUTO, resolve_delta
 from .._losses import LOSSES, SMOOTH_LOSSES
 from .._output_perturbation import OutputPerturbation, default_passes, plan_output_perturbation
 from .._output_release import release_output_perturbation
-from .._optimizers import check_optimizer
+from .._optimizers import SGD, check_optimizer
 from .._randomness import make_generator
 from .._schedules import is_constant_schedule
 from ._release import ReleaseMechanism, ReleaseRecord
@@ -84,7 +84,8 @@ class OutputPerturbationMechanism(ReleaseMechanism):
                 raise ValueError(
                     f"mechanism='output' needs {setting}={required!r} ({why}); got "
                     f"{setting}={value!r}.")
-        if check_optimizer(estimator.optimizer).name != "sgd":
+        # The contraction argument is about the plain gradient step itself.
+        if not isinstance(check_optimizer(estimator.optimizer), SGD):
             raise ValueError(
                 "mechanism='output' needs optimizer='sgd' (the contraction argument is for "
                 f"plain gradient steps); got optimizer={estimator.optimizer!r}.")
