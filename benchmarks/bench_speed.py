@@ -799,8 +799,9 @@ def many_core_components(X, y, batch, reps, loop):
                     partial, zeros = block_buffers(t, params.shape, params.dtype)
                     out["team_empty"][t] = _per_call(
                         lambda partial=partial, zeros=zeros: _kernels._noisy_sum_team(
-                            X, yf, empty, params, norms, 1, 0.0, 1.0, True, largest, tiny,
-                            noise, grad, _UNWEIGHTED, partial, zeros), 1000, np.min)
+                            X, yf, empty, params, norms, _UNWEIGHTED, 1, 0.0, 1.0, True,
+                            largest, tiny, noise, grad, _UNWEIGHTED, partial, zeros), 1000,
+                        np.min)
                     # A bare parallel loop of t iterations: the fork/join alone.
                     slots = np.empty(t)
                     out["fork_join"][t] = _per_call(lambda slots=slots: _threads._probe(slots),

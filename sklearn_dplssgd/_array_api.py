@@ -14,7 +14,7 @@ standard operations only:
   ``||r_i|| sqrt(||x_i||^2 + 1)``, with the row norms computed once per fit,
   scaled and in float64 where the device has it (:func:`row_norms`);
 - the clipped sum ``S^T [X_B, 1]`` with ``S`` the clipped residuals (two
-  matrix products, as :func:`._kernels._noisy_sum_blas`);
+  matrix products, as :func:`._kernels.several_outputs_gradient_sum`);
 - Gaussian noise of standard deviation ``z * C``, drawn on the device for
   PyTorch (a ``torch.Generator`` seeded with 64 bits drawn from the fit's
   NumPy generator, itself seeded from operating-system entropy) and on the

@@ -9,10 +9,10 @@ Parameters are stored as one matrix ``params`` of shape ``(K, d + 1)``: row
 linear model the gradient of sample ``i`` is the outer product
 ``r_i [x_i, 1]`` with ``r_i = d loss / d z_i``, so its norm is
 ``||r_i|| sqrt(||x_i||^2 + 1)`` and clipping is one scale factor per sample.
-With one output the clipped sum is accumulated row by row while ``x_i`` is
-still in cache; with several it is ``S^T [X_B, 1]`` for the matrix ``S`` of
-clipped residuals, through BLAS. No per-sample gradient is ever stored
-(memory O(b d + K d), never O(b K d)).
+With one output the batch is gathered in cache-sized blocks and each block's
+clipped rows are added one by one; with several outputs the clipped sum is
+``S^T [X_B, 1]`` for the matrix ``S`` of clipped residuals, through BLAS.
+No per-sample gradient is ever stored (memory O(b d + K d), never O(b K d)).
 
 Every kernel is compiled lazily once per dtype (float64 and float32 inputs
 keep their dtype) and cached on disk (``cache=True``).
@@ -23,18 +23,33 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ._clipping import (
+    COEFFICIENT_RANGE,
+    NORM_SLACK,
+    clipped_residual,
+    compute_feature_norms,
+    feature_norm_of,
+)
 from ._losses import residual as loss_residual
+from ._losses import single_output_residual
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._threads import add_blocks, block_bounds, sum_over_blocks
 
 __all__ = [
     "copy_rows",
     "COEFFICIENT_RANGE",
+    "check_feature_norms",
     "check_weights",
     "clipped_residual",
+    "compute_feature_norms",
     "compute_row_norms",
     "compute_row_norms_team",
+    "dense_gradient_kernel",
+    "feature_norm_of",
+    "gathered_block_rows",
     "noisy_clipped_gradient_sum",
+    "several_outputs_gradient_sum",
+    "single_output_gradient_sum",
     "smooth_rows",
     "smooth_rows_team",
     "smoothing_omega",
@@ -48,146 +63,9 @@ __all__ = [
 # float64 sum.
 _NEGLIGIBLE = 1e-18
 
-# The stored coefficients' norm may exceed its bound by this factor: the
-# float64 evaluation of a norm is itself exact only to a few units of 2**-53
-# (and fused multiply-adds change the last bit from one compiled variant to
-# another). Rounding to float32 (2**-24) or up to a subnormal (up to 2x) is
-# far above it and is corrected (see clipped_residual).
-NORM_SLACK = 1.0 + 2.0 ** -48
-
 # Below this many multiply-adds per step (rows * K * d) the threads' start-up
 # cost exceeds what they save; small fits (audits, tiny data) stay serial.
 PARALLEL_MIN_WORK = 400_000
-
-
-@njit(cache=True, nogil=True)
-def _stored_norm(out):
-    """``||out||`` in float64, without overflow: the norm of what will be added."""
-    if out.shape[0] == 1:
-        return abs(np.float64(out[0]))
-    scale = 0.0
-    for k in range(out.shape[0]):
-        # A comparison, not the builtin max: the same result (a NaN never
-        # wins), without compiling max's generic implementation (seconds of
-        # the first fit).
-        magnitude = abs(np.float64(out[k]))
-        if magnitude > scale:
-            scale = magnitude
-    if scale == 0.0 or not math.isfinite(scale):
-        return scale
-    total = 0.0
-    for k in range(out.shape[0]):
-        ratio = np.float64(out[k]) / scale
-        total += ratio * ratio
-    return scale * math.sqrt(total)
-
-
-@njit(cache=True, nogil=True)
-def _store_coefficients(values, factor, bound, largest, tiny, out):
-    """``out = values * factor`` rounded to ``out``'s dtype; False if it cannot be kept.
-
-    A coefficient whose magnitude, in float64, is below ``tiny`` (the dtype's
-    smallest normal number) is stored as 0: it could round *up* to a
-    subnormal, and a zero never raises the norm. A non-finite coefficient or
-    one above ``largest`` makes the sample unusable.
-    """
-    for k in range(values.shape[0]):
-        value = values[k] * factor
-        magnitude = abs(value)
-        if not magnitude <= largest:  # also NaN
-            return False
-        out[k] = value if magnitude >= tiny else 0.0
-    return _stored_norm(out) <= bound * NORM_SLACK
-
-
-@njit(cache=True, nogil=True)
-def clipped_residual(residual, row_norm, intercept_term, clip_norm, weight, largest, tiny,
-                     out):
-    """``out = w r min(1, C / (||r|| ||[x, 1]||))``, as stored, within ``w C``.
-
-    Within ``w C`` up to ``NORM_SLACK`` (2**-48 relative), the float64
-    evaluation of a norm.
-
-    The sample's gradient is ``r [x, 1]``, so its norm is ``||r|| ||[x, 1]||``.
-    It is compared as ``||r|| > C / ||[x, 1]||`` and ``r / ||r||`` is formed
-    before multiplying by ``C / ||[x, 1]||``: the product of the norms can
-    overflow (a regression target of 1e200) and the combined factor underflow,
-    which would drop a row that should have been clipped. The weight ``w``
-    multiplies the *clipped* gradient (norm at most ``w C``; 1 unweighted).
-    Compiled, and inlined into callers compiled, without reassociation for
-    that reason.
-
-    **The value that is used is the value whose norm was checked.** The
-    coefficients are rounded to ``out``'s dtype (float32 for float32 input)
-    and the bound is checked on the stored numbers, in float64: rounding may
-    push a clipped coefficient over the bound (by an ulp for a normal number,
-    by up to a factor 2 for one rounded up to the smallest subnormal). A
-    coefficient below the dtype's smallest normal number ``tiny`` is stored
-    as 0; a stored vector still over the bound is scaled down by the excess
-    (and by four units of rounding more if rounding pushes it over again).
-
-    The clip fails closed: a sample whose contribution cannot be kept within
-    the bound in the parameters' dtype contributes nothing (a zero
-    contribution never exceeds it). That is a non-finite residual
-    (``NaN > bound`` is False, so it would otherwise skip clipping), a
-    coefficient above ``largest`` (it would become ``inf`` when stored), or
-    a clipped vector that two rescalings do not bring within the bound.
-    """
-    if residual.shape[0] == 1:
-        residual_norm = abs(residual[0])
-    else:
-        residual_sq = 0.0
-        for k in range(residual.shape[0]):
-            residual_sq += residual[k] * residual[k]
-        residual_norm = math.sqrt(residual_sq)
-    feature_norm = math.hypot(row_norm, intercept_term)
-    kept = math.isfinite(residual_norm)
-    if kept and feature_norm > 0.0:
-        allowed = clip_norm / feature_norm
-        bound = weight * allowed
-        if residual_norm > allowed:
-            # r / ||r|| first: the combined factor allowed / ||r|| may underflow.
-            for k in range(residual.shape[0]):
-                out[k] = 0.0
-            kept = allowed >= tiny
-            if kept:
-                # In place (``residual`` is the caller's scratch buffer); the
-                # factor w * allowed is applied as the coefficients are stored.
-                for k in range(residual.shape[0]):
-                    residual[k] = residual[k] / residual_norm
-                kept = _store_within(residual, bound, bound, largest, tiny, out)
-        else:
-            kept = _store_within(residual, weight, bound, largest, tiny, out)
-    elif kept:
-        # x = 0 without an intercept: the gradient r [x, 1] is 0 whatever r.
-        kept = _store_coefficients(residual, weight, math.inf, largest, tiny, out)
-    if not kept:
-        for k in range(residual.shape[0]):
-            out[k] = 0.0
-
-
-@njit(cache=True, nogil=True)
-def _store_within(values, factor, bound, largest, tiny, out):
-    """Store ``factor * values`` in ``out`` with ``||out|| <= bound``; False if impossible.
-
-    Shrinks the stored vector where rounding to ``out``'s dtype overshoots.
-    """
-    if _store_coefficients(values, factor, bound, largest, tiny, out):
-        return True
-    stored = _stored_norm(out)
-    if not math.isfinite(stored) or stored == 0.0:
-        return False
-    # Rounding overshot by an ulp or so: scale down by the excess, then, if
-    # rounding overshoots again, by a few units of the dtype's rounding error.
-    shrink = bound / stored
-    for attempt in range(2):
-        for k in range(out.shape[0]):
-            values_k = np.float64(out[k]) * shrink
-            out[k] = values_k if abs(values_k) >= tiny else 0.0
-        if _stored_norm(out) <= bound * NORM_SLACK:
-            return True
-        shrink = 1.0 - 4.0 * np.finfo(out.dtype).eps
-    return False
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
@@ -224,37 +102,108 @@ def _margin_float64(weights, x, n_features):
     return acc
 
 
+# Rows of one output's batch gathered at a time: a block of about 128 KiB
+# stays in the L2 cache between the gather and the two passes over it.
+_GATHER_BYTES = 1 << 17
+
+
+@njit(cache=True, nogil=True)
+def gathered_block_rows(n_features, itemsize):
+    """Rows per gathered block: about ``_GATHER_BYTES``, from 8 to 1024 rows."""
+    rows = _GATHER_BYTES // (itemsize * (n_features + 1))
+    if rows > 1024:
+        return 1024
+    if rows < 8:
+        return 8
+    return rows
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _gathered_margins(weights, gathered, n_rows, margins):
+    """``margins[r] = weights[:d] . gathered[r] + weights[d]`` for a block's rows.
+
+    Reassociated (vectorised) like :func:`_row_margins`, in the rows' dtype,
+    and recomputed in float64 where a float32 sum overflowed.
+    """
+    n_features = gathered.shape[1]
+    for r in range(n_rows):
+        x = gathered[r]
+        acc = weights[n_features]
+        for j in range(n_features):
+            acc += weights[j] * x[j]
+        if math.isfinite(acc):
+            margins[r] = acc
+        else:
+            margins[r] = _margin_float64(weights, x, n_features)
+
+
 @njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
-def _accumulate_rows(
-    X, y, rows, start, stop, params, row_norms, code, threshold, clip_norm,
-    fit_intercept, largest, tiny, grad, weights,
+def _accumulate_gathered(gathered, coefficients, n_rows, intercept_term, gradient):
+    """``gradient += sum_r coefficients[r] [gathered[r], intercept_term]``, row by row."""
+    n_features = gathered.shape[1]
+    for r in range(n_rows):
+        coefficient = coefficients[r]
+        if coefficient != 0.0:
+            x = gathered[r]
+            for j in range(n_features):
+                gradient[j] += coefficient * x[j]
+            gradient[n_features] += coefficient * intercept_term
+
+
+@njit(cache=True, nogil=True)
+def single_output_gradient_sum(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, noise, grad, weights,
 ):
-    """Add the (weighted) clipped gradients of ``rows[start:stop]`` to ``grad``."""
-    n_outputs = params.shape[0]
+    """``grad = noise + clipped sum`` for one output (binary and regression losses).
+
+    A narrow row costs little arithmetic, so what remains is the fixed cost
+    per row: the batch is processed in blocks of :func:`gathered_block_rows`
+    rows, each gathered first into a contiguous buffer (a loop of copies and
+    nothing else, so the processor has many of the random rows' cache misses
+    in flight, as a NumPy gather does), then the margins, residuals and
+    clips of the block, then its sum. The rows are added in batch order, one
+    after another, as a row-by-row loop would.
+    """
+    copy_rows(noise, grad)
+    n_rows = rows.shape[0]
+    if n_rows == 0:
+        return
     n_features = X.shape[1]
-    margins = np.empty(n_outputs, dtype=np.float64)
-    residual = np.empty(n_outputs, dtype=np.float64)
-    # The scaled residuals in the parameters' dtype keep float32 inner loops
-    # in float32 (twice the SIMD width, no conversions).
-    scaled = np.empty(n_outputs, dtype=params.dtype)
+    block = gathered_block_rows(n_features, X.itemsize)
+    if block > n_rows:
+        block = n_rows
+    gathered = np.empty((block, n_features), dtype=params.dtype)
+    margins = np.empty(block, dtype=np.float64)
+    targets = np.empty(block, dtype=np.float64)
+    norms = np.empty(block, dtype=np.float64)
+    row_weights = np.empty(block, dtype=np.float64)
+    weighted = weights.shape[0] > 0
+    coefficients = np.empty(block, dtype=params.dtype)
+    residual = np.empty(1, dtype=np.float64)
+    # In the parameters' dtype: the clip is checked on the stored number.
+    scaled = np.empty(1, dtype=params.dtype)
     intercept_term = 1.0 if fit_intercept else 0.0
-    for position in range(start, stop):
-        i = rows[position]
-        x = X[i]
-        _row_margins(params, x, n_features, margins)
-        loss_residual(code, margins, y[i], threshold, residual)
-        # Per-sample clipping of the WHOLE parameter gradient (all outputs,
-        # coefficients and intercept together): sensitivity C, not sqrt(K) C.
-        weight = weights[i] if weights.shape[0] > 0 else 1.0
-        clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
-                         tiny, scaled)
-        for k in range(n_outputs):
-            coefficient = scaled[k]
-            if coefficient != 0.0:
-                row = grad[k]
-                for j in range(n_features):
-                    row[j] += coefficient * x[j]
-                row[n_features] += coefficient * intercept_term
+    gradient = grad[0]
+    for start in range(0, n_rows, block):
+        stop = start + block
+        if stop > n_rows:
+            stop = n_rows
+        # Everything the rows' clips read is gathered in the one pass.
+        for r in range(stop - start):
+            source = rows[start + r]
+            for j in range(n_features):
+                gathered[r, j] = X[source, j]
+            targets[r] = y[source]
+            norms[r] = feature_norm_of(row_norms, feature_norms, source, intercept_term)
+            row_weights[r] = weights[source] if weighted else 1.0
+        _gathered_margins(params[0], gathered, stop - start, margins)
+        for r in range(stop - start):
+            residual[0] = single_output_residual(code, margins[r], targets[r], threshold)
+            clipped_residual(residual, norms[r], clip_norm, row_weights[r], largest, tiny,
+                             scaled)
+            coefficients[r] = scaled[0]
+        _accumulate_gathered(gathered, coefficients, stop - start, intercept_term, gradient)
 
 
 @njit(cache=True, nogil=True)
@@ -270,20 +219,8 @@ def copy_rows(source, target):
 
 
 @njit(cache=True, nogil=True)
-def _noisy_sum_serial(
-    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad, weights,
-):
-    copy_rows(noise, grad)
-    _accumulate_rows(
-        X, y, rows, 0, rows.shape[0], params, row_norms, code, threshold,
-        clip_norm, fit_intercept, largest, tiny, grad, weights,
-    )
-
-
-@njit(cache=True, nogil=True)
-def _noisy_sum_blas(
-    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
+def several_outputs_gradient_sum(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
     """The same sum for K > 1 outputs, through two BLAS matrix products.
@@ -325,8 +262,8 @@ def _noisy_sum_blas(
                 row_margins[k] = _margin_float64(params[k], X[i], n_features)
         loss_residual(code, row_margins, y[i], threshold, residual)
         weight = weights[i] if weights.shape[0] > 0 else 1.0
-        clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
-                         tiny, scaled)
+        clipped_residual(residual, feature_norm_of(row_norms, feature_norms, i, intercept_term),
+                         clip_norm, weight, largest, tiny, scaled)
         for k in range(n_outputs):
             clipped[r, k] = scaled[k]
     grad += np.dot(clipped.T, batch)
@@ -409,12 +346,6 @@ def compute_row_norms_team(X):
     return norms
 
 
-# Largest and smallest normal magnitude of a clipped coefficient, per dtype.
-COEFFICIENT_RANGE = {
-    np.dtype(dtype): (float(np.finfo(dtype).max), float(np.finfo(dtype).smallest_normal))
-    for dtype in (np.float32, np.float64)
-}
-
 # "No weights" for the compiled kernels: an empty array (one compiled
 # signature whether or not a fit is weighted, and no array of ones per step).
 _UNWEIGHTED = np.empty(0, dtype=np.float64)
@@ -422,7 +353,7 @@ _UNWEIGHTED = np.empty(0, dtype=np.float64)
 
 @njit(parallel=True, nogil=True, cache=True)
 def _noisy_sum_team(
-    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights, partial, zeros,
 ):
     """The sum over ``partial.shape[0]`` contiguous blocks of the batch, one per team thread.
@@ -436,12 +367,24 @@ def _noisy_sum_team(
     for b in prange(n_blocks):
         block = rows[bounds[b]:bounds[b + 1]]
         if several:
-            _noisy_sum_blas(X, y, block, params, row_norms, code, threshold, clip_norm,
-                            fit_intercept, largest, tiny, zeros, partial[b], weights)
+            several_outputs_gradient_sum(
+                X, y, block, params, row_norms, feature_norms, code, threshold, clip_norm,
+                fit_intercept, largest, tiny, zeros, partial[b], weights)
         else:
-            _noisy_sum_serial(X, y, block, params, row_norms, code, threshold, clip_norm,
-                              fit_intercept, largest, tiny, zeros, partial[b], weights)
+            single_output_gradient_sum(
+                X, y, block, params, row_norms, feature_norms, code, threshold, clip_norm,
+                fit_intercept, largest, tiny, zeros, partial[b], weights)
     add_blocks(noise, partial, grad)
+
+
+def check_feature_norms(feature_norms, n_samples):
+    """The kernels' feature_norms argument: empty for None (computed per row), else checked."""
+    if feature_norms is None:
+        return _UNWEIGHTED
+    if feature_norms.shape != (n_samples,) or feature_norms.dtype != np.float64:
+        # Indexed by row without bounds checks; a wrong array mis-sets every clip.
+        raise ValueError("feature_norms must be a float64 array with one norm per row of X.")
+    return feature_norms
 
 
 def check_weights(weights, n_samples):
@@ -456,7 +399,7 @@ def check_weights(weights, n_samples):
 
 def noisy_clipped_gradient_sum(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    noise, grad, n_threads=1, weights=None,
+    noise, grad, n_threads=1, weights=None, feature_norms=None,
 ):
     """``grad = noise + sum_{i in rows} w_i clip_C(gradient of sample i)``.
 
@@ -489,18 +432,26 @@ def noisy_clipped_gradient_sum(
         Per-sample weights ``w_i >= 0`` (validated by the caller), applied to
         the *clipped* gradients: a sample contributes at most ``w_i C``.
         None weighs every sample 1.
+    feature_norms : ndarray of shape (n_samples,), float64, or None, default=None
+        ``||[x_i, 1]||`` (``||x_i||`` without an intercept) from
+        :func:`compute_feature_norms`, when the fit computed them once; None
+        computes each from ``row_norms`` as it is used.
     """
     weights = check_weights(weights, X.shape[0])
-    # One output: the fused row-by-row kernel (no gather, one pass). Several:
-    # BLAS (see _noisy_sum_blas).
-    kernel = _noisy_sum_blas if params.shape[0] > 1 else _noisy_sum_serial
+    feature_norms = check_feature_norms(feature_norms, X.shape[0])
+    kernel = dense_gradient_kernel(params.shape[0])
     # The range of clipped coefficients the parameters' dtype holds exactly
     # enough; a sample outside it contributes nothing (see clipped_residual).
     largest, tiny = COEFFICIENT_RANGE[np.dtype(params.dtype)]
     work = rows.shape[0] * params.shape[0] * X.shape[1]
-    args = (row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
+    args = (row_norms, feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
     sum_over_blocks(_noisy_sum_team, kernel, X, y, rows, params, args, noise, grad, weights,
                     parallel_blocks(work, rows.shape[0], n_threads))
+
+
+def dense_gradient_kernel(n_outputs):
+    """The serial kernel of a dense batch: gathered blocks for one output, BLAS for several."""
+    return several_outputs_gradient_sum if n_outputs > 1 else single_output_gradient_sum
 
 
 def parallel_blocks(work, n_rows, n_threads):

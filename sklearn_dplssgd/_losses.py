@@ -18,7 +18,8 @@ is here, next to that entry:
 
 The plain NumPy oracles the tests compare both forms with live in
 ``tests/oracles.py``. Adding a loss is an entry here (its codes, its two
-residuals, its dispatch lines in :func:`residual`), its docstring entry in
+residuals, its dispatch lines in :func:`residual` and, for a one-output
+loss, :func:`single_output_residual`), its docstring entry in
 ``_docstrings.py``, and tests; nothing else changes.
 
 Target encodings (prepared in Python before training):
@@ -59,6 +60,7 @@ __all__ = [
     "loss_derivative",
     "residual",
     "residual_norms_at_zero",
+    "single_output_residual",
 ]
 
 LOG_LOSS_BINARY = 0
@@ -74,15 +76,22 @@ SQUARED_HINGE_ONE_VS_REST = 8
 
 # Compiled residuals: one row's margins (length K) -> ``out`` (length K).
 
+# One output: a function of the margin alone, on scalars (no array to pass:
+# the narrow kernels call it once per row), wrapped for the row form.
+
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _log_loss_binary_row(margins, target, threshold, out):
-    z = margins[0]
+def _log_loss_binary_value(z, target, threshold):
     if z >= 0.0:
         probability = 1.0 / (1.0 + math.exp(-z))
     else:
         e = math.exp(z)
         probability = e / (1.0 + e)
-    out[0] = probability - target
+    return probability - target
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _log_loss_binary_row(margins, target, threshold, out):
+    out[0] = _log_loss_binary_value(margins[0], target, threshold)
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
@@ -107,8 +116,13 @@ def _log_loss_multinomial_row(margins, target, threshold, out):
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _hinge_binary_value(z, target, threshold):
+    return -target if target * z < 1.0 else 0.0
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _hinge_binary_row(margins, target, threshold, out):
-    out[0] = -target if target * margins[0] < 1.0 else 0.0
+    out[0] = _hinge_binary_value(margins[0], target, threshold)
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
@@ -125,36 +139,55 @@ def _hinge_crammer_singer_row(margins, target, threshold, out):
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _squared_error_row(margins, target, threshold, out):
-    out[0] = margins[0] - target
+def _squared_error_value(z, target, threshold):
+    return z - target
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _huber_row(margins, target, threshold, out):
-    value = margins[0] - target
+def _squared_error_row(margins, target, threshold, out):
+    out[0] = _squared_error_value(margins[0], target, threshold)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _huber_value(z, target, threshold):
+    value = z - target
     if -threshold > value:
         value = -threshold
     if threshold < value:
         value = threshold
-    out[0] = value
+    return value
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _huber_row(margins, target, threshold, out):
+    out[0] = _huber_value(margins[0], target, threshold)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _epsilon_insensitive_value(z, target, threshold):
+    diff = z - target
+    if diff > threshold:
+        return 1.0
+    if diff < -threshold:
+        return -1.0
+    return 0.0
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _epsilon_insensitive_row(margins, target, threshold, out):
-    diff = margins[0] - target
-    if diff > threshold:
-        out[0] = 1.0
-    elif diff < -threshold:
-        out[0] = -1.0
-    else:
-        out[0] = 0.0
+    out[0] = _epsilon_insensitive_value(margins[0], target, threshold)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def _squared_hinge_binary_value(z, target, threshold):
+    # d/dz max(0, 1 - y z)^2 = -2 y max(0, 1 - y z), y in {-1, +1}.
+    slack = 1.0 - target * z
+    return -2.0 * target * slack if slack > 0.0 else 0.0
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _squared_hinge_binary_row(margins, target, threshold, out):
-    # d/dz max(0, 1 - y z)^2 = -2 y max(0, 1 - y z), y in {-1, +1}.
-    slack = 1.0 - target * margins[0]
-    out[0] = -2.0 * target * slack if slack > 0.0 else 0.0
+    out[0] = _squared_hinge_binary_value(margins[0], target, threshold)
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
@@ -192,6 +225,28 @@ def residual(code, margins, target, threshold, out):
         _squared_hinge_binary_row(margins, target, threshold, out)
     elif code == SQUARED_HINGE_ONE_VS_REST:
         _squared_hinge_one_vs_rest_row(margins, target, threshold, out)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def single_output_residual(code, z, target, threshold):
+    """``d loss / d z`` of a one-output loss ``code`` at margin ``z`` (scalars).
+
+    The narrow kernels' entry (no array per row); NaN for a code without a
+    one-output form, which the clip then drops.
+    """
+    if code == LOG_LOSS_BINARY:
+        return _log_loss_binary_value(z, target, threshold)
+    if code == HINGE_BINARY:
+        return _hinge_binary_value(z, target, threshold)
+    if code == SQUARED_ERROR:
+        return _squared_error_value(z, target, threshold)
+    if code == HUBER:
+        return _huber_value(z, target, threshold)
+    if code == EPSILON_INSENSITIVE:
+        return _epsilon_insensitive_value(z, target, threshold)
+    if code == SQUARED_HINGE_BINARY:
+        return _squared_hinge_binary_value(z, target, threshold)
+    return math.nan
 
 
 # Array API residuals: margins (b, K) and targets (b,) -> residuals (b, K).

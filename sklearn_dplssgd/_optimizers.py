@@ -44,6 +44,9 @@ __all__ = [
     "adam_update",
     "apply_weight_decay",
     "check_optimizer",
+    "compiled_update",
+    "MOMENTUM_CODE",
+    "SGD_CODE",
     "optimizer_error",
     "momentum_update",
     "sgd_update",
@@ -93,6 +96,26 @@ def momentum_update(params, gradient_sum, velocity, step_size, momentum):
         for j in range(row.shape[0]):
             vel_row[j] = momentum * vel_row[j] + grad_row[j]
             row[j] -= step_size * vel_row[j]
+
+
+# Codes of the updates that compiled runs of steps (``_steps``) apply
+# themselves; an optimizer without one is stepped from Python.
+SGD_CODE = 0
+MOMENTUM_CODE = 1
+
+
+@njit(cache=True, nogil=True)
+def compiled_update(code, factor, params, gradient_sum, state, step_size):
+    """The update of optimizer ``code`` (its ``compiled_code``), in place.
+
+    ``factor`` is the optimizer's setting (the momentum), ``state`` its state
+    array (ignored by plain SGD), ``step_size`` the learning rate divided by
+    the expected batch size.
+    """
+    if code == MOMENTUM_CODE:
+        momentum_update(params, gradient_sum, state, step_size, factor)
+    else:
+        sgd_update(params, gradient_sum, step_size)
 
 
 @njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
@@ -165,6 +188,13 @@ class Optimizer(BaseEstimator):
     name = None
     #: Number of state arrays of the parameters' shape.
     n_state = 0
+    #: The code of :func:`compiled_update` that applies this update inside a
+    #: compiled run of steps; None: stepped from Python, one call a step.
+    compiled_code = None
+
+    def compiled_factor(self):
+        """The setting :func:`compiled_update` takes (0.0 when there is none)."""
+        return 0.0
 
     def check(self):
         """Raise a ValueError naming the setting that is out of range."""
@@ -209,6 +239,7 @@ class SGD(Optimizer):
     """
 
     name = "sgd"
+    compiled_code = SGD_CODE
 
     def update(self, params, gradient_sum, state, learning_rate, inv_batch, n_updates):
         sgd_update(params, gradient_sum, learning_rate * inv_batch)
@@ -236,6 +267,10 @@ class Momentum(Optimizer):
 
     name = "momentum"
     n_state = 1
+    compiled_code = MOMENTUM_CODE
+
+    def compiled_factor(self):
+        return float(self.momentum)
 
     def __init__(self, momentum=0.9):
         self.momentum = momentum

@@ -19,8 +19,11 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
+from . import _kernels, _sparse
 from ._kernels import (
+    COEFFICIENT_RANGE,
     PARALLEL_MIN_WORK,
+    compute_feature_norms,
     compute_row_norms,
     compute_row_norms_team,
     noisy_clipped_gradient_sum,
@@ -34,6 +37,7 @@ from ._sparse import (
     compute_sparse_row_norms,
     noisy_clipped_gradient_sum_sparse,
 )
+from ._steps import dense_several_outputs_steps, dense_single_output_steps, sparse_steps
 from ._threads import draws_ahead, numba_team_available, team_threads
 from ._training import run_training
 
@@ -146,8 +150,18 @@ class NumpyTraining:
             # valid only without duplicates (see _sparse).
             X = as_canonical_csr(X)
             self._kernel = noisy_clipped_gradient_sum_sparse
+            standard_kernel = _sparse.noisy_clipped_gradient_sum_sparse
+            self._steps = sparse_steps
         else:
             self._kernel = noisy_clipped_gradient_sum
+            standard_kernel = _kernels.noisy_clipped_gradient_sum
+            self._steps = (dense_several_outputs_steps if n_outputs > 1
+                           else dense_single_output_steps)
+        # The audits substitute the gradient kernel (this module's name): the
+        # steps then go through it one call at a time, the compiled runs of
+        # steps (which embed the standard kernel) and the precomputed feature
+        # norms (an argument a substitute does not take) are not used.
+        self._standard_kernel = self._kernel is standard_kernel
         if row_norms is None:
             row_norms = row_norms_of(X, n_threads)
         elif row_norms.shape != (X.shape[0],) or row_norms.dtype != np.float64:
@@ -164,6 +178,13 @@ class NumpyTraining:
         # Weights are passed only when there are any, so an unweighted fit
         # calls the kernel exactly as before (the audits substitute that call).
         self._weighting = {} if sample_weight is None else {"weights": sample_weight}
+        # ||[x_i, 1]|| once per fit rather than a hypot per row and step
+        # (about as costly as the rest of a narrow row's clip).
+        self.feature_norms = compute_feature_norms(
+            self.row_norms, 1.0 if plan.fit_intercept else 0.0)
+        if self._standard_kernel:
+            self._weighting["feature_norms"] = self.feature_norms
+        self._weights = _kernels.check_weights(sample_weight, X.shape[0])
         self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
         # Computed once per fit; the compiled step solves A_sigma u = g
         # exactly in O(d) through A_sigma's factorisation.
@@ -172,6 +193,7 @@ class NumpyTraining:
         # instead of n * T sampled slots.
         self._all_rows = (np.arange(X.shape[0], dtype=np.int64) if plan.sample_rate >= 1.0
                           else None)
+        self._no_offsets = np.zeros(1, dtype=np.int64)
         # n_threads counts every thread of the fit. From 3 on, one of them
         # draws the next chunk while this one trains (the same draws in the
         # same order: see _threads.draws_ahead) and the others share the
@@ -228,6 +250,48 @@ class NumpyTraining:
                      plan.loss_threshold, plan.clip_norm, plan.fit_intercept,
                      noise[local_step], self._grad, self._team_size, **self._weighting)
         return self._grad
+
+    def compiled_steps(self, update):
+        """A compiled run of steps (:mod:`._steps`), or None where the loop must step.
+
+        Available with the standard gradient kernel, an optimizer that has a
+        compiled update, and the gradients on one thread (the team's split of
+        each batch is decided per step, in Python).
+        """
+        optimizer = update.optimizer
+        if (not self._standard_kernel or optimizer.compiled_code is None
+                or self._team_size > 1):
+            return None
+        plan = self.plan
+        largest, tiny = COEFFICIENT_RANGE[np.dtype(self.params.dtype)]
+        X = (self.X.data, self.X.indices, self.X.indptr) if sp.issparse(self.X) else self.X
+        state = update.state[0] if update.state else self._grad
+        average_start = -1 if plan.average_start is None else int(plan.average_start)
+        no_average = np.empty((0, 0), dtype=np.float64)
+        inv_batch = update.inv_batch
+        factor = optimizer.compiled_factor()
+        learning_rates = np.ascontiguousarray(plan.learning_rates, dtype=np.float64)
+        # One compiled signature whatever Python types the settings came as.
+        code, threshold, clip_norm = int(plan.loss_code), float(plan.loss_threshold), float(
+            plan.clip_norm)
+        fit_intercept, alpha, sigma = bool(plan.fit_intercept), float(plan.alpha), float(
+            plan.sigma)
+
+        def run(params, averaged, draws, chunk_start, local_start, local_stop):
+            rows, offsets, noise = draws
+            full_batch = rows is None
+            self._steps(
+                X, self.y, self._all_rows if full_batch else rows,
+                self._no_offsets if full_batch else offsets, full_batch, params,
+                self.row_norms, self.feature_norms, code, threshold, clip_norm, fit_intercept,
+                largest, tiny, noise, self._grad, self._weights, learning_rates, chunk_start,
+                local_start, local_stop, alpha, sigma, self._omega, inv_batch,
+                optimizer.compiled_code, factor, state,
+                no_average if averaged is None else averaged, average_start)
+            update.n_updates += local_stop - local_start
+            return params, averaged
+
+        return run
 
     def smooth(self, grad):
         if self.plan.sigma > 0:

@@ -25,10 +25,10 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ._clipping import COEFFICIENT_RANGE, clipped_residual, feature_norm_of
 from ._kernels import (
-    COEFFICIENT_RANGE,
+    check_feature_norms,
     check_weights,
-    clipped_residual,
     copy_rows,
     parallel_blocks,
     vector_norm,
@@ -40,6 +40,7 @@ from ._threads import add_blocks, block_bounds, sum_over_blocks
 __all__ = [
     "as_canonical_csr",
     "compute_sparse_row_norms",
+    "csr_gradient_sum",
     "noisy_clipped_gradient_sum_sparse",
 ]
 
@@ -189,8 +190,8 @@ def _sparse_row_margins(params, values, columns, n_features, margins):
 
 @njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def _accumulate_sparse_rows(
-    data, indices, indptr, y, rows, params, row_norms, code, threshold, clip_norm,
-    fit_intercept, largest, tiny, grad, weights,
+    data, indices, indptr, y, rows, params, row_norms, feature_norms, code, threshold,
+    clip_norm, fit_intercept, largest, tiny, grad, weights,
 ):
     """Add the (weighted) clipped gradients of ``rows`` to ``grad``: O(stored entries * K)."""
     n_outputs = params.shape[0]
@@ -208,8 +209,8 @@ def _accumulate_sparse_rows(
         # The same clip as the dense kernel: the whole parameter gradient of
         # the sample (all outputs, coefficients and intercept) to C.
         weight = weights[i] if weights.shape[0] > 0 else 1.0
-        clipped_residual(residual, row_norms[i], intercept_term, clip_norm, weight, largest,
-                         tiny, scaled)
+        clipped_residual(residual, feature_norm_of(row_norms, feature_norms, i, intercept_term),
+                         clip_norm, weight, largest, tiny, scaled)
         for k in range(n_outputs):
             coefficient = scaled[k]
             if coefficient != 0.0:
@@ -220,8 +221,8 @@ def _accumulate_sparse_rows(
 
 
 @njit(cache=True, nogil=True)
-def _noisy_sum_csr(
-    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
+def csr_gradient_sum(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
     """``grad = noise + clipped sum``; ``X`` is the tuple ``(data, indices, indptr)``.
@@ -232,14 +233,14 @@ def _noisy_sum_csr(
     data, indices, indptr = X
     copy_rows(noise, grad)
     _accumulate_sparse_rows(
-        data, indices, indptr, y, rows, params, row_norms, code, threshold,
+        data, indices, indptr, y, rows, params, row_norms, feature_norms, code, threshold,
         clip_norm, fit_intercept, largest, tiny, grad, weights,
     )
 
 
 def noisy_clipped_gradient_sum_sparse(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
-    noise, grad, n_threads=1, weights=None,
+    noise, grad, n_threads=1, weights=None, feature_norms=None,
 ):
     """``grad = noise + sum_{i in rows} w_i clip_C(gradient of sample i)`` for sparse X.
 
@@ -271,11 +272,14 @@ def noisy_clipped_gradient_sum_sparse(
     weights : ndarray of shape (n_samples,), float64, or None, default=None
         Per-sample weights, applied to the clipped gradients (as the dense
         kernel's).
+    feature_norms : ndarray of shape (n_samples,), float64, or None, default=None
+        As the dense kernel's.
     """
     weights = check_weights(weights, X.shape[0])
+    feature_norms = check_feature_norms(feature_norms, X.shape[0])
     csr = (X.data, X.indices, X.indptr)
     largest, tiny = COEFFICIENT_RANGE[np.dtype(params.dtype)]
-    args = (row_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
+    args = (row_norms, feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
     n_blocks = 1
     if n_threads > 1 and rows.shape[0] > 1:
         work = int(np.sum(X.indptr[rows + 1] - X.indptr[rows])) * params.shape[0]
@@ -283,20 +287,20 @@ def noisy_clipped_gradient_sum_sparse(
         # below that much work per block the split costs more than it saves.
         n_blocks = min(parallel_blocks(work, rows.shape[0], n_threads),
                        max(1, work // params.size))
-    sum_over_blocks(_noisy_sum_csr_team, _noisy_sum_csr, csr, y, rows, params, args, noise,
-                    grad, weights, n_blocks)
+    sum_over_blocks(_noisy_sum_csr_team, csr_gradient_sum, csr, y, rows, params, args,
+                    noise, grad, weights, n_blocks)
 
 
 @njit(parallel=True, nogil=True, cache=True)
 def _noisy_sum_csr_team(
-    X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights, partial, zeros,
 ):
     """The sparse form of ``_kernels._noisy_sum_team`` (the same blocks and buffers)."""
     n_blocks = partial.shape[0]
     bounds = block_bounds(rows.shape[0], n_blocks)
     for b in prange(n_blocks):
-        _noisy_sum_csr(X, y, rows[bounds[b]:bounds[b + 1]], params, row_norms, code,
-                       threshold, clip_norm, fit_intercept, largest, tiny, zeros,
-                       partial[b], weights)
+        csr_gradient_sum(X, y, rows[bounds[b]:bounds[b + 1]], params, row_norms,
+                         feature_norms, code, threshold, clip_norm, fit_intercept, largest,
+                         tiny, zeros, partial[b], weights)
     add_blocks(noise, partial, grad)

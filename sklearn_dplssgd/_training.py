@@ -25,6 +25,7 @@ read); the rows reach the loop only through the backend's gradient sums.
 """
 
 import dataclasses
+import functools
 import time
 import typing
 
@@ -35,6 +36,7 @@ from ._optimizers import SGD, OptimizerRun
 __all__ = [
     "NOISE_VALUES_PER_CHUNK",
     "TrainingPlan",
+    "python_steps",
     "raise_diverged",
     "report_epoch",
     "run_training",
@@ -139,11 +141,9 @@ def step_schedule(noise_multiplier, sensitivity, n_steps, n_epochs, n_parameters
 def run_training(backend, plan, *, verbose=0, epoch_callback=None):
     """Run the T steps of ``plan`` on ``backend``; return the released parameters.
 
-    One step: the batch's gradient sum plus that step's noise (the only part
-    that reads rows), smoothing, weight decay ``params *= 1 - eta_t alpha``,
-    the optimizer's update along the sum divided by b, the backend's
-    projection if it has one, and the running mean of the iterates when
-    averaging. Weights that stop being finite raise (checked at every epoch
+    The steps are :func:`python_steps`'s (or the backend's compiled run of
+    the same steps), in segments that end with a chunk of draws or at a
+    reported epoch. Weights that stop being finite raise (checked at every epoch
     end that is reported and after every chunk of steps).
 
     Parameters
@@ -155,7 +155,10 @@ def run_training(backend, plan, *, verbose=0, epoch_callback=None):
         chunk_steps, draws)``, ``gradient_sum(params, draws, local_step)``,
         ``smooth(grad)``, ``decay(params, shrink)``, ``project(params)``,
         ``new_average()``, ``add_to_average(averaged, params, count)``,
-        ``all_finite(params)``, ``to_host(params)`` and ``finish(params)``.
+        ``all_finite(params)``, ``to_host(params)`` and ``finish(params)``;
+        optionally ``compiled_steps(update)``, returning a function that runs
+        a segment of steps as :func:`python_steps` does (same signature less
+        its first three arguments), or None where it cannot.
     plan : TrainingPlan
     verbose : int, default=0
         Print one line per epoch: the epoch, the step, the norm of the
@@ -182,34 +185,59 @@ def run_training(backend, plan, *, verbose=0, epoch_callback=None):
     update = OptimizerRun(optimizer, params, plan.batch_size, xp=backend.xp)
     averaged = None if average_start is None else backend.new_average()
     report_epochs = bool(verbose) or epoch_callback is not None
-    learning_rates, alpha = plan.learning_rates, plan.alpha
-    next_epoch = 0
+    # A backend may run a segment of steps in one compiled call; the steps
+    # are the same (see python_steps).
+    run_steps = getattr(backend, "compiled_steps", lambda update: None)(update)
+    if run_steps is None:
+        run_steps = functools.partial(python_steps, backend, plan, update)
+    n_epochs, next_epoch = len(epoch_ends), 0
     with backend.context():
         for chunk_start, chunk_steps, draws in backend.chunks(
                 range(0, n_steps, chunk), chunk, noise_std):
-            for local_step in range(chunk_steps):
-                step = chunk_start + local_step
-                grad = backend.gradient_sum(params, draws, local_step)
-                grad = backend.smooth(grad)
-                eta = float(learning_rates[step])
-                params = backend.decay(params, 1.0 - eta * alpha)
-                params = backend.project(update.step(params, grad, eta))
-                if averaged is not None and step >= average_start:
-                    averaged = backend.add_to_average(averaged, params,
-                                                      step - average_start + 1)
-                if step + 1 == epoch_ends[next_epoch]:
+            local = 0
+            while local < chunk_steps:
+                # A segment ends with the chunk, or at the next reported epoch.
+                stop = chunk_steps
+                if report_epochs and next_epoch < n_epochs:
+                    stop = min(stop, int(epoch_ends[next_epoch]) - chunk_start)
+                params, averaged = run_steps(params, averaged, draws, chunk_start, local, stop)
+                local = stop
+                done = chunk_start + local
+                while next_epoch < n_epochs and epoch_ends[next_epoch] <= done:
                     next_epoch += 1
                     if report_epochs:
                         host = backend.to_host(params)
                         if not np.isfinite(host).all():
-                            raise_diverged(next_epoch, step, n_steps)
-                        report_epoch(host, next_epoch, step, n_steps, verbose,
+                            raise_diverged(next_epoch, done - 1, n_steps)
+                        report_epoch(host, next_epoch, done - 1, n_steps, verbose,
                                      epoch_callback, time.perf_counter() - start_time)
             # Once per chunk (on a device, a synchronisation): non-finite
             # weights stay non-finite.
             if not backend.all_finite(params):
                 raise_diverged(next_epoch, chunk_start + chunk_steps - 1, n_steps)
     return backend.finish(averaged if averaged is not None else params)
+
+
+def python_steps(backend, plan, update, params, averaged, draws, chunk_start, local_start,
+                 local_stop):
+    """Steps ``local_start .. local_stop - 1`` of a chunk, one backend call at a time.
+
+    One step: the batch's noisy clipped gradient sum (the only part that
+    reads rows), smoothing, the decay ``params *= 1 - eta_t alpha``, the
+    optimizer's update, the backend's projection, and the running mean of
+    the iterates from ``plan.average_start`` on. Returns ``(params, averaged)``.
+    """
+    learning_rates, alpha, average_start = plan.learning_rates, plan.alpha, plan.average_start
+    for local_step in range(local_start, local_stop):
+        step = chunk_start + local_step
+        grad = backend.gradient_sum(params, draws, local_step)
+        grad = backend.smooth(grad)
+        eta = float(learning_rates[step])
+        params = backend.decay(params, 1.0 - eta * alpha)
+        params = backend.project(update.step(params, grad, eta))
+        if averaged is not None and step >= average_start:
+            averaged = backend.add_to_average(averaged, params, step - average_start + 1)
+    return params, averaged
 
 
 def raise_diverged(epoch, step, n_steps):

@@ -1,0 +1,144 @@
+"""The compiled runs of steps (_steps) and the gathered one-output kernel.
+
+A compiled run of steps must do exactly what the Python steps do: the fits
+below are repeated with the gradient kernel wrapped (which sends every step
+through Python, as the audits do) and compared bit for bit. The gathered
+kernel is checked against the oracle across several gathered blocks, and the
+scalar residuals against the row form of every one-output loss.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, _sgd
+from sklearn_dplssgd._kernels import (
+    compute_row_norms,
+    gathered_block_rows,
+    noisy_clipped_gradient_sum,
+)
+from sklearn_dplssgd._losses import LOSSES, residual, single_output_residual
+from oracles import clipped_gradient_sum_reference
+
+
+def _coefficients(model):
+    return np.hstack([np.ravel(model.coef_), np.ravel(model.intercept_)])
+
+
+def _fit_both_ways(monkeypatch, make, X, y, **fit_params):
+    """The model of the compiled steps and of one Python call a step."""
+    name = "noisy_clipped_gradient_sum" + ("_sparse" if sp.issparse(X) else "")
+    standard = getattr(_sgd, name)
+    calls = []
+
+    def one_step_at_a_time(*args, **kwargs):
+        calls.append(1)
+        return standard(*args, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = make().fit(X, y, **fit_params)
+        monkeypatch.setattr(_sgd, name, one_step_at_a_time)
+        stepped = make().fit(X, y, **fit_params)
+        monkeypatch.setattr(_sgd, name, standard)
+    assert len(calls) == stepped.n_steps_  # the wrapped fit really stepped from Python
+    return _coefficients(compiled), _coefficients(stepped)
+
+
+def _data(seed=0, n=400, d=7):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d))
+    return X, (X[:, 0] + 0.5 * rng.standard_normal(n) > 0).astype(int), rng
+
+
+FITS = {
+    "binary": lambda: DPLSSGDClassifier(epsilon=1.0, max_iter=3),
+    "binary_no_intercept_sigma0": lambda: DPLSSGDClassifier(
+        epsilon=1.0, sigma=0.0, fit_intercept=False, max_iter=3),
+    "binary_averaged_decay_momentum": lambda: DPLSSGDClassifier(
+        epsilon=1.0, average=True, alpha=0.01, optimizer="momentum", max_iter=4),
+    "binary_full_batch_hinge": lambda: DPLSSGDClassifier(
+        epsilon=1.0, loss="hinge", batch_size=400, max_iter=3),
+    "multiclass": lambda: DPLSSGDClassifier(epsilon=1.0, max_iter=3),
+    "regression_huber_invscaling": lambda: DPLSSGDRegressor(
+        epsilon=1.0, loss="huber", learning_rate="invscaling", max_iter=3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FITS))
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_steps_are_the_python_steps(monkeypatch, name, sparse, dtype):
+    X, y, rng = _data(seed=len(name))
+    if name == "multiclass":
+        y = rng.integers(0, 3, len(y))
+    if name.startswith("regression"):
+        y = X @ rng.standard_normal(X.shape[1])
+    X = X.astype(dtype)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+
+    def make():
+        return FITS[name]().set_params(random_state=3, reproducible=True)
+
+    compiled, stepped = _fit_both_ways(monkeypatch, make, X, y)
+    np.testing.assert_array_equal(compiled, stepped)
+
+
+def test_compiled_steps_with_weights_and_reported_epochs(monkeypatch, capsys):
+    X, y, rng = _data(seed=5)
+    weights = rng.uniform(0, 2, len(y))
+
+    def make():
+        return DPLSSGDClassifier(epsilon=1.0, max_iter=3, max_sample_weight=2.0, verbose=1,
+                                 random_state=1, reproducible=True)
+
+    compiled, stepped = _fit_both_ways(monkeypatch, make, X, y, sample_weight=weights)
+    np.testing.assert_array_equal(compiled, stepped)
+    # Segments end at every epoch: each fit reports its three epochs in order.
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("-- Epoch")]
+    assert [line.split(":")[0] for line in lines] == [
+        f"-- Epoch {epoch}" for epoch in (1, 2, 3, 1, 2, 3)]
+
+
+@pytest.mark.parametrize("loss_name", ["log_loss", "squared_error", "huber"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gathered_kernel_across_blocks_matches_oracle(loss_name, dtype):
+    # 2,000 features: blocks of 8 rows, so a batch of 45 rows spans six.
+    n_features = 2000
+    assert gathered_block_rows(n_features, np.dtype(dtype).itemsize) < 45
+    loss = LOSSES[loss_name]
+    rng = np.random.default_rng(11)
+    X = (rng.standard_normal((120, n_features)) / 30).astype(dtype)
+    y = (rng.choice(loss.binary_targets, 120) if loss.task == "classification"
+         else rng.standard_normal(120))
+    params = (rng.standard_normal((1, n_features + 1)) / 10).astype(dtype)
+    rows = np.sort(rng.choice(120, 45, replace=False)).astype(np.int64)
+    grad = np.empty_like(params)
+    noisy_clipped_gradient_sum(X, y, rows, params, compute_row_norms(X), loss.code, 0.3, 0.5,
+                               True, np.zeros_like(params), grad)
+    ref_coef, ref_intercept = clipped_gradient_sum_reference(
+        X, y, rows, params[:, :n_features], params[:, n_features], loss.code, 0.3, 0.5, True)
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    np.testing.assert_allclose(grad[:, :n_features], ref_coef, rtol=tol, atol=tol)
+    np.testing.assert_allclose(grad[:, n_features], ref_intercept, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("loss", [entry for entry in LOSSES.values()], ids=lambda e: e.name)
+def test_scalar_residual_is_the_row_residual(loss):
+    rng = np.random.default_rng(2)
+    margins = np.concatenate([rng.standard_normal(50) * 4, [0.0, -1.0, 1.0, 800.0, -800.0]])
+    targets = (rng.choice(loss.binary_targets, len(margins)) if loss.task == "classification"
+               else rng.standard_normal(len(margins)))
+    out = np.empty(1)
+    for margin, target in zip(margins, targets):
+        residual(loss.code, np.array([margin]), target, 0.7, out)
+        assert single_output_residual(loss.code, margin, target, 0.7) == out[0]
+
+
+def test_scalar_residual_of_a_multiclass_code_is_nan():
+    # A code without a one-output form gives NaN, which the clip drops.
+    code = LOSSES["log_loss"].multiclass_code
+    assert np.isnan(single_output_residual(code, 0.5, 1.0, 0.0))
