@@ -35,7 +35,7 @@ COEFFICIENT_RANGE = {
 }
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _stored_norm(out):
     """``||out||`` in float64, without overflow: the norm of what will be added."""
     if out.shape[0] == 1:
@@ -55,24 +55,6 @@ def _stored_norm(out):
         ratio = np.float64(out[k]) / scale
         total += ratio * ratio
     return scale * math.sqrt(total)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _store_coefficients(values, factor, bound, largest, tiny, out):
-    """``out = values * factor`` rounded to ``out``'s dtype; False if it cannot be kept.
-
-    A coefficient whose magnitude, in float64, is below ``tiny`` (the dtype's
-    smallest normal number) is stored as 0: it could round *up* to a
-    subnormal, and a zero never raises the norm. A non-finite coefficient or
-    one above ``largest`` makes the sample unusable.
-    """
-    for k in range(values.shape[0]):
-        value = values[k] * factor
-        magnitude = abs(value)
-        if not magnitude <= largest:  # also NaN
-            return False
-        out[k] = value if magnitude >= tiny else 0.0
-    return _stored_norm(out) <= bound * NORM_SLACK
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -107,37 +89,69 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
     contribution never exceeds it). That is a non-finite residual
     (``NaN > bound`` is False, so it would otherwise skip clipping), a
     coefficient above ``largest`` (it would become ``inf`` when stored), or
-    a clipped vector that two rescalings do not bring within the bound.
+    a clipped vector that two rescalings do not bring within the bound. Its
+    ``out`` is zeroed whole: nothing of the previous sample's coefficients,
+    which the callers' buffer still holds, can be used in its place.
+
+    One function with no calls on the common path: it is inlined into every
+    kernel (a call per row passing arrays costs as much as the clip itself
+    on a narrow row).
     """
-    if residual.shape[0] == 1:
+    n_outputs = residual.shape[0]
+    if n_outputs == 1:
         residual_norm = abs(residual[0])
     else:
         residual_sq = 0.0
-        for k in range(residual.shape[0]):
+        for k in range(n_outputs):
             residual_sq += residual[k] * residual[k]
         residual_norm = math.sqrt(residual_sq)
     kept = math.isfinite(residual_norm)
+    # Stored: factor * residual, within bound. x = 0 without an intercept:
+    # the gradient r [x, 1] is 0 whatever r, so any finite r is kept whole.
+    factor, bound = weight, math.inf
     if kept and feature_norm > 0.0:
         allowed = clip_norm / feature_norm
         bound = weight * allowed
         if residual_norm > allowed:
-            # r / ||r|| first: the combined factor allowed / ||r|| may underflow.
-            for k in range(residual.shape[0]):
-                out[k] = 0.0
+            # r / ||r|| first: the combined factor allowed / ||r|| may
+            # underflow. In place (``residual`` is the caller's scratch
+            # buffer); the factor w * allowed is applied as it is stored.
             kept = allowed >= tiny
             if kept:
-                # In place (``residual`` is the caller's scratch buffer); the
-                # factor w * allowed is applied as the coefficients are stored.
-                for k in range(residual.shape[0]):
+                for k in range(n_outputs):
                     residual[k] = residual[k] / residual_norm
-                kept = _store_within(residual, bound, bound, largest, tiny, out)
-        else:
-            kept = _store_within(residual, weight, bound, largest, tiny, out)
-    elif kept:
-        # x = 0 without an intercept: the gradient r [x, 1] is 0 whatever r.
-        kept = _store_coefficients(residual, weight, math.inf, largest, tiny, out)
+                factor = bound
+    if kept:
+        # Rounded to out's dtype; a coefficient below the smallest normal
+        # number is stored as 0 (it could round up to a subnormal), one above
+        # the largest (or NaN) makes the sample unusable.
+        for k in range(n_outputs):
+            value = residual[k] * factor
+            magnitude = abs(value)
+            if not magnitude <= largest:  # also NaN
+                kept = False
+                break
+            out[k] = value if magnitude >= tiny else 0.0
+    if kept:
+        stored = abs(np.float64(out[0])) if n_outputs == 1 else _stored_norm(out)
+        if not stored <= bound * NORM_SLACK:
+            # Rounding overshot by an ulp or so: scale down by the excess,
+            # then, if rounding overshoots again, by a few units of the
+            # dtype's rounding error; fail closed if that does not do.
+            kept = False
+            if math.isfinite(stored) and stored > 0.0:
+                shrink = bound / stored
+                for attempt in range(2):
+                    for k in range(n_outputs):
+                        shrunk = np.float64(out[k]) * shrink
+                        out[k] = shrunk if abs(shrunk) >= tiny else 0.0
+                    if _stored_norm(out) <= bound * NORM_SLACK:
+                        kept = True
+                        break
+                    shrink = 1.0 - 4.0 * np.finfo(out.dtype).eps
     if not kept:
-        for k in range(residual.shape[0]):
+        # Every coefficient, also those a failed store already wrote.
+        for k in range(n_outputs):
             out[k] = 0.0
 
 
@@ -161,27 +175,3 @@ def compute_feature_norms(row_norms, intercept_term):
     for i in range(row_norms.shape[0]):
         norms[i] = math.hypot(row_norms[i], intercept_term)
     return norms
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _store_within(values, factor, bound, largest, tiny, out):
-    """Store ``factor * values`` in ``out`` with ``||out|| <= bound``; False if impossible.
-
-    Shrinks the stored vector where rounding to ``out``'s dtype overshoots.
-    """
-    if _store_coefficients(values, factor, bound, largest, tiny, out):
-        return True
-    stored = _stored_norm(out)
-    if not math.isfinite(stored) or stored == 0.0:
-        return False
-    # Rounding overshot by an ulp or so: scale down by the excess, then, if
-    # rounding overshoots again, by a few units of the dtype's rounding error.
-    shrink = bound / stored
-    for attempt in range(2):
-        for k in range(out.shape[0]):
-            values_k = np.float64(out[k]) * shrink
-            out[k] = values_k if abs(values_k) >= tiny else 0.0
-        if _stored_norm(out) <= bound * NORM_SLACK:
-            return True
-        shrink = 1.0 - 4.0 * np.finfo(out.dtype).eps
-    return False
