@@ -985,6 +985,115 @@ def many_cores(quick, reps):
 # ---------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------
+# 9. Narrow tables (binary, 20 to 400 features): --narrow
+# ---------------------------------------------------------------------------
+
+NARROW_WIDTHS = (20, 100, 400)
+NARROW_TARGETS = {"vs_floor": 1.3, "vs_sgd": 2.0, "step_overhead_us": 5.0}
+
+
+def narrow_table(n, d, seed=0):
+    """A binary table of ``n`` rows in ``[-1, 1]^d / sqrt(d)`` (norms at most 1)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d)) / math.sqrt(d)
+    y = (X @ rng.standard_normal(d) + 0.1 * rng.standard_normal(n) > 0).astype(int)
+    return X, y
+
+
+def narrow_classifier(batch_size, epochs, sigma=0.0):
+    from sklearn_dplssgd import DPLSSGDClassifier
+
+    return DPLSSGDClassifier(epsilon=EPSILON, delta=1e-7, sigma=sigma, batch_size=batch_size,
+                             max_iter=epochs, learning_rate="constant", eta0=0.5,
+                             classes=[0, 1])
+
+
+def narrow_times(quick, reps):
+    """ns per row and epoch of a binary fit, SGDClassifier and the gather floor, by width."""
+    from sklearn.linear_model import SGDClassifier
+
+    n, epochs, batch = (20_000, 2, 1024) if quick else (500_000, 5, 1024)
+    rows = {}
+    for d in NARROW_WIDTHS[:1] if quick else NARROW_WIDTHS:
+        X, y = narrow_table(n, d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            narrow_classifier(batch, epochs).fit(X, y)  # compiles, fills the calibration cache
+
+        def ours():
+            return timed(lambda: narrow_classifier(batch, epochs).fit(X, y))
+
+        def sgd():
+            return timed(lambda: SGDClassifier(loss="log_loss", max_iter=epochs, tol=None,
+                                               random_state=0).fit(X, y))
+
+        def floor():
+            return epochs * numpy_floor_epoch(X, 1, batch, True, 1)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            medians, _ = interleaved({"ours": ours, "sgd": sgd, "floor": floor}, reps)
+        rows[d] = {name: 1e9 * value / (n * epochs) for name, value in medians.items()}
+    return {"n": n, "epochs": epochs, "batch": batch, "widths": rows}
+
+
+def narrow_step_costs(quick, reps):
+    """Microseconds per step of binary fits: batch 64 (d = 20) and negligible arithmetic."""
+    out = {}
+    for d, batch in ((20, 64), (8, 4)):
+        n = (8000 if quick else 64000) if batch == 64 else (2000 if quick else 20000)
+        X, y = narrow_table(n, d, seed=1)
+        model = narrow_classifier(batch, 2, sigma=SIGMA).fit(X, y)  # warms the caches
+        times = [timed(lambda: narrow_classifier(batch, 2, sigma=SIGMA).fit(X, y))
+                 for _ in range(reps)]
+        out[(d, batch)] = 1e6 * float(np.median(times)) / model.n_steps_
+    return out
+
+
+def narrow_lines(quick, reps):
+    """The narrow-table section (markdown lines) and its verdicts."""
+    loadavg("narrow tables")
+    times = narrow_times(quick, reps)
+    steps = narrow_step_costs(quick, reps)
+    n, epochs, batch = times["n"], times["epochs"], times["batch"]
+    lines = [
+        "## Narrow tables (binary)", "",
+        f"n = {n:,} rows, d features in [-1, 1] / sqrt(d), two classes; DPLSSGDClassifier("
+        f"epsilon={EPSILON:g}, delta=1e-7, sigma=0, batch_size={batch}, max_iter={epochs}, "
+        "constant eta0=0.5), calibration cached and kernels compiled beforehand; "
+        f"SGDClassifier(loss='log_loss', max_iter={epochs}, tol=None); the gather floor is "
+        f"{epochs} epochs of `np.take` of each batch of {batch} sorted random rows and the "
+        "two matrix-vector products of a step (one BLAS thread), the memory access pattern "
+        "Poisson sampling forces. Nanoseconds per row and epoch, medians of "
+        f"{reps} interleaved runs.", "",
+        "| features | DPLSSGD | gather floor | SGDClassifier | DPLSSGD / floor | "
+        "SGDClassifier / DPLSSGD |", "|---|---|---|---|---|---|"]
+    verdicts = []
+    for d, row in times["widths"].items():
+        over_floor, vs_sgd = row["ours"] / row["floor"], row["sgd"] / row["ours"]
+        lines.append(f"| {d} | {row['ours']:.0f} | {row['floor']:.0f} | {row['sgd']:.0f} | "
+                     f"{over_floor:.2f} | {vs_sgd:.2f} |")
+        verdicts.append((f"narrow d={d}: DPLSSGD / gather floor", f"{over_floor:.2f}",
+                         f"<= {NARROW_TARGETS['vs_floor']}",
+                         verdict(over_floor <= NARROW_TARGETS["vs_floor"])))
+        verdicts.append((f"narrow d={d}: SGDClassifier / DPLSSGD", f"{vs_sgd:.2f}",
+                         f">= {NARROW_TARGETS['vs_sgd']}",
+                         verdict(vs_sgd >= NARROW_TARGETS["vs_sgd"])))
+    small = steps[(8, 4)]
+    lines += ["", "Microseconds per step of whole binary fits (sigma = 1, two epochs, "
+              "calibration cached; everything a step costs: sampling, noise, gradient, "
+              "smoothing, update, divided by the number of steps):", "",
+              "| d | batch | us per step |", "|---|---|---|"]
+    lines += [f"| {d} | {b} | {value:.2f} |" for (d, b), value in steps.items()]
+    lines += ["", "With d = 8 and batch 4 the arithmetic is negligible: that row is the "
+              "fixed cost of one step.", ""]
+    verdicts.append(("per-step fixed cost (d=8, batch 4)", f"{small:.2f} us",
+                     f"< {NARROW_TARGETS['step_overhead_us']:g} us",
+                     verdict(small < NARROW_TARGETS["step_overhead_us"])))
+    return lines, verdicts
+
+
 def verdict(ok):
     return "PASS" if ok else "MISS"
 
@@ -1031,6 +1140,9 @@ def main(argv=None):
                              "folder with --quick)")
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions per timing (default 5; 1 with --quick)")
+    parser.add_argument("--narrow", action="store_true",
+                        help="only section 9 (binary narrow tables and the cost of a step), "
+                             "written to speed_narrow.md")
     parser.add_argument("--many-cores", action="store_true",
                         help="only section 8 (n_jobs: measured here, modelled for 16 "
                              "cores), written to speed_many_cores.md")
@@ -1041,6 +1153,24 @@ def main(argv=None):
         else _data.REPO_ROOT / "benchmarks" / "results")
     out.mkdir(parents=True, exist_ok=True)
     reps = args.reps or (1 if quick else 5)
+    if args.narrow:
+        t_start = time.perf_counter()
+        load_start = os.getloadavg()
+        lines, verdicts = narrow_lines(quick, args.reps or (1 if quick else 3))
+        header = (f"Generated by `python benchmarks/bench_speed.py --narrow"
+                  f"{' --quick' if quick else ''}` ({os.cpu_count()} cores; load average "
+                  "{:.2f} / {:.2f} / {:.2f} at the start, ".format(*load_start)
+                  + "{:.2f} / {:.2f} / {:.2f} at the end, 1 / 5 / 15 min)".format(
+                      *os.getloadavg())
+                  + f", in {(time.perf_counter() - t_start) / 60:.1f} min.")
+        table = ["## Targets", "", "| target | measured | goal | |", "|---|---|---|---|"]
+        table += [f"| {a} | {b} | {c} | **{v}** |" for a, b, c, v in verdicts]
+        (out / "speed_narrow.md").write_text("\n".join(
+            ["# Speed on narrow binary tables", "", header, ""] + table + [""] + lines))
+        for a, b, c, v in verdicts:
+            log(f"  {v}  {a}: {b} (goal {c})")
+        log(f"Wrote {out / 'speed_narrow.md'}")
+        return 0
     if args.many_cores:
         t_start = time.perf_counter()
         header = (f"Generated by `python benchmarks/bench_speed.py --many-cores` "

@@ -74,6 +74,13 @@ def test_bench_utility_skips_without_data(tmp_path):
     assert not (tmp_path / "out" / "utility.md").exists()
 
 
+def test_bench_speed_narrow_quick(tmp_path):
+    stdout = _run("bench_speed.py", tmp_path, "--narrow")
+    text = (tmp_path / "speed_narrow.md").read_text()
+    assert "| 20 |" in text and "gather floor" in text and "| 8 | 4 |" in text
+    assert "per-step fixed cost" in stdout
+
+
 def test_bench_speed_quick(tmp_path):
     stdout = _run("bench_speed.py", tmp_path)
     names = ["speed.md"] + (["speed_scaling.png"] if HAVE_MATPLOTLIB else [])
