@@ -30,8 +30,7 @@ from ._clipping import (
     compute_feature_norms,
     feature_norm_of,
 )
-from ._losses import residual as loss_residual
-from ._losses import single_output_residual
+from ._losses import multiclass_residual, single_output_residual
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._threads import add_blocks, block_bounds, sum_over_blocks
 
@@ -260,7 +259,7 @@ def several_outputs_gradient_sum(
             row_margins[k] = margins[r, k]
             if not math.isfinite(row_margins[k]):
                 row_margins[k] = _margin_float64(params[k], X[i], n_features)
-        loss_residual(code, row_margins, y[i], threshold, residual)
+        multiclass_residual(code, row_margins, y[i], threshold, residual)
         weight = weights[i] if weights.shape[0] > 0 else 1.0
         clipped_residual(residual, feature_norm_of(row_norms, feature_norms, i, intercept_term),
                          clip_norm, weight, largest, tiny, scaled)

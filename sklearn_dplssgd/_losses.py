@@ -18,8 +18,8 @@ is here, next to that entry:
 
 The plain NumPy oracles the tests compare both forms with live in
 ``tests/oracles.py``. Adding a loss is an entry here (its codes, its two
-residuals, its dispatch lines in :func:`residual` and, for a one-output
-loss, :func:`single_output_residual`), its docstring entry in
+residuals, its dispatch line in :func:`single_output_residual` or
+:func:`multiclass_residual`), its docstring entry in
 ``_docstrings.py``, and tests; nothing else changes.
 
 Target encodings (prepared in Python before training):
@@ -58,6 +58,7 @@ __all__ = [
     "REGRESSION_LOSSES",
     "loss_code",
     "loss_derivative",
+    "multiclass_residual",
     "residual",
     "residual_norms_at_zero",
     "single_output_residual",
@@ -77,7 +78,7 @@ SQUARED_HINGE_ONE_VS_REST = 8
 # Compiled residuals: one row's margins (length K) -> ``out`` (length K).
 
 # One output: a function of the margin alone, on scalars (no array to pass:
-# the narrow kernels call it once per row), wrapped for the row form.
+# the narrow kernels call it once per row; see single_output_residual).
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _log_loss_binary_value(z, target, threshold):
@@ -87,11 +88,6 @@ def _log_loss_binary_value(z, target, threshold):
         e = math.exp(z)
         probability = e / (1.0 + e)
     return probability - target
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _log_loss_binary_row(margins, target, threshold, out):
-    out[0] = _log_loss_binary_value(margins[0], target, threshold)
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
@@ -121,11 +117,6 @@ def _hinge_binary_value(z, target, threshold):
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _hinge_binary_row(margins, target, threshold, out):
-    out[0] = _hinge_binary_value(margins[0], target, threshold)
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _hinge_crammer_singer_row(margins, target, threshold, out):
     label = np.intp(target)
     rival = -1
@@ -144,11 +135,6 @@ def _squared_error_value(z, target, threshold):
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _squared_error_row(margins, target, threshold, out):
-    out[0] = _squared_error_value(margins[0], target, threshold)
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _huber_value(z, target, threshold):
     value = z - target
     if -threshold > value:
@@ -156,11 +142,6 @@ def _huber_value(z, target, threshold):
     if threshold < value:
         value = threshold
     return value
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _huber_row(margins, target, threshold, out):
-    out[0] = _huber_value(margins[0], target, threshold)
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
@@ -174,20 +155,10 @@ def _epsilon_insensitive_value(z, target, threshold):
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _epsilon_insensitive_row(margins, target, threshold, out):
-    out[0] = _epsilon_insensitive_value(margins[0], target, threshold)
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _squared_hinge_binary_value(z, target, threshold):
     # d/dz max(0, 1 - y z)^2 = -2 y max(0, 1 - y z), y in {-1, +1}.
     slack = 1.0 - target * z
     return -2.0 * target * slack if slack > 0.0 else 0.0
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _squared_hinge_binary_row(margins, target, threshold, out):
-    out[0] = _squared_hinge_binary_value(margins[0], target, threshold)
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
@@ -206,25 +177,32 @@ def residual(code, margins, target, threshold, out):
 
     The kernels' entry to the losses: ``code`` is a loss code
     (:func:`loss_code`), ``threshold`` the loss's parameter (0 without one).
+    One output goes through :func:`single_output_residual`, several through
+    :func:`multiclass_residual`: a kernel that only ever has several
+    outputs calls the latter and compiles only the multiclass losses.
     """
-    if code == LOG_LOSS_BINARY:
-        _log_loss_binary_row(margins, target, threshold, out)
-    elif code == HINGE_BINARY:
-        _hinge_binary_row(margins, target, threshold, out)
-    elif code == SQUARED_ERROR:
-        _squared_error_row(margins, target, threshold, out)
-    elif code == HUBER:
-        _huber_row(margins, target, threshold, out)
-    elif code == EPSILON_INSENSITIVE:
-        _epsilon_insensitive_row(margins, target, threshold, out)
-    elif code == LOG_LOSS_MULTINOMIAL:
+    if margins.shape[0] == 1:
+        out[0] = single_output_residual(code, margins[0], target, threshold)
+    else:
+        multiclass_residual(code, margins, target, threshold, out)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def multiclass_residual(code, margins, target, threshold, out):
+    """``residual`` of a multiclass loss (several outputs); NaN for any other code.
+
+    A NaN residual is dropped by the clip, so a code without a multiclass
+    form fails closed instead of leaving ``out`` as it was.
+    """
+    if code == LOG_LOSS_MULTINOMIAL:
         _log_loss_multinomial_row(margins, target, threshold, out)
     elif code == HINGE_CRAMMER_SINGER:
         _hinge_crammer_singer_row(margins, target, threshold, out)
-    elif code == SQUARED_HINGE_BINARY:
-        _squared_hinge_binary_row(margins, target, threshold, out)
     elif code == SQUARED_HINGE_ONE_VS_REST:
         _squared_hinge_one_vs_rest_row(margins, target, threshold, out)
+    else:
+        for k in range(out.shape[0]):
+            out[k] = math.nan
 
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)

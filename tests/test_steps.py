@@ -142,3 +142,11 @@ def test_scalar_residual_of_a_multiclass_code_is_nan():
     # A code without a one-output form gives NaN, which the clip drops.
     code = LOSSES["log_loss"].multiclass_code
     assert np.isnan(single_output_residual(code, 0.5, 1.0, 0.0))
+
+
+def test_rounding_unit_is_the_dtypes_epsilon():
+    from sklearn_dplssgd._clipping import COEFFICIENT_RANGE, _rounding_unit
+
+    for dtype in (np.float32, np.float64):
+        largest = COEFFICIENT_RANGE[np.dtype(dtype)][0]
+        assert _rounding_unit(largest) == np.finfo(dtype).eps
