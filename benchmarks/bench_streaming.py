@@ -9,18 +9,24 @@ call's epsilon, parallel composition), and compared with ``fit`` on all rows
 at that same ``epsilon``:
 
 * ``fit``: every ``"auto"`` left alone;
-* ``stream, auto``: ``partial_fit`` with every ``"auto"`` left alone, as the
-  estimator resolves them without the series rule (a call's batch as for a
-  fit of its rows, often one full batch, and ``eta0`` for that one call);
-* ``stream, series rule``: ``partial_fit`` with ``batch_size`` and ``eta0``
-  set to what :func:`sklearn_dplssgd._defaults.resolve_schedule` and
-  :func:`~sklearn_dplssgd._defaults.resolve_eta0` give for a call of a series
-  (``partial=True``; from public quantities only: the call's row count,
-  epsilon, delta, d), i.e. what ``"auto"`` resolves to
-  once the estimator passes ``partial`` to them (see the report of issue 32);
+* ``fit at epsilon/sqrt(k)``: ``fit`` on all rows at ``epsilon / sqrt(k)``,
+  about the noise the series carries (each call is a DP-SGD run on ``n / k``
+  rows: its gradient noise relative to the signal is about k times
+  ``fit``'s, and averaging the k independent calls' noise brings that down
+  to ``sqrt(k)`` times at best); a reference for what a series can reach, not
+  a mode of the library;
+* ``stream, averaging per call``: ``partial_fit`` with ``average=True``,
+  every other setting ``"auto"`` (the series rule of ``_defaults``): each
+  call publishes the mean of the last half of its own steps and the next
+  call starts from it (what ``average="auto"`` did before the series
+  average);
+* ``stream, defaults``: ``partial_fit`` with every setting ``"auto"``: the
+  series rule and the series average (each call trains without averaging of
+  its own, the next continues from its last iterate, ``coef_`` is the mean of
+  the calls' last iterates weighted by ``s_j t_j^2``; see
+  ``sklearn_dplssgd/_streaming.py``);
 * ``Incremental`` (``--dask``): ``dask_ml.wrappers.Incremental.fit`` over a
-  dask array of the same blocks on a ``LocalCluster``, with the series rule's
-  settings.
+  dask array of the same blocks on a ``LocalCluster``, at the defaults.
 
 Mean and standard deviation of the test accuracy over ``SEEDS`` (a seed is a
 75/25 split; the noise is fresh, the fits are private: with
@@ -29,16 +35,18 @@ from the same seed and draw the same noise, which then adds up k-fold).
 Why streaming costs accuracy even with a perfect rule: with k disjoint blocks
 each block's noise protects only that block's rows, so the signal-to-noise of
 the series is about ``1 / sqrt(k)`` of ``fit``'s at the same epsilon (see
-the user guide, "Streaming").
+the user guide, "Streaming"), which ``fit at epsilon/sqrt(k)`` measures.
 
 Run from the repository root::
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
-        python benchmarks/bench_streaming.py --dask   # about 1 min
+        python benchmarks/bench_streaming.py --dask   # about 5 min
     python benchmarks/bench_streaming.py --quick      # a smoke run (seconds)
+    python benchmarks/bench_streaming.py --levers     # other series settings
 
-Writes ``streaming.md`` to ``--out`` (default ``benchmarks/results``;
-``--quick`` defaults to a temporary folder).
+Writes ``streaming.md`` (``streaming_levers.md`` with ``--levers``) to
+``--out`` (default ``benchmarks/results``; ``--quick`` defaults to a temporary
+folder).
 """
 
 import argparse
@@ -56,69 +64,65 @@ import _data  # noqa: E402
 import bench_regime  # noqa: E402
 
 EPSILON = 1.0
-SEEDS = tuple(range(8))
-# (table, scaling, numbers of blocks)
+# (table, scaling, numbers of blocks, seeds): more seeds on the small tables,
+# whose runs spread more.
+KS = (4, 10, 25, 50)
 CASES = (
-    ("breast_cancer", "[-1, 1]", (4, 10)),
-    ("digits", "[-1, 1]", (4, 10)),
-    ("linear 12000x16 K2", "[-1, 1]", (4, 10, 25, 50)),
-    ("heavy tails 20000x64 K5", "[-1, 1]", (4, 50)),
+    ("breast_cancer", "[-1, 1]", KS, tuple(range(16))),
+    ("digits", "[-1, 1]", KS, tuple(range(16))),
+    ("linear 12000x16 K2", "[-1, 1]", KS, tuple(range(8))),
+    ("heavy tails 20000x64 K5", "[-1, 1]", KS, tuple(range(8))),
 )
-QUICK_CASES = (("breast_cancer", "[-1, 1]", (4,)),)
-DASK_CASE = ("linear 12000x16 K2", "[-1, 1]", 10)
+QUICK_CASES = (("breast_cancer", "[-1, 1]", (4,), (0, 1)),)
+# Incremental: small blocks of a real table, and a synthetic one.
+DASK_CASES = (("breast_cancer", "[-1, 1]", 10, tuple(range(16))),
+              ("linear 12000x16 K2", "[-1, 1]", 10, tuple(range(8))))
+# The series modes: their settings (every other one "auto").
+STREAMS = {"stream, averaging per call": dict(average=True), "stream, defaults": {}}
+# --levers: the other settings measured for a series (the series average
+# kept), as explicit settings from public quantities: a call's row count
+# (batch size) and the defaults' own eta0 (the first call's, from public
+# quantities only) times a factor.
+LEVERS = {
+    "last iterate (average=False)": lambda n_call, eta0: dict(average=False),
+    "eta0 x0.5": lambda n_call, eta0: dict(eta0=0.5 * eta0),
+    "eta0 x2": lambda n_call, eta0: dict(eta0=2.0 * eta0),
+    "16 steps a call": lambda n_call, eta0: dict(batch_size=math.ceil(n_call / 16)),
+    "one full batch a call": lambda n_call, eta0: dict(batch_size=n_call),
+}
 
 
-def series_settings(n_rows, n_features, epsilon, delta):
-    """``batch_size`` and ``eta0`` of the series rule for a call of ``n_rows`` rows.
-
-    Public quantities only: the call's row count, d, epsilon, delta (C = 1,
-    constant rate, SGD, the classifier's noise-free step).
-    """
-    from sklearn_dplssgd import calibrate_noise
-    from sklearn_dplssgd._defaults import resolve_eta0, resolve_schedule
-
-    batch_size, _ = resolve_schedule("auto", 1, n_rows, partial=True)
-    n_steps = math.ceil(n_rows / batch_size)
-    z = calibrate_noise(epsilon, delta, sample_rate=min(1.0, batch_size / n_rows),
-                        n_steps=n_steps).noise_multiplier
-    eta0 = resolve_eta0("auto", learning_rate="constant", power_t=0.5,
-                        noise_multipliers=np.full(n_steps, z), clip_norm=1.0,
-                        batch_size=batch_size, alpha=1e-4,
-                        max_step=bench_regime.NOISE_FREE_STEP, n_features=n_features,
-                        partial=True)
-    return dict(batch_size=batch_size, eta0=eta0)
-
-
-def model(n_classes, seed, delta, **settings):
+def model(n_classes, delta, epsilon=EPSILON, **settings):
     from sklearn_dplssgd import DPLSSGDClassifier
 
     # Private fits (fresh noise): a reproducible fit re-derives its generator
     # from the same seed at every partial_fit call, so every call would draw
     # the same noise, which then adds up k-fold instead of sqrt(k)-fold.
-    return DPLSSGDClassifier(epsilon=EPSILON, delta=delta, classes=np.arange(n_classes),
+    return DPLSSGDClassifier(epsilon=epsilon, delta=delta, classes=np.arange(n_classes),
                              **settings)
 
 
-def stream(X, y, n_classes, k, seed, delta, settings):
+def stream(X, y, n_classes, k, delta, settings):
     blocks = np.array_split(np.arange(len(y)), k)
-    clf = model(n_classes, seed, delta, **settings)
+    clf = model(n_classes, delta, **settings)
     for block in blocks:
         clf.partial_fit(X[block], y[block], disjoint_batches=True)
     return clf
 
 
-def incremental(client, X, y, n_classes, k, seed, delta, settings):
+def incremental(client, X, y, n_classes, k, delta):
     import dask.array as da
     from dask_ml.wrappers import Incremental
 
     chunk = math.ceil(len(y) / k)
-    wrapper = Incremental(model(n_classes, seed, delta, **settings))
+    # The blocks in order, as partial_fit gets them in the other modes.
+    wrapper = Incremental(model(n_classes, delta), shuffle_blocks=False)
     wrapper.fit(da.from_array(X, chunks=(chunk, X.shape[1])), da.from_array(y, chunks=chunk),
                 classes=np.arange(n_classes), disjoint_batches=True)
     return wrapper.estimator_
 
 
-def run(cases, seeds, use_dask, log):
+def run(cases, use_dask, log, levers=False):
     rows = []
     client = cluster = None
     if use_dask:
@@ -128,10 +132,11 @@ def run(cases, seeds, use_dask, log):
                                            dashboard_address=None)
         client = distributed.Client(cluster)
     try:
-        work = [(name, scaling, k, False) for name, scaling, ks in cases for k in ks]
+        work = [(name, scaling, k, seeds, False) for name, scaling, ks, seeds in cases
+                for k in ks]
         if use_dask:
-            work.append((*DASK_CASE, True))
-        for name, scaling, k, on_dask in work:
+            work += [(*case, True) for case in DASK_CASES]
+        for name, scaling, k, seeds, on_dask in work:
             began = time.perf_counter()
             scores = {}
             for seed in seeds:
@@ -139,20 +144,25 @@ def run(cases, seeds, use_dask, log):
                 n_classes = int(max(y_train.max() + 1, 2))
                 # delta fixed for the series and the fit alike (public: the table's size).
                 delta = min(1e-5, 1.0 / (10 * len(y_train)))
-                call_rows = math.ceil(len(y_train) / k)
-                rule = series_settings(call_rows, X_train.shape[1], EPSILON, delta)
                 with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # reproducible=True: known here
+                    warnings.simplefilter("ignore")  # the known privacy-workflow notes
                     runs = {}
                     if on_dask:
-                        runs["Incremental, series rule"] = incremental(
-                            client, X_train, y_train, n_classes, k, seed, delta, rule)
+                        runs["Incremental, defaults"] = incremental(
+                            client, X_train, y_train, n_classes, k, delta)
                     else:
-                        runs["fit"] = model(n_classes, seed, delta).fit(X_train, y_train)
-                        runs["stream, auto"] = stream(X_train, y_train, n_classes, k, seed,
-                                                      delta, {})
-                        runs["stream, series rule"] = stream(X_train, y_train, n_classes, k,
-                                                             seed, delta, rule)
+                        runs["fit"] = model(n_classes, delta).fit(X_train, y_train)
+                        runs["fit at epsilon/sqrt(k)"] = model(
+                            n_classes, delta, epsilon=EPSILON / math.sqrt(k)).fit(
+                                X_train, y_train)
+                        for label, settings in STREAMS.items():
+                            runs[label] = stream(X_train, y_train, n_classes, k, delta,
+                                                 settings)
+                        n_call = math.ceil(len(y_train) / k)
+                        for label, lever in (LEVERS.items() if levers else ()):
+                            runs[label] = stream(
+                                X_train, y_train, n_classes, k, delta,
+                                lever(n_call, runs["stream, defaults"].eta0_))
                 for label, fitted in runs.items():
                     scores.setdefault(label, []).append(
                         (fitted.score(X_test, y_test), fitted.epsilon_,
@@ -160,6 +170,7 @@ def run(cases, seeds, use_dask, log):
             for label, values in scores.items():
                 values = np.array(values, dtype=float)
                 rows.append(dict(table=name, scaling=scaling, k=k, mode=label,
+                                 n_seeds=len(seeds),
                                  call_rows=math.ceil(len(y_train) / k),
                                  mean=values[:, 0].mean(), sd=values[:, 0].std(),
                                  epsilon=values[0, 1], batch=int(values[0, 2]),
@@ -174,29 +185,36 @@ def run(cases, seeds, use_dask, log):
     return rows
 
 
-def write_report(out, rows, elapsed, quick, n_seeds):
+def write_report(out, rows, elapsed, quick, levers=False):
     lines = [
         "# Streaming at the defaults: partial_fit over k blocks against fit",
         "",
         "Generated by `NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "
-        "python benchmarks/bench_streaming.py --dask`"
+        "python benchmarks/bench_streaming.py "
+        + ("--levers" if levers else "--dask") + "`"
         + (" --quick (a smoke run: NOT the reported figures)" if quick else "") + ".",
         f"{_data.machine_note()}; {elapsed:.0f} s in all.",
         "",
         f"Replace-one epsilon {EPSILON:g}; the training rows cut by position into k equal "
         "blocks, one `partial_fit(..., disjoint_batches=True)` per block (so `epsilon_` "
         "is one call's epsilon), against `fit` on all rows at the same epsilon; delta "
-        f"min(1e-5, 1/(10 n)) of the whole table for both. Test accuracy, mean +- sd over "
-        f"{n_seeds} seeds; batch and eta0 of the first call (of the fit for `fit`). "
-        "`stream, auto`: every setting at \"auto\" as the estimator resolves it without "
-        "the series rule (a call's batch as for a fit of its rows, eta0 for that call); "
-        "`stream, series "
-        "rule`: batch_size and eta0 set to the series rule's values (resolve_schedule / "
-        "resolve_eta0 with partial=True). Gap: fit - mode.",
+        "min(1e-5, 1/(10 n)) of the whole table for all. Test accuracy, mean +- sd over "
+        "the seeds (a seed: a 75/25 split and fresh noise); batch and eta0 of the first "
+        "call (of the fit for the fits). `fit at epsilon/sqrt(k)`: about the noise a "
+        "series of k disjoint calls carries (a reference, not a mode). `stream, "
+        "averaging per call`: `average=True` (each call averages the last half of its "
+        "own steps; the previous default). `stream, defaults`: every setting \"auto\" "
+        "(the series rule and the series average). Gap: fit - mode."
+        + (" The other modes: the defaults with one setting changed (explicit, from "
+           "public quantities: the call's row count, the defaults' eta0): "
+           "`last iterate`: average=False (the same trajectory, no series average); "
+           "`eta0 x0.5`, `eta0 x2`: the defaults' eta0 times that; `16 steps a call`: "
+           "batch_size ceil(n_call / 16); `one full batch a call`: batch_size n_call."
+           if levers else ""),
         "",
-        "| table | k | rows a call | mode | accuracy | sd | gap to fit | epsilon_ | batch | "
-        "eta0 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| table | k | rows a call | mode | seeds | accuracy | sd | gap to fit | epsilon_ "
+        "| batch | eta0 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     fits = {(r["table"], r["k"]): r for r in rows if r["mode"] == "fit"}
     for r in rows:
@@ -205,9 +223,12 @@ def write_report(out, rows, elapsed, quick, n_seeds):
             reference = next((f for f in fits.values() if f["table"] == r["table"]), None)
         gap = "" if reference is None else f"{reference['mean'] - r['mean']:+.3f}"
         lines.append(
-            f"| {r['table']} | {r['k']} | {r['call_rows']} | {r['mode']} | {r['mean']:.3f} | "
+            f"| {r['table']} | {r['k']} | {r['call_rows']} | {r['mode']} | {r['n_seeds']} | "
+            f"{r['mean']:.3f} | "
             f"{r['sd']:.3f} | {gap} | {r['epsilon']:.3g} | {r['batch']} | {r['eta0']:.3g} |")
-    (out / "streaming.md").write_text("\n".join(lines) + "\n")
+    name = "streaming_levers.md" if levers else "streaming.md"
+    (out / name).write_text("\n".join(lines) + "\n")
+    return out / name
 
 
 def main(argv=None):
@@ -215,16 +236,18 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="a smoke run (seconds)")
     parser.add_argument("--dask", action="store_true",
                         help="also run dask_ml Incremental on a LocalCluster")
+    parser.add_argument("--levers", action="store_true",
+                        help="the other series settings measured (streaming_levers.md)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     out = args.out or (Path(tempfile.mkdtemp()) if args.quick else
                        Path(__file__).resolve().parent / "results")
     out.mkdir(parents=True, exist_ok=True)
-    seeds = SEEDS[:2] if args.quick else SEEDS
     start = time.perf_counter()
-    rows = run(QUICK_CASES if args.quick else CASES, seeds, args.dask, print)
-    write_report(out, rows, time.perf_counter() - start, args.quick, len(seeds))
-    print(f"wrote {out / 'streaming.md'}")
+    rows = run(QUICK_CASES if args.quick else CASES, args.dask, print, levers=args.levers)
+    path = write_report(out, rows, time.perf_counter() - start, args.quick,
+                        levers=args.levers)
+    print(f"wrote {path}")
     return 0
 
 

@@ -124,8 +124,13 @@ SHARED_PARAMETER_DOCS = {
         ``"auto"`` and ``True`` average the last half of the steps (the
         first iterates lag behind the model and would drag the mean back),
         an int k the steps after the first k (steps, not samples as in
-        scikit-learn's SGD), ``False`` none. Averaging is post-processing of
-        the noisy iterates: it costs no privacy.
+        scikit-learn's SGD), ``False`` none. For ``partial_fit``,
+        ``"auto"`` averages across the calls instead: each call trains
+        without averaging, the next continues from its last iterate, and
+        ``coef_`` is the mean of the calls' last iterates, call j (``s_j``
+        steps ending at step ``t_j``) weighted by ``s_j t_j^2`` (the series
+        average). Averaging is post-processing of the noisy iterates: it
+        costs no privacy.
 
     optimizer : {"sgd", "momentum", "adam", "adagrad"} or Optimizer, default="sgd"
         The update applied to the smoothed noisy gradient: plain steps
@@ -256,7 +261,8 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
 
     average_start_ : int or None
         The returned model averages the iterates after this many steps
-        (None: the last iterate).
+        (None: the last iterate; for ``partial_fit`` at ``average="auto"``,
+        None, the model being the series average across calls).
 
     n_steps_ : int
         Number of steps T of the last release (with ``mechanism="output"``:
@@ -342,7 +348,9 @@ SHARED_METHOD_DOCS = {
     "partial_fit_release": """Each call is a release of its own rows, calibrated to ``(epsilon,
         delta_)`` on its own: one epoch, ``ceil(n / batch_size)`` steps
         (one with full batches) of Poisson-sampled batches, starting from
-        the current ``coef_`` and ``intercept_`` (zeros on the first call).
+        the current ``coef_`` and ``intercept_`` (zeros on the first call;
+        with ``average="auto"``, from the previous call's last iterate,
+        ``coef_`` being the series average: see ``average``).
         ``epsilon_`` and ``dp_event_`` then cover all the calls since the
         last cold ``fit``: their composition, or, for calls declared
         ``disjoint_batches=True``, parallel composition (when every call is

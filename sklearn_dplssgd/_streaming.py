@@ -12,6 +12,18 @@ parallel composition applies: a row (and a replaced or added row) is in one
 release only, the releases before it do not depend on it, and the ones after
 it depend on it only through the published weights they start from (post-
 processing), so the series is as private as its least private release.
+
+The series average. With ``average="auto"`` a ``partial_fit`` call publishes
+the weighted mean of the last iterates of the calls of the series (each call
+trains without averaging of its own and the next call continues from its last
+iterate, kept as ``_series_trajectory``): call j, of ``s_j`` steps ending at
+step ``t_j`` of the series, weighs ``s_j t_j^2``, so that the early calls,
+which lag behind the model, count little (the last half of the steps carries
+7/8 of the weight). The noise of different calls is independent, and the
+mean cancels part of it; it is post-processing of iterates every call's
+guarantee already covers, computed from public step counts, and so costs no
+privacy (``epsilon_`` and ``dp_event_`` are those of the same calls without
+it).
 """
 
 import math
@@ -22,7 +34,7 @@ import numpy as np
 
 from ._accounting import event_epsilon
 
-__all__ = ["Series", "compose_events", "series_epsilon"]
+__all__ = ["Series", "compose_events", "series_average", "series_epsilon"]
 
 
 class Series(typing.NamedTuple):
@@ -35,6 +47,40 @@ class Series(typing.NamedTuple):
     params: np.ndarray
     classes: typing.Optional[np.ndarray]
     disjoint: tuple
+    # The series average's state (see the module docstring): the published
+    # mean, in the training scale, and the weight it carries so far (0: no
+    # average under way, the next call starts one).
+    average: typing.Optional[np.ndarray] = None
+    average_weight: float = 0.0
+
+
+def series_average(average, average_weight, last_iterate, n_steps, end_step):
+    """The series average once a call's last iterate is added to it.
+
+    Parameters
+    ----------
+    average : ndarray or None
+        The mean so far (None, or any value when ``average_weight`` is 0).
+    average_weight : float
+        The weight it carries, the sum of the earlier calls' weights.
+    last_iterate : ndarray
+        The call's last iterate.
+    n_steps : int
+        The call's steps ``s_j`` (public).
+    end_step : int
+        ``t_j``, the series' steps once the call is done (public).
+
+    Returns
+    -------
+    average : ndarray
+        A new array: ``sum_j w_j theta_j / sum_j w_j``, ``w_j = s_j t_j^2``.
+    average_weight : float
+    """
+    weight = float(n_steps) * float(end_step) ** 2
+    total = float(average_weight) + weight
+    if average is None or not average_weight > 0:
+        return np.array(last_iterate, dtype=np.float64, copy=True), weight
+    return average + (weight / total) * (last_iterate - average), total
 
 
 def compose_events(events):

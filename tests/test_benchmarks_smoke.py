@@ -169,5 +169,6 @@ def test_bench_regime_quick(tmp_path):
 def test_bench_streaming_quick(tmp_path):
     _run("bench_streaming.py", tmp_path)
     text = (tmp_path / "streaming.md").read_text()
-    for mode in ("| fit |", "| stream, auto |", "| stream, series rule |"):
+    for mode in ("| fit |", "| fit at epsilon/sqrt(k) |", "| stream, averaging per call |",
+                 "| stream, defaults |"):
         assert mode in text

@@ -133,23 +133,28 @@ def test_the_series_keeps_its_delta():
 # ------------------------------------------------------------ training
 
 
-def test_one_partial_fit_is_one_epoch_of_fit(binary):
+@pytest.mark.parametrize("average, fit_average", [("auto", False), (True, True)])
+def test_one_partial_fit_is_one_epoch_of_fit(binary, average, fit_average):
     X, y = binary
     settings = dict(epsilon=1.0, classes=[0, 1], batch_size=64, **SEEDED)
-    streamed = DPLSSGDClassifier(**settings).partial_fit(X, y)
-    one_epoch = DPLSSGDClassifier(max_iter=1, **settings).fit(X, y)
+    # average="auto": the series average of one call is its last iterate.
+    streamed = DPLSSGDClassifier(average=average, **settings).partial_fit(X, y)
+    one_epoch = DPLSSGDClassifier(max_iter=1, average=fit_average, **settings).fit(X, y)
     np.testing.assert_array_equal(streamed.coef_, one_epoch.coef_)
     assert streamed.n_steps_ == one_epoch.n_steps_ == math.ceil(600 / 64)
     assert repr(streamed.dp_event_) == repr(one_epoch.dp_event_)
 
 
 @pytest.mark.parametrize("make", [
-    lambda: DPLSSGDClassifier(classes=["a", "b", "c"], batch_size=80, **SEEDED),
-    lambda: DPLSSGDRegressor(target_bounds=(-5.0, 3.0), batch_size=80, **SEEDED),
-    lambda: DPLSSGDRegressor(target_bounds=(-5.0, 3.0), fit_intercept=False, batch_size=80,
+    lambda: DPLSSGDClassifier(classes=["a", "b", "c"], batch_size=80, average=True, **SEEDED),
+    lambda: DPLSSGDRegressor(target_bounds=(-5.0, 3.0), batch_size=80, average=True,
                              **SEEDED),
+    lambda: DPLSSGDRegressor(target_bounds=(-5.0, 3.0), fit_intercept=False, batch_size=80,
+                             average=False, **SEEDED),
 ], ids=["multiclass", "target-bounds", "no-intercept"])
 def test_a_later_call_starts_from_the_published_model(binary, make):
+    # An explicit average: each call publishes its own iterates' mean (the
+    # series average of average="auto" is tested below).
     X, y = binary
     if isinstance(make(), DPLSSGDClassifier):
         y = np.array(["a", "b", "c"])[(X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)]

@@ -18,7 +18,7 @@ from .._array_api import (
     initial_gradient_norms, to_device, train_dp_lssgd_array_api,
 )
 from .._defaults import (
-    resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule, resolve_sigma,
+    AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule, resolve_sigma,
 )
 from .._losses import LOSSES, loss_code, residual_norms_at_zero
 from .._mechanism import GradientPerturbation
@@ -26,7 +26,7 @@ from .._optimizers import check_optimizer
 from .._randomness import make_generator
 from .._schedules import learning_rate_schedule, noise_schedule_blocks, number_of_steps
 from .._sgd import row_norms_of, train_dp_lssgd
-from .._streaming import Series, compose_events, series_epsilon
+from .._streaming import Series, compose_events, series_average, series_epsilon
 from .._training import TrainingPlan
 from .._validation import warn_once
 from ._release import ReleaseMechanism, ReleaseRecord
@@ -91,13 +91,33 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                 f"{estimator.neighboring!r}: they do not compose. Restore neighboring, or "
                 "fit from scratch (warm_start=False)."
             )
-        params = estimator._initial_params(estimator.coef_, estimator.intercept_,
-                                           len(estimator.intercept_), estimator.n_features_in_)
+        params = estimator._to_training_scale(estimator._initial_params(
+            estimator.coef_, estimator.intercept_, len(estimator.intercept_),
+            estimator.n_features_in_))
+        trajectory = estimator.__dict__.get("_series_trajectory")
+        average, weight = None, 0.0
+        if trajectory is not None and self.averages_series(estimator, partial):
+            # The series average goes on: the call continues from the last
+            # iterate, and the published weights are the mean so far.
+            params, average = trajectory, params
+            weight = float(estimator.__dict__.get("_series_weight", 0.0))
         return Series(tuple(estimator.dp_events_), estimator.delta_, estimator.eta0_,
-                      estimator.t_, estimator._to_training_scale(params),
+                      estimator.t_, params,
                       estimator.__dict__.get("classes_"),
                       tuple(estimator.__dict__.get(
-                          "disjoint_batches_", [False] * len(estimator.dp_events_))))
+                          "disjoint_batches_", [False] * len(estimator.dp_events_))),
+                      average=average, average_weight=weight)
+
+    @staticmethod
+    def averages_series(estimator, partial):
+        """Whether this release is a call of a series average (see :mod:`.._streaming`).
+
+        ``partial_fit`` calls with ``average="auto"``: each trains without
+        averaging of its own and publishes the mean of the series' last
+        iterates. An explicit ``average`` keeps the call's own averaging.
+        """
+        return bool(partial) and isinstance(estimator.average, str) and (
+            estimator.average == AUTO)
 
     def row_count_is_private(self, estimator):
         return (estimator.neighboring == "add_remove"
@@ -182,7 +202,9 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         return ReleasePlan(
             mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
             max_iter=max_iter,
-            average_start=resolve_average_start(estimator.average, n_steps),
+            # A call of a series average averages across calls instead.
+            average_start=(None if self.averages_series(estimator, partial) else
+                           resolve_average_start(estimator.average, n_steps)),
             n_samples=n_samples,
         )
 
@@ -254,6 +276,15 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         )
         params = trainer(X, data.y_encoded, data.n_outputs, steps, plan.rng,
                          verbose=estimator.verbose, sample_weight=data.weights, **extra)
+        trajectory, series_weight = None, 0.0
+        if self.averages_series(estimator, partial):
+            # Post-processing of the calls' iterates (see .._streaming).
+            trajectory = params
+            params, series_weight = series_average(
+                series.average if series is not None else None,
+                series.average_weight if series is not None else 0.0,
+                trajectory, plan.n_steps,
+                (series.n_steps if series is not None else 0) + plan.n_steps)
         noise_multipliers = mechanism.block_noise_multipliers()
         if namespace is not None:
             # Array attributes follow X (scikit-learn's array API convention).
@@ -283,6 +314,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             delta=calibration.delta,
             neighboring=calibration.neighboring,
             output_sensitivity=None,
+            series_trajectory=trajectory,
+            series_weight=series_weight,
         )
 
     def claimed_epsilon(self, estimator, model, n_rows):

@@ -73,10 +73,21 @@ class ReleaseRecord:
     delta: float
     neighboring: str
     output_sensitivity: typing.Optional[float]
+    # The series average's state (see :mod:`.._streaming`), stored under
+    # private names: the iterate the next partial_fit call continues from
+    # (None: it continues from the published weights) and the average's weight.
+    series_trajectory: typing.Any = None
+    series_weight: float = 0.0
 
     def fitted_attributes(self):
-        """``{"<field>_": value}`` for every field."""
-        return {f"{field.name}_": getattr(self, field.name)
+        """``{"<field>_": value}`` for every public field, and the series state.
+
+        Every release sets the series state, so that a release that does
+        not average (a ``fit``, an explicit ``average``) ends the average.
+        """
+        private = {"series_trajectory": "_series_trajectory",
+                   "series_weight": "_series_weight"}
+        return {private.get(field.name, f"{field.name}_"): getattr(self, field.name)
                 for field in dataclasses.fields(self)}
 
 
