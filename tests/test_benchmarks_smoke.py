@@ -166,6 +166,15 @@ def test_bench_regime_sigma_quick(tmp_path):
     assert "sigma 0 | sigma 1 | sigma 3 |" in text
 
 
+def test_bench_regime_before_and_recheck_quick(tmp_path):
+    _run("bench_regime.py", tmp_path, "--before", "3")
+    text = (tmp_path / "regime_against_before.md").read_text()
+    assert "| iris | [-1, 1] | RO eps 1 |" in text and "| before | today |" in text
+    _run("bench_regime.py", tmp_path, "--recheck", "3")
+    text = (tmp_path / "regime_recheck.md").read_text()
+    assert "| map gap | defaults | tuned | gap +- s.e. |" in text
+
+
 def test_bench_averaging_quick(tmp_path):
     _run("bench_averaging.py", tmp_path)
     text = (tmp_path / "averaging.md").read_text()
