@@ -45,9 +45,14 @@ Run from the repository root, at one thread::
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
         python benchmarks/bench_regime.py          # 6 to 12 min on a loaded 2-core machine
     python benchmarks/bench_regime.py --quick      # a smoke run (seconds)
+    python benchmarks/bench_regime.py --recheck 16 # the cells > 2 points from tuned, 16 seeds
+    python benchmarks/bench_regime.py --before 40  # against the rule before issue 30
+    python benchmarks/bench_regime.py --sigma      # sigma 0 / 1 / 3 on wide tables
 
 Writes ``regime.md`` and ``regime.json`` (every cell's figures) to ``--out``
-(default ``benchmarks/results``; ``--quick`` defaults to a temporary folder).
+(default ``benchmarks/results``; ``--quick`` defaults to a temporary folder);
+the other modes write ``regime_recheck.md`` (from ``regime.json`` in
+``--out``), ``regime_against_before.md`` and ``regime_sigma.md``.
 """
 
 import argparse
