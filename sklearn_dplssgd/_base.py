@@ -171,6 +171,16 @@ class BaseDPLSSGD(BaseEstimator):
     # (min_features, sigma) pairs (see _defaults.resolve_sigma).
     _auto_sigma_levels = ((1, 1.0),)
 
+    def _average_tail(self, n_features):
+        """The share of the steps ``average="auto"`` and ``True`` average.
+
+        A half (see :func:`._defaults.resolve_average_start`): the
+        regressor's curved loss lets its weights settle around the optimum,
+        where a long tail averages the noise away. From public quantities
+        only (the classifier's follows the width of X).
+        """
+        return 0.5
+
     def _encode_targets(self, y):
         raise NotImplementedError
 

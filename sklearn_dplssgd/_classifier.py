@@ -13,6 +13,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ._array_api import array_api_namespace
 from ._array_api_predict import class_labels, class_probabilities, copy_params
 from ._base import BaseDPLSSGD
+from ._defaults import averaging_tail
 from ._docstrings import fill_method_docs, fill_parameter_docs
 from ._losses import CLASSIFICATION_LOSSES, LOSSES
 from ._validation import (
@@ -167,6 +168,11 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     }
     _y_numeric = False
     _auto_sigma_levels = ((10, 0.25), (100, 1.0))
+
+    def _average_tail(self, n_features):
+        # Its weights may still drift at the end of a noisy run, the more so
+        # the shorter the steps the width allows (see _defaults, "Averaging").
+        return averaging_tail(n_features, LOSSES[self.loss].noise_free_step)
 
     def __init__(
         self,

@@ -109,28 +109,32 @@ SHARED_PARAMETER_DOCS = {
         Initial step size. ``"auto"`` sets the noise accumulated on each
         weight over the run, ``eta0 (C / b) sqrt(sum_t z_t^2 s_t^2)`` for the
         schedule's shape ``s_t`` and the calibrated noise multipliers
-        ``z_t``, to 0.5, capped at the step without noise (``4 / clip_norm``
-        for the classifier, ``1 / clip_norm`` for the regressor) and at
+        ``z_t``, to ``1.75 sqrt(m / d)`` for d features within
+        ``[m / 16, 2]`` (``m``: the step without noise, 4 for the
+        classifier, 1 for the regressor), capped at ``m / clip_norm`` and at
         ``1 / alpha``; each optimizer translates it by its own rule
         (:meth:`Optimizer.default_eta0`: times ``1 - momentum`` with
-        momentum; ``0.5 / sqrt(sum_t s_t^2)`` with Adam, whose steps are
-        about ``eta0`` per coordinate). The rule reads no data.
+        momentum; that noise over ``sqrt(sum_t s_t^2)`` with Adam, whose
+        steps are about ``eta0`` per coordinate). The rule reads no data.
 
     power_t : float, default=0.5
         Exponent of the ``"invscaling"`` schedule.
 
     average : bool, int or "auto", default="auto"
         Return the mean of the iterates instead of the last one:
-        ``"auto"`` and ``True`` average the last half of the steps (the
-        first iterates lag behind the model and would drag the mean back),
-        an int k the steps after the first k (steps, not samples as in
-        scikit-learn's SGD), ``False`` none. For ``partial_fit``,
-        ``"auto"`` averages across the calls instead: each call trains
-        without averaging, the next continues from its last iterate, and
-        ``coef_`` is the mean of the calls' last iterates, call j (``s_j``
-        steps ending at step ``t_j``) weighted by ``s_j t_j^2`` (the series
-        average). Averaging is post-processing of the noisy iterates: it
-        costs no privacy.
+        ``"auto"`` and ``True`` average the last share of the steps (the
+        first iterates lag behind the model and would drag the mean back):
+        a half for the regressor; for the classifier a share that shrinks
+        with the width of X, from a half (up to 3 features) to a sixteenth
+        (from 196), whose short steps leave the weights still drifting at
+        the end of the run. An int k averages the steps after the first k
+        (steps, not samples as in scikit-learn's SGD), ``False`` none. For
+        ``partial_fit``, ``"auto"`` averages across the calls instead: each
+        call trains without averaging, the next continues from its last
+        iterate, and ``coef_`` is the mean of the calls' last iterates, call
+        j (``s_j`` steps ending at step ``t_j``) weighted by ``s_j t_j^2``
+        (the series average). Averaging is post-processing of the noisy
+        iterates: it costs no privacy.
 
     optimizer : {"sgd", "momentum", "adam", "adagrad"} or Optimizer, default="sgd"
         The update applied to the smoothed noisy gradient: plain steps

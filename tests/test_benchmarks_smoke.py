@@ -166,6 +166,29 @@ def test_bench_regime_quick(tmp_path):
     assert len(cells) == 8 and all(0 <= cell["defaults"] <= 1 for cell in cells)
 
 
+def test_bench_regime_sigma_quick(tmp_path):
+    _run("bench_regime.py", tmp_path, "--sigma")
+    text = (tmp_path / "regime_sigma.md").read_text()
+    assert "| linear 4000x256 K5 | 256 | [-1, 1] | RO eps 1 |" in text
+    assert "sigma 0 | sigma 1 | sigma 3 |" in text
+
+
+def test_bench_regime_before_and_recheck_quick(tmp_path):
+    _run("bench_regime.py", tmp_path, "--before", "3")
+    text = (tmp_path / "regime_against_before.md").read_text()
+    assert "| iris | [-1, 1] | RO eps 1 |" in text and "| before | today |" in text
+    _run("bench_regime.py", tmp_path, "--recheck", "3")
+    text = (tmp_path / "regime_recheck.md").read_text()
+    assert "| map gap | defaults | tuned | gap +- s.e. |" in text
+
+
+def test_bench_averaging_quick(tmp_path):
+    _run("bench_averaging.py", tmp_path)
+    text = (tmp_path / "averaging.md").read_text()
+    assert "| breast_cancer | [-1, 1] | 0.5 |" in text
+    assert "| last 1/16 | last 1/8 | last 1/4 | last 1/2 | auto (the rule) |" in text
+
+
 def test_bench_streaming_quick(tmp_path):
     _run("bench_streaming.py", tmp_path)
     text = (tmp_path / "streaming.md").read_text()

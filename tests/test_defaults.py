@@ -15,6 +15,7 @@ from sklearn_dplssgd import Adam, DPLSSGDClassifier, DPLSSGDRegressor, Momentum,
 from sklearn_dplssgd import calibrate_noise
 from sklearn_dplssgd._defaults import (
     ASSUMED_CALLS,
+    averaging_tail,
     resolve_average_start,
     resolve_delta,
     resolve_eta0,
@@ -71,7 +72,31 @@ def test_auto_parameters_stay_auto_and_are_reported():
                for name in ("delta", "batch_size", "max_iter", "eta0", "average"))
     # Full batches on a small table, and at least 1,000 steps.
     assert clf.batch_size_ == 120 and clf.sample_rate_ == 1.0 and clf.n_steps_ >= 1000
+    # 3 features: the classifier averages the last half of the steps.
     assert clf.delta_ == 1e-5 and clf.average_start_ == clf.n_steps_ - clf.n_steps_ // 2
+
+
+@pytest.mark.parametrize("n_features, classifier_start", [(3, 50), (12, 74), (64, 89),
+                                                          (300, 93)])
+def test_each_estimator_averages_its_own_tail(n_features, classifier_start):
+    # "auto" and True: the classifier's tail shrinks with the width of X (its
+    # steps shorten with it: a half up to 3 features, a sixteenth from 196),
+    # the regressor averages the last half whatever the width.
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-1, 1, (300, n_features))
+    for average in ("auto", True):
+        clf = DPLSSGDClassifier(classes=[0, 1], average=average, max_iter=10,
+                                batch_size=30).fit(X, (X[:, 0] > 0).astype(int))
+        reg = DPLSSGDRegressor(average=average, max_iter=10, batch_size=30).fit(X, X[:, 0])
+        assert clf.n_steps_ == reg.n_steps_ == 100
+        assert clf.average_start_ == classifier_start and reg.average_start_ == 50
+
+
+def test_averaging_tail_follows_the_weight_noise_within_bounds():
+    shares = [averaging_tail(d, 4.0) for d in (1, 3, 4, 12, 48, 196, 784, 10**6)]
+    assert shares[:2] == [0.5, 0.5] and shares[-3:] == [1 / 16] * 3
+    assert all(a >= b for a, b in zip(shares, shares[1:]))
+    assert averaging_tail(48, 4.0) == pytest.approx(weight_noise_target(48, 4.0) / 4)
 
 
 def test_schedule_rule():
@@ -145,7 +170,7 @@ def test_average_true_averages_the_tail_like_auto():
     for n_steps, start in ((1, 0), (2, 1), (4, 2), (1000, 500), (1001, 500)):
         assert resolve_average_start(True, n_steps) == resolve_average_start("auto", n_steps) \
             == start
-    # The share is a parameter (a quarter suits the classifier, see _defaults).
+    # The share is a parameter (the classifier passes an eighth, see _defaults).
     for n_steps, start in ((1, 0), (2, 1), (4, 3), (1000, 750), (1001, 750)):
         assert resolve_average_start(True, n_steps, tail=0.25) == start
     assert resolve_average_start(False, 1000) is None

@@ -49,7 +49,6 @@ class ReleasePlan(typing.NamedTuple):
     rng: np.random.Generator
     batch_size: int
     max_iter: int
-    average_start: typing.Optional[int]
     n_samples: int
 
 
@@ -202,9 +201,6 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         return ReleasePlan(
             mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
             max_iter=max_iter,
-            # A call of a series average averages across calls instead.
-            average_start=(None if self.averages_series(estimator, partial) else
-                           resolve_average_start(estimator.average, n_steps)),
             n_samples=n_samples,
         )
 
@@ -240,6 +236,11 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             plan = self.plan(estimator, n_samples, series, partial)
         mechanism, calibration = plan.mechanism, plan.calibration
         eta0 = self.resolve_step(estimator, plan, X.shape[1], series, partial)
+        # Like eta0, from the plan and the public width of X; a call of a
+        # series average averages across calls instead.
+        average_start = (None if self.averages_series(estimator, partial) else
+                         resolve_average_start(estimator.average, plan.n_steps,
+                                               tail=estimator._average_tail(X.shape[1])))
         estimator._warn_before_training(calibration.delta, n_samples)
         # The rows' norms, once, for the warning and the clip (NumPy path).
         row_norms = None if namespace is not None else row_norms_of(
@@ -270,7 +271,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             ),
             alpha=float(estimator.alpha),
             sigma=estimator.sigma_,
-            average_start=plan.average_start,
+            average_start=average_start,
             optimizer=check_optimizer(estimator.optimizer),
             max_sample_weight=mechanism.max_sample_weight,
         )
@@ -301,7 +302,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             n_iter=plan.max_iter,
             batch_size=plan.batch_size,
             eta0=eta0,
-            average_start=plan.average_start,
+            average_start=average_start,
             n_steps=plan.n_steps,
             noise_multiplier=calibration.noise_multiplier,
             noise_multipliers=noise_multipliers,
