@@ -48,7 +48,9 @@ __all__ = [
     "gathered_block_rows",
     "noisy_clipped_gradient_sum",
     "several_outputs_gradient_sum",
+    "single_output_buffers",
     "single_output_gradient_sum",
+    "single_output_sum_into",
     "smooth_rows",
     "smooth_rows_team",
     "smoothing_omega",
@@ -150,38 +152,67 @@ def _accumulate_gathered(gathered, coefficients, n_rows, intercept_term, gradien
 
 
 @njit(cache=True, nogil=True)
+def single_output_buffers(params, n_rows):
+    """The one-output kernel's work buffers for batches of up to ``n_rows`` rows.
+
+    ``(gathered, per_row, coefficients, residual, scaled)``: one block of
+    gathered rows, its targets, feature norms, weights and margins (float64),
+    its clipped coefficients and two one-element buffers for the clip (the
+    stored one in the parameters' dtype, where the bound is checked).
+    Allocated once per call of :func:`single_output_gradient_sum`, once per
+    run of steps in ``_steps``.
+    """
+    n_features = params.shape[1] - 1
+    block = gathered_block_rows(n_features, params.itemsize)
+    if block > n_rows:
+        block = n_rows
+    if block < 1:
+        block = 1
+    return (np.empty((block, n_features), dtype=params.dtype),
+            np.empty((4, block), dtype=np.float64),
+            np.empty(block, dtype=params.dtype),
+            np.empty(1, dtype=np.float64),
+            np.empty(1, dtype=params.dtype))
+
+
+@njit(cache=True, nogil=True)
 def single_output_gradient_sum(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
     """``grad = noise + clipped sum`` for one output (binary and regression losses).
 
+    :func:`single_output_sum_into` with buffers of its own.
+    """
+    gathered, per_row, coefficients, residual, scaled = single_output_buffers(
+        params, rows.shape[0])
+    single_output_sum_into(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                           clip_norm, fit_intercept, largest, tiny, noise, grad, weights,
+                           gathered, per_row, coefficients, residual, scaled)
+
+
+@njit(cache=True, nogil=True)
+def single_output_sum_into(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, noise, grad, weights, gathered, per_row, coefficients, residual, scaled,
+):
+    """``grad = noise + clipped sum`` for one output, in the given buffers.
+
     A narrow row costs little arithmetic, so what remains is the fixed cost
-    per row: the batch is processed in blocks of :func:`gathered_block_rows`
-    rows, each gathered first into a contiguous buffer (a loop of copies and
-    nothing else, so the processor has many of the random rows' cache misses
-    in flight, as a NumPy gather does), then the margins, residuals and
-    clips of the block, then its sum. The rows are added in batch order, one
-    after another, as a row-by-row loop would.
+    per row: the batch is processed in blocks of ``gathered.shape[0]`` rows
+    (:func:`single_output_buffers`), each gathered first into a contiguous
+    buffer (a loop of copies and nothing else, so the processor has many of
+    the random rows' cache misses in flight, as a NumPy gather does), then
+    the margins, residuals and clips of the block, then its sum. The rows
+    are added in batch order, one after another, as a row-by-row loop would,
+    so the block size does not change the result.
     """
     copy_rows(noise, grad)
     n_rows = rows.shape[0]
-    if n_rows == 0:
-        return
     n_features = X.shape[1]
-    block = gathered_block_rows(n_features, X.itemsize)
-    if block > n_rows:
-        block = n_rows
-    gathered = np.empty((block, n_features), dtype=params.dtype)
-    margins = np.empty(block, dtype=np.float64)
-    targets = np.empty(block, dtype=np.float64)
-    norms = np.empty(block, dtype=np.float64)
-    row_weights = np.empty(block, dtype=np.float64)
+    block = gathered.shape[0]
+    targets, norms, row_weights, margins = per_row[0], per_row[1], per_row[2], per_row[3]
     weighted = weights.shape[0] > 0
-    coefficients = np.empty(block, dtype=params.dtype)
-    residual = np.empty(1, dtype=np.float64)
-    # In the parameters' dtype: the clip is checked on the stored number.
-    scaled = np.empty(1, dtype=params.dtype)
     intercept_term = 1.0 if fit_intercept else 0.0
     gradient = grad[0]
     for start in range(0, n_rows, block):

@@ -21,7 +21,8 @@ from numba import njit
 
 from ._kernels import (
     several_outputs_gradient_sum,
-    single_output_gradient_sum,
+    single_output_buffers,
+    single_output_sum_into,
     smooth_rows,
 )
 from ._optimizers import apply_weight_decay, compiled_update
@@ -71,11 +72,15 @@ def dense_single_output_steps(
     optimizer's state array (any array of the parameters' shape for SGD).
     """
     n_features = X.shape[1]
+    # The kernel's buffers once for the run, not once a step.
+    gathered, per_row, coefficients, residual, scaled = single_output_buffers(
+        params, X.shape[0])
     for local in range(local_start, local_stop):
         batch = rows if full_batch else rows[offsets[local]:offsets[local + 1]]
-        single_output_gradient_sum(
+        single_output_sum_into(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
-            fit_intercept, largest, tiny, noise[local], grad, weights)
+            fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
+            coefficients, residual, scaled)
         step = chunk_start + local
         _finish_step(params, grad, n_features, sigma, omega, learning_rates[step], alpha,
                      inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
