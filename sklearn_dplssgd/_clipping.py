@@ -19,6 +19,7 @@ __all__ = [
     "clipped_residual",
     "compute_feature_norms",
     "feature_norm_of",
+    "scaled_norm",
 ]
 
 # The stored coefficients' norm may exceed its bound by this factor: the
@@ -37,23 +38,26 @@ COEFFICIENT_RANGE = {
 
 
 @njit(cache=True, nogil=True)
-def _stored_norm(out):
-    """``||out||`` in float64, without overflow: the norm of what will be added."""
-    if out.shape[0] == 1:
-        return abs(np.float64(out[0]))
+def scaled_norm(x):
+    """``||x||`` in float64 without overflow or underflow: scaled by the largest entry.
+
+    The norm of a clipped coefficient vector as it will be added (here) and
+    the slow path of the rows' norms (``_kernels.vector_norm``). A NaN
+    entry never wins the comparison for the largest.
+    """
     scale = 0.0
-    for k in range(out.shape[0]):
+    for k in range(x.shape[0]):
         # A comparison, not the builtin max: the same result (a NaN never
         # wins), without compiling max's generic implementation (seconds of
         # the first fit).
-        magnitude = abs(np.float64(out[k]))
+        magnitude = abs(np.float64(x[k]))
         if magnitude > scale:
             scale = magnitude
     if scale == 0.0 or not math.isfinite(scale):
         return scale
     total = 0.0
-    for k in range(out.shape[0]):
-        ratio = np.float64(out[k]) / scale
+    for k in range(x.shape[0]):
+        ratio = np.float64(x[k]) / scale
         total += ratio * ratio
     return scale * math.sqrt(total)
 
@@ -144,7 +148,7 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
                 break
             out[k] = value if magnitude >= tiny else 0.0
     if kept:
-        stored = abs(np.float64(out[0])) if n_outputs == 1 else _stored_norm(out)
+        stored = abs(np.float64(out[0])) if n_outputs == 1 else scaled_norm(out)
         if not stored <= bound * NORM_SLACK:
             # Rounding overshot by an ulp or so: scale down by the excess,
             # then, if rounding overshoots again, by a few units of the
@@ -156,7 +160,7 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
                     for k in range(n_outputs):
                         shrunk = np.float64(out[k]) * shrink
                         out[k] = shrunk if abs(shrunk) >= tiny else 0.0
-                    if _stored_norm(out) <= bound * NORM_SLACK:
+                    if scaled_norm(out) <= bound * NORM_SLACK:
                         kept = True
                         break
                     shrink = 1.0 - 4.0 * _rounding_unit(largest)

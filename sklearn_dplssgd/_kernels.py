@@ -29,6 +29,7 @@ from ._clipping import (
     clipped_residual,
     compute_feature_norms,
     feature_norm_of,
+    scaled_norm,
 )
 from ._losses import multiclass_residual, single_output_residual
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
@@ -69,31 +70,6 @@ _NEGLIGIBLE = 1e-18
 PARALLEL_MIN_WORK = 400_000
 
 
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _row_margins(params, x, n_features, margins):
-    """``margins[k] = params[k, :d] . x + params[k, d]`` (vectorised).
-
-    A separate function so that its reassociation (needed to vectorise the
-    dot products) stays out of the clipping arithmetic: Numba applies a
-    function's fastmath flags to everything compiled into it, callees
-    included (see clipped_residual).
-
-    The sum runs in the parameters' dtype; a float32 sum that overflowed is
-    recomputed in float64 (:func:`_margin_float64`), so a row of huge float32
-    entries gets its true margin instead of ``inf`` or ``NaN``.
-    """
-    for k in range(params.shape[0]):
-        weights = params[k]
-        # The intercept column stays exactly 0 without an intercept.
-        acc = weights[n_features]
-        for j in range(n_features):
-            acc += weights[j] * x[j]
-        if math.isfinite(acc):
-            margins[k] = acc
-        else:
-            margins[k] = _margin_float64(weights, x, n_features)
-
-
 @njit(cache=True, nogil=True)
 def _margin_float64(weights, x, n_features):
     """``weights[:d] . x + weights[d]`` accumulated in float64, whatever the dtype."""
@@ -123,8 +99,12 @@ def gathered_block_rows(n_features, itemsize):
 def _gathered_margins(weights, gathered, n_rows, margins):
     """``margins[r] = weights[:d] . gathered[r] + weights[d]`` for a block's rows.
 
-    Reassociated (vectorised) like :func:`_row_margins`, in the rows' dtype,
-    and recomputed in float64 where a float32 sum overflowed.
+    Reassociated (vectorised), in a function of its own so that the
+    reassociation stays out of the clipping arithmetic (Numba applies a
+    function's fastmath flags to everything compiled into it). The sums run
+    in the rows' dtype; a float32 sum that overflowed is recomputed in
+    float64 (:func:`_margin_float64`), so a row of huge float32 entries gets
+    its true margin instead of ``inf`` or ``NaN``.
     """
     n_features = gathered.shape[1]
     for r in range(n_rows):
@@ -333,18 +313,7 @@ def vector_norm(x):
     total = _sum_of_squares(x)
     if _SMALLEST_SAFE_SQUARE < total < math.inf:
         return math.sqrt(total)
-    largest = 0.0
-    for j in range(x.shape[0]):
-        magnitude = abs(np.float64(x[j]))
-        if magnitude > largest:  # as max(), without compiling it
-            largest = magnitude
-    if largest == 0.0 or not math.isfinite(largest):
-        return largest
-    total = 0.0
-    for j in range(x.shape[0]):
-        scaled = np.float64(x[j]) / largest
-        total += scaled * scaled
-    return largest * math.sqrt(total)
+    return scaled_norm(x)
 
 
 @njit(cache=True, nogil=True)

@@ -173,7 +173,7 @@ def _sparse_margin_float64(weights, values, columns, n_features):
 def _sparse_row_margins(params, values, columns, n_features, margins):
     """``margins[k] = params[k, columns] . values + params[k, d]``.
 
-    As the dense ``_row_margins``: summed in the parameters' dtype, a float32
+    As the dense ``_kernels._gathered_margins``: summed in the parameters' dtype, a float32
     sum that overflowed recomputed in float64, and compiled apart from the
     clipping arithmetic (its reassociation must not reach it).
     """

@@ -32,31 +32,32 @@ __all__ = ["dense_several_outputs_steps", "dense_single_output_steps", "sparse_s
 
 
 @njit(cache=True, nogil=True)
-def _finish_step(params, grad, n_features, sigma, omega, eta, alpha, inv_batch,
-                 optimizer_code, optimizer_factor, optimizer_state, averaged, average_count):
-    """What follows the noisy gradient sum in a step (all post-processing).
+def _batch(rows, offsets, full_batch, local):
+    """The rows of the chunk's step ``local`` (every row with ``full_batch``)."""
+    return rows if full_batch else rows[offsets[local]:offsets[local + 1]]
+
+
+@njit(cache=True, nogil=True)
+def _finish_step(params, grad, n_features, sigma, omega, learning_rates, step, alpha,
+                 inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
+                 average_start):
+    """What follows the noisy gradient sum in step ``step`` (all post-processing).
 
     Smoothing, the decay ``params *= 1 - eta alpha``, the optimizer's update
-    along the sum divided by b, and, when ``average_count > 0``, the running
-    mean of the iterates in float64.
+    along the sum divided by b, and, from ``average_start`` on (-1: never),
+    the running mean of the iterates in float64.
     """
+    eta = learning_rates[step]
     if sigma > 0.0:
         smooth_rows(grad, n_features, omega, sigma)
     apply_weight_decay(params, 1.0 - eta * alpha, n_features)
     compiled_update(optimizer_code, optimizer_factor, params, grad, optimizer_state,
                     eta * inv_batch)
-    if average_count > 0:
+    if 0 <= average_start <= step:
+        count = step - average_start + 1
         for k in range(params.shape[0]):
             for j in range(params.shape[1]):
-                averaged[k, j] += (np.float64(params[k, j]) - averaged[k, j]) / average_count
-
-
-@njit(cache=True, nogil=True)
-def _average_count(step, average_start):
-    """Iterates in the running mean after ``step`` (0: not averaging yet, or not at all)."""
-    if average_start < 0 or step < average_start:
-        return 0
-    return step - average_start + 1
+                averaged[k, j] += (np.float64(params[k, j]) - averaged[k, j]) / count
 
 
 @njit(cache=True, nogil=True)
@@ -76,15 +77,14 @@ def dense_single_output_steps(
     gathered, per_row, coefficients, residual, scaled = single_output_buffers(
         params, X.shape[0])
     for local in range(local_start, local_stop):
-        batch = rows if full_batch else rows[offsets[local]:offsets[local + 1]]
+        batch = _batch(rows, offsets, full_batch, local)
         single_output_sum_into(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
             coefficients, residual, scaled)
-        step = chunk_start + local
-        _finish_step(params, grad, n_features, sigma, omega, learning_rates[step], alpha,
-                     inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
-                     _average_count(step, average_start))
+        _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
+                     alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+                     averaged, average_start)
 
 
 @njit(cache=True, nogil=True)
@@ -97,14 +97,13 @@ def dense_several_outputs_steps(
     """As :func:`dense_single_output_steps`, for several outputs (the BLAS kernel)."""
     n_features = X.shape[1]
     for local in range(local_start, local_stop):
-        batch = rows if full_batch else rows[offsets[local]:offsets[local + 1]]
+        batch = _batch(rows, offsets, full_batch, local)
         several_outputs_gradient_sum(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights)
-        step = chunk_start + local
-        _finish_step(params, grad, n_features, sigma, omega, learning_rates[step], alpha,
-                     inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
-                     _average_count(step, average_start))
+        _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
+                     alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+                     averaged, average_start)
 
 
 @njit(cache=True, nogil=True)
@@ -117,11 +116,10 @@ def sparse_steps(
     """As :func:`dense_single_output_steps`; ``X`` is the tuple ``(data, indices, indptr)``."""
     n_features = params.shape[1] - 1
     for local in range(local_start, local_stop):
-        batch = rows if full_batch else rows[offsets[local]:offsets[local + 1]]
+        batch = _batch(rows, offsets, full_batch, local)
         csr_gradient_sum(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights)
-        step = chunk_start + local
-        _finish_step(params, grad, n_features, sigma, omega, learning_rates[step], alpha,
-                     inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
-                     _average_count(step, average_start))
+        _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
+                     alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+                     averaged, average_start)
