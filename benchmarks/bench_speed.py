@@ -731,7 +731,6 @@ def many_core_components(X, y, batch, reps, loop):
         COEFFICIENT_RANGE,
         _UNWEIGHTED,
         compute_row_norms,
-        compute_row_norms_team,
         noisy_clipped_gradient_sum,
         smooth_rows,
         smoothing_omega,
@@ -814,10 +813,8 @@ def many_core_components(X, y, batch, reps, loop):
         poisson_batches(draw_rng, n, batch / n, steps)
         draw_rng.standard_normal((steps, n_outputs, d + 1), dtype=X.dtype)
     out["draws"] = _per_call(one_epoch_draws, 5) / steps
+    # One NumPy pass per fit, on one thread whatever n_jobs.
     out["row_norms_1"] = _per_call(lambda: compute_row_norms(X), 5)
-    if out["team"]:
-        with team_threads(min(2, cores)):
-            out["row_norms_2"] = _per_call(lambda: compute_row_norms_team(X), 5)
     return out
 
 
@@ -876,7 +873,7 @@ def many_core_model(c, threads=MODEL_THREADS, launch_growth="fork_join"):
             step = c["loop"] + c["draws"] + compute(p, factor)
         else:
             step = max(c["loop"] + compute(p - 1, factor), c["draws"])
-        model[p] = steps * step + (per_fit_other + c["row_norms_1"] / p) / 3
+        model[p] = steps * step + (per_fit_other + c["row_norms_1"]) / 3
         loops[p] = steps * step
     return model, {"launch_1": launch[1], "launch_2": launch[2], "factor": factor,
                    "per_thread": per_thread, "loops": loops}
@@ -915,9 +912,9 @@ def many_core_lines(components):
         fork_text = ", ".join(f"t = {p}: {1e6 * v:.2f}" for p, v in c["fork_join"].items())
         pessimistic, _ = many_core_model(c, launch_growth="linear")
         # ... and no epoch faster than reading X once at this machine's speed
-        # (its row norms with the team), plus a third of the per-fit cost.
-        read_x = c.get("row_norms_2", c["row_norms_1"])
-        floor = read_x + (c["per_fit_1"] - c["row_norms_1"] + read_x) / 3
+        # (its row norms), plus a third of the per-fit cost.
+        read_x = c["row_norms_1"]
+        floor = read_x + c["per_fit_1"] / 3
         pessimistic = {p: max(v, floor) if p > 2 else v for p, v in pessimistic.items()}
         lines += ["", f"Team on an empty batch (launch, block starts, reduction; fastest "
                   f"round): {team_text}. A bare parallel loop (fork/join): {fork_text}. "
@@ -927,8 +924,7 @@ def many_core_lines(components):
                   f"{1e6 * c['smoothing']:.1f}. The rest of a step (Python loop, weight "
                   f"decay, update): {1e6 * c['loop']:.1f}. Inefficiency of blocks run at "
                   f"once, calibrated at n_jobs=2: f = {fitted['factor']:.2f}. Row norms per "
-                  f"fit: {1e3 * c['row_norms_1']:.1f} ms serial, "
-                  f"{1e3 * c.get('row_norms_2', math.nan):.1f} ms with 2 threads.", "",
+                  f"fit: {1e3 * c['row_norms_1']:.1f} ms (one thread).", "",
                   "Modelled epoch with n_jobs = p (`many_core_model`; p = 1 is measured, "
                   "the training loop at p = 2 equals the measured one by construction; from "
                   "p = 3 one thread "

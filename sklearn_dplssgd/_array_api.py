@@ -44,6 +44,7 @@ from sklearn import get_config
 
 from ._kernels import NORM_SLACK, smooth_rows, smoothing_omega
 from ._losses import loss_derivative
+from ._row_norms import row_norms
 from ._sgd import gaussian_noise, poisson_batches, without_long_rows
 from ._smoothing import smoothing_eigenvalues
 from ._training import run_training
@@ -63,10 +64,6 @@ __all__ = [
     "wide_dtype",
     "without_autograd",
 ]
-
-# Values per block when the row norms are computed (bounds the float64
-# copy and its temporaries to 32 MiB each).
-_NORM_BLOCK_VALUES = 1 << 22
 
 
 def sklearn_array_api():
@@ -161,55 +158,6 @@ def wide_dtype(xp, device):
 
 def device_of(array):
     return array.device
-
-
-def row_norms(xp, X, dtype):
-    """L2 norm of every row of ``X`` in ``dtype``, without overflow or underflow.
-
-    As :func:`._kernels.compute_row_norms`: a plain sum of squares in
-    ``dtype`` (float32 entries squared in float64 can neither underflow nor
-    overflow), and for the rows whose sum overflowed or came close to
-    underflowing, the sum of squares of the row divided by its largest
-    absolute entry. A norm that came out too small would let the row's
-    gradient escape the clip (float32 rows of entries 2.5e-23, squared in
-    float32, did); a norm that overflows ``dtype`` comes out ``inf``, and
-    such a row contributes nothing (clipped to zero, never kept whole).
-    Computed by blocks of rows, so the copy in ``dtype`` stays small.
-
-    Parameters
-    ----------
-    xp : namespace
-    X : array of shape (n, d)
-    dtype : dtype of xp
-        float64 where the device has it.
-
-    Returns
-    -------
-    norms : array of shape (n,), ``dtype``
-    """
-    info = xp.finfo(dtype)
-    # Above this a sum of squares has lost nothing that matters to underflow.
-    smallest_safe = float(info.smallest_normal) / float(info.eps) ** 2
-    n_rows, n_features = X.shape
-    block_rows = max(1, _NORM_BLOCK_VALUES // max(1, n_features))
-    blocks = []
-    for start in range(0, n_rows, block_rows):
-        block = xp.astype(X[start:min(start + block_rows, n_rows), :], dtype)
-        # Overflow is expected and handled below (NumPy-backed namespaces
-        # would warn about it).
-        with np.errstate(over="ignore"):
-            total = xp.sum(block * block, axis=1)
-        norms = xp.sqrt(total)
-        unsafe = ~((total > smallest_safe) & (total < math.inf))
-        if bool(xp.any(unsafe)):
-            largest = xp.max(xp.abs(block), axis=1)
-            safe = xp.where(largest > 0, largest, xp.ones_like(largest))
-            scaled = block / safe[:, None]
-            norms = xp.where(unsafe, largest * xp.sqrt(xp.sum(scaled * scaled, axis=1)), norms)
-        blocks.append(norms)
-    if not blocks:
-        return xp.zeros(0, dtype=dtype, device=device_of(X))
-    return xp.concat(blocks) if len(blocks) > 1 else blocks[0]
 
 
 def _norms_of_rows(xp, values):

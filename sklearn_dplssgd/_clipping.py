@@ -42,7 +42,7 @@ def scaled_norm(x):
     """``||x||`` in float64 without overflow or underflow: scaled by the largest entry.
 
     The norm of a clipped coefficient vector as it will be added (here) and
-    the slow path of the rows' norms (``_kernels.vector_norm``). A NaN
+    the norm the clip bounds. A NaN
     entry never wins the comparison for the largest.
     """
     scale = 0.0

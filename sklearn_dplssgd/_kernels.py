@@ -29,9 +29,9 @@ from ._clipping import (
     clipped_residual,
     compute_feature_norms,
     feature_norm_of,
-    scaled_norm,
 )
 from ._losses import multiclass_residual, single_output_residual
+from ._row_norms import compute_row_norms
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._threads import add_blocks, block_bounds, sum_over_blocks
 
@@ -43,7 +43,6 @@ __all__ = [
     "clipped_residual",
     "compute_feature_norms",
     "compute_row_norms",
-    "compute_row_norms_team",
     "dense_gradient_kernel",
     "feature_norm_of",
     "gathered_block_rows",
@@ -55,7 +54,6 @@ __all__ = [
     "smooth_rows",
     "smooth_rows_team",
     "smoothing_omega",
-    "vector_norm",
     "NORM_SLACK",
     "PARALLEL_MIN_WORK",
     "parallel_blocks",
@@ -279,72 +277,6 @@ def several_outputs_gradient_sum(
     grad += np.dot(clipped.T, batch)
 
 
-# Below this a sum of squares may have lost digits to underflow.
-_SMALLEST_SAFE_SQUARE = 1e-280
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def _sum_of_squares(x):
-    total = 0.0
-    for j in range(x.shape[0]):
-        # np.float64, not float(): Numba's float() keeps a float32 a float32,
-        # whose squares underflow (a row of entries 2.5e-23 got a norm 19
-        # times too small, and its gradient escaped the clip).
-        value = np.float64(x[j])
-        total += value * value
-    return total
-
-
-@njit(cache=True, nogil=True)
-def vector_norm(x):
-    """L2 norm of a 1-D array, in float64, without overflow or underflow.
-
-    Entries are converted to float64 before squaring (float32 squares of
-    entries below about 1e-19 underflow), and a vector whose plain sum of
-    squares overflowed or came close to underflowing is scaled by its
-    largest absolute entry before squaring, so entries of magnitude 1e-300
-    or 1e300 give their true norm (a plain sum of squares would give 0 or
-    inf, and clipping would then drop or keep the row whole). Shared by the
-    dense rows here and the stored entries of sparse rows
-    (:mod:`sklearn_dplssgd._sparse`).
-    """
-    # Fast path: a plain sum of squares is exact enough unless it overflowed
-    # or came close to underflowing.
-    total = _sum_of_squares(x)
-    if _SMALLEST_SAFE_SQUARE < total < math.inf:
-        return math.sqrt(total)
-    return scaled_norm(x)
-
-
-@njit(cache=True, nogil=True)
-def compute_row_norms(X):
-    """L2 norm of every row, in float64, without overflow or underflow.
-
-    See :func:`vector_norm`.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, d)
-
-    Returns
-    -------
-    norms : ndarray of shape (n_samples,), float64
-    """
-    norms = np.empty(X.shape[0], dtype=np.float64)
-    for i in range(X.shape[0]):
-        norms[i] = vector_norm(X[i])
-    return norms
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def compute_row_norms_team(X):
-    """:func:`compute_row_norms` with the rows split over Numba's team (``n_jobs``)."""
-    norms = np.empty(X.shape[0], dtype=np.float64)
-    for i in prange(X.shape[0]):
-        norms[i] = vector_norm(X[i])
-    return norms
-
-
 # "No weights" for the compiled kernels: an empty array (one compiled
 # signature whether or not a fit is weighted, and no array of ones per step).
 _UNWEIGHTED = np.empty(0, dtype=np.float64)
@@ -448,9 +380,25 @@ def noisy_clipped_gradient_sum(
                     parallel_blocks(work, rows.shape[0], n_threads))
 
 
+def _single_output_sum_from_python(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, noise, grad, weights,
+):
+    """:func:`single_output_gradient_sum` called from Python: its two compiled parts in turn.
+
+    The same arithmetic; compiling the wrapper itself would re-optimise both
+    parts inside it, half a second of a fresh environment's first fit. (The
+    team's kernel, compiled, calls the wrapper.)
+    """
+    buffers = single_output_buffers(params, rows.shape[0])
+    single_output_sum_into(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                           clip_norm, fit_intercept, largest, tiny, noise, grad, weights,
+                           *buffers)
+
+
 def dense_gradient_kernel(n_outputs):
     """The serial kernel of a dense batch: gathered blocks for one output, BLAS for several."""
-    return several_outputs_gradient_sum if n_outputs > 1 else single_output_gradient_sum
+    return several_outputs_gradient_sum if n_outputs > 1 else _single_output_sum_from_python
 
 
 def parallel_blocks(work, n_rows, n_threads):

@@ -22,10 +22,8 @@ from threadpoolctl import ThreadpoolController
 from . import _kernels, _sparse
 from ._kernels import (
     COEFFICIENT_RANGE,
-    PARALLEL_MIN_WORK,
     compute_feature_norms,
     compute_row_norms,
-    compute_row_norms_team,
     noisy_clipped_gradient_sum,
     smooth_rows,
     smooth_rows_team,
@@ -53,6 +51,14 @@ __all__ = [
 # Rows longer than this contribute nothing: the noisy weights times such a row
 # could overflow float64 (infinite margins, residuals and predictions).
 MAX_ROW_NORM = 1e150
+
+# Fits of fewer steps go through the Python steps: a compiled run of steps
+# (_steps) saves 3 to 6 us of Python a step, but compiling it adds about 1.5 s
+# to a fresh environment's first fit (later processes load it from Numba's
+# disk cache). Below this many steps the Python costs a fit at most about
+# 30 ms, and the default settings choose about 1,000 steps: a first fit
+# compiles only the kernels it steps through.
+COMPILED_RUN_MIN_STEPS = 5_000
 
 LONG_ROWS_MESSAGE = (
     f"Some rows of X have an L2 norm above {MAX_ROW_NORM:g}: they contribute nothing "
@@ -112,17 +118,10 @@ def gaussian_noise(rng, shape, dtype):
     return rng.standard_normal(shape, dtype=dtype)
 
 
-def row_norms_of(X, n_threads=1):
-    """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip.
-
-    Dense rows are split over ``n_threads`` of Numba's team where it is
-    available (each row's norm is computed the same way either way).
-    """
+def row_norms_of(X):
+    """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip."""
     if sp.issparse(X):
         return compute_sparse_row_norms(X)
-    if n_threads > 1 and X.size >= PARALLEL_MIN_WORK and numba_team_available():
-        with team_threads(n_threads):
-            return compute_row_norms_team(X)
     return compute_row_norms(X)
 
 
@@ -163,7 +162,7 @@ class NumpyTraining:
         # norms (an argument a substitute does not take) are not used.
         self._standard_kernel = self._kernel is standard_kernel
         if row_norms is None:
-            row_norms = row_norms_of(X, n_threads)
+            row_norms = row_norms_of(X)
         elif row_norms.shape != (X.shape[0],) or row_norms.dtype != np.float64:
             # The kernels index it by row; a wrong array would mis-set every clip.
             raise ValueError("row_norms must be a float64 array with one norm per row of X.")
@@ -256,13 +255,15 @@ class NumpyTraining:
 
         Available with the standard gradient kernel, an optimizer that has a
         compiled update, and the gradients on one thread (the team's split of
-        each batch is decided per step, in Python).
+        each batch is decided per step, in Python), for fits of at least
+        ``COMPILED_RUN_MIN_STEPS`` steps (where the Python it saves outweighs
+        compiling it).
         """
         optimizer = update.optimizer
-        if (not self._standard_kernel or optimizer.compiled_code is None
-                or self._team_size > 1):
-            return None
         plan = self.plan
+        if (not self._standard_kernel or optimizer.compiled_code is None
+                or self._team_size > 1 or plan.n_steps < COMPILED_RUN_MIN_STEPS):
+            return None
         largest, tiny = COEFFICIENT_RANGE[np.dtype(self.params.dtype)]
         X = (self.X.data, self.X.indices, self.X.indptr) if sp.issparse(self.X) else self.X
         state = update.state[0] if update.state else self._grad

@@ -3,9 +3,9 @@
 A CSR matrix stores row ``i``'s non-zero entries as ``data[indptr[i]:
 indptr[i + 1]]`` in the columns ``indices[indptr[i]:indptr[i + 1]]``. The
 kernels here are the sparse forms of those in :mod:`sklearn_dplssgd._kernels`
-and reuse its per-sample pieces unchanged (the loss derivative
-:func:`._losses.residual`, the fail-closed clip ``clipped_residual``, the overflow-safe
-norm :func:`~sklearn_dplssgd._kernels.vector_norm`, the thread split): only
+and reuse its per-sample pieces unchanged (the residuals of :mod:`._losses`,
+the fail-closed clip ``clipped_residual``, the overflow-safe row norms of
+:mod:`._row_norms`, the thread split): only
 the two dot products of a row (its margins ``W x + b``, and the clipped
 gradient ``c [x, 1]`` added into the sum) visit its stored entries instead
 of all d columns. A step then costs O(nnz of the batch * K) for the
@@ -31,16 +31,19 @@ from ._kernels import (
     check_weights,
     copy_rows,
     parallel_blocks,
-    vector_norm,
 )
-from ._losses import residual as loss_residual
+from ._losses import multiclass_residual, single_output_residual
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
+from ._row_norms import compute_sparse_row_norms
 from ._threads import add_blocks, block_bounds, sum_over_blocks
 
 __all__ = [
     "as_canonical_csr",
     "compute_sparse_row_norms",
     "csr_gradient_sum",
+    "csr_kernel_for",
+    "csr_several_outputs_gradient_sum",
+    "csr_single_output_gradient_sum",
     "noisy_clipped_gradient_sum_sparse",
 ]
 
@@ -134,33 +137,6 @@ def as_canonical_csr(X):
 
 
 @njit(cache=True, nogil=True)
-def _csr_row_norms(data, indptr):
-    norms = np.empty(indptr.shape[0] - 1, dtype=np.float64)
-    for i in range(norms.shape[0]):
-        norms[i] = vector_norm(data[indptr[i]:indptr[i + 1]])
-    return norms
-
-
-def compute_sparse_row_norms(X):
-    """L2 norm of every row of a canonical CSR matrix, in float64.
-
-    The norm of the stored entries, computed as the dense kernel computes a
-    row's (:func:`~sklearn_dplssgd._kernels.vector_norm`: no overflow, no
-    underflow of float32 squares). Only valid when no entry is stored twice:
-    pass X through :func:`as_canonical_csr` first.
-
-    Parameters
-    ----------
-    X : scipy sparse CSR matrix or array of shape (n_samples, d)
-
-    Returns
-    -------
-    norms : ndarray of shape (n_samples,), float64
-    """
-    return _csr_row_norms(X.data, X.indptr)
-
-
-@njit(cache=True, nogil=True)
 def _sparse_margin_float64(weights, values, columns, n_features):
     """``weights[columns] . values + weights[d]`` accumulated in float64."""
     acc = np.float64(weights[n_features])
@@ -188,12 +164,19 @@ def _sparse_row_margins(params, values, columns, n_features, margins):
             margins[k] = _sparse_margin_float64(weights, values, columns, n_features)
 
 
-@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
-def _accumulate_sparse_rows(
-    data, indices, indptr, y, rows, params, row_norms, feature_norms, code, threshold,
-    clip_norm, fit_intercept, largest, tiny, grad, weights,
+@njit(cache=True, nogil=True, inline="always")
+def _csr_rows_sum(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, noise, grad, weights, several,
 ):
-    """Add the (weighted) clipped gradients of ``rows`` to ``grad``: O(stored entries * K)."""
+    """``grad = noise + clipped sum``: the (weighted) clipped gradients of ``rows``, row by row.
+
+    O(stored entries * K). Inlined into its two kernels, whose constant
+    ``several`` prunes the other loss family: a kernel compiles only the
+    losses it can call (the one-output losses or the multiclass ones).
+    """
+    data, indices, indptr = X
+    copy_rows(noise, grad)
     n_outputs = params.shape[0]
     n_features = params.shape[1] - 1
     margins = np.empty(n_outputs, dtype=np.float64)
@@ -205,7 +188,10 @@ def _accumulate_sparse_rows(
         values = data[indptr[i]:indptr[i + 1]]
         columns = indices[indptr[i]:indptr[i + 1]]
         _sparse_row_margins(params, values, columns, n_features, margins)
-        loss_residual(code, margins, y[i], threshold, residual)
+        if several:
+            multiclass_residual(code, margins, y[i], threshold, residual)
+        else:
+            residual[0] = single_output_residual(code, margins[0], y[i], threshold)
         # The same clip as the dense kernel: the whole parameter gradient of
         # the sample (all outputs, coefficients and intercept) to C.
         weight = weights[i] if weights.shape[0] > 0 else 1.0
@@ -220,22 +206,53 @@ def _accumulate_sparse_rows(
                 row[n_features] += coefficient * intercept_term
 
 
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
+def csr_single_output_gradient_sum(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, noise, grad, weights,
+):
+    """``grad = noise + clipped sum`` for one output; ``X`` is ``(data, indices, indptr)``.
+
+    The argument order of the dense kernels, so that the Python thread pool
+    (:func:`~sklearn_dplssgd._threads.pooled_blocks`) runs this one unchanged.
+    """
+    _csr_rows_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+                  fit_intercept, largest, tiny, noise, grad, weights, False)
+
+
+@njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
+def csr_several_outputs_gradient_sum(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, noise, grad, weights,
+):
+    """:func:`csr_single_output_gradient_sum` for several outputs (the multiclass losses)."""
+    _csr_rows_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+                  fit_intercept, largest, tiny, noise, grad, weights, True)
+
+
 @njit(cache=True, nogil=True)
 def csr_gradient_sum(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
-    """``grad = noise + clipped sum``; ``X`` is the tuple ``(data, indices, indptr)``.
+    """The kernel for ``params.shape[0]`` outputs, chosen when the steps run.
 
-    The argument order of the dense kernels, so that the Python thread pool
-    (:func:`~sklearn_dplssgd._threads.pooled_blocks`) runs this one unchanged.
+    For the compiled runs of steps and the team, which compile both kernels;
+    a Python caller picks one (:func:`csr_kernel_for`) and compiles only it.
     """
-    data, indices, indptr = X
-    copy_rows(noise, grad)
-    _accumulate_sparse_rows(
-        data, indices, indptr, y, rows, params, row_norms, feature_norms, code, threshold,
-        clip_norm, fit_intercept, largest, tiny, grad, weights,
-    )
+    if params.shape[0] > 1:
+        csr_several_outputs_gradient_sum(
+            X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+            fit_intercept, largest, tiny, noise, grad, weights)
+    else:
+        csr_single_output_gradient_sum(
+            X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+            fit_intercept, largest, tiny, noise, grad, weights)
+
+
+def csr_kernel_for(n_outputs):
+    """The sparse kernel of ``n_outputs`` outputs (each compiles only its losses)."""
+    return csr_several_outputs_gradient_sum if n_outputs > 1 else csr_single_output_gradient_sum
 
 
 def noisy_clipped_gradient_sum_sparse(
@@ -287,8 +304,8 @@ def noisy_clipped_gradient_sum_sparse(
         # below that much work per block the split costs more than it saves.
         n_blocks = min(parallel_blocks(work, rows.shape[0], n_threads),
                        max(1, work // params.size))
-    sum_over_blocks(_noisy_sum_csr_team, csr_gradient_sum, csr, y, rows, params, args,
-                    noise, grad, weights, n_blocks)
+    sum_over_blocks(_noisy_sum_csr_team, csr_kernel_for(params.shape[0]), csr, y, rows, params,
+                    args, noise, grad, weights, n_blocks)
 
 
 @njit(parallel=True, nogil=True, cache=True)

@@ -77,9 +77,11 @@ def test_a_real_compilation_is_announced(caplog):
     event.register("numba:compile", notice)
     try:
         with caplog.at_level(logging.WARNING, logger="test_compile_notice"):
-            fresh = njit(_kernels.vector_norm.py_func)
-            assert fresh(np.array([3.0, 4.0])) == 5.0
-            fresh(np.array([1.0]))  # already compiled: no event, no notice
+            fresh = njit(_kernels.copy_rows.py_func)
+            target = np.zeros((1, 2))
+            fresh(np.array([[3.0, 4.0]]), target)
+            assert target.tolist() == [[3.0, 4.0]]
+            fresh(np.ones((2, 1)), np.zeros((2, 1)))  # already compiled: no event, no notice
     finally:
         event.unregister("numba:compile", notice)
     assert notice.announced == {"dense"}
@@ -99,7 +101,7 @@ def test_importing_the_package_installs_the_notice():
         "from numba import njit\n"
         "import sklearn_dplssgd\n"
         "from sklearn_dplssgd import _kernels\n"
-        "njit(_kernels.vector_norm.py_func)(np.array([1.0, 2.0]))\n"
+        "njit(_kernels.copy_rows.py_func)(np.ones((1, 2)), np.zeros((1, 2)))\n"
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(

@@ -37,6 +37,8 @@ def _fit_both_ways(monkeypatch, make, X, y, **fit_params):
         calls.append(1)
         return standard(*args, **kwargs)
 
+    # These fits are short: the compiled run is forced (it is the one tested).
+    monkeypatch.setattr(_sgd, "COMPILED_RUN_MIN_STEPS", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         compiled = make().fit(X, y, **fit_params)
@@ -101,6 +103,25 @@ def test_compiled_steps_with_weights_and_reported_epochs(monkeypatch, capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("-- Epoch")]
     assert [line.split(":")[0] for line in lines] == [
         f"-- Epoch {epoch}" for epoch in (1, 2, 3, 1, 2, 3)]
+
+
+@pytest.mark.parametrize("n_steps, compiled", [(150, False), (5_000, True)])
+def test_compiled_runs_only_for_long_fits(monkeypatch, n_steps, compiled):
+    # Short fits step in Python (nothing more to compile); long ones run compiled.
+    X, y, _ = _data(seed=6)
+    runs = []
+    standard = _sgd.dense_single_output_steps
+
+    def counted(*args):
+        runs.append(1)
+        return standard(*args)
+
+    monkeypatch.setattr(_sgd, "dense_single_output_steps", counted)
+    model = DPLSSGDClassifier(epsilon=1.0, batch_size=400, max_iter=n_steps,
+                              random_state=0).fit(X, y)
+    assert model.n_steps_ == n_steps
+    assert bool(runs) == compiled
+    assert _sgd.COMPILED_RUN_MIN_STEPS == 5_000
 
 
 @pytest.mark.parametrize("loss_name", ["log_loss", "squared_error", "huber"])

@@ -13,8 +13,7 @@ import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
 from sklearn_dplssgd import _base, _kernels, _sgd, _sparse, _threads, _training
-from sklearn_dplssgd._kernels import PARALLEL_MIN_WORK, compute_row_norms
-from sklearn_dplssgd._sgd import row_norms_of
+from sklearn_dplssgd._kernels import PARALLEL_MIN_WORK
 from sklearn_dplssgd._threads import block_bounds, draws_ahead, numba_team_available
 
 TEAM = numba_team_available()
@@ -126,17 +125,6 @@ def test_a_forked_child_uses_the_pool(monkeypatch):
     numba_team_available()
     monkeypatch.setitem(_threads._TEAM, "pid", -1)
     assert numba_team_available() is False
-
-
-def test_row_norms_of_the_team_are_the_serial_norms():
-    rng = np.random.default_rng(15)
-    X = rng.normal(size=(5000, 100))
-    X[3] *= 1e200  # the scaled (overflow-safe) branch
-    X[4] *= 1e-200
-    serial = compute_row_norms(X)
-    threaded = row_norms_of(X, n_threads=2)
-    np.testing.assert_allclose(threaded, serial, rtol=1e-14)
-    assert np.isfinite(threaded).all() and threaded[3] > 1e200 and threaded[4] < 1e-190
 
 
 def test_draws_ahead_draws_exactly_as_inline():
