@@ -12,7 +12,9 @@ from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
 from ._array_api import array_api_namespace, to_numpy, without_autograd
 from ._array_api_predict import check_fitted_namespace, decision_values
 from ._defaults import AUTO
-from ._feature_bounds import check_feature_bounds, check_feature_bounds_form, feature_map
+from ._feature_bounds import (
+    check_feature_bounds, check_feature_bounds_form, check_same_feature_map, feature_map,
+)
 from ._ledger import ledger_error
 from ._mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ._optimizers import optimizer_error
@@ -32,16 +34,6 @@ __all__ = ["BaseDPLSSGD", "DEFAULT_MECHANISM"]
 # What a fit releases: noisy gradients at every step (DP-LSSGD), or the
 # weights of a noise-free descent plus noise once (seed 004); see _mechanisms.
 DEFAULT_MECHANISM = "gradient"
-
-
-def _check_same_feature_map(fitted, declared):
-    """A warm start or ``partial_fit`` continues on rows mapped by the same bounds."""
-    if (fitted is None) != (declared is None) or (
-            fitted is not None and not fitted.same_as(declared)):
-        raise ValueError(
-            "feature_bounds differs from the bounds the fitted model was trained with: "
-            "a warm start or partial_fit continues the same model on rows mapped the "
-            "same way. Restore feature_bounds, or fit from scratch (warm_start=False).")
 
 
 def _check_noise_schedule(value):
@@ -300,7 +292,7 @@ class BaseDPLSSGD(BaseEstimator):
             sample_weight = to_numpy(without_autograd(sample_weight))
         series = mechanism.continued_series(self, partial, coef_init, intercept_init)
         if series is not None and "_feature_map" in self.__dict__:
-            _check_same_feature_map(self._feature_map, feature_map(
+            check_same_feature_map(self._feature_map, feature_map(
                 self, n_features=self.n_features_in_))
         # The mechanism depends on public quantities only (the row count is
         # public under the adjacency in force), so it is fixed, and charged

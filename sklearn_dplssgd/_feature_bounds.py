@@ -22,8 +22,8 @@ import scipy.sparse as sp
 from ._scaler import as_bounds, broadcast_bounds, center_and_half_width, scale_to_unit
 
 __all__ = [
-    "FeatureMap", "check_feature_bounds", "check_feature_bounds_form", "feature_bounds_note",
-    "feature_map",
+    "FeatureMap", "check_feature_bounds", "check_feature_bounds_form", "check_same_feature_map",
+    "feature_bounds_note", "feature_map",
 ]
 
 
@@ -142,6 +142,20 @@ class FeatureMap:
         """Whether ``other`` (a FeatureMap or None) maps the same bounds."""
         return other is not None and np.array_equal(self.lower, other.lower) and (
             np.array_equal(self.upper, other.upper))
+
+
+def check_same_feature_map(fitted, declared):
+    """A warm start or ``partial_fit`` continues on rows mapped by the same bounds.
+
+    ``fitted`` is the map of the fitted series, ``declared`` that of the
+    current ``feature_bounds`` (either may be None: no bounds).
+    """
+    if (fitted is None) != (declared is None) or (
+            fitted is not None and not fitted.same_as(declared)):
+        raise ValueError(
+            "feature_bounds differs from the bounds the fitted model was trained with: "
+            "a warm start or partial_fit continues the same model on rows mapped the "
+            "same way. Restore feature_bounds, or fit from scratch (warm_start=False).")
 
 
 def feature_bounds_note(estimator):
