@@ -12,6 +12,9 @@ from ._accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS
 from ._array_api import array_api_namespace, to_numpy, without_autograd
 from ._array_api_predict import check_fitted_namespace, decision_values
 from ._defaults import AUTO
+from ._feature_bounds import (
+    check_feature_bounds, check_feature_bounds_form, check_same_feature_map, feature_map,
+)
 from ._ledger import ledger_error
 from ._mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ._optimizers import optimizer_error
@@ -59,6 +62,7 @@ class BaseDPLSSGD(BaseEstimator):
         "max_sample_weight": [Interval("real", 0, None, closed="neither")],
         "alpha": [Interval("real", 0, None, closed="left")],
         "fit_intercept": [Options(bool, (True, False))],
+        "feature_bounds": [None, check_feature_bounds_form],
         "batch_size": [Interval("integral", 1, None), Options(str, (AUTO,))],
         "max_iter": [Interval("integral", 1, None), Options(str, (AUTO,))],
         "learning_rate": [Options(str, LEARNING_RATES)],
@@ -86,8 +90,10 @@ class BaseDPLSSGD(BaseEstimator):
         # gradients use the sparsity; array API arrays under
         # array_api_dispatch, trained on their device.
         mechanism = MECHANISMS.get(self.mechanism, MECHANISMS[DEFAULT_MECHANISM])
-        tags.input_tags.sparse = mechanism.accepts_sparse
-        tags.array_api_support = mechanism.accepts_array_api
+        # Declared feature_bounds map dense NumPy rows only (see _feature_bounds).
+        declared = self.feature_bounds is not None
+        tags.input_tags.sparse = mechanism.accepts_sparse and not declared
+        tags.array_api_support = mechanism.accepts_array_api and not declared
         # Every fit draws fresh noise whatever random_state is, unless
         # reproducible=True (which is not private).
         tags.non_deterministic = not self.reproducible
@@ -120,6 +126,7 @@ class BaseDPLSSGD(BaseEstimator):
             raise ValueError(
                 "The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int)."
             )
+        check_feature_bounds(self)
         self._release_mechanism().check_settings(self)
 
     def _accounted_n_samples(self, n_samples):
@@ -218,8 +225,14 @@ class BaseDPLSSGD(BaseEstimator):
         return params
 
     def _to_training_scale(self, params):
-        """Model parameters in the scale training uses (subclasses may rescale)."""
-        return params
+        """Model parameters in the scale training uses (subclasses may rescale).
+
+        With ``feature_bounds``, training sees the mapped rows (see
+        :mod:`._feature_bounds`): weights given in the rows' own units (a
+        warm start's ``coef_``, ``coef_init``) are mapped too.
+        """
+        mapping = feature_map(self, n_features=params.shape[1] - 1)
+        return params if mapping is None else mapping.to_mapped(params)
 
     def _start_params(self, series, coef_init, intercept_init, n_outputs, n_features):
         """Where training starts: the series' weights, the user's, or None (zeros)."""
@@ -267,6 +280,9 @@ class BaseDPLSSGD(BaseEstimator):
         # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
         # device (see _array_api); everything else takes the NumPy path.
         namespace = array_api_namespace(X)
+        # Declared feature bounds: checked against X's format and public
+        # width before the ledger is charged.
+        feature_map(self, X, namespace=namespace)
         continued = partial or coef_init is not None or intercept_init is not None or (
             self.warm_start and "dp_events_" in self.__dict__)
         mechanism.check_release(self, X, namespace=namespace, sparse=sp.issparse(X),
@@ -275,6 +291,9 @@ class BaseDPLSSGD(BaseEstimator):
             # Weights are validated on the host, whatever their namespace.
             sample_weight = to_numpy(without_autograd(sample_weight))
         series = mechanism.continued_series(self, partial, coef_init, intercept_init)
+        if series is not None and "_feature_map" in self.__dict__:
+            check_same_feature_map(self._feature_map, feature_map(
+                self, n_features=self.n_features_in_))
         # The mechanism depends on public quantities only (the row count is
         # public under the adjacency in force), so it is fixed, and charged
         # to the ledger, before any row is read where the mechanism can.
@@ -313,6 +332,9 @@ class BaseDPLSSGD(BaseEstimator):
             # Duplicate entries summed into a copy: the clip's row norms are
             # taken over stored entries (see _sparse).
             X = as_canonical_csr(X)
+        mapping = feature_map(self, n_features=X.shape[1])
+        if mapping is not None:
+            X = mapping.rows(X)  # training sees [-1, 1]; fold back below
         self.sigma_ = mechanism.smoothing(self, X.shape[1], sp.issparse(X))
         y_encoded, n_outputs = self._encode_targets(y, classes)
         if series is not None and series.classes is not None and not np.array_equal(
@@ -331,7 +353,10 @@ class BaseDPLSSGD(BaseEstimator):
                                            bool(disjoint_batches))
         for name, value in record.fitted_attributes().items():
             setattr(self, name, value)
-        return params
+        # The map the series continues in (a later call must use the same).
+        self._feature_map = mapping
+        # Post-processing of the release: the weights in the rows' own units.
+        return params if mapping is None else mapping.to_original(params)
 
     def _release_mechanism(self):
         """The mechanism object ``self.mechanism`` names (see :mod:`._mechanisms`)."""

@@ -188,6 +188,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         max_sample_weight=1.0,
         alpha=1e-4,
         fit_intercept=True,
+        feature_bounds=None,
         batch_size="auto",
         max_iter="auto",
         learning_rate="constant",
@@ -219,6 +220,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.max_sample_weight = max_sample_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.feature_bounds = feature_bounds
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.learning_rate = learning_rate

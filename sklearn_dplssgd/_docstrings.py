@@ -82,6 +82,25 @@ SHARED_PARAMETER_DOCS = {
     fit_intercept : bool, default=True
         Whether to fit intercepts.
 
+    feature_bounds : tuple (lower, upper) or None, default=None
+        Public bounds of the features, declared by the user from knowledge
+        that does not come from the rows (a documented range, pixels in
+        ``[0, 255]``); each of ``lower`` and ``upper`` is a scalar or one
+        value per feature, as :class:`BoundedScaler` takes them. Each fit
+        maps X to ``[-1, 1]`` by :class:`BoundedScaler`'s map (values outside
+        the bounds are clipped), trains on the mapped rows, and expresses
+        ``coef_`` and ``intercept_`` in the units of X: for rows inside the
+        bounds the model is the one trained on the mapped rows. ``predict``
+        does not clip (it is that linear model, folded). The ``"auto"``
+        defaults are tuned for features in ``[-1, 1]``, so declaring the
+        range of features that fill ``[0, 1]`` or any other range gives them
+        the step size they were tuned for; at no privacy cost (the bounds are
+        public and the fold is post-processing). Bounds that are not
+        symmetric around zero need ``fit_intercept=True``; sparse and array
+        API inputs are refused (map them beforehand). ``row_norm_bound`` and
+        ``weight_norm_bound`` apply to the mapped rows and weights. None
+        trains on X as given.
+
     batch_size : int or "auto", default="auto"
         Expected batch size b. ``"auto"`` (see the user guide's section on
         defaults): n for tables of up to 256 rows (full batches), 256 up to

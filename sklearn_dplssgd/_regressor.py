@@ -117,6 +117,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         max_sample_weight=1.0,
         alpha=1e-4,
         fit_intercept=True,
+        feature_bounds=None,
         batch_size="auto",
         max_iter="auto",
         learning_rate="constant",
@@ -148,6 +149,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.max_sample_weight = max_sample_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.feature_bounds = feature_bounds
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.learning_rate = learning_rate
@@ -242,6 +244,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         return self
 
     def _to_training_scale(self, params):
+        params = super()._to_training_scale(params)  # declared feature bounds
         scale = self._target_scale()
         if scale is None:
             return params

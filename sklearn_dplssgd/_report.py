@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from ._feature_bounds import feature_bounds_note
+
 __all__ = ["estimator_report", "ledger_report", "search_report", "transformer_report"]
 
 # What no guarantee of this library covers, whatever was fitted.
@@ -72,6 +74,9 @@ def _public_lines(estimator):
             lines.append(
                 "WARNING: the label set was read from the training labels (classes=None), "
                 "so which labels occur is NOT protected; declare classes=... to protect it.")
+    note = feature_bounds_note(estimator)
+    if note is not None:
+        public.append(note)
     bounds = estimator.get_params().get("target_bounds")
     if bounds is not None:
         public.append(f"the declared target bounds {tuple(bounds)}")

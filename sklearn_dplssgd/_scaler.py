@@ -16,7 +16,9 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._validation import Options, validate_hiding_values, validate_parameters
 
-__all__ = ["BoundedScaler"]
+__all__ = [
+    "BoundedScaler", "as_bounds", "broadcast_bounds", "center_and_half_width", "scale_to_unit",
+]
 
 
 def _sparse_error(method, name="BoundedScaler"):
@@ -27,45 +29,119 @@ def _sparse_error(method, name="BoundedScaler"):
     )
 
 
-def _as_bounds(value, name):
-    """``value`` as a finite float64 array of ndim 0 or 1 (a new array, never a view)."""
-    if value is None:
-        raise ValueError(
-            "BoundedScaler needs public bounds: pass lower=... and upper=... (scalars, "
-            f"or one value per feature); got {name}=None."
-        )
-    if isinstance(value, (str, bytes)) or sp.issparse(value):
+def as_bounds(value, subject):
+    """``value`` as a finite float64 array of ndim 0 or 1 (a new array, never a view).
+
+    ``subject`` names the value in errors, e.g. ``"The 'lower' parameter of
+    BoundedScaler"``. No bound's value is quoted (the messages give indices).
+    """
+    if value is None or isinstance(value, (str, bytes)) or sp.issparse(value):
         raise TypeError(
-            f"The {name!r} parameter of BoundedScaler must be a real number or a 1-D "
-            f"array-like of real numbers; got a {type(value).__name__}."
+            f"{subject} must be a real number or a 1-D array-like of real numbers; "
+            f"got a {type(value).__name__}."
         )
     try:
         is_boolean = np.asarray(value).dtype.kind == "b"
         bounds = np.array(value, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as error:
         raise TypeError(
-            f"The {name!r} parameter of BoundedScaler must be a real number or a 1-D "
-            f"array-like of real numbers; got a {type(value).__name__} that cannot be "
-            "converted to floats."
+            f"{subject} must be a real number or a 1-D array-like of real numbers; got "
+            f"a {type(value).__name__} that cannot be converted to floats."
         ) from error
     if is_boolean:
-        raise TypeError(
-            f"The {name!r} parameter of BoundedScaler must be real numbers, not booleans."
-        )
+        raise TypeError(f"{subject} must be real numbers, not booleans.")
     if bounds.ndim > 1:
         raise ValueError(
-            f"The {name!r} parameter of BoundedScaler must be a scalar or 1-D; "
-            f"got an array of shape {bounds.shape}."
-        )
+            f"{subject} must be a scalar or 1-D; got an array of shape {bounds.shape}.")
     if bounds.ndim == 1 and bounds.size == 0:
-        raise ValueError(f"The {name!r} parameter of BoundedScaler must not be empty.")
+        raise ValueError(f"{subject} must not be empty.")
     if not np.all(np.isfinite(bounds)):
         where = np.flatnonzero(~np.isfinite(np.atleast_1d(bounds)))
         raise ValueError(
-            f"The {name!r} parameter of BoundedScaler must be finite; it is NaN or "
-            f"infinite at feature index {int(where[0])}."
+            f"{subject} must be finite; it is NaN or infinite at feature index "
+            f"{int(where[0])}."
         )
     return bounds
+
+
+def _first_bad(bad, owner, problem):
+    """The ValueError for the features flagged in ``bad`` (indices, never values)."""
+    where = np.flatnonzero(bad)
+    return ValueError(
+        f"{owner} {problem} at feature index {int(where[0])}"
+        + (f" (and {where.size - 1} more)." if where.size > 1 else ".")
+    )
+
+
+def broadcast_bounds(lower, upper, n_features, owner, subjects):
+    """Checked bounds ``(lower, upper)``, one float64 value per feature each.
+
+    Parameters
+    ----------
+    lower, upper : ndarray of ndim 0 or 1
+        What :func:`as_bounds` returned.
+    n_features : int or None
+        The number of features; None checks only what does not depend on it
+        (the two arrays' lengths against each other).
+    owner : str
+        Who declared the bounds, for the messages (``"BoundedScaler"``).
+    subjects : tuple of str
+        How the messages name ``lower`` and ``upper`` (see :func:`as_bounds`).
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+        New arrays (of the bounds' own length when ``n_features`` is None).
+    """
+    if n_features is None:
+        sizes = {bounds.shape[0] for bounds in (lower, upper) if bounds.ndim == 1}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"{owner} gives {lower.shape[0]} lower and {upper.shape[0]} upper bounds: "
+                "give one value per feature for each, or a scalar.")
+        n_features = sizes.pop() if sizes else 1
+    for subject, bounds in zip(subjects, (lower, upper)):
+        if bounds.ndim == 1 and bounds.shape[0] != n_features:
+            raise ValueError(
+                f"{subject} has {bounds.shape[0]} values but X has {n_features} "
+                "features: give one value per feature or a scalar."
+            )
+    lower = np.broadcast_to(lower, (n_features,)).copy()
+    upper = np.broadcast_to(upper, (n_features,)).copy()
+    if not np.all(lower < upper):
+        raise _first_bad(~(lower < upper), owner,
+                         "needs lower < upper for every feature; it is not the case")
+    # Half-width formed without computing upper - lower, which can overflow
+    # for finite bounds near the float64 limit.
+    half = upper / 2 - lower / 2
+    if not np.all((half > 0) & np.isfinite(half)):
+        raise _first_bad(~((half > 0) & np.isfinite(half)), owner,
+                         "cannot represent the width of the bounds (lower and upper are "
+                         "too close together)")
+    return lower, upper
+
+
+def center_and_half_width(lower, upper):
+    """The centre and half-width of each feature's bounds (no overflow)."""
+    return lower / 2 + upper / 2, upper / 2 - lower / 2
+
+
+def scale_to_unit(X, center, half_width, clip=True):
+    """``(X - center) / half_width`` as a new array of X's float dtype, clipped to [-1, 1].
+
+    The one implementation of the bounds' map (:class:`BoundedScaler` and the
+    estimators' ``feature_bounds``). ``X`` is a validated dense float array
+    and is never written to.
+    """
+    out = X.astype(np.float64, copy=True)
+    with np.errstate(over="ignore"):
+        # (x - center) / half == 2 (x - lower) / (upper - lower) - 1; an
+        # overflow gives an infinity, which clipping maps to -1 or 1.
+        out -= center
+        out /= half_width
+    if clip:
+        np.clip(out, -1.0, 1.0, out=out)
+    return out.astype(X.dtype, copy=False)
 
 
 class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -168,8 +244,15 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             The fitted scaler.
         """
         validate_parameters(self)
-        lower = _as_bounds(self.lower, "lower")
-        upper = _as_bounds(self.upper, "upper")
+        subjects = tuple(f"The {name!r} parameter of BoundedScaler" for name in ("lower", "upper"))
+        for name, value in (("lower", self.lower), ("upper", self.upper)):
+            if value is None:
+                raise ValueError(
+                    "BoundedScaler needs public bounds: pass lower=... and upper=... "
+                    f"(scalars, or one value per feature); got {name}=None."
+                )
+        lower = as_bounds(self.lower, subjects[0])
+        upper = as_bounds(self.upper, subjects[1])
         if sp.issparse(X):
             raise _sparse_error("fit")
         # validate_data refuses NaN, infinite values and empty data, and sets
@@ -178,39 +261,14 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # the fit costs no privacy.
         X = validate_hiding_values({"X": X}, validate_data, self, X, accept_sparse=False,
                                    dtype=[np.float64, np.float32])
-        n_features = self.n_features_in_
-        for name, bounds in (("lower", lower), ("upper", upper)):
-            if bounds.ndim == 1 and bounds.shape[0] != n_features:
-                raise ValueError(
-                    f"The {name!r} parameter of BoundedScaler has {bounds.shape[0]} values "
-                    f"but X has {n_features} features: give one value per feature or a "
-                    "scalar."
-                )
-        lower = np.broadcast_to(lower, (n_features,)).copy()
-        upper = np.broadcast_to(upper, (n_features,)).copy()
-        bad = np.flatnonzero(~(lower < upper))
-        if bad.size:
-            raise ValueError(
-                "BoundedScaler needs lower < upper for every feature; it is not the case "
-                f"at feature index {int(bad[0])}"
-                + (f" (and {bad.size - 1} more)." if bad.size > 1 else ".")
-            )
-        # Half-width and centre, formed without computing upper - lower, which
-        # can overflow for finite bounds near the float64 limit.
-        half = upper / 2 - lower / 2
-        bad = np.flatnonzero(~((half > 0) & np.isfinite(half)))
-        if bad.size:
-            raise ValueError(
-                "BoundedScaler cannot represent the width of the bounds at feature index "
-                f"{int(bad[0])}: lower and upper are too close together."
-            )
+        lower, upper = broadcast_bounds(lower, upper, self.n_features_in_, "BoundedScaler",
+                                        subjects)
         self.lower_ = lower
         self.upper_ = upper
         return self
 
     def _center_half_width(self):
-        half = self.upper_ / 2 - self.lower_ / 2
-        return self.lower_ / 2 + self.upper_ / 2, half
+        return center_and_half_width(self.lower_, self.upper_)
 
     def transform(self, X):
         """Scale ``X`` from ``[lower, upper]`` to ``[-1, 1]``, clipping if ``clip``.
@@ -233,15 +291,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             dtype=[np.float64, np.float32], reset=False,
         )
         center, half = self._center_half_width()
-        out = X.astype(np.float64, copy=True)  # a new array: X is never written to
-        with np.errstate(over="ignore"):
-            # (x - center) / half == 2 (x - lower) / (upper - lower) - 1; an
-            # overflow gives an infinity, which clipping maps to -1 or 1.
-            out -= center
-            out /= half
-        if self.clip:
-            np.clip(out, -1.0, 1.0, out=out)
-        return out.astype(X.dtype, copy=False)
+        return scale_to_unit(X, center, half, clip=self.clip)
 
     def inverse_transform(self, X):
         """Map scaled data back from ``[-1, 1]`` to ``[lower, upper]``.

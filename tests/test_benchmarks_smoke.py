@@ -182,6 +182,15 @@ def test_bench_regime_before_and_recheck_quick(tmp_path):
     assert "| map gap | defaults | tuned | gap +- s.e. |" in text
 
 
+def test_bench_regime_declared_quick(tmp_path):
+    _run("bench_regime.py", tmp_path, "--declared", "3")
+    text = (tmp_path / "regime_declared.md").read_text()
+    assert "| linear 200x4 K2 | 150 | 4 | 2 | RO eps 1 |" in text
+    assert "| breast_cancer | [0, 1] | (0.0, 1.0) |" in text
+    # Declared (0, 1) trains on the [-1, 1] table's rows: the same scores.
+    assert "largest |declared - [-1, 1] defaults|: 0.000." in text
+
+
 def test_bench_averaging_quick(tmp_path):
     _run("bench_averaging.py", tmp_path)
     text = (tmp_path / "averaging.md").read_text()

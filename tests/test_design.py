@@ -3,7 +3,7 @@
 Each rule is a property of the code a reviewer would otherwise check by hand:
 no module reads another module's private names, no module grows past 700
 lines, nothing branches on a mechanism's name, nothing walks the callers'
-stack frames, and the estimators keep at most 30 constructor parameters.
+stack frames, and the estimators keep at most 31 constructor parameters.
 ``python tests/test_design.py`` prints the figures
 (``benchmarks/results/design.md`` records them).
 """
@@ -19,7 +19,9 @@ from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
 PACKAGE = Path(__file__).resolve().parent.parent / "sklearn_dplssgd"
 MODULES = sorted(PACKAGE.rglob("*.py"))
 MAX_LINES = 700
-MAX_CONSTRUCTOR_PARAMETERS = 30
+# 30 until issue 30 added feature_bounds, the one input-side declaration the
+# defaults need (docs/developers.rst says why it is not a transformer only).
+MAX_CONSTRUCTOR_PARAMETERS = 31
 ESTIMATORS = (DPLSSGDClassifier, DPLSSGDRegressor)
 
 
@@ -93,7 +95,7 @@ def test_module_rules(path):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
-def test_constructors_have_at_most_30_parameters(estimator):
+def test_constructors_have_at_most_31_parameters(estimator):
     assert constructor_size(estimator) <= MAX_CONSTRUCTOR_PARAMETERS
 
 

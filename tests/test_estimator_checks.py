@@ -25,6 +25,10 @@ ESTIMATORS = [
                       random_state=0, reproducible=True, max_sample_weight=1000.0),
     DPLSSGDRegressor(loss="huber", mechanism="output", alpha=0.01, max_iter=20, random_state=0,
                      reproducible=True, max_sample_weight=10.0),
+    # Declared feature bounds: the map to [-1, 1] and the fold of the weights
+    # back into X's units (dense NumPy input only, which its tags say).
+    DPLSSGDClassifier(feature_bounds=(-5.0, 10.0), random_state=0, reproducible=True,
+                      max_sample_weight=1000.0),
 ]
 
 # The premise of these checks does not hold for a differentially private

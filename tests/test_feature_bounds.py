@@ -1,0 +1,264 @@
+"""Declared feature bounds (``feature_bounds``): the map, the fold, the errors.
+
+A fit with ``feature_bounds=(lower, upper)`` must be the fit on
+``BoundedScaler(lower, upper)``'s rows, with the released weights folded back
+into the units of X: the same accounting, and the same margins for rows
+inside the bounds.
+"""
+
+import copy
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sklearn
+
+from sklearn_dplssgd import (
+    BoundedScaler, DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger,
+)
+
+LOWER = np.array([0.0, -2.0, 10.0, 0.0, -1.0])
+UPPER = np.array([1.0, 6.0, 30.0, 255.0, 1.0])
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        # reproducible=True and undeclared label sets: known here.
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _table(seed, n=300, n_classes=2):
+    """Rows inside LOWER..UPPER and labels that depend on them."""
+    rng = np.random.default_rng(seed)
+    X = LOWER + (UPPER - LOWER) * rng.uniform(size=(n, len(LOWER)))
+    unit = (X - LOWER) / (UPPER - LOWER)
+    score = unit @ np.array([2.0, -1.0, 1.5, 0.5, -2.0])
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    return X, y
+
+
+def _pair(estimator, X, y, bounds, fit=lambda model, X, y: model.fit(X, y)):
+    """The fit with ``feature_bounds`` and the fit on BoundedScaler's rows."""
+    declared = fit(sklearn.clone(estimator).set_params(feature_bounds=bounds), X, y)
+    scaler = BoundedScaler(*bounds).fit(X)
+    mapped = fit(sklearn.clone(estimator), scaler.transform(X), y)
+    return declared, mapped, scaler
+
+
+@pytest.mark.parametrize("estimator, n_classes", [
+    (DPLSSGDClassifier(classes=[0, 1], epsilon=1.0), 2),
+    (DPLSSGDClassifier(classes=[0, 1, 2], epsilon=2.0, sigma=1.0), 3),
+    (DPLSSGDClassifier(classes=[0, 1], mechanism="output", alpha=0.01, max_iter=5), 2),
+    (DPLSSGDRegressor(epsilon=1.0, target_bounds=(0.0, 2.0)), None),
+])
+@pytest.mark.parametrize("bounds", [(LOWER, UPPER), (-3.0, 300.0)])
+def test_fit_is_the_fit_on_bounded_scaler_rows(estimator, n_classes, bounds):
+    X, y = _table(0, n_classes=n_classes or 2)
+    X[:5] += 400.0  # rows outside the bounds: clipped at fit, as BoundedScaler does
+    y = y.astype(float) if n_classes is None else y
+    estimator = estimator.set_params(random_state=3, reproducible=True)
+    declared, mapped, scaler = _pair(estimator, X, y, bounds)
+    inside = X[5:]
+    np.testing.assert_allclose(declared._decision_values(inside),
+                               mapped._decision_values(scaler.transform(inside)),
+                               rtol=0, atol=1e-12)
+    assert declared.coef_.shape == mapped.coef_.shape
+    assert declared.intercept_.shape == mapped.intercept_.shape
+    for name in ("batch_size_", "n_iter_", "eta0_", "noise_multiplier_", "sigma_"):
+        assert getattr(declared, name) == getattr(mapped, name), name
+    # predict does not clip: outside the bounds it is the folded linear model.
+    outside = X[:5]
+    expected = outside @ np.atleast_2d(declared.coef_).T + declared.intercept_
+    np.testing.assert_allclose(declared._decision_values(outside), expected, rtol=1e-12)
+    assert not np.allclose(declared._decision_values(outside),
+                           mapped._decision_values(scaler.transform(outside)))
+
+
+def test_private_fit_has_the_same_accounting():
+    X, y = _table(1)
+    estimator = DPLSSGDClassifier(classes=[0, 1], epsilon=0.5, random_state=0)
+    declared, mapped, _ = _pair(estimator, X, y, (LOWER, UPPER))
+    assert declared.epsilon_ == mapped.epsilon_ <= 0.5
+    assert declared.delta_ == mapped.delta_
+    assert repr(declared.dp_event_) == repr(mapped.dp_event_)
+
+
+def test_float32_weights_and_symmetric_bounds_without_intercept():
+    X, y = _table(2)
+    X = X.astype(np.float32)
+    rng = np.random.default_rng(0)
+    weights = rng.uniform(0.0, 1.0, size=len(y))
+    estimator = DPLSSGDClassifier(classes=[0, 1], fit_intercept=False, random_state=1,
+                                  reproducible=True)
+    declared, mapped, scaler = _pair(
+        estimator, X, y, (-300.0, 300.0),
+        fit=lambda model, X, y: model.fit(X, y, sample_weight=weights))
+    assert declared.coef_.dtype == mapped.coef_.dtype == np.float32
+    assert np.all(declared.intercept_ == 0.0)
+    np.testing.assert_allclose(declared.decision_function(X),
+                               mapped.decision_function(scaler.transform(X)), atol=1e-5)
+
+
+def test_series_continue_in_the_mapped_space():
+    """partial_fit (series average) and warm_start: the mapped fit's series, folded."""
+    X, y = _table(3, n=400)
+    halves = (slice(0, 200), slice(200, 400))
+
+    def two_calls(model, X, y):
+        for rows in halves:
+            model.partial_fit(X[rows], y[rows], classes=[0, 1])
+        return model
+
+    estimator = DPLSSGDClassifier(batch_size=50, random_state=4, reproducible=True)
+    declared, mapped, scaler = _pair(estimator, X, y, (LOWER, UPPER), fit=two_calls)
+    assert len(declared.dp_events_) == 2
+    np.testing.assert_allclose(declared.decision_function(X),
+                               mapped.decision_function(scaler.transform(X)), atol=1e-12)
+    np.testing.assert_allclose(declared._series_trajectory, mapped._series_trajectory,
+                               atol=1e-12)
+    # A pickled model continues the same series.
+    restored = pickle.loads(pickle.dumps(declared))
+    for model in (declared, restored):
+        model.set_params(random_state=5).partial_fit(X[:100], y[:100])
+    np.testing.assert_array_equal(declared.coef_, restored.coef_)
+
+    def warm(model, X, y):
+        model.set_params(max_iter=3, warm_start=True).fit(X, y)
+        return model.set_params(random_state=6).fit(X, y)
+
+    declared, mapped, scaler = _pair(DPLSSGDRegressor(random_state=4, reproducible=True),
+                                     X, y.astype(float), (LOWER, UPPER), fit=warm)
+    assert len(declared.dp_events_) == 2
+    np.testing.assert_allclose(declared.predict(X), mapped.predict(scaler.transform(X)),
+                               atol=1e-12)
+
+
+def test_coef_init_is_in_the_units_of_x():
+    X, y = _table(4)
+    scaler = BoundedScaler(LOWER, UPPER).fit(X)
+    mapped = DPLSSGDClassifier(classes=[0, 1], max_iter=2, random_state=0,
+                               reproducible=True).fit(scaler.transform(X), y)
+    declared = DPLSSGDClassifier(classes=[0, 1], feature_bounds=(LOWER, UPPER), max_iter=2,
+                                 random_state=0, reproducible=True).fit(X, y)
+    # Starting both from the same model, written in each one's units.
+    again_mapped = sklearn.clone(mapped).set_params(random_state=1).fit(
+        scaler.transform(X), y, coef_init=mapped.coef_, intercept_init=mapped.intercept_)
+    again_declared = sklearn.clone(declared).set_params(random_state=1).fit(
+        X, y, coef_init=declared.coef_, intercept_init=declared.intercept_)
+    np.testing.assert_allclose(again_declared.decision_function(X),
+                               again_mapped.decision_function(scaler.transform(X)),
+                               atol=1e-12)
+
+
+def test_defaults_read_only_public_quantities():
+    """Two tables of the same shape and different values: the same choices."""
+    X_a, y_a = _table(5)
+    X_b = np.random.default_rng(9).uniform(size=X_a.shape)
+    y_b = (X_b[:, 0] > 0.3).astype(int)
+    chosen = []
+    for X, y, bounds in ((X_a, y_a, (LOWER, UPPER)), (X_b, y_b, (0.0, 1.0)),
+                         (X_b, y_b, None)):
+        model = DPLSSGDClassifier(classes=[0, 1], feature_bounds=bounds,
+                                  random_state=0).fit(X, y)
+        chosen.append((model.batch_size_, model.n_iter_, model.eta0_, model.sigma_,
+                       model.average_start_, tuple(model.noise_multipliers_)))
+    assert chosen[0] == chosen[1] == chosen[2]
+
+
+def test_inputs_are_not_modified():
+    X, y = _table(6)
+    lower, upper = LOWER.copy(), UPPER.copy()
+    bounds = [lower, upper]
+    X_before, y_before = X.copy(), y.copy()
+    model = DPLSSGDClassifier(classes=[0, 1], feature_bounds=bounds, random_state=0).fit(X, y)
+    model.partial_fit(X, y)
+    model.decision_function(X)
+    np.testing.assert_array_equal(X, X_before)
+    np.testing.assert_array_equal(y, y_before)
+    np.testing.assert_array_equal(lower, LOWER)
+    np.testing.assert_array_equal(upper, UPPER)
+    assert model.feature_bounds is bounds and bounds[0] is lower
+
+
+@pytest.mark.parametrize("bounds, error, match", [
+    ((LOWER[:3], UPPER[:3]), ValueError, r"feature_bounds.*lower bounds\) has 3 values but X "
+                                         "has 5 features"),
+    ((0.0, UPPER[:4]), ValueError, r"feature_bounds.*upper bounds\) has 4 values"),
+    ((1.0, 1.0), ValueError, r"feature_bounds.*needs lower < upper.*feature index 0"),
+    ((LOWER, np.where(np.arange(5) == 2, 0.0, UPPER)), ValueError,
+     r"feature_bounds.*lower < upper.*feature index 2\.$"),
+    ((np.nan, 1.0), ValueError, r"feature_bounds.*lower bounds\).*finite.*index 0"),
+    ((0.0, [1, 1, np.inf, 1, 1]), ValueError, r"feature_bounds.*upper bounds\).*finite"),
+    ((0.0, 1.0, 2.0), ValueError, r"'feature_bounds'.*pair \(lower, upper\); got 3 items"),
+    ("0, 1", ValueError, r"'feature_bounds'.*pair"),
+    (1.0, ValueError, r"'feature_bounds'.*pair"),
+    ((0.0, "one"), TypeError, r"feature_bounds.*upper bounds\).*real number"),
+    ((None, 1.0), TypeError, r"feature_bounds.*lower bounds\).*real number"),
+    (([[0.0] * 5], 1.0), ValueError, r"feature_bounds.*scalar or 1-D"),
+    (([0.0, 0.0], [1.0, 1.0, 1.0]), ValueError, r"feature_bounds.*2 lower and 3 upper"),
+])
+def test_bad_bounds_are_refused_before_the_ledger_is_charged(bounds, error, match):
+    X, y = _table(7, n=50)
+    ledger = PrivacyLedger()
+    model = DPLSSGDClassifier(classes=[0, 1], feature_bounds=bounds, ledger=ledger)
+    with pytest.raises(error, match=match) as info:
+        model.fit(X, y)
+    assert not ledger.records
+    # No bound's value is echoed (only indices and counts).
+    assert "255" not in str(info.value)
+
+
+def test_settings_and_inputs_that_cannot_be_mapped():
+    X, y = _table(8, n=50)
+    with pytest.raises(ValueError, match="feature_bounds.*fit_intercept=True"):
+        DPLSSGDClassifier(feature_bounds=(0.0, 1.0), fit_intercept=False).fit(X, y)
+    with pytest.raises(ValueError, match="feature_bounds.*fit_intercept=True"):
+        DPLSSGDRegressor(feature_bounds=(-UPPER, UPPER + 1.0), fit_intercept=False).fit(X, y)
+    ledger = PrivacyLedger()
+    model = DPLSSGDClassifier(classes=[0, 1], feature_bounds=(-1.0, 1.0), ledger=ledger)
+    with pytest.raises(TypeError, match="feature_bounds needs dense X"):
+        model.fit(sp.csr_matrix(X), y)
+    torch = pytest.importorskip("torch")
+    with sklearn.config_context(array_api_dispatch=True), pytest.raises(
+            TypeError, match="feature_bounds needs NumPy input"):
+        model.fit(torch.asarray(X), torch.asarray(y))
+    assert not ledger.records
+    assert model.__sklearn_tags__().input_tags.sparse is False
+    assert DPLSSGDClassifier().__sklearn_tags__().input_tags.sparse is True
+
+
+def test_a_series_keeps_its_bounds():
+    X, y = _table(9, n=100)
+    model = DPLSSGDClassifier(classes=[0, 1], feature_bounds=(LOWER, UPPER), random_state=0)
+    model.partial_fit(X, y)
+    for changed in ((LOWER, UPPER + 1.0), None):
+        with pytest.raises(ValueError, match="feature_bounds differs from the bounds"):
+            copy.deepcopy(model).set_params(feature_bounds=changed).partial_fit(X, y)
+        with pytest.raises(ValueError, match="feature_bounds differs from the bounds"):
+            copy.deepcopy(model).set_params(feature_bounds=changed, warm_start=True).fit(X, y)
+    # The same bounds, written differently (lists), continue.
+    model.set_params(feature_bounds=(list(LOWER), list(UPPER))).partial_fit(X, y)
+    assert len(model.dp_events_) == 2
+
+
+def test_dask_array_is_fitted_as_numpy():
+    da = pytest.importorskip("dask.array")
+    X, y = _table(10)
+    estimator = DPLSSGDClassifier(classes=[0, 1], feature_bounds=(LOWER, UPPER),
+                                  random_state=0, reproducible=True)
+    from_dask = sklearn.clone(estimator).fit(da.from_array(X, chunks=(100, 5)), y)
+    from_numpy = sklearn.clone(estimator).fit(X, y)
+    np.testing.assert_array_equal(from_dask.coef_, from_numpy.coef_)
+
+
+def test_privacy_report_lists_the_bounds_as_public():
+    X, y = _table(11, n=100)
+    scalar = DPLSSGDClassifier(classes=[0, 1], feature_bounds=(0, 255)).fit(X, y)
+    assert "the declared feature bounds (0, 255)" in scalar.privacy_report()
+    per_feature = DPLSSGDRegressor(feature_bounds=(LOWER, UPPER)).fit(X, y.astype(float))
+    assert "feature bounds (feature_bounds, per feature)" in per_feature.privacy_report()
+    assert "feature bounds" not in DPLSSGDClassifier(classes=[0, 1]).fit(X, y).privacy_report()
