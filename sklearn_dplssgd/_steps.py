@@ -61,6 +61,16 @@ def _finish_step(params, grad, n_features, sigma, omega, learning_rates, step, a
 
 
 @njit(cache=True, nogil=True)
+def _next_batch(rows, offsets, full_batch, local):
+    """The rows of the chunk's step ``local + 1`` (none after its last step)."""
+    if full_batch:
+        return rows
+    if local + 2 < offsets.shape[0]:
+        return rows[offsets[local + 1]:offsets[local + 2]]
+    return rows[:0]
+
+
+@njit(cache=True, nogil=True)
 def dense_single_output_steps(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
@@ -71,6 +81,8 @@ def dense_single_output_steps(
 
     ``average_start`` is -1 without averaging; ``optimizer_state`` is the
     optimizer's state array (any array of the parameters' shape for SGD).
+    The next step's rows are known (the draws were made for the chunk), so
+    the kernel prefetches them while it finishes this step's.
     """
     n_features = X.shape[1]
     # The kernel's buffers once for the run, not once a step.
@@ -81,7 +93,7 @@ def dense_single_output_steps(
         single_output_sum_into(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
-            coefficients, residual, scaled)
+            coefficients, residual, scaled, _next_batch(rows, offsets, full_batch, local))
         _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
                      alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
                      averaged, average_start)
