@@ -33,7 +33,7 @@ from ._clipping import (
 )
 from ._losses import multiclass_residual, single_output_residual
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
-from ._prefetch import prefetch_span, row_addresses
+from ._prefetch import CACHE_LINE, prefetch_address
 from ._threads import add_blocks, block_bounds, sum_over_blocks
 
 __all__ = [
@@ -51,9 +51,7 @@ __all__ = [
     "noisy_clipped_gradient_sum",
     "several_outputs_gradient_sum",
     "single_output_buffers",
-    "single_output_addresses",
     "single_output_gradient_sum",
-    "single_output_prefetch",
     "single_output_sum_into",
     "smooth_rows",
     "smooth_rows_team",
@@ -175,30 +173,6 @@ def single_output_gradient_sum(
 
 
 @njit(cache=True, nogil=True)
-def single_output_addresses(X, y, row_norms, feature_norms, weights):
-    """Where the one-output kernel reads a sample: ``row_addresses`` of each array it reads.
-
-    The row of ``X``, the target, the norm (``feature_norms`` where the fit
-    computed them, else ``row_norms``) and the weight (``weights`` empty:
-    unweighted, a row of 0 bytes).
-    """
-    norms = feature_norms if feature_norms.shape[0] > 0 else row_norms
-    weight_base, weight_step, weight_bytes = row_addresses(weights)
-    if weights.shape[0] == 0:
-        weight_bytes = 0
-    return (row_addresses(X), row_addresses(y), row_addresses(norms),
-            (weight_base, weight_step, weight_bytes))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def single_output_prefetch(addresses, i):
-    """Prefetch what the one-output kernel reads of sample ``i`` (see above)."""
-    for base, step, n_bytes in addresses:
-        if n_bytes > 0:
-            prefetch_span(base + i * step, n_bytes)
-
-
-@njit(cache=True, nogil=True)
 def single_output_sum_into(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights, gathered, per_row, coefficients, residual, scaled,
@@ -218,9 +192,11 @@ def single_output_sum_into(
     Out of cache, a block's gather waits on its rows' misses and its
     arithmetic waits on nothing, one after the other (at d = 20, about 45 and
     30 ns a row). So while a block computes, the rows one block ahead are
-    prefetched (:func:`single_output_prefetch`): the rest of this batch, then
-    ``upcoming``, the rows of the next batch (empty where there is none or it
-    is unknown). A prefetch changes when data arrives, never a result.
+    prefetched (their row, target, norm and weight; :mod:`._prefetch`): the
+    rest of this batch, then ``upcoming``, the rows of the next batch (empty
+    where there is none or it is unknown). A prefetch changes when data
+    arrives, never a result. Written out here rather than in helpers: each
+    compiled helper adds to a first fit's compilation.
     """
     copy_rows(noise, grad)
     n_rows = rows.shape[0]
@@ -233,7 +209,12 @@ def single_output_sum_into(
     # Rows prefetched ahead of the one computed: one block, at most a batch.
     distance = block if block < n_rows else n_rows
     n_upcoming = upcoming.shape[0]
-    addresses = single_output_addresses(X, y, row_norms, feature_norms, weights)
+    # Where a sample's data lie: ``ctypes`` once per call (it builds an object).
+    norms_read = feature_norms if feature_norms.shape[0] > 0 else row_norms
+    x_base, x_step, x_bytes = X.ctypes.data, X.strides[0], n_features * X.strides[1]
+    y_base, y_step = y.ctypes.data, y.strides[0]
+    norm_base, norm_step = norms_read.ctypes.data, norms_read.strides[0]
+    weight_base, weight_step = weights.ctypes.data, weights.strides[0]
     for start in range(0, n_rows, block):
         stop = start + block
         if stop > n_rows:
@@ -249,10 +230,21 @@ def single_output_sum_into(
         _gathered_margins(params[0], gathered, stop - start, margins)
         for r in range(stop - start):
             ahead = start + r + distance
+            sample = -1
             if ahead < n_rows:
-                single_output_prefetch(addresses, rows[ahead])
+                sample = rows[ahead]
             elif ahead - n_rows < n_upcoming:
-                single_output_prefetch(addresses, upcoming[ahead - n_rows])
+                sample = upcoming[ahead - n_rows]
+            if sample >= 0:
+                row = x_base + sample * x_step
+                for offset in range(0, x_bytes, CACHE_LINE):
+                    prefetch_address(row + offset)
+                # A row that does not start on a line ends on one line more.
+                prefetch_address(row + x_bytes - 1)
+                prefetch_address(y_base + sample * y_step)
+                prefetch_address(norm_base + sample * norm_step)
+                if weighted:
+                    prefetch_address(weight_base + sample * weight_step)
             residual[0] = single_output_residual(code, margins[r], targets[r], threshold)
             clipped_residual(residual, norms[r], clip_norm, row_weights[r], largest, tiny,
                              scaled)

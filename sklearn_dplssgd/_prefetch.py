@@ -15,10 +15,10 @@ intrinsic, reached through Numba's public extension API
 """
 
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["CACHE_LINE", "prefetch_address", "prefetch_span", "row_addresses"]
+__all__ = ["CACHE_LINE", "prefetch_address"]
 
 # Bytes per cache line on the x86-64 and ARM processors this runs on; a
 # longer line only makes some prefetches redundant.
@@ -51,25 +51,3 @@ def prefetch_address(typingctx, address):
         return context.get_dummy_value()
 
     return types.void(types.intp), codegen
-
-
-@njit(cache=True, nogil=True, inline="always")
-def prefetch_span(start, n_bytes):
-    """Prefetch every cache line of the bytes ``start .. start + n_bytes - 1``."""
-    for offset in range(0, n_bytes, CACHE_LINE):
-        prefetch_address(start + offset)
-    # The last byte: a span that does not start on a line boundary ends on
-    # one more line than its length covers.
-    prefetch_address(start + n_bytes - 1)
-
-
-@njit(cache=True, nogil=True)
-def row_addresses(array):
-    """``(address of array[0], bytes from one row to the next, bytes of a row)``.
-
-    Taken once per kernel call: ``array.ctypes`` builds an object each time,
-    far too slow for every row. A 1-D array's row is one entry.
-    """
-    if array.ndim == 1:
-        return array.ctypes.data, array.strides[0], array.itemsize
-    return array.ctypes.data, array.strides[0], array.shape[1] * array.strides[1]

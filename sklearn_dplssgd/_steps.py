@@ -61,16 +61,6 @@ def _finish_step(params, grad, n_features, sigma, omega, learning_rates, step, a
 
 
 @njit(cache=True, nogil=True)
-def _next_batch(rows, offsets, full_batch, local):
-    """The rows of the chunk's step ``local + 1`` (none after its last step)."""
-    if full_batch:
-        return rows
-    if local + 2 < offsets.shape[0]:
-        return rows[offsets[local + 1]:offsets[local + 2]]
-    return rows[:0]
-
-
-@njit(cache=True, nogil=True)
 def dense_single_output_steps(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
@@ -90,10 +80,17 @@ def dense_single_output_steps(
         params, X.shape[0])
     for local in range(local_start, local_stop):
         batch = _batch(rows, offsets, full_batch, local)
+        # The next step's rows (none after the chunk's last step), written
+        # out here: a compiled helper would add to a first fit's compilation.
+        upcoming = rows[:0]
+        if full_batch:
+            upcoming = rows
+        elif local + 2 < offsets.shape[0]:
+            upcoming = rows[offsets[local + 1]:offsets[local + 2]]
         single_output_sum_into(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
-            coefficients, residual, scaled, _next_batch(rows, offsets, full_batch, local))
+            coefficients, residual, scaled, upcoming)
         _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
                      alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
                      averaged, average_start)
