@@ -1047,11 +1047,77 @@ def narrow_step_costs(quick, reps):
     return out
 
 
+def narrow_breakdown(quick, reps, d=20):
+    """Where a d = 20 fit's time goes: ns per row of each part, medians of interleaved runs.
+
+    The one-output kernel over the Poisson batches of five epochs as the
+    compiled steps call it (each batch with the next one to prefetch), on the
+    n-row table (out of cache) and on a 4,096-row one (in cache); the
+    sampler (per sampled row, the whole draw of the five epochs at once as a
+    fit makes it); the per-fit row and feature norms (per row and epoch).
+    """
+    from sklearn_dplssgd._kernels import (
+        COEFFICIENT_RANGE,
+        compute_feature_norms,
+        compute_row_norms,
+        single_output_buffers,
+        single_output_sum_into,
+    )
+    from sklearn_dplssgd._sgd import poisson_batches
+
+    n, epochs, batch = (20_000, 2, 1024) if quick else (500_000, 5, 1024)
+    largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
+
+    def table(rows_in_table, seed):
+        X, y = narrow_table(rows_in_table, d, seed)
+        rng = np.random.default_rng(seed)
+        n_steps = max(1, epochs * rows_in_table // batch)
+        rows, offsets = poisson_batches(rng, rows_in_table, batch / rows_in_table, n_steps)
+        return X, y.astype(np.float64), rows, offsets
+
+    def kernel(X, y, rows, offsets):
+        row_norms = compute_row_norms(X)
+        feature_norms = compute_feature_norms(row_norms, 1.0)
+        params = np.full((1, d + 1), 0.3)
+        noise, grad = np.zeros_like(params), np.empty_like(params)
+        buffers = single_output_buffers(params, X.shape[0])
+        unweighted = np.empty(0)
+        t0 = time.perf_counter()
+        for t in range(offsets.shape[0] - 1):
+            upcoming = rows[offsets[t + 1]:offsets[t + 2]] if t + 2 < offsets.shape[0] \
+                else rows[:0]
+            single_output_sum_into(X, y, rows[offsets[t]:offsets[t + 1]], params, row_norms,
+                                   feature_norms, 0, 0.0, 1.0, True, largest, tiny, noise, grad,
+                                   unweighted, *buffers, upcoming)
+        return (time.perf_counter() - t0) / rows.shape[0]
+
+    big, small = table(n, 0), table(min(n, 4096), 1)
+    kernel(*small)  # compiled before timing
+
+    def sampler():
+        rng = np.random.default_rng(2)
+        t0 = time.perf_counter()
+        rows, _ = poisson_batches(rng, n, batch / n, epochs * n // batch)
+        return (time.perf_counter() - t0) / rows.shape[0]
+
+    def norms():
+        t0 = time.perf_counter()
+        compute_feature_norms(compute_row_norms(big[0]), 1.0)
+        return (time.perf_counter() - t0) / (n * epochs)
+
+    medians, _ = interleaved({"kernel, out of cache": lambda: kernel(*big),
+                              "kernel, in cache": lambda: kernel(*small),
+                              "sampler (per sampled row)": sampler,
+                              "row and feature norms (per row and epoch)": norms}, reps)
+    return {name: 1e9 * value for name, value in medians.items()}
+
+
 def narrow_lines(quick, reps):
     """The narrow-table section (markdown lines) and its verdicts."""
     loadavg("narrow tables")
     times = narrow_times(quick, reps)
     steps = narrow_step_costs(quick, reps)
+    parts = narrow_breakdown(quick, reps)
     n, epochs, batch = times["n"], times["epochs"], times["batch"]
     lines = [
         "## Narrow tables (binary)", "",
@@ -1084,6 +1150,16 @@ def narrow_lines(quick, reps):
     lines += [f"| {d} | {b} | {value:.2f} |" for (d, b), value in steps.items()]
     lines += ["", "With d = 8 and batch 4 the arithmetic is negligible: that row is the "
               "fixed cost of one step.", ""]
+    d20 = times["widths"].get(20)
+    lines += ["Where a d = 20 fit's time goes (nanoseconds per row; the kernel over the "
+              "Poisson batches of the fit's epochs, each batch with the next one to prefetch, "
+              "as the compiled steps run it; the in-cache table has 4,096 rows):", "",
+              "| part | ns per row |", "|---|---|"]
+    lines += [f"| {name} | {value:.1f} |" for name, value in parts.items()]
+    if d20 is not None:
+        lines += [f"| whole fit (table above) | {d20['ours']:.1f} |",
+                  f"| gather floor (table above) | {d20['floor']:.1f} |"]
+    lines.append("")
     verdicts.append(("per-step fixed cost (d=8, batch 4)", f"{small:.2f} us",
                      f"< {NARROW_TARGETS['step_overhead_us']:g} us",
                      verdict(small < NARROW_TARGETS["step_overhead_us"])))

@@ -33,6 +33,7 @@ from ._clipping import (
 from ._losses import multiclass_residual, single_output_residual
 from ._row_norms import compute_row_norms
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
+from ._prefetch import CACHE_LINE, prefetch_address
 from ._threads import add_blocks, block_bounds, sum_over_blocks
 
 __all__ = [
@@ -75,6 +76,13 @@ def _margin_float64(weights, x, n_features):
     for j in range(n_features):
         acc += np.float64(weights[j]) * np.float64(x[j])
     return acc
+
+
+# Bytes of a row prefetched at most: the processor's own prefetcher follows
+# a long row once its first lines are read. Asking for every line of a row
+# of 784 float64 gave binary epochs 2 to 3 % slower in two runs, at most
+# a KiB 0.98 to 1.04 in three (the spread of unchanged code; issue 31).
+_PREFETCHED_ROW_BYTES = 1 << 10
 
 
 # Rows of one output's batch gathered at a time: a block of about 128 KiB
@@ -166,13 +174,14 @@ def single_output_gradient_sum(
         params, rows.shape[0])
     single_output_sum_into(X, y, rows, params, row_norms, feature_norms, code, threshold,
                            clip_norm, fit_intercept, largest, tiny, noise, grad, weights,
-                           gathered, per_row, coefficients, residual, scaled)
+                           gathered, per_row, coefficients, residual, scaled, rows[:0])
 
 
 @njit(cache=True, nogil=True)
 def single_output_sum_into(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights, gathered, per_row, coefficients, residual, scaled,
+    upcoming,
 ):
     """``grad = noise + clipped sum`` for one output, in the given buffers.
 
@@ -184,6 +193,15 @@ def single_output_sum_into(
     the margins, residuals and clips of the block, then its sum. The rows
     are added in batch order, one after another, as a row-by-row loop would,
     so the block size does not change the result.
+
+    Out of cache, a block's gather waits on its rows' misses and its
+    arithmetic waits on nothing, one after the other (at d = 20, about 45 and
+    30 ns a row). So while a block computes, the rows one block ahead are
+    prefetched (their row, target, norm and weight; :mod:`._prefetch`): the
+    rest of this batch, then ``upcoming``, the rows of the next batch (empty
+    where there is none or it is unknown). A prefetch changes when data
+    arrives, never a result. Written out here rather than in helpers: each
+    compiled helper adds to a first fit's compilation.
     """
     copy_rows(noise, grad)
     n_rows = rows.shape[0]
@@ -193,6 +211,17 @@ def single_output_sum_into(
     weighted = weights.shape[0] > 0
     intercept_term = 1.0 if fit_intercept else 0.0
     gradient = grad[0]
+    # Rows prefetched ahead of the one computed: one block, at most a batch.
+    distance = block if block < n_rows else n_rows
+    n_upcoming = upcoming.shape[0]
+    # Where a sample's data lie: ``ctypes`` once per call (it builds an object).
+    norms_read = feature_norms if feature_norms.shape[0] > 0 else row_norms
+    x_base, x_step, x_bytes = X.ctypes.data, X.strides[0], n_features * X.strides[1]
+    if x_bytes > _PREFETCHED_ROW_BYTES:
+        x_bytes = _PREFETCHED_ROW_BYTES
+    y_base, y_step = y.ctypes.data, y.strides[0]
+    norm_base, norm_step = norms_read.ctypes.data, norms_read.strides[0]
+    weight_base, weight_step = weights.ctypes.data, weights.strides[0]
     for start in range(0, n_rows, block):
         stop = start + block
         if stop > n_rows:
@@ -207,6 +236,22 @@ def single_output_sum_into(
             row_weights[r] = weights[source] if weighted else 1.0
         _gathered_margins(params[0], gathered, stop - start, margins)
         for r in range(stop - start):
+            ahead = start + r + distance
+            sample = -1
+            if ahead < n_rows:
+                sample = rows[ahead]
+            elif ahead - n_rows < n_upcoming:
+                sample = upcoming[ahead - n_rows]
+            if sample >= 0:
+                row = x_base + sample * x_step
+                for offset in range(0, x_bytes, CACHE_LINE):
+                    prefetch_address(row + offset)
+                # A row that does not start on a line ends on one line more.
+                prefetch_address(row + x_bytes - 1)
+                prefetch_address(y_base + sample * y_step)
+                prefetch_address(norm_base + sample * norm_step)
+                if weighted:
+                    prefetch_address(weight_base + sample * weight_step)
             residual[0] = single_output_residual(code, margins[r], targets[r], threshold)
             clipped_residual(residual, norms[r], clip_norm, row_weights[r], largest, tiny,
                              scaled)
@@ -393,7 +438,7 @@ def _single_output_sum_from_python(
     buffers = single_output_buffers(params, rows.shape[0])
     single_output_sum_into(X, y, rows, params, row_norms, feature_norms, code, threshold,
                            clip_norm, fit_intercept, largest, tiny, noise, grad, weights,
-                           *buffers)
+                           *buffers, rows[:0])
 
 
 def dense_gradient_kernel(n_outputs):

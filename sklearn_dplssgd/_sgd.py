@@ -52,13 +52,17 @@ __all__ = [
 # could overflow float64 (infinite margins, residuals and predictions).
 MAX_ROW_NORM = 1e150
 
-# Fits of fewer steps go through the Python steps: a compiled run of steps
-# (_steps) saves 3 to 6 us of Python a step, but compiling it adds about 1.5 s
-# to a fresh environment's first fit (later processes load it from Numba's
-# disk cache). Below this many steps the Python costs a fit at most about
-# 30 ms, and the default settings choose about 1,000 steps: a first fit
-# compiles only the kernels it steps through.
+# Small fits go through the Python steps. A compiled run of steps (_steps)
+# saves 3 to 6 us of Python a step and, with one output, prefetches the next
+# step's rows while a step ends; but compiling it adds about 1.5 s to a fresh
+# environment's first fit (later processes load it from Numba's disk cache).
+# It is used for fits of at least this many steps (below, the Python costs a
+# fit at most about 30 ms) or that visit at least this many rows (a table
+# too large for the cache, where the prefetch across steps pays). The
+# defaults choose about 1,000 steps, so a first fit on a small table compiles
+# only the kernels it steps through.
 COMPILED_RUN_MIN_STEPS = 5_000
+COMPILED_RUN_MIN_ROWS = 2_000_000
 
 LONG_ROWS_MESSAGE = (
     f"Some rows of X have an L2 norm above {MAX_ROW_NORM:g}: they contribute nothing "
@@ -256,13 +260,15 @@ class NumpyTraining:
         Available with the standard gradient kernel, an optimizer that has a
         compiled update, and the gradients on one thread (the team's split of
         each batch is decided per step, in Python), for fits of at least
-        ``COMPILED_RUN_MIN_STEPS`` steps (where the Python it saves outweighs
-        compiling it).
+        ``COMPILED_RUN_MIN_STEPS`` steps or ``COMPILED_RUN_MIN_ROWS`` rows
+        visited (where what it saves outweighs compiling it).
         """
         optimizer = update.optimizer
         plan = self.plan
+        rows_visited = plan.n_steps * min(1.0, plan.sample_rate) * self.X.shape[0]
         if (not self._standard_kernel or optimizer.compiled_code is None
-                or self._team_size > 1 or plan.n_steps < COMPILED_RUN_MIN_STEPS):
+                or self._team_size > 1 or (plan.n_steps < COMPILED_RUN_MIN_STEPS
+                                           and rows_visited < COMPILED_RUN_MIN_ROWS)):
             return None
         largest, tiny = COEFFICIENT_RANGE[np.dtype(self.params.dtype)]
         X = (self.X.data, self.X.indices, self.X.indptr) if sp.issparse(self.X) else self.X

@@ -71,6 +71,8 @@ def dense_single_output_steps(
 
     ``average_start`` is -1 without averaging; ``optimizer_state`` is the
     optimizer's state array (any array of the parameters' shape for SGD).
+    The next step's rows are known (the draws were made for the chunk), so
+    the kernel prefetches them while it finishes this step's.
     """
     n_features = X.shape[1]
     # The kernel's buffers once for the run, not once a step.
@@ -78,10 +80,17 @@ def dense_single_output_steps(
         params, X.shape[0])
     for local in range(local_start, local_stop):
         batch = _batch(rows, offsets, full_batch, local)
+        # The next step's rows (none after the chunk's last step), written
+        # out here: a compiled helper would add to a first fit's compilation.
+        upcoming = rows[:0]
+        if full_batch:
+            upcoming = rows
+        elif local + 2 < offsets.shape[0]:
+            upcoming = rows[offsets[local + 1]:offsets[local + 2]]
         single_output_sum_into(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
-            coefficients, residual, scaled)
+            coefficients, residual, scaled, upcoming)
         _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
                      alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
                      averaged, average_start)

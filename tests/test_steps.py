@@ -37,7 +37,7 @@ def _fit_both_ways(monkeypatch, make, X, y, **fit_params):
         calls.append(1)
         return standard(*args, **kwargs)
 
-    # These fits are short: the compiled run is forced (it is the one tested).
+    # These fits are small: the compiled run is forced (it is the one tested).
     monkeypatch.setattr(_sgd, "COMPILED_RUN_MIN_STEPS", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -105,10 +105,14 @@ def test_compiled_steps_with_weights_and_reported_epochs(monkeypatch, capsys):
         f"-- Epoch {epoch}" for epoch in (1, 2, 3, 1, 2, 3)]
 
 
-@pytest.mark.parametrize("n_steps, compiled", [(150, False), (5_000, True)])
-def test_compiled_runs_only_for_long_fits(monkeypatch, n_steps, compiled):
-    # Short fits step in Python (nothing more to compile); long ones run compiled.
+@pytest.mark.parametrize("n_steps, min_rows, compiled", [
+    (150, None, False), (5_000, None, True), (150, 150 * 400, True)])
+def test_compiled_runs_only_for_large_fits(monkeypatch, n_steps, min_rows, compiled):
+    # Small fits step in Python (nothing more to compile); fits of many steps
+    # or many rows visited run compiled.
     X, y, _ = _data(seed=6)
+    if min_rows is not None:
+        monkeypatch.setattr(_sgd, "COMPILED_RUN_MIN_ROWS", min_rows)
     runs = []
     standard = _sgd.dense_single_output_steps
 
@@ -121,7 +125,6 @@ def test_compiled_runs_only_for_long_fits(monkeypatch, n_steps, compiled):
                               random_state=0).fit(X, y)
     assert model.n_steps_ == n_steps
     assert bool(runs) == compiled
-    assert _sgd.COMPILED_RUN_MIN_STEPS == 5_000
 
 
 @pytest.mark.parametrize("loss_name", ["log_loss", "squared_error", "huber"])
