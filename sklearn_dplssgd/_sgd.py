@@ -57,11 +57,11 @@ MAX_ROW_NORM = 1e150
 # step's rows while a step ends; but compiling it adds about 1.5 s to a fresh
 # environment's first fit (later processes load it from Numba's disk cache).
 # It is used for fits of at least this many steps (below, the Python costs a
-# fit at most about 30 ms) or that visit at least this many rows (a table
+# fit at most about 12 ms) or that visit at least this many rows (a table
 # too large for the cache, where the prefetch across steps pays). The
 # defaults choose about 1,000 steps, so a first fit on a small table compiles
 # only the kernels it steps through.
-COMPILED_RUN_MIN_STEPS = 5_000
+COMPILED_RUN_MIN_STEPS = 2_000
 COMPILED_RUN_MIN_ROWS = 2_000_000
 
 LONG_ROWS_MESSAGE = (

@@ -106,7 +106,7 @@ def test_compiled_steps_with_weights_and_reported_epochs(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("n_steps, min_rows, compiled", [
-    (150, None, False), (5_000, None, True), (150, 150 * 400, True)])
+    (150, None, False), (2_000, None, True), (150, 150 * 400, True)])
 def test_compiled_runs_only_for_large_fits(monkeypatch, n_steps, min_rows, compiled):
     # Small fits step in Python (nothing more to compile); fits of many steps
     # or many rows visited run compiled.
