@@ -353,24 +353,27 @@ def _noisy_sum_team(
     add_blocks(noise, partial, grad)
 
 
+def _per_row_argument(values, n_samples, what):
+    """A kernel's optional per-row array: ``_UNWEIGHTED`` (empty) for None, else checked.
+
+    The compiled kernels index it by row without bounds checks; a wrong
+    array would mis-set every clip.
+    """
+    if values is None:
+        return _UNWEIGHTED
+    if values.shape != (n_samples,) or values.dtype != np.float64:
+        raise ValueError(f"{what} must be a float64 array with one entry per row of X.")
+    return values
+
+
 def check_feature_norms(feature_norms, n_samples):
     """The kernels' feature_norms argument: empty for None (computed per row), else checked."""
-    if feature_norms is None:
-        return _UNWEIGHTED
-    if feature_norms.shape != (n_samples,) or feature_norms.dtype != np.float64:
-        # Indexed by row without bounds checks; a wrong array mis-sets every clip.
-        raise ValueError("feature_norms must be a float64 array with one norm per row of X.")
-    return feature_norms
+    return _per_row_argument(feature_norms, n_samples, "feature_norms")
 
 
 def check_weights(weights, n_samples):
     """The kernels' weights argument: ``_UNWEIGHTED`` for None, else checked."""
-    if weights is None:
-        return _UNWEIGHTED
-    if weights.shape != (n_samples,) or weights.dtype != np.float64:
-        # The compiled kernels index it by row without bounds checks.
-        raise ValueError("weights must be a float64 array with one entry per row of X.")
-    return weights
+    return _per_row_argument(weights, n_samples, "weights")
 
 
 def noisy_clipped_gradient_sum(
