@@ -3,10 +3,12 @@
 Run ``python -m sklearn_dplssgd`` (or ``dplssgd-demo``). It trains
 multinomial logistic regression with the library's defaults (batch size,
 epochs, step size and delta chosen automatically from public quantities),
-with sigma = 0 (plain DP-SGD) and with Laplacian smoothing, at several
-privacy budgets on a fixed 80/20 split of the 8x8 digits, and prints test
-accuracy, the epsilon actually reached and the time of each fit beside
-scikit-learn's non-private ``LogisticRegression``.
+with the smoothing strength the defaults choose (``sigma='auto'``), with
+sigma = 0 (plain DP-SGD) and with sigma = 1, at several privacy budgets on a
+fixed 80/20 split of the 8x8 digits, and prints test accuracy (mean and
+spread over fits with fresh noise), the epsilon actually reached and the
+time of each fit beside scikit-learn's non-private ``LogisticRegression``,
+then each smoothing's difference to plain DP-SGD with its standard error.
 """
 
 import argparse
@@ -20,6 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
 from ._classifier import DPLSSGDClassifier
+from ._defaults import AUTO, explain_sigma
 from ._scaler import BoundedScaler
 
 __all__ = ["main"]
@@ -27,7 +30,8 @@ __all__ = ["main"]
 _COLUMNS = """\
 columns: epsilon  the privacy budget asked for (inf: no noise, the non-private
                   reference with clipping kept)
-         sigma    Laplacian smoothing strength (0: plain DP-SGD)
+         sigma    Laplacian smoothing strength (0: plain DP-SGD; auto: the
+                  defaults' choice, the value it resolved to in brackets)
          accuracy test accuracy, mean +- standard deviation over the fits
          epsilon_ the epsilon the accountant certifies for the fit (replace-one
                   neighbours, delta_ below)
@@ -49,19 +53,30 @@ def _parse_args(argv):
         help="privacy budgets to try (inf is the non-private reference)",
     )
     parser.add_argument(
-        "--sigmas", type=float, nargs="+", default=[0.0, 1.0],
-        help="smoothing strengths (0 is plain DP-SGD)",
+        "--sigmas", type=_sigma, nargs="+", default=[AUTO, 0.0, 1.0],
+        help="smoothing strengths: numbers >= 0 (0 is plain DP-SGD) or 'auto' (the defaults)",
     )
     parser.add_argument("--delta", type=_delta, default="auto",
                         help="delta in (0, 1), or 'auto' (the default: min(1e-5, 1/(10 n)))")
-    parser.add_argument("--seeds", type=_positive_int, default=3,
-                        help="fits per setting, each with fresh noise (mean reported)")
+    parser.add_argument("--seeds", type=_positive_int, default=5,
+                        help="fits per setting, each with fresh noise (mean and spread reported)")
     args = parser.parse_args(argv)
     if any(not epsilon > 0 for epsilon in args.epsilons):
         parser.error("--epsilons must all be positive (inf is the non-private reference)")
-    if any(not (sigma >= 0 and math.isfinite(sigma)) for sigma in args.sigmas):
-        parser.error("--sigmas must all be finite and >= 0")
     return args
+
+
+def _sigma(text):
+    if text == AUTO:
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0 or 'auto', got {text!r}") \
+            from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be finite and >= 0, got {text!r}")
+    return value
 
 
 def _positive_int(text):
@@ -95,6 +110,25 @@ def _timed_fit(X, y, epsilon, delta, sigma):
         warnings.simplefilter("error")  # a privacy warning here is a bug
         clf.fit(X, y)
     return clf, time.perf_counter() - start
+
+
+def _sigma_label(sigma, resolved):
+    return f"auto ({resolved:g})" if sigma == AUTO else f"{sigma:g}"
+
+
+def _difference_line(epsilon, label, accuracies, reference):
+    """One smoothing's mean gain over plain DP-SGD, with its standard error.
+
+    The fits are independent (fresh noise each), so the standard error of the
+    difference of the two means adds the two means' variances.
+    """
+    difference = (np.mean(accuracies) - np.mean(reference)) * 100
+    error = 100 * math.sqrt(np.var(accuracies, ddof=1) / len(accuracies)
+                            + np.var(reference, ddof=1) / len(reference))
+    verdict = "within the spread" if abs(difference) <= 2 * error else (
+        "a gain" if difference > 0 else "a loss")
+    return (f"  epsilon {epsilon:g}, sigma {label}: {difference:+.1f} +- {error:.1f} points "
+            f"({verdict})")
 
 
 def _first_fit_seconds(X, y, epsilon, delta, sigma):
@@ -135,14 +169,17 @@ def main(argv=None):
           "them from the on-disk cache). It is timed on its own, before the table.", flush=True)
     first_seconds = _first_fit_seconds(X_train, y_train, args.epsilons[0], args.delta,
                                        args.sigmas[0])
-    print(f"first fit (epsilon {args.epsilons[0]:g}, sigma {args.sigmas[0]:g}): "
+    print(f"first fit (epsilon {args.epsilons[0]:g}, sigma {args.sigmas[0]}): "
           f"{first_seconds:.2f} s, including compiling or loading the kernels and calibrating "
           "the noise; the table's times leave it out.", flush=True)
-    header = (f"{'epsilon':>8} {'sigma':>6} {'accuracy':>14} {'epsilon_':>9} {'z':>8} "
+    reason = explain_sigma(AUTO, X_train.shape[1], False,
+                           DPLSSGDClassifier._auto_sigma_levels)
+    print(f"Smoothing chosen by the defaults: {reason}.")
+    header = (f"{'epsilon':>8} {'sigma':>10} {'accuracy':>14} {'epsilon_':>9} {'z':>8} "
               f"{'eta0_':>7} {'fit (s)':>8}")
     print(header)
     print("-" * len(header))
-    means = {}
+    scores, labels = {}, {}
     for epsilon in args.epsilons:
         for sigma in args.sigmas:
             accuracies, times = [], []
@@ -150,9 +187,10 @@ def main(argv=None):
                 clf, seconds = _timed_fit(X_train, y_train, epsilon, args.delta, sigma)
                 times.append(seconds)
                 accuracies.append(clf.score(X_test, y_test))
-            means[epsilon, sigma] = np.mean(accuracies)
+            scores[epsilon, sigma] = accuracies
+            labels[sigma] = _sigma_label(sigma, clf.sigma_)
             print(
-                f"{epsilon:>8g} {sigma:>6g} {np.mean(accuracies):>7.3f} "
+                f"{epsilon:>8g} {labels[sigma]:>10} {np.mean(accuracies):>7.3f} "
                 f"+- {np.std(accuracies):.3f} "
                 f"{clf.epsilon_:>9.4g} {clf.noise_multiplier_:>8.3f} {clf.eta0_:>7.3g} "
                 f"{np.median(times):>8.3f}",
@@ -164,16 +202,18 @@ def main(argv=None):
         "When smoothing helps: it acts along the feature axis, so it pays where "
         "neighbouring features are related (pixels, time series) and where the noise is "
         "large (small epsilon); without noise it can only blur the gradient. On these "
-        "8x8 images (64 pixels, ~1,400 rows) its effect is usually within the spread "
-        "between fits; on 28x28 MNIST it adds 1 to 3.5 points at epsilon <= 1 "
-        "(benchmarks/results/utility.md)."
+        "8x8 images (64 pixels, ~1,400 rows) its effect is small beside the spread "
+        "between fits; on 28x28 MNIST it adds 1 to 3.5 points at epsilon <= 1 with a "
+        "tuned step (benchmarks/results/utility.md)."
     )
-    sigmas = [s for s in args.sigmas if s > 0]
-    if 0.0 in args.sigmas and sigmas:
-        gains = ", ".join(
-            f"{(means[e, sigmas[-1]] - means[e, 0.0]) * 100:+.1f} at epsilon {e:g}"
-            for e in args.epsilons)
-        print(f"This run, sigma={sigmas[-1]:g} minus sigma=0, in points: {gains}.")
+    smoothed = [sigma for sigma in args.sigmas if sigma != 0.0]
+    if 0.0 in args.sigmas and smoothed and args.seeds >= 2:
+        print(f"This run, each smoothing minus sigma=0 (mean over {args.seeds} fits each, "
+              "+- one standard error; 'within the spread': less than two standard errors):")
+        for epsilon in args.epsilons:
+            for sigma in smoothed:
+                print(_difference_line(epsilon, labels[sigma], scores[epsilon, sigma],
+                                       scores[epsilon, 0.0]))
 
 
 if __name__ == "__main__":

@@ -156,6 +156,7 @@ __all__ = [
     "resolve_eta0",
     "resolve_schedule",
     "resolve_sigma",
+    "explain_sigma",
     "weight_noise_target",
 ]
 
@@ -433,3 +434,31 @@ def resolve_sigma(sigma, n_features, sparse, levels):
             if n_features >= min_features:
                 resolved = level
     return float(resolved)
+
+
+def explain_sigma(sigma, n_features, sparse, levels):
+    """Why ``sigma`` resolves to the value it does, in one sentence.
+
+    The same inputs as :func:`resolve_sigma`, all public: what a report or a
+    demonstration prints beside the smoothing strength a fit used.
+
+    Parameters
+    ----------
+    sigma : float or "auto"
+    n_features : int
+    sparse : bool
+    levels : tuple of (int, float)
+
+    Returns
+    -------
+    reason : str
+    """
+    resolved = resolve_sigma(sigma, n_features, sparse, levels)
+    if sigma != AUTO:
+        return f"sigma={resolved:g} was given"
+    if sparse:
+        return ("sigma='auto' chose 0: sparse input (one-hot or hashed columns have no "
+                "order to smooth along)")
+    rule = ", ".join(f"{level:g} from {min_features} features" for min_features, level in levels)
+    return (f"sigma='auto' chose {resolved:g} for dense input of {n_features} features "
+            f"(the rule, from the shape only: {rule}; 0 below)")

