@@ -28,9 +28,23 @@ each by one, and the partitions are selected independently, so ``pi`` runs
 at ``(eps_col / 2, delta_col / 2)`` and the two changes compose. The columns
 compose: ``eps_col = epsilon / n_columns``, ``delta_col = delta /
 n_columns`` (basic composition).
+
+What is released is each kept value's *canonical form*, computed from that
+value alone before counting: one kind per column (strings, bytes, booleans,
+integers or floats; a column that mixes them is refused), numbers as Python
+numbers of that kind, ``-0.0`` as ``+0.0``. Equal values are then identical,
+so the representation released for a category cannot depend on which row
+holds it or on row order (``np.unique`` keeps the first of equal values: with
+raw values, one row's ``-0.0`` or ``True`` would decide what
+``categories_`` shows). Values that are not totally ordered or whose
+equality does not match their hashing (sets, tuples, arbitrary objects) are
+refused: sorting would split them into many "categories", and one row would
+change many counts. A row-wise map changes no count's sensitivity.
 """
 
 import math
+import numbers
+import sys
 
 import numpy as np
 import scipy.sparse as sp
@@ -56,6 +70,14 @@ __all__ = ["DPOneHotEncoder", "selection_probabilities"]
 _OUTPUT_DTYPES = (np.float64, np.float32, np.int64, np.int32, np.int8, np.uint8, np.bool_)
 
 
+# Above this epsilon exp(epsilon) overflows a float. pi at a smaller epsilon
+# is pointwise no larger (both terms of the recursion grow with epsilon), so
+# it still satisfies the constraints at the larger one: clamping is
+# conservative, and at 700 pi is already 1 from a count of 2 on for any
+# delta above about 1e-300.
+_LARGEST_EXPONENT = 700.0
+
+
 def selection_probabilities(max_count, epsilon, delta):
     """``pi(0..max_count)``: the optimal partition-selection probabilities.
 
@@ -76,7 +98,8 @@ def selection_probabilities(max_count, epsilon, delta):
     """
     pi = np.ones(max_count + 1)
     pi[0] = 0.0
-    growth, shrink = math.exp(epsilon), math.exp(-epsilon)
+    growth = math.exp(min(epsilon, _LARGEST_EXPONENT))
+    shrink = math.exp(-epsilon)
     previous = 0.0
     for count in range(1, max_count + 1):
         previous = min(growth * previous + delta, 1.0 - shrink * (1.0 - delta - previous), 1.0)
@@ -86,13 +109,100 @@ def selection_probabilities(max_count, epsilon, delta):
     return pi
 
 
-def _category_array(values):
-    """Released values as numbers where they are numbers, else as objects (as sklearn)."""
-    if values.dtype.kind == "O" and values.size and all(
-            isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
-            for value in values):
-        return np.asarray(values.tolist())
-    return values.astype(object) if values.dtype.kind in "OUS" else values
+def _value_kind(value):
+    """The kind of one categorical value, or None for a value that is not supported.
+
+    numpy's scalars count as the Python kind they stand for (``np.int64`` is
+    an integer, ``np.str_`` a string); booleans are not integers here.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(value, numbers.Integral):
+        return "integer"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bytes):
+        return "bytes"
+    return None
+
+
+# The canonical form of a value of each kind: a Python object of one type, so
+# that equal values are identical (float(-0.0) + 0.0 is +0.0).
+_CANONICAL = {"boolean": bool, "integer": int, "float": lambda value: float(value) + 0.0,
+              "string": str, "bytes": bytes}
+
+
+def _canonical_column(column, index, owner):
+    """Column ``index`` of X as canonical values and its kind (see the module docstring).
+
+    Raises a TypeError that names the column (schema) but no value for a
+    column of several kinds or of unsupported values.
+    """
+    dtype_kind = column.dtype.kind
+    if dtype_kind == "f":
+        return column + 0.0, "float"  # -0.0 + 0.0 is +0.0; the dtype is kept
+    if dtype_kind in "biu":
+        return column, "boolean" if dtype_kind == "b" else "integer"
+    if dtype_kind == "U":
+        return column.astype(object), "string"
+    if dtype_kind == "S":
+        return column.astype(object), "bytes"
+    if dtype_kind != "O":
+        raise TypeError(
+            f"{owner}: column {index} of X has the dtype {column.dtype}, which is not "
+            "categorical; convert it to strings or numbers first.")
+    kinds = {_value_kind(value) for value in column}
+    if None in kinds:
+        unsupported = next(type(value).__name__ for value in column
+                           if _value_kind(value) is None)
+        raise TypeError(
+            f"{owner}: column {index} of X holds values of type {unsupported} "
+            f"({VALUES_NOT_SHOWN}); only strings, bytes, booleans, integers and floats are "
+            "categories, since other values have no total order or an equality that "
+            "does not match their hashing. Convert the column, for example with "
+            "astype(str).")
+    if len(kinds) > 1:
+        raise TypeError(
+            f"{owner}: column {index} of X mixes {' and '.join(sorted(kinds))} values "
+            f"({VALUES_NOT_SHOWN}); equal values of different types (1, 1.0 and True) would "
+            "be one category shown as whichever row came first. Convert the column to "
+            "one type first, for example with astype(str) or astype(float).")
+    kind = kinds.pop()
+    canonical = np.empty(column.shape[0], dtype=object)
+    canonical[:] = [_CANONICAL[kind](value) for value in column]
+    return canonical, kind
+
+
+def _category_array(values, kind):
+    """The released values of one column as an array of the column's kind.
+
+    Strings and bytes as objects (as scikit-learn's encoder), numbers and
+    booleans as a numeric array; only integers beyond int64 stay objects.
+    Built from the released values only: post-processing.
+    """
+    if kind in ("string", "bytes") or values.dtype.kind != "O":
+        return values.astype(object) if kind in ("string", "bytes") else values
+    dtype = {"boolean": np.bool_, "float": np.float64}.get(kind)
+    if dtype is not None:
+        return values.astype(dtype)
+    try:
+        return values.astype(np.int64)
+    except OverflowError:
+        return values
+
+
+def _is_missing(value):
+    """Whether one value of an object column is a missing value (None, NaN, NA, NaT)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN and NaT are not equal to themselves
+    except TypeError:
+        return True  # pandas.NA: its truth value is ambiguous
+    except ValueError:
+        return False  # an array-valued cell, refused later as unsupported
 
 
 def _dtype_error(value):
@@ -172,8 +282,12 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
     Notes
     -----
     Missing values (NaN, None) are refused: replace them by a category of
-    their own (``fillna("missing")``) first. A column whose values are of
-    mixed types that cannot be ordered (strings and numbers) is refused. A
+    their own (``fillna("missing")``) first. Each column must hold one kind
+    of value (strings, bytes, booleans, integers or floats): a column that
+    mixes kinds (strings and numbers, or ``1``, ``1.0`` and ``True``) or
+    holds other objects (sets, tuples) is refused. Released categories are
+    canonical forms, one dtype per column and ``-0.0`` as ``0.0``, so that no
+    row decides how a category is shown. A
     column with one category, or none released, gives one output column or
     none. Reference: D. Desfontaines, J. Voss, B. Gipson, C. Mandayam,
     "Differentially private partition selection", Proceedings on Privacy
@@ -223,23 +337,47 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         if sp.issparse(X):
             raise TypeError(f"{type(self).__name__} does not accept sparse input; pass the "
                             "categorical columns as an array or a DataFrame.")
+        # NaN passes scikit-learn's check so that the advice below, not its
+        # generic "Input contains NaN", answers a missing value (pandas 3's
+        # string columns hold NaN for one).
         X = validate_hiding_values({"X": X}, validate_data, self, X, dtype=None,
-                                   accept_sparse=False, reset=reset)
+                                   accept_sparse=False, reset=reset,
+                                   ensure_all_finite="allow-nan")
         if X.dtype.kind == "O":
-            missing = np.frompyfunc(lambda value: value is None, 1, 1)(X).astype(bool)
-            if missing.any():
-                raise ValueError(
-                    f"{type(self).__name__} does not accept missing values (None) in X "
-                    f"({VALUES_NOT_SHOWN}): replace them by a category of their own first, "
-                    "for example with fillna('missing').")
+            missing = np.frompyfunc(_is_missing, 1, 1)(X).astype(bool)
+        elif X.dtype.kind == "f":
+            missing = np.isnan(X)
+        else:
+            missing = np.zeros(1, dtype=bool)
+        if missing.any():
+            column = int(np.flatnonzero(missing.any(axis=0))[0]) if missing.ndim == 2 else 0
+            raise ValueError(
+                f"{type(self).__name__} does not accept missing values (None, NaN) in X "
+                f"(column {self._column_name(column)}; {VALUES_NOT_SHOWN}): replace them "
+                "by a category of their own first, for example with fillna('missing').")
         return X
 
+    def _column_name(self, index):
+        """How errors name column ``index``: its name for a DataFrame (schema), else the index."""
+        names = getattr(self, "feature_names_in_", None)
+        return repr(str(names[index])) if names is not None else str(index)
+
     def _partition_budget(self, n_columns):
-        """(epsilon, delta) of each partition's selection, and how many compose."""
-        per_column = (self.epsilon / n_columns, self.delta / n_columns)
-        if self.neighboring == "replace_one":
-            return per_column[0] / 2, per_column[1] / 2, 2 * n_columns
-        return per_column[0], per_column[1], n_columns
+        """(epsilon, delta) of each partition's selection, and how many compose.
+
+        Checked before the ledger is charged: a share that underflows to zero
+        or a subnormal float would be reported as a smaller spend than the
+        one declared.
+        """
+        n_parts = 2 * n_columns if self.neighboring == "replace_one" else n_columns
+        epsilon_p, delta_p = self.epsilon / n_parts, self.delta / n_parts
+        for name, share in (("epsilon", epsilon_p), ("delta", delta_p)):
+            if not share >= sys.float_info.min:
+                raise ValueError(
+                    f"The {name!r} parameter of {type(self).__name__} is too small: split "
+                    f"over {n_parts} partition selections it is below the smallest normal "
+                    "floating-point number. Use a larger value.")
+        return epsilon_p, delta_p, n_parts
 
     def fit(self, X, y=None):
         """Select each column's categories privately.
@@ -273,15 +411,13 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         pi = selection_probabilities(n_samples, epsilon_p, delta_p)
         categories = []
         for j in range(n_columns):
-            try:
-                values, counts = np.unique(X[:, j], return_counts=True)
-            except TypeError:
-                raise TypeError(
-                    f"{type(self).__name__}: column {j} of X mixes values that cannot be "
-                    f"ordered, such as strings and numbers ({VALUES_NOT_SHOWN}); convert it "
-                    "to one type first, for example with astype(str).") from None
+            column, kind = _canonical_column(X[:, j], self._column_name(j),
+                                             type(self).__name__)
+            # One kind, canonical forms: totally ordered, and equal values
+            # identical, so np.unique's choice of representative is moot.
+            values, counts = np.unique(column, return_counts=True)
             released = rng.random(values.shape[0]) < pi[counts]
-            categories.append(_category_array(values[released]))
+            categories.append(_category_array(values[released], kind))
         self.categories_ = categories
         self.epsilon_ = epsilon
         self.delta_ = math.inf if seeded else delta_p * n_parts

@@ -15,14 +15,17 @@ first ``c`` whose noisy count of rows ``>= c`` reaches the noisy ``n - k``.
 Starting there keeps the scans short where the counts are far below the
 threshold (each such query is a chance to stop too early). ``k``, the number
 of rows each scan aims to leave outside its end, depends only on public
-quantities (the row count, public under replace-one neighbours, and the
-epsilon of the end), so that little is clipped while the range is not
-stretched to an outlier.
+quantities: the epsilon of the end and, where the row count is public (under
+replace-one neighbours, or declared with ``public_n_samples``), that count,
+so that little is clipped while the range is not stretched to an outlier.
+Under add/remove without a declared count ``k`` does not depend on ``n`` at
+all: it is released (``tail_count_``), and a ``k`` capped at ``n // 4``
+would tell ``n`` and ``n + 1`` rows apart.
 
-Privacy: each query ``count(x <= c) - (n - k)`` has sensitivity 1, and one
-row moves all queries of a scan in the same direction (monotone queries),
-under both replace-one and add/remove neighbours (``k`` grows by at most one
-when ``n`` does). AboveThreshold with threshold noise ``Lap(1 / eps1)`` and
+Privacy: each query ``count(x <= c) - (n - k) = k - count(x > c)`` has
+sensitivity 1 for a fixed ``k``, and one row moves all queries of a scan in
+the same direction (monotone queries), under both replace-one and add/remove
+neighbours. AboveThreshold with threshold noise ``Lap(1 / eps1)`` and
 query noise ``Lap(1 / eps2)`` is then ``(eps1 + eps2)``-DP whatever the
 number of queries (Lyu, Su and Li, "Understanding the sparse vector technique
 for differential privacy", PVLDB 2017, Algorithm 7 with monotone queries).
@@ -74,6 +77,8 @@ THRESHOLD_SHARE = 2.0 / 3.0
 # data) with probability exp(-3) / 2 = 2.5 percent only, few enough that
 # little is clipped.
 TAIL_NOISE_UNITS = 3.0
+# Counts and the threshold n - k are float64: exact up to 2**53.
+_LARGEST_EXACT_COUNT = 2.0 ** 53
 
 
 def candidate_grid():
@@ -90,29 +95,50 @@ def candidate_grid():
     return np.concatenate([-magnitudes[::-1], [0.0], magnitudes])
 
 
-def tail_count(n_samples, epsilon_end):
+def tail_count(public_n_samples, epsilon_end):
     """Rows the scan aims to leave outside each end: public quantities only.
 
     ``ceil(TAIL_NOISE_UNITS / (THRESHOLD_SHARE * epsilon_end))`` (that is
-    ``ceil(4.5 / epsilon_end)``), at most ``n_samples // 4``.
-    It is non-decreasing in ``n_samples`` and grows by at most one when
-    ``n_samples`` does, which keeps the scan's queries of sensitivity 1
-    under add/remove neighbours (where the row count is not public).
+    ``ceil(4.5 / epsilon_end)``), at most ``public_n_samples // 4`` when a
+    row count is public.
 
     Parameters
     ----------
-    n_samples : int
+    public_n_samples : int or None
+        A public row count: the actual one under replace-one neighbours, the
+        declared ``public_n_samples`` under add/remove; None where the row
+        count is private (add/remove without a declared count), and then no
+        cap applies.
     epsilon_end : float
 
     Returns
     -------
     k : int
     """
-    return int(min(_uncapped_tail_count(epsilon_end), n_samples // 4))
+    uncapped = math.ceil(TAIL_NOISE_UNITS / THRESHOLD_SHARE / epsilon_end)
+    if public_n_samples is None:
+        return int(uncapped)
+    return int(min(uncapped, public_n_samples // 4))
 
 
-def _uncapped_tail_count(epsilon_end):
-    return math.ceil(TAIL_NOISE_UNITS / THRESHOLD_SHARE / epsilon_end)
+def _check_end_budget(epsilon, n_ends):
+    """``epsilon / n_ends``, or a ValueError naming epsilon when it is too small to use.
+
+    The scans compare float64 counts with the threshold ``n - k``; beyond
+    ``2**53`` (an epsilon per end below about ``5e-16``) ``k`` is no longer
+    exact in float64, and further down the noise scales and ``k`` overflow.
+    Checked before the ledger is charged, so that such a fit spends nothing.
+    """
+    epsilon_end = epsilon / n_ends
+    tail = TAIL_NOISE_UNITS / THRESHOLD_SHARE / epsilon_end if epsilon_end > 0 else math.inf
+    if not tail <= _LARGEST_EXACT_COUNT:
+        raise ValueError(
+            f"The 'epsilon' parameter of DPBoundedScaler is too small: split over "
+            f"{n_ends} learned ends it leaves each end so little that its noise scale and "
+            "tail count exceed exact floating-point arithmetic (2**53 rows). Use a larger "
+            "epsilon (the noise would swamp any range long before this), or declare "
+            "bounds for some features.")
+    return epsilon_end
 
 
 def _first_crossing(counts, threshold, epsilon, rng):
@@ -248,15 +274,27 @@ class DPBoundedScaler(BoundedScaler):
     ``epsilon / (2 * n_learned)``-DP, composed by basic composition into a
     pure ``epsilon``-DP release (``delta_ = 0``), under both replace-one and
     add/remove neighbours. Features with public ``bounds`` spend nothing.
+    Every other fitted attribute is a function of public quantities only
+    (under add/remove the row count is not one, unless declared with
+    ``public_n_samples``).
     The fit records ``dp_event_`` and charges ``ledger`` before reading any
     value. See the "Private preprocessing" pages of the documentation.
 
     **Which quantiles.** Each scan aims to leave ``k`` rows outside each end,
-    ``k = ceil(4.5 / epsilon_end)`` (three noise scales of the threshold)
-    but at most ``n / 4`` (``tail_count_``): public quantities only. Outliers beyond the
-    ``k``-th largest value are clipped rather than stretching the range. With
-    few rows for the budget (``n < 4 * k``) the range is an inner quantile
-    range and much is clipped: a ``UserWarning`` says so.
+    ``k = ceil(4.5 / epsilon_end)`` (three noise scales of the threshold),
+    at most a quarter of the public row count (``tail_count_``): public
+    quantities only. The row count is public under replace-one, or when
+    declared with ``public_n_samples``; under add/remove without it ``k`` has
+    no cap. Outliers beyond the ``k``-th largest value are clipped rather than
+    stretching the range.
+
+    **When the ranges will be poor.** With few rows for the budget (``n``
+    below about ``4 * k``, e.g. 108 rows for 3 features at ``epsilon=1``)
+    the range is an inner quantile range and much is clipped; under
+    add/remove without ``public_n_samples``, ``n <= k`` leaves a range of
+    nearly nothing around zero. A ``UserWarning`` tells the data holder (it
+    is not part of the release). Declare ``bounds`` you know, give more
+    budget, or declare ``public_n_samples``.
 
     Parameters
     ----------
@@ -268,8 +306,16 @@ class DPBoundedScaler(BoundedScaler):
         list with one pair or ``None`` per feature. Those features spend no
         budget; ``None`` learns every feature's range.
     neighboring : {"replace_one", "add_remove"}, default="replace_one"
-        Adjacency of the guarantee (the release is the same under both; it
-        must match the ``ledger``'s).
+        Adjacency of the guarantee; it must match the ``ledger``'s. Under
+        ``"add_remove"`` the number of rows is private: nothing released or
+        chosen depends on it unless ``public_n_samples`` is declared.
+    public_n_samples : int or None, default=None
+        A row count declared public (as for the estimators), used instead of
+        the actual number of rows to cap ``tail_count_``. Under add/remove
+        it lets the scans aim at an inner quantile when the budget is small
+        for the data; it is the user's declaration, not checked against the
+        rows (a count far from the real one aims the ends at the wrong
+        quantile, at no cost in privacy).
     ledger : PrivacyLedger or None, default=None
         Ledger charged with ``dp_event_`` before the fit reads any value.
     clip : bool, default=True
@@ -290,7 +336,9 @@ class DPBoundedScaler(BoundedScaler):
     learned_ : ndarray of bool, shape (n_features_in_,)
         Which features' ends were learned privately.
     tail_count_ : int
-        ``k``: the rows each scan aims to leave outside each end.
+        ``k``: the rows each scan aims to leave outside each end (public:
+        epsilon, the number of learned ends and the public row count, if
+        any).
     epsilon_ : float
         Epsilon spent (``inf`` with ``reproducible=True``, 0 when every
         feature has public bounds).
@@ -337,6 +385,7 @@ class DPBoundedScaler(BoundedScaler):
     _parameter_constraints = {
         "epsilon": [Interval("real", 0, math.inf, closed="neither")],
         "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
+        "public_n_samples": [Interval("integral", 1, None), None],
         "ledger": [None, ledger_error],
         "clip": [Options(bool, (True, False))],
         "random_state": [None, random_state_error],
@@ -344,10 +393,11 @@ class DPBoundedScaler(BoundedScaler):
     }
 
     def __init__(self, epsilon=0.1, bounds=None, neighboring="replace_one", ledger=None,
-                 clip=True, random_state=None, reproducible=False):
+                 clip=True, random_state=None, reproducible=False, public_n_samples=None):
         self.epsilon = epsilon
         self.bounds = bounds
         self.neighboring = neighboring
+        self.public_n_samples = public_n_samples
         self.ledger = ledger
         self.clip = clip
         self.random_state = random_state
@@ -379,7 +429,7 @@ class DPBoundedScaler(BoundedScaler):
         public = _public_bounds(self.bounds, n_features, getattr(self, "feature_names_in_", None))
         learned = np.array([pair is None for pair in public], dtype=bool)
         n_ends = 2 * int(learned.sum())
-        epsilon_end = self.epsilon / n_ends if n_ends else math.inf
+        epsilon_end = _check_end_budget(self.epsilon, n_ends) if n_ends else math.inf
         warn_about_seed(self.random_state, self.reproducible)
         rng, seeded = make_generator(self.random_state, self.reproducible)
         if seeded:
@@ -393,13 +443,18 @@ class DPBoundedScaler(BoundedScaler):
         # The event depends on public quantities only: charge before reading values.
         if self.ledger is not None:
             self.ledger.charge(type(self).__name__, event, self.neighboring)
-        k = tail_count(n_samples, epsilon_end) if n_ends else 0
-        if n_ends and n_samples < 4 * _uncapped_tail_count(epsilon_end):
+        k = tail_count(self._public_row_count(n_samples), epsilon_end) if n_ends else 0
+        if n_ends and n_samples < 4 * tail_count(None, epsilon_end):
+            # For the person holding the data only: a warning is not released.
             warnings.warn(
                 f"DPBoundedScaler: {n_samples} rows are few for epsilon={self.epsilon:g} over "
                 f"{n_ends} ends (epsilon {epsilon_end:.3g} each): each end is aimed at the "
-                f"{k}-th most extreme row, so much may be clipped. Give it more budget, "
-                "or public bounds for some features.", UserWarning)
+                f"{k}-th most extreme row, so much may be clipped"
+                + (" (with no more rows than that, the range is nearly empty)"
+                   if n_samples <= k else "")
+                + ". Give it more budget, or public bounds for some features"
+                + (", or declare public_n_samples" if self._public_row_count(n_samples) is None
+                   else "") + ".", UserWarning)
         lower = np.empty(n_features)
         upper = np.empty(n_features)
         grid = candidate_grid()
@@ -416,6 +471,12 @@ class DPBoundedScaler(BoundedScaler):
         self.delta_ = 0.0
         self.dp_event_ = event
         return self
+
+    def _public_row_count(self, n_samples):
+        """The row count the mechanism may use: None where it is private."""
+        if self.public_n_samples is not None:
+            return int(self.public_n_samples)
+        return n_samples if self.neighboring == "replace_one" else None
 
     def privacy_report(self):
         """What this fit's guarantee means, in plain words (see the user guide).

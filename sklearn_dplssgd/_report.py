@@ -155,8 +155,13 @@ def transformer_report(transformer, released):
     lines += _guarantee_lines(name, transformer.epsilon_, transformer.delta_,
                               transformer.neighboring)
     lines.append("Released: " + released)
-    public = ("the number of training rows" if transformer.neighboring == "replace_one"
-              else "nothing about the rows' number beyond what the event assumes")
+    declared = getattr(transformer, "public_n_samples", None)
+    if transformer.neighboring == "replace_one":
+        public = "the number of training rows"
+    elif declared is not None:
+        public = f"the declared row count (public_n_samples={declared})"
+    else:
+        public = "nothing about the number of rows (no released value depends on it)"
     lines.append(f"Treated as public: {public}; the number of columns "
                  f"({transformer.n_features_in_}); every hyperparameter and declared bound.")
     if getattr(transformer, "ledger", None) is not None:

@@ -59,6 +59,30 @@ def _cannot_be_float(value):
     return False
 
 
+def _unconvertible_column(value):
+    """Where a 2-D input first fails conversion to floats: `` in column 'name'``.
+
+    A DataFrame's column is named by its name, any other 2-D input's by its
+    index: schema, never a value. Empty when there is no such column.
+    """
+    columns = getattr(value, "columns", None)
+    try:
+        if columns is not None and hasattr(value, "iloc"):
+            for position, name in enumerate(columns):
+                if _cannot_be_float(value.iloc[:, position]):
+                    return f" in column {str(name)!r}"
+            return ""
+        array = np.asarray(value, dtype=object)
+    except (ValueError, TypeError):
+        return ""
+    if array.ndim != 2:
+        return ""
+    for index in range(array.shape[1]):
+        if _cannot_be_float(array[:, index]):
+            return f" in column {index}"
+    return ""
+
+
 def _is_complex(value):
     try:
         return value is not None and np.iscomplexobj(value)
@@ -97,7 +121,8 @@ def _without_values(message, inputs):
     first = next(iter(inputs))
     if re.search(r"could not convert|invalid literal for", message):
         name = _culprit(inputs, _cannot_be_float)
-        return (f"{name} contains a value that cannot be converted to a float "
+        where = _unconvertible_column(inputs[name]) if name in inputs else ""
+        return (f"{name} contains a value that cannot be converted to a float{where} "
                 f"({VALUES_NOT_SHOWN}).")
     if message.startswith("Expected 2D array, got 1D array instead"):
         return (f"Expected a 2-D array for {first}, got a 1-D array of shape "

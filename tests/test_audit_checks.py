@@ -23,7 +23,11 @@ import sklearn_dplssgd._classifier as classifier_module
 import sklearn_dplssgd._sgd as sgd_module
 import sklearn_dplssgd._validation as validation_module
 import sklearn_dplssgd._weights as weights_module
-from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, DPRandomizedSearch, PrivacyLedger
+from sklearn_dplssgd import (
+    DPBoundedScaler, DPLSSGDClassifier, DPLSSGDRegressor, DPOneHotEncoder, DPRandomizedSearch,
+    PrivacyLedger,
+)
+import sklearn_dplssgd._dp_encoder as encoder_module
 from sklearn_dplssgd._base import BaseDPLSSGD
 from sklearn_dplssgd.audit import (
     CheckResult,
@@ -33,7 +37,9 @@ from sklearn_dplssgd.audit import (
     check_error_messages,
     check_error_outcomes,
     check_ledger_continuity,
+    check_category_representation,
     check_overflow_row,
+    check_public_attributes,
     check_rounding,
     check_row_count,
     check_seed_replay,
@@ -53,7 +59,8 @@ def test_every_check_passes_on_the_estimators(estimator):
     assert result.passed, str(result)
     assert [check.name for check in result.checks] == [
         "clipping", "seed replay", "clone independence", "row count", "overflow row",
-        "rounding", "error outcomes", "ledger continuity", "error messages"]
+        "rounding", "error outcomes", "ledger continuity", "error messages",
+        "public attributes"]
     assert all(isinstance(check, CheckResult) for check in result.checks)
     assert "passed" in str(result)
 
@@ -285,3 +292,53 @@ def test_error_outcomes_of_the_edge_data_sets_are_models():
         long_row = X.copy()
         long_row[0] = 1e200
         DPLSSGDRegressor(max_iter=2).fit(long_row, y * 1.0)
+
+
+class _ScalerCappedByPrivateN(DPBoundedScaler):
+    """The broken variant: the tail count capped by the actual row count even
+    under add/remove, where it is private (tail_count_ then tells n apart)."""
+
+    def _public_row_count(self, n_samples):
+        return n_samples
+
+
+@pytest.mark.parametrize("obj", [
+    DPBoundedScaler(), DPBoundedScaler(neighboring="add_remove", public_n_samples=40),
+    DPBoundedScaler(epsilon=1.0, bounds=[None, (0, 1), None]), DPOneHotEncoder(),
+    DPLSSGDClassifier(classes=[0, 1], max_iter=2),
+    DPLSSGDRegressor(max_iter=2, neighboring="add_remove", public_n_samples=60),
+    DPRandomizedSearch(DPLSSGDClassifier(max_iter=2), {"alpha": [1e-4, 1e-3]}, epsilon=1.0,
+                       n_trials=2, score_bound=1.0),
+], ids=lambda obj: type(obj).__name__)
+def test_public_attribute_check_passes_on_every_private_object(obj):
+    result = check_public_attributes(obj)
+    assert result.passed, str(result)
+    assert "of 0 compared" not in result.detail
+
+
+def test_public_attribute_check_catches_a_tail_count_from_private_n():
+    result = check_public_attributes(_ScalerCappedByPrivateN(epsilon=1.0))
+    assert not result.passed and "tail_count_" in result.detail, str(result)
+
+
+def test_public_attribute_check_refuses_other_objects():
+    with pytest.raises(TypeError, match="private objects"):
+        check_public_attributes(PrivacyLedger())
+
+
+def test_category_check_passes_on_the_encoder():
+    result = check_category_representation(DPOneHotEncoder())
+    assert result.passed, str(result)
+
+
+def test_category_check_catches_raw_values_as_categories(monkeypatch):
+    canonical = encoder_module._canonical_column
+
+    def raw(column, index, owner):
+        # The broken variant: the kind is checked, but the raw values are counted.
+        return column, canonical(column, index, owner)[1]
+
+    monkeypatch.setattr(encoder_module, "_canonical_column", raw)
+    result = check_category_representation(DPOneHotEncoder())
+    assert not result.passed and "-0.0 in the first of a few rows" in result.detail, str(result)
+    assert "numpy string" in result.detail

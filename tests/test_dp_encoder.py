@@ -151,7 +151,7 @@ def test_missing_and_mixed_values_are_refused_without_echo():
     assert SECRET not in str(error.value)
     mixed = people.copy().astype(object)
     mixed.loc[7, "region"] = 12
-    with pytest.raises(TypeError, match="column 0 of X mixes") as error:
+    with pytest.raises(TypeError, match="column 'region' of X mixes") as error:
         DPOneHotEncoder().fit(mixed)
     assert SECRET not in str(error.value)
 
@@ -208,3 +208,105 @@ def test_audit_refutes_a_threshold_not_calibrated_to_delta(monkeypatch):
                          expected_failed_checks=lambda estimator: {})
 def test_sklearn_compatible_transformer(estimator, check):
     check(estimator)
+
+
+def _object_column(values):
+    column = np.empty((len(values), 1), dtype=object)
+    for index, value in enumerate(values):
+        column[index, 0] = value  # one by one: a list would be converted first
+    return column
+
+
+def _shown_release(X):
+    encoder = _seeded(epsilon=10.0, delta=1e-3).fit(X)
+    shown = [(values.dtype.str, [repr(value) for value in values.tolist()])
+             for values in encoder.categories_]
+    return shown, list(encoder.get_feature_names_out())
+
+
+@pytest.mark.parametrize("first, second", [
+    (np.zeros((200, 1)), np.vstack([[[-0.0]], np.zeros((199, 1))])),
+    (np.zeros((6, 1)), np.vstack([[[-0.0]], np.zeros((5, 1))])),
+    (np.vstack([np.zeros((199, 1)), [[-0.0]]]), np.vstack([[[-0.0]], np.zeros((199, 1))])),
+    (np.zeros((6, 1), dtype=np.float32), np.vstack([[[-0.0]], np.zeros((5, 1))])
+     .astype(np.float32)),
+    (_object_column([0.0] * 200), _object_column([-0.0] + [0.0] * 199)),
+    (_object_column([1] * 200), _object_column([np.int64(1)] + [1] * 199)),
+    (_object_column(["a", "b"] * 100), _object_column(["b", "a"] * 100)),
+    (_object_column(["a"] * 200), _object_column([np.str_("a")] + ["a"] * 199)),
+], ids=["-0.0 first", "-0.0 first of a few", "-0.0 last or first", "float32", "object -0.0",
+        "numpy integer", "row order", "numpy string"])
+def test_no_row_decides_how_a_category_is_shown(first, second):
+    assert _shown_release(first) == _shown_release(second)
+    shown, names = _shown_release(second)
+    assert names[0] in ("x0_0.0", "x0_1", "x0_a")
+
+
+@pytest.mark.parametrize("values, match", [
+    ([1] * 199 + [True], "mixes boolean and integer"),
+    ([1] * 199 + [1.0], "mixes float and integer"),
+    ([frozenset({1}), frozenset({2})] * 100, "values of type frozenset"),
+    ([(1, 2)] * 200, "values of type tuple"),
+])
+def test_values_without_one_canonical_form_are_refused(values, match):
+    with pytest.raises(TypeError, match=match) as error:
+        DPOneHotEncoder().fit(_object_column(values))
+    assert "column 0 of X" in str(error.value)
+
+
+def test_released_categories_have_one_dtype_per_column():
+    frame = pd.DataFrame({"city": ["b", "a"] * 100, "floor": [2, 1] * 100,
+                          "score": [0.5, -0.0] * 100, "owner": [True, False] * 100})
+    encoder = _seeded(epsilon=10.0, delta=1e-3).fit(frame)
+    dtypes = [values.dtype for values in encoder.categories_]
+    assert dtypes == [np.dtype(object), np.dtype(np.int64), np.dtype(np.float64),
+                      np.dtype(bool)]
+    assert [type(value) for value in encoder.categories_[0]] == [str, str]
+    assert list(encoder.get_feature_names_out()) == [
+        "city_a", "city_b", "floor_1", "floor_2", "score_0.0", "score_0.5", "owner_False",
+        "owner_True"]
+    # transform finds every representation of a released value
+    rows = pd.DataFrame({"city": ["a"], "floor": [np.int64(2)], "score": [-0.0],
+                         "owner": [True]})
+    assert encoder.transform(rows).toarray().tolist() == [[1, 0, 0, 1, 1, 0, 0, 1]]
+
+
+def test_missing_value_of_a_pandas_string_column_gets_the_encoders_advice():
+    frame = pd.DataFrame({"region": pd.Series(["north", "south"] * 50, dtype="str")})
+    frame.loc[7, "region"] = np.nan
+    with pytest.raises(ValueError, match="does not accept missing values.*column 'region'"
+                       ".*fillna"):
+        DPOneHotEncoder().fit(frame)
+    fitted = _seeded().fit(frame.fillna("missing"))
+    with pytest.raises(ValueError, match="fillna"):
+        fitted.transform(frame)
+    with pytest.raises(ValueError, match="does not accept missing values.*column 0"):
+        DPOneHotEncoder().fit(np.array([[1.0], [np.nan]]))
+    with pytest.raises(ValueError, match="does not accept missing values"):
+        DPOneHotEncoder().fit(_object_column(["a", pd.NA]))
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"epsilon": 5e-324}, "epsilon"), ({"epsilon": 1e-308}, "epsilon"),
+    ({"delta": 5e-324}, "delta"), ({"delta": 1e-308}, "delta")])
+def test_a_budget_too_small_to_split_is_refused_before_charging(params, name):
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=f"'{name}' parameter of DPOneHotEncoder is too small"):
+        DPOneHotEncoder(ledger=ledger, **params).fit(np.array([["a"]] * 20))
+    assert ledger.records == []
+
+
+@pytest.mark.parametrize("epsilon", [math.inf, math.nan, 0.0, -1.0])
+def test_non_finite_or_non_positive_epsilon_is_refused(epsilon):
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="'epsilon' parameter of DPOneHotEncoder"):
+        DPOneHotEncoder(epsilon=epsilon, ledger=ledger).fit(np.array([["a"]] * 20))
+    assert ledger.records == []
+
+
+@pytest.mark.parametrize("epsilon", [1e300, 1.7e308])
+def test_huge_epsilon_keeps_every_value_held_by_two_rows(epsilon):
+    encoder = DPOneHotEncoder(epsilon=epsilon).fit(np.array([["a"], ["a"], ["b"]] * 1))
+    assert list(encoder.categories_[0]) in (["a"], ["a", "b"])
+    np.testing.assert_array_equal(selection_probabilities(3, epsilon, 1e-6),
+                                  selection_probabilities(3, 700.0, 1e-6))

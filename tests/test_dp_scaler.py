@@ -56,11 +56,77 @@ def test_grid_is_fixed_symmetric_and_geometric():
     assert positive[-1] <= GRID_LARGEST and 0.0 in grid
 
 
-def test_tail_count_is_public_and_grows_by_at_most_one():
+def test_tail_count_is_capped_by_a_public_row_count_only():
     counts = [tail_count(n, 0.01) for n in range(1, 5000)]
     assert counts[-1] == math.ceil(4.5 / 0.01)
-    assert set(np.diff(counts)) <= {0, 1}  # sensitivity 1 under add/remove
     assert tail_count(40, 0.01) == 10
+    # No public row count (add/remove without a declared one): no cap.
+    assert tail_count(None, 0.01) == math.ceil(4.5 / 0.01)
+
+
+def _non_learned_attributes(scaler):
+    return {name: value for name, value in vars(scaler).items()
+            if name.endswith("_") and name not in ("lower_", "upper_")}
+
+
+@pytest.mark.parametrize("declared", [None, 40])
+def test_add_remove_neighbours_get_the_same_public_attributes(declared):
+    # 39 and 40 rows of 3 features at epsilon 1: below 108 rows the cap
+    # n // 4 bound, and tail_count_ told the two neighbours apart.
+    X = _table(40)
+    fits = [DPBoundedScaler(epsilon=1.0, neighboring="add_remove", public_n_samples=declared)
+            .fit(rows) for rows in (X[:39], X)]
+    first, second = (_non_learned_attributes(fit) for fit in fits)
+    assert first.keys() == second.keys()
+    for name in first:
+        assert np.array_equal(first[name], second[name]), name
+    expected = math.ceil(4.5 * 6) if declared is None else declared // 4
+    assert fits[0].tail_count_ == expected
+
+
+def test_replace_one_caps_the_tail_by_the_actual_row_count():
+    scaler = _seeded(epsilon=1.0).fit(_table(40))
+    assert scaler.tail_count_ == 10
+    declared = _seeded(epsilon=1.0, public_n_samples=80).fit(_table(40))
+    assert declared.tail_count_ == 20
+
+
+def test_add_remove_without_a_row_count_warns_that_the_range_is_nearly_empty():
+    with pytest.warns(UserWarning, match="nearly empty.*declare public_n_samples"):
+        scaler = _seeded(epsilon=1.0, neighboring="add_remove").fit(_table(20))
+    assert np.all(scaler.upper_ - scaler.lower_ < 1e-3)  # poor, for public reasons
+    report = scaler.privacy_report()
+    assert "nothing about the number of rows" in report
+    declared = _seeded(epsilon=1.0, neighboring="add_remove", public_n_samples=20)
+    assert "public_n_samples=20" in declared.fit(_table(20)).privacy_report()
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 1e-320, 5e-324])
+def test_an_epsilon_too_small_to_split_is_refused_before_charging(epsilon):
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="'epsilon' parameter of DPBoundedScaler is too small"):
+        DPBoundedScaler(epsilon=epsilon, ledger=ledger).fit(_table(50))
+    assert ledger.records == []
+
+
+@pytest.mark.parametrize("epsilon, error", [
+    (math.inf, ValueError), (math.nan, ValueError), (-1e-300, ValueError), (0.0, ValueError)])
+def test_non_finite_or_non_positive_epsilon_is_refused(epsilon, error):
+    ledger = PrivacyLedger()
+    with pytest.raises(error, match="'epsilon' parameter of DPBoundedScaler"):
+        DPBoundedScaler(epsilon=epsilon, ledger=ledger).fit(_table(50))
+    assert ledger.records == []
+
+
+def test_huge_epsilon_fits():
+    scaler = DPBoundedScaler(epsilon=1.7e308).fit(_table(500))
+    assert scaler.epsilon_ == 1.7e308 and scaler.tail_count_ == 1
+    assert np.all(np.isfinite(scaler.lower_)) and np.all(scaler.lower_ < scaler.upper_)
+
+
+def test_public_n_samples_is_validated():
+    with pytest.raises(ValueError, match="'public_n_samples' parameter of DPBoundedScaler"):
+        DPBoundedScaler(public_n_samples=0).fit(_table(50))
 
 
 def test_ranges_cover_the_bulk_and_clip_little():

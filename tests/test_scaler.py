@@ -249,6 +249,25 @@ def test_validation_errors_quote_no_cell(X):
             assert "values are not shown" in text, kind
 
 
+def test_a_header_row_read_as_data_names_its_column():
+    import io
+
+    text = "age,income\n30,1000\n40,2000\n"
+    headerless = pd.read_csv(io.StringIO(text), header=None)  # the header is a row
+    named = pd.read_csv(io.StringIO(text))
+    named["income"] = named["income"].astype(str)
+    named.loc[1, "income"] = "SECRET-123"
+    cases = [(headerless, "column '0'"), (headerless.to_numpy(), "column 0"),
+             (headerless.to_numpy().tolist(), "column 0"), (named, "column 'income'"),
+             (named.to_numpy(), "column 1")]
+    for bad, where in cases:
+        with pytest.raises(ValueError) as info:
+            BoundedScaler(lower=0, upper=1).fit(bad)
+        message = str(info.value)
+        assert f"cannot be converted to a float in {where} " in message, message
+        assert "SECRET" not in message and "age" not in message.replace(where, "")
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_X_is_refused(X, bad):
     scaler = BoundedScaler(-1.0, 1.0).fit(X)

@@ -77,7 +77,13 @@ runs direct checks, each aimed at one class of such bugs:
 * a coefficient rounded past the clip after the clip decision
   (:func:`check_rounding`);
 * errors decided by one row on neighbouring data sets inside the declared
-  domain (:func:`check_error_outcomes`).
+  domain (:func:`check_error_outcomes`);
+* a fitted attribute, other than the noisy output, that depends on the
+  private row count (:func:`check_public_attributes`, which also takes the
+  private transformers and :class:`~sklearn_dplssgd.DPRandomizedSearch`).
+
+:func:`check_category_representation` checks that no row decides how a
+category released by :class:`~sklearn_dplssgd.DPOneHotEncoder` is shown.
 
 Seeds of the runs are drawn from ``random_state``; the estimator's own seed
 is replaced per run.
@@ -96,6 +102,7 @@ Privacy audit of DPLSSGDClassifier: 200 runs without and 200 with the canary, 95
 ...
 """
 
+from ._attribute_checks import check_category_representation, check_public_attributes
 from ._canary import canary_score, make_canary_dataset
 from ._check_result import CheckResult, ImplementationAudit
 from ._epsilon_audit import audit_epsilon
@@ -118,12 +125,14 @@ __all__ = [
     "audit_scores",
     "AuditResult",
     "canary_score",
+    "check_category_representation",
     "check_clipping",
     "check_clone_independence",
     "check_error_messages",
     "check_error_outcomes",
     "check_ledger_continuity",
     "check_overflow_row",
+    "check_public_attributes",
     "check_rounding",
     "check_row_count",
     "check_seed_replay",

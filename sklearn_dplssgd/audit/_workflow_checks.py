@@ -16,6 +16,7 @@ from .._base import BaseDPLSSGD
 from .._ledger import PrivacyLedger
 from .._search import DPRandomizedSearch, final_estimator
 from .._validation import public_row_count
+from ._attribute_checks import check_public_attributes
 from ._check_result import (
     CLIP_TOLERANCE, CheckResult, ImplementationAudit, declare_public_n, declared_labels,
     default_data, private_clone, quietly, set_existing,
@@ -378,8 +379,8 @@ def audit_implementation(estimator, X=None, y=None):
     The checks are :func:`check_clipping`, :func:`check_seed_replay`,
     :func:`check_clone_independence`, :func:`check_row_count`,
     :func:`check_overflow_row`, :func:`check_rounding`,
-    :func:`check_error_outcomes`, :func:`check_ledger_continuity` and
-    :func:`check_error_messages`.
+    :func:`check_error_outcomes`, :func:`check_ledger_continuity`,
+    :func:`check_error_messages` and :func:`check_public_attributes`.
 
     Parameters
     ----------
@@ -414,5 +415,6 @@ def audit_implementation(estimator, X=None, y=None):
         check_error_outcomes(estimator),
         check_ledger_continuity(estimator, X, y),
         check_error_messages(estimator),
+        check_public_attributes(estimator, X, y),
     )
     return ImplementationAudit(type(estimator).__name__, checks)
