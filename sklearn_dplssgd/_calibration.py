@@ -29,10 +29,14 @@ Decisions, and why
   millions of points: when both the coarse PLD search and RDP find less than
   ``_PLD_MIN_NOISE`` enough, RDP's answer is returned (and says so).
 * Results are cached on the exact (validated) arguments, in memory and on
-  disk, so that each setting is computed once per machine.  An entry read
-  from disk is used only if its key, digest and values check out
-  (:func:`_calibrate_stored`); otherwise the setting is recomputed and the
-  entry overwritten.
+  disk, so that each setting is searched once per machine.  The disk store
+  is an optimisation that can never lower the noise: whoever could have
+  written an entry, its noise multiplier is used only after the accountant
+  that calibrated it, at the same discretization, has certified again that
+  it meets the target (:func:`_calibrate_stored`: one evaluation, not a
+  search); otherwise the setting is recomputed and the entry overwritten.
+  The paper accountants are not stored (checking their ``z`` would cost as
+  much as computing it).
 """
 
 import dataclasses
@@ -82,6 +86,12 @@ _PLD_FAR = 0.05
 # When both the coarse PLD search and RDP find less noise than this enough,
 # "pld" calibrations return RDP's answer (see _calibrate).
 _PLD_MIN_NOISE = 0.6
+# A stored answer whose epsilon lies further below the target than this
+# (relative) holds more noise than the calibration would choose: refused (the
+# searches end within about 0.5 percent, see _calibrate_stored).
+_STORED_RTOL = 0.02
+# Accountants whose calibrations are kept on disk.
+_STORED_ACCOUNTANTS = ("rdp", "pld")
 # Beyond this z the calibration gives up: the target is below what the
 # accountant can certify at this delta (RDP with orders <= 1024 cannot go below
 # about 0.004 at delta = 1e-5, whatever the noise).
@@ -343,7 +353,12 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
 
 def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_samples,
                pld_discretization):
-    """Compute a calibration (finite epsilon; arguments validated and normalised)."""
+    """Compute a calibration (finite epsilon; arguments validated and normalised).
+
+    Returns ``(calibration, pld_interval)``: the PLD discretization interval
+    at which a PLD answer's epsilon was computed, None for the others (what
+    :func:`_calibrate_stored` needs to check a stored answer again).
+    """
     if accountant in ("paper", "paper_released"):
         variant = "theorem1" if accountant == "paper" else "released"
         z = paper_noise_multiplier(
@@ -356,7 +371,7 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_
         reached = cached_epsilon(z, delta, sample_rate, n_steps, "rdp", neighboring,
                                  None)
         return PrivacyCalibration(z, reached, delta, sample_rate, n_steps,
-                                  accountant, neighboring)
+                                  accountant, neighboring), None
 
     if accountant in ("rdp", "rdp_guess"):
         def eps_of_z(z):
@@ -384,21 +399,21 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_
                 pass
             else:
                 if rdp_calibration.noise_multiplier < _PLD_MIN_NOISE:
-                    return rdp_calibration
+                    return rdp_calibration, None
             # The coarse search is cached: this only adds the fine part.
             found = _pld_smallest_noise(epsilon, delta, sample_rate, n_steps,
                                         neighboring, pld_discretization)
         z, interval = found
         return PrivacyCalibration(
             float(z), cached_epsilon(z, delta, sample_rate, n_steps, "pld", neighboring, interval),
-            delta, sample_rate, n_steps, accountant, neighboring)
+            delta, sample_rate, n_steps, accountant, neighboring), interval
 
     # The RDP answer that decides the PLD path for huge targets needs only a
     # few digits.
     rtol = _GUESS_RTOL if accountant == "rdp_guess" else _Z_RTOL
     z = _smallest_noise(eps_of_z, epsilon, delta, guess, rtol)
     return PrivacyCalibration(float(z), float(eps_of_z(z)), delta, sample_rate,
-                              n_steps, accountant, neighboring)
+                              n_steps, accountant, neighboring), None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -408,20 +423,22 @@ def _calibrate_in_memory(epsilon, delta, sample_rate, n_steps, accountant, neigh
     if epsilon == math.inf:
         return PrivacyCalibration(0.0, math.inf, delta, sample_rate, n_steps,
                                   accountant, neighboring)
-    if accountant not in ACCOUNTANTS:  # "rdp_guess": internal, memory only
+    if accountant not in _STORED_ACCOUNTANTS:
+        # "rdp_guess" (internal) and the paper's closed forms: memory only.
         return _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
-                          n_samples, pld_discretization)
+                          n_samples, pld_discretization)[0]
     settings = dict(epsilon=epsilon, delta=delta, sample_rate=sample_rate, n_steps=n_steps,
                     accountant=accountant, neighboring=neighboring, n_samples=n_samples,
                     pld_discretization=pld_discretization)
     stored = _calibrate_stored(settings)
     if stored is not None:
         return stored
-    calibration = _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
-                             n_samples, pld_discretization)
+    calibration, pld_interval = _calibrate(epsilon, delta, sample_rate, n_steps, accountant,
+                                           neighboring, n_samples, pld_discretization)
     _calibration_cache.store(settings, {"noise_multiplier": calibration.noise_multiplier,
                                         "epsilon": calibration.epsilon,
-                                        "accountant": calibration.accountant})
+                                        "accountant": calibration.accountant,
+                                        "pld_interval": pld_interval})
     return calibration
 
 
@@ -429,30 +446,73 @@ def _is_float(value):
     return isinstance(value, float) and math.isfinite(value)
 
 
+def _stored_epsilon(settings, z, answered_by, pld_interval):
+    """Epsilon of a stored ``z``, computed now; None if the entry cannot be a calibration's.
+
+    One evaluation of the accountant and discretization that the calibration
+    of ``settings`` certified its answer with (:func:`_calibrate`): RDP with
+    the dense orders for "rdp"; for "pld", dp-accounting's PLD accountant at
+    the stored interval, which must be the one given or lie in the range the
+    calibration chooses from (the PLD estimate is pessimistic, hence sound,
+    at any interval; the range bounds the cost), or, for a huge target
+    answered by RDP with ``z`` below ``_PLD_MIN_NOISE``, RDP with
+    dp-accounting's default orders (also a sound bound).
+    """
+    accountant, neighboring = settings["accountant"], settings["neighboring"]
+    mechanism = (z, settings["delta"], settings["sample_rate"], settings["n_steps"])
+    if pld_interval is None:
+        if answered_by == accountant == "rdp":
+            return cached_epsilon(*mechanism, "rdp", neighboring, None)
+        if (accountant, answered_by) == ("pld", "rdp") and z < _PLD_MIN_NOISE:
+            return cached_epsilon(*mechanism, "rdp_guess", neighboring, None)
+        return None
+    if not (answered_by == accountant == "pld" and _is_float(pld_interval)):
+        return None
+    given = settings["pld_discretization"]
+    if given is None:
+        coarse, finest = pld_interval_range(settings["epsilon"])
+        if not finest <= pld_interval <= coarse:
+            return None
+    elif pld_interval != given:
+        return None
+    return cached_epsilon(*mechanism, "pld", neighboring, pld_interval)
+
+
 def _calibrate_stored(settings):
     """The calibration stored on disk for ``settings``, if it checks out, else None.
 
-    :func:`._calibration_cache.load` has checked the entry's key (these
-    settings, this dp-accounting release and format) and digest.  Here the
-    values must also be what :func:`_calibrate` returns for such settings: a
-    finite ``z`` > 0 (the target is finite) and at most ``_Z_MAX``, a finite
-    epsilon >= 0, for "rdp" and "pld" at most the target (they certify it),
-    and the accountant asked for ("pld" may have been answered by "rdp" for a
-    huge target, with ``z`` below ``_PLD_MIN_NOISE``).  Anything else is
-    refused, so the caller recomputes the setting and overwrites the entry.
+    :func:`._calibration_cache.load` has checked that the entry comes from
+    a folder and file no one else can write, and its key (these settings,
+    this dp-accounting release and format) and digest; neither is a proof
+    (the digest is not keyed).  So the stored noise multiplier is certified
+    again here, by one evaluation of the accountant the calibration used
+    (:func:`_stored_epsilon`), and the entry is used only if
+
+    * ``z`` is a finite float in (0, ``_Z_MAX``] and the fields are those
+      :func:`_calibrate_in_memory` writes;
+    * the epsilon computed now meets the target, and equals the stored one
+      (the calibration reported exactly that value);
+    * it lies within ``_STORED_RTOL`` below the target (a calibration's
+      answer is the smallest ``z`` that meets it, so an entry far below the
+      target holds more noise than needed: refused too, it would only cost
+      accuracy).
+
+    The epsilon returned is the one computed now, never a stored claim.
+    Anything else is refused, so the caller recomputes the setting and
+    overwrites the entry.
     """
     result = _calibration_cache.load(settings)
-    if result is None or set(result) != {"noise_multiplier", "epsilon", "accountant"}:
+    if result is None or set(result) != {"noise_multiplier", "epsilon", "accountant",
+                                         "pld_interval"}:
         return None
-    z, reached, answered_by = (result["noise_multiplier"], result["epsilon"],
+    z, claimed, answered_by = (result["noise_multiplier"], result["epsilon"],
                                result["accountant"])
-    accountant = settings["accountant"]
-    if not (_is_float(z) and 0.0 < z <= _Z_MAX and _is_float(reached) and reached >= 0.0):
+    if not (_is_float(z) and 0.0 < z <= _Z_MAX and isinstance(answered_by, str)):
         return None
-    if accountant in ("rdp", "pld") and not reached <= settings["epsilon"]:
-        return None
-    if not (answered_by == accountant
-            or (accountant, answered_by) == ("pld", "rdp") and z < _PLD_MIN_NOISE):
+    reached = _stored_epsilon(settings, z, answered_by, result["pld_interval"])
+    target = settings["epsilon"]
+    if reached is None or not (target * (1.0 - _STORED_RTOL) <= reached <= target
+                               and reached == claimed):
         return None
     return PrivacyCalibration(z, reached, settings["delta"], settings["sample_rate"],
                               settings["n_steps"], answered_by, settings["neighboring"])
@@ -471,7 +531,9 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
     is computed once per machine (in ``$SKLEARN_DPLSSGD_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/sklearn-dplssgd`` or ``~/.cache/sklearn-dplssgd``;
     ``SKLEARN_DPLSSGD_CACHE_DIR=""`` turns that off).  An entry read from disk
-    is checked and, if anything is amiss, recomputed and overwritten.
+    is used only after the accountant has certified its noise multiplier
+    again (one evaluation), else the setting is recomputed and the entry
+    overwritten; a folder others can write is not used at all.
 
     Parameters
     ----------

@@ -13,23 +13,28 @@ file is read or written).  Unset: ``$XDG_CACHE_HOME/sklearn-dplssgd``, or
 at every call, so it can be changed while a process runs.  Entries live in
 the folder's ``calibrations`` subfolder; deleting the folder is always safe.
 
-Safety:
+What it trusts, and what it does not:
 
+* The folder: only one that no one else can write.  On POSIX systems the
+  folder and its ``calibrations`` subfolder must be owned by the user
+  running the process and not be writable by its group or others (an entry
+  file likewise); otherwise the store is off for that folder (nothing is
+  read or written) and a warning says so, once per process.  The store
+  creates its folders with mode 0o700.  On platforms without POSIX
+  ownership and modes (Windows) this check is not made: the default folder
+  lies in the user's own profile, and the check below still holds.
+* Never the values: an entry only saves the search.  Its key and an
+  (unkeyed) SHA-256 digest guard against damaged files and entries of other
+  settings or versions, not against someone who can write the folder; so
+  the caller recomputes the epsilon of the stored noise multiplier with the
+  accountant the calibration used (one evaluation, far cheaper than the
+  search) and uses the entry only if that epsilon meets the target (see
+  :func:`sklearn_dplssgd._calibration._calibrate_stored`).  A planted entry
+  can therefore never lower the noise; at worst it costs the search again.
 * Concurrent processes: an entry is written to a temporary file in the same
   folder and moved into place with ``os.replace`` (atomic), so a reader sees
   either no file or a whole one.  Two processes that compute the same setting
   write the same answer; the last one wins.
-* Never trusted blindly: an entry names its file by a hash of its key, and
-  stores the key itself (every setting, the dp-accounting version and
-  :data:`FORMAT_VERSION`) with its result and a SHA-256 digest of both.  A
-  file that cannot be read, is not JSON, holds another key, or whose digest
-  does not match is ignored (the caller recomputes and overwrites it); the
-  caller also checks the result itself (see
-  :func:`sklearn_dplssgd._calibration._calibrate_stored`).  This guards
-  against truncated or damaged files and against entries of other versions
-  or settings; like any cache under the user's home (Python's
-  ``__pycache__``, Numba's cache), it does not guard against someone who can
-  write there.
 * A store that cannot be written (a read-only home, a full disk) is skipped
   silently: the cache only saves time.
 """
@@ -39,15 +44,18 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+from ._validation import warn_once
 
 __all__ = ["FORMAT_VERSION", "cache_dir", "load", "store"]
 
 # Bump whenever the calibration's answers change (the search, its
 # tolerances, the interval rule, the meaning of a field): entries written
 # under another version are then ignored.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _ENV_VAR = "SKLEARN_DPLSSGD_CACHE_DIR"
 _SUBFOLDER = "calibrations"
@@ -96,6 +104,41 @@ def _digest(key, result):
     return hashlib.sha256(_canonical({"key": key, "result": result}).encode()).hexdigest()
 
 
+def _others_can_write(status):
+    """Whether a file or folder of this ``os.stat`` result is open to others' writes.
+
+    True when it is owned by another user or writable by its group or by
+    others.  Always False where there are no POSIX owners (no ``os.geteuid``).
+    """
+    if not hasattr(os, "geteuid"):
+        return False
+    return status.st_uid != os.geteuid() or bool(status.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _private_folder(folder):
+    """The store's folder if no one else can write it (nor its subfolder), else None.
+
+    A folder that does not exist yet is fine (the store creates it, mode
+    0o700).  A folder others can write is refused with a warning, once per
+    process and folder: its entries would only cost a verification each, but
+    the store is meant to be the user's own.
+    """
+    for path in (folder, folder / _SUBFOLDER):
+        try:
+            status = path.stat()
+        except OSError:
+            return folder  # absent (or unreadable: reading and writing then fail anyway)
+        if _others_can_write(status):
+            warn_once(
+                f"The calibration cache folder {str(path)!r} is owned by another user or "
+                "writable by others, so sklearn-dplssgd neither reads nor writes it "
+                "(noise calibrations are computed each time). Make it yours and not "
+                "group- or world-writable (chmod go-w), or set SKLEARN_DPLSSGD_CACHE_DIR "
+                "to a private folder ('' turns the cache off).", UserWarning)
+            return None
+    return folder
+
+
 def _entry_path(folder, key):
     name = hashlib.sha256(_canonical(key).encode()).hexdigest()
     return folder / _SUBFOLDER / f"{name}.json"
@@ -113,14 +156,18 @@ def load(settings):
     -------
     dict or None
         The result stored by :func:`store` under exactly this key, with a
-        matching digest.
+        matching digest, in a folder and file no one else can write.  The
+        caller must still verify the values (the digest is not a signature).
     """
     folder = cache_dir()
     key = _full_key(settings)
-    if folder is None or key is None:
+    if folder is None or key is None or _private_folder(folder) is None:
         return None
     try:
-        entry = json.loads(_entry_path(folder, key).read_text(encoding="utf-8"))
+        with open(_entry_path(folder, key), "rb") as handle:
+            if _others_can_write(os.fstat(handle.fileno())):
+                return None  # the store overwrites it with a file of its own
+            entry = json.loads(handle.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None  # absent, unreadable or not JSON
     if not (isinstance(entry, dict) and set(entry) == {"key", "result", "digest"}
@@ -146,7 +193,7 @@ def store(settings, result):
     """
     folder = cache_dir()
     key = _full_key(settings)
-    if folder is None or key is None:
+    if folder is None or key is None or _private_folder(folder) is None:
         return
     path = _entry_path(folder, key)
     try:
@@ -155,7 +202,9 @@ def store(settings, result):
         return  # not storable (a non-finite number): nothing is written
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Created private (the mode is masked by the umask, which only removes bits).
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -13,6 +13,23 @@ pickled copy in a worker process on a host that does not share the file)
 that cannot find it raises ``FileNotFoundError`` naming it, rather than
 starting again from zero.
 
+The records file holds data, never code: one JSON line per record (the
+estimator's name and its event, rebuilt from its parameters by
+:mod:`._event_json`), after a header line naming the ledger (a random
+identity, its adjacency).  Each line carries a SHA-256 chain digest: of the
+previous line's digest and its own content.  A ``.head`` file beside it
+holds the number of records and the last digest, replaced atomically at
+every charge.  On every read the ledger refuses, with
+:class:`LedgerFileError`, a file that is not a ledger of this format (an
+older file of pickled records is never unpickled), a broken chain (a line
+edited or removed in the middle), a header of another ledger, and a file
+that no longer extends what this object (and its pickled copies, which carry
+it) or the head file last saw (records removed from the end, the file
+emptied).  An unkeyed digest is no signature: someone who can write both
+files and knows the format can rewrite them consistently; the records this
+process has seen are still protected (their digest is held in memory), and
+the docs state the rest.
+
 A fit charges the ledger before it reads any row: the mechanism depends only
 on public quantities, so its event, and the composed total with it, are
 known in advance, and a fit that would exceed ``max_epsilon`` is refused
@@ -20,16 +37,18 @@ before the data is touched. The charge and the cap check are one atomic step
 under a file lock, so parallel fits cannot overrun the cap together.
 """
 
-import base64
 import contextlib
+import hashlib
+import json
 import math
 import os
-import pickle
+import secrets
 import tempfile
 
 import dp_accounting
 
 from ._accounting import NEIGHBORING_RELATIONS, event_epsilon
+from ._event_json import event_from_json, event_to_json
 from ._report import ledger_report
 
 try:  # POSIX file locks; elsewhere the records are appended unlocked.
@@ -37,7 +56,12 @@ try:  # POSIX file locks; elsewhere the records are appended unlocked.
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["PrivacyLedger", "PrivacyBudgetExceededError", "ledger_error"]
+__all__ = ["LedgerFileError", "PrivacyLedger", "PrivacyBudgetExceededError", "ledger_error"]
+
+# The first line of every records file names the format with this key.
+_FORMAT_KEY = "sklearn_dplssgd_ledger"
+_FORMAT_VERSION = 1
+_HEAD_SUFFIX = ".head"
 
 # PLD grid of the ledger's totals, relative to the epsilon scale: a
 # pessimistic (sound) estimate within about 0.1 percent.
@@ -46,6 +70,25 @@ _INTERVAL_PER_EPSILON = 1e-3
 
 class PrivacyBudgetExceededError(ValueError):
     """A fit would take a ledger's composed epsilon above its ``max_epsilon``."""
+
+
+class LedgerFileError(ValueError):
+    """A ledger's records file cannot be trusted: the ledger refuses to charge or report.
+
+    Raised for a file that is not a ledger of this format (an older file of
+    pickled records included), one whose digests do not chain, one that
+    belongs to another ledger, and one that has lost records this ledger or
+    its head file had seen.  Never a reason to start again from zero.
+    """
+
+
+def _canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _chained(previous, content):
+    """The chain digest of a line: SHA-256 of the previous digest and the line's content."""
+    return hashlib.sha256((previous + _canonical(content)).encode()).hexdigest()
 
 
 class PrivacyLedger:
@@ -85,7 +128,7 @@ class PrivacyLedger:
     Attributes
     ----------
     path : str
-        The file of the records.
+        The file of the records (JSON lines; a ``.head`` file beside it).
 
     Notes
     -----
@@ -95,6 +138,13 @@ class PrivacyLedger:
     closed. It is the user's bookkeeping of what was released, not a
     guarantee across hosts that do not share it: fits on the same rows
     elsewhere, with another ledger or none, are not counted.
+
+    The records file holds JSON data (never a pickle) with a chain of
+    SHA-256 digests and a head file: a file that was edited, cut short or
+    swapped for another ledger's is refused with :class:`LedgerFileError`
+    rather than read. A file of an older version of the library (pickled
+    records) is refused too, never unpickled. See the privacy page for what
+    this detects and what it cannot.
 
     Fits on subsets of the rows (cross-validation folds) are recorded as if
     each saw every row: sequential composition, a valid upper bound. A fit
@@ -140,6 +190,13 @@ class PrivacyLedger:
                 "there is no ledger to reopen there. Check the path (is the shared file "
                 "system mounted?), or pass create=True to start a new, empty ledger.")
         self.path = os.path.abspath(path)
+        # What this object has seen of the file: its identity, the number of
+        # records and the last chain digest (see _verified).
+        self._identity, self._seen = None, (0, None)
+        with self._locked() as handle:
+            if not handle.read(1):
+                self._start(handle, create)
+            self._verified(handle)
 
     # clone() deep-copies parameters: the ledger must stay one ledger.
     def __copy__(self):
@@ -179,11 +236,135 @@ class PrivacyLedger:
                 if fcntl is not None:
                     fcntl.flock(handle, fcntl.LOCK_UN)
 
-    @staticmethod
-    def _read(handle):
+    def _refuse(self, problem):
+        return LedgerFileError(
+            f"This PrivacyLedger's records file {self.path!r} {problem}. The ledger cannot "
+            "know what was already spent, so it refuses to charge or report rather than "
+            "start again from zero. Restore the file from a copy you trust; to start a new "
+            "ledger deliberately, construct PrivacyLedger with a new path.")
+
+    def _head_path(self):
+        return self.path + _HEAD_SUFFIX
+
+    def _read_head(self):
+        """The head file's (identity, count, digest), or None where there is none."""
+        try:
+            with open(self._head_path(), "rb") as handle:
+                head = json.loads(handle.read().decode("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError, ValueError):
+            raise self._refuse("has a head file that cannot be read") from None
+        if not (isinstance(head, dict) and set(head) == {"identity", "count", "digest"}
+                and isinstance(head["count"], int) and head["count"] >= 0):
+            raise self._refuse("has a damaged head file")
+        return head["identity"], head["count"], head["digest"]
+
+    def _write_head(self, count, digest):
+        """Replace the head file atomically (called under the records file's lock)."""
+        folder = os.path.dirname(self.path)
+        handle, tmp = tempfile.mkstemp(dir=folder, prefix=".dplssgd-ledger-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(_canonical({"identity": self._identity, "count": count,
+                                         "digest": digest}))
+            os.replace(tmp, self._head_path())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def _start(self, handle, create):
+        """Write the header of a new ledger into the empty records file."""
+        head = self._read_head()
+        if head is not None and head[1] > 0:
+            raise self._refuse(f"is empty, but its head file says it held {head[1]} records")
+        if not create:
+            raise self._refuse("is empty (not a ledger), and create=False")
+        header = {_FORMAT_KEY: _FORMAT_VERSION, "identity": secrets.token_hex(16),
+                  "neighboring": self.neighboring}
         handle.seek(0)
-        return [pickle.loads(base64.b64decode(line)) for line in handle.read().splitlines()
-                if line.strip()]
+        handle.write((_canonical({**header, "digest": _chained("", header)}) + "\n").encode())
+        handle.flush()
+
+    def _verified(self, handle):
+        """The records of the file, after checking that it can be trusted.
+
+        Returns the records (dicts with ``estimator`` and ``dp_event``) and
+        the last chain digest.  Raises :class:`LedgerFileError` unless the
+        header is a ledger header of this format and adjacency, every line
+        chains to the one before, and the file extends both what this object
+        saw last and what the head file says.
+        """
+        handle.seek(0)
+        lines = handle.read().split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        if not lines:
+            raise self._refuse("is empty: its header and records are gone")
+        try:
+            entries = [json.loads(line.decode("utf-8")) for line in lines]
+        except (UnicodeDecodeError, ValueError):
+            raise self._refuse(
+                "is not a ledger file of this version: a line is not JSON. Earlier versions "
+                "of sklearn-dplssgd stored pickled records, which this version never "
+                "unpickles (loading a pickle runs code chosen by whoever wrote the "
+                "file). To carry such a ledger over, only if you trust everyone who could "
+                "write it: with the version that wrote it print repr(record['dp_event']) "
+                "for each of its records, then charge each event to a new ledger of this "
+                "version with new_ledger.charge(name, event, neighboring)") from None
+        header = entries[0]
+        if not (isinstance(header, dict) and header.get(_FORMAT_KEY) == _FORMAT_VERSION
+                and set(header) == {_FORMAT_KEY, "identity", "neighboring", "digest"}):
+            raise self._refuse("does not start with a ledger header of this version")
+        content = {key: header[key] for key in header if key != "digest"}
+        digest = _chained("", content)
+        if header["digest"] != digest:
+            raise self._refuse("has a damaged header")
+        if self._identity is None:
+            self._identity = header["identity"]
+        elif header["identity"] != self._identity:
+            raise self._refuse("now belongs to another ledger")
+        if header["neighboring"] != self.neighboring:
+            raise ValueError(
+                f"The ledger at {self.path!r} records {header['neighboring']!r} events; "
+                f"it cannot be opened with neighboring={self.neighboring!r}.")
+        records, digests = [], [digest]
+        for number, entry in enumerate(entries[1:], start=1):
+            if not (isinstance(entry, dict) and set(entry) == {"estimator", "dp_event", "digest"}
+                    and isinstance(entry["estimator"], str)):
+                raise self._refuse(f"has a damaged record on line {number + 1}")
+            content = {"estimator": entry["estimator"], "dp_event": entry["dp_event"]}
+            digest = _chained(digest, content)
+            if entry["digest"] != digest:
+                raise self._refuse(f"was edited: the digests break on line {number + 1}")
+            try:
+                event = event_from_json(entry["dp_event"])
+            except ValueError as error:
+                raise self._refuse(f"holds an event it cannot read on line {number + 1} "
+                                   f"({error})") from None
+            records.append({"estimator": entry["estimator"], "dp_event": event})
+            digests.append(digest)
+        head = self._read_head()
+        for source, (count, expected) in (("this ledger", self._seen),
+                                          ("its head file", (head or (None, 0, None))[1:])):
+            if count > len(records):
+                raise self._refuse(
+                    f"holds {len(records)} records, but {source} saw {count}: records "
+                    "were removed")
+            if expected is not None and digests[count] != expected:
+                raise self._refuse(f"no longer holds the records {source} saw: it was edited")
+        if head is not None and head[0] != self._identity:
+            raise self._refuse("has the head file of another ledger")
+        if head is None and records:
+            raise self._refuse("has lost its head file")
+        self._seen = (len(records), digests[-1])
+        if head is None or head[1] != len(records):
+            self._write_head(len(records), digests[-1])
+        return records, digests[-1]
+
+    def _read(self, handle):
+        return self._verified(handle)[0]
 
     @property
     def records(self):
@@ -237,8 +418,10 @@ class PrivacyLedger:
                 f"{name} is fitted under neighboring={neighboring!r}, but this ledger "
                 f"records {self.neighboring!r} events: their epsilons do not compose."
             )
+        line = {"estimator": name, "dp_event": event_to_json(event)}  # refuses unknown types
         with self._locked() as handle:
-            events = [record["dp_event"] for record in self._read(handle)] + [event]
+            records, digest = self._verified(handle)
+            events = [record["dp_event"] for record in records] + [event]
             if self.max_epsilon is not None:
                 total = self._total(events, self.delta)
                 if total > self.max_epsilon:
@@ -247,10 +430,13 @@ class PrivacyLedger:
                         f"delta={self.delta:g}, above max_epsilon={self.max_epsilon:g}; "
                         "the fit was refused before reading any row."
                     )
+            digest = _chained(digest, line)
             handle.seek(0, os.SEEK_END)
-            record = {"estimator": name, "dp_event": event}
-            handle.write(base64.b64encode(pickle.dumps(record)) + b"\n")
+            handle.write((_canonical({**line, "digest": digest}) + "\n").encode())
             handle.flush()
+            os.fsync(handle.fileno())
+            self._seen = (len(events), digest)
+            self._write_head(len(events), digest)
 
     def privacy_report(self):
         """What this ledger's total means, in plain words.
@@ -262,13 +448,14 @@ class PrivacyLedger:
         return ledger_report(self)
 
     def close(self):
-        """Delete the records file.
+        """Delete the records file and its head file.
 
         The ledger cannot be charged or read afterwards (it raises
         ``FileNotFoundError``): construct a new one to start again.
         """
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self.path)
+        for path in (self.path, self._head_path()):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 def ledger_error(value):

@@ -11,6 +11,9 @@ import math
 
 import numpy as np
 
+import dp_accounting
+
+from ._accounting import split_epsilon_delta_events
 from ._feature_bounds import feature_bounds_note
 
 __all__ = ["estimator_report", "ledger_report", "search_report", "transformer_report"]
@@ -44,13 +47,24 @@ def _meaning(epsilon, delta):
         "epsilon of about 1 is strong, above 10 is weak.")
 
 
-def _guarantee_lines(name, epsilon, delta, neighboring):
+def _fitted_without_privacy(fitted):
+    """Why a fitted object's epsilon is infinite, in words (its own settings say)."""
+    params = fitted.get_params(deep=False)
+    if params.get("reproducible"):
+        return ("it was fitted with reproducible=True, whose noise anyone holding the model "
+                "can regenerate from its random_state")
+    if params.get("epsilon") == math.inf:
+        return "it was fitted without noise (epsilon=inf)"
+    return ("the accountant certifies no finite epsilon at this delta for what it released "
+            "(for example, the deltas of its parts add up to the target delta or more)")
+
+
+def _guarantee_lines(name, epsilon, delta, neighboring, reason):
+    """The guarantee in words; ``reason`` says why when epsilon or delta is infinite."""
     if not (math.isfinite(epsilon) and math.isfinite(delta)):
         return [
-            f"Guarantee: NONE. {name} reports an infinite epsilon_ or delta_: it was fitted "
-            "without noise "
-            "(epsilon=inf) or with reproducible=True, whose noise anyone holding the model "
-            "can regenerate from its random_state. Do not publish it as private."]
+            f"Guarantee: NONE. {name} reports an infinite epsilon or delta: {reason}. "
+            "Do not publish it as private."]
     return [
         f"Protected: {_UNITS.get(neighboring, neighboring)}.",
         f"Guarantee: ({epsilon:.4g}, {delta:.2g})-differential privacy "
@@ -111,7 +125,7 @@ def estimator_report(estimator):
     name = type(estimator).__name__
     lines = [f"Privacy report for {name}"]
     lines += _guarantee_lines(name, estimator.epsilon_, estimator.delta_,
-                              estimator.neighboring_)
+                              estimator.neighboring_, _fitted_without_privacy(estimator))
     n_releases = len(estimator.dp_events_)
     if n_releases > 1:
         lines.append(
@@ -131,7 +145,8 @@ def search_report(search):
     """The report of a fitted ``DPRandomizedSearch``."""
     name = type(search).__name__
     lines = [f"Privacy report for {name}"]
-    lines += _guarantee_lines(name, search.epsilon_, search.delta_, search.neighboring_)
+    lines += _guarantee_lines(name, search.epsilon_, search.delta_, search.neighboring_,
+                              _fitted_without_privacy(search))
     # The number of trials is not stated: the guarantee relies on it staying
     # secret (it is dropped from pickles), and this text may be published.
     lines.append(
@@ -153,7 +168,7 @@ def transformer_report(transformer, released):
     name = type(transformer).__name__
     lines = [f"Privacy report for {name}"]
     lines += _guarantee_lines(name, transformer.epsilon_, transformer.delta_,
-                              transformer.neighboring)
+                              transformer.neighboring, _fitted_without_privacy(transformer))
     lines.append("Released: " + released)
     declared = getattr(transformer, "public_n_samples", None)
     if transformer.neighboring == "replace_one":
@@ -171,6 +186,24 @@ def transformer_report(transformer, released):
     return "\n\n".join(lines)
 
 
+def _ledger_without_privacy(ledger, records):
+    """Why a ledger's total epsilon is infinite, in words: its records say."""
+    public = sorted({record["estimator"] for record in records
+                     if isinstance(record["dp_event"], dp_accounting.NonPrivateDpEvent)})
+    if public:
+        return (f"a release charged to it was not private ({', '.join(public)}: fitted "
+                "without noise, epsilon=inf, or with reproducible=True)")
+    _, _, spent_delta = split_epsilon_delta_events(ledger.dp_event)
+    if spent_delta >= ledger.delta:
+        return (f"the deltas of its releases add up to {spent_delta:.3g}, at or past the "
+                f"ledger's delta={ledger.delta:.3g}, so no epsilon is left to certify at "
+                "that delta. Use a ledger with a larger delta (the sum of the fits' deltas "
+                "must stay below it), fewer such fits, or fits with smaller deltas")
+    return ("the composition of its releases has no finite epsilon that the accountant "
+            "can certify at the ledger's delta (too many or too weakly protected "
+            "releases)")
+
+
 def ledger_report(ledger):
     """The report of a ``PrivacyLedger``."""
     records = ledger.records
@@ -184,7 +217,8 @@ def ledger_report(ledger):
     lines.append(
         f"Spent: {len(records)} release{plural} on the same data ({', '.join(names)}), "
         "composed as if each saw every row (a valid upper bound).")
-    lines += _guarantee_lines("The ledger", epsilon, ledger.delta, ledger.neighboring)
+    reason = None if math.isfinite(epsilon) else _ledger_without_privacy(ledger, records)
+    lines += _guarantee_lines("The ledger", epsilon, ledger.delta, ledger.neighboring, reason)
     if ledger.max_epsilon is not None:
         lines.append(f"Cap: a release that would take the total above epsilon "
                      f"{ledger.max_epsilon:g} is refused before it reads any row.")

@@ -67,12 +67,15 @@ PREVIOUS_PLD_Z = {
 def test_pld_noise_as_before_and_never_under_a_finer_pld_accountant(setting):
     epsilon, delta, q, T, neighboring = setting
     calibrate_noise.cache_clear()
-    cal = _calibration._calibrate(epsilon, delta, q, T, "pld", neighboring, None, None)
+    cal, interval = _calibration._calibrate(epsilon, delta, q, T, "pld", neighboring, None,
+                                            None)
     assert cal.accountant == "pld"
     assert cal.noise_multiplier == pytest.approx(PREVIOUS_PLD_Z[setting], rel=3e-3)
     # Finer than the finest interval the calibration may pick (epsilon / 10000).
     finer = _direct_pld(cal.noise_multiplier, q, T, epsilon / 20000, delta, neighboring)
     assert finer <= cal.epsilon <= epsilon
+    # The interval returned is the one the epsilon was computed at.
+    assert _direct_pld(cal.noise_multiplier, q, T, interval, delta, neighboring) == cal.epsilon
 
 
 # ---------------------------------------------------------------------------
@@ -283,14 +286,15 @@ def test_every_accountant_is_stored_and_read_back(cache_dir, computations):
     # A huge target under PLD is answered by RDP (and says so).
     huge = calibrate_noise(30.0, 1e-5, **SETTING)
     assert huge.accountant == "rdp"
-    n_computed = len(computations)
+    n_computed = len(computations) + 1  # the paper's is computed again
     calibrate_noise.cache_clear()
     assert [calibrate_noise(1.0, 1e-5, **SETTING, **kw) for kw in kwargs] == first
     assert calibrate_noise(30.0, 1e-5, **SETTING) == huge
     assert len(computations) == n_computed
-    # No privacy is never stored: nothing to compute.
+    # No privacy is never stored: nothing to compute. The paper's closed forms
+    # are not stored either (checking a stored one costs as much as computing it).
     assert calibrate_noise(math.inf, 1e-5, **SETTING).noise_multiplier == 0.0
-    assert len(_entries(cache_dir)) == len(kwargs) + 1
+    assert len(_entries(cache_dir)) == len(kwargs)
 
 
 # ---------------------------------------------------------------------------
@@ -355,3 +359,152 @@ def test_no_private_name_of_dp_accounting_is_read():
     assert not offences
     # The removed transcriptions stay removed.
     assert not (PACKAGE / "_pld_kernels.py").exists()
+
+
+# ---------------------------------------------------------------------------
+# The disk cache can never lower the noise
+# ---------------------------------------------------------------------------
+
+
+def _plant(folder, factor):
+    """Divide the noise multiplier of every entry in ``folder`` by ``factor``.
+
+    The entries stay well formed, with their claimed epsilon and a valid
+    digest: what anyone who can write the folder can do.
+    """
+    paths = _entries(folder)
+    for path in paths:
+        _rewrite(path, _with_digest(
+            lambda e: e["result"].update(noise_multiplier=e["result"]["noise_multiplier"]
+                                         / factor)))
+    return paths
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(accountant="rdp"),
+                                    dict(neighboring="add_remove", pld_discretization=1e-3)])
+def test_a_planted_entry_with_less_noise_is_not_used(cache_dir, computations, kwargs):
+    expected = calibrate_noise(0.8, 1e-5, **SETTING, **kwargs)
+    assert _plant(cache_dir, 20.0)
+    calibrate_noise.cache_clear()
+    again = calibrate_noise(0.8, 1e-5, **SETTING, **kwargs)
+    assert len(computations) == 2  # refused: searched again
+    assert again == expected
+
+
+def test_a_planted_pld_interval_is_not_trusted(cache_dir, computations):
+    # A coarser interval than the calibration may choose (cheaper to plant a
+    # z for) or a finer one (a slow verification) is refused unevaluated.
+    expected = calibrate_noise(0.8, 1e-5, **SETTING)
+    (path,) = _entries(cache_dir)
+    for interval in (1.0, 1e-9, "0.001"):
+        _rewrite(path, _with_digest(lambda e: e["result"].update(pld_interval=interval)))
+        calibrate_noise.cache_clear()
+        assert calibrate_noise(0.8, 1e-5, **SETTING) == expected
+    assert len(computations) == 4
+
+
+def test_more_noise_than_the_calibration_chooses_is_refused(cache_dir, computations):
+    expected = calibrate_noise(0.8, 1e-5, **SETTING)
+    (path,) = _entries(cache_dir)
+    z_twice = 2.0 * expected.noise_multiplier
+
+    def double_z(entry):
+        entry["result"]["noise_multiplier"] = z_twice
+        entry["result"]["epsilon"] = _calibration.cached_epsilon(
+            z_twice, 1e-5, 0.01, 200, "pld", "replace_one", entry["result"]["pld_interval"])
+    _rewrite(path, _with_digest(double_z))
+    calibrate_noise.cache_clear()
+    assert calibrate_noise(0.8, 1e-5, **SETTING) == expected
+    assert len(computations) == 2
+
+
+def test_a_fit_does_not_use_a_planted_entry(cache_dir):
+    import numpy as np
+
+    from sklearn_dplssgd import DPLSSGDClassifier, compute_epsilon
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(300, 4))
+    y = (X[:, 0] > 0).astype(int)
+    params = dict(epsilon=1.0, classes=[0, 1], feature_bounds=(-1.0, 1.0), max_iter=3,
+                  batch_size=30)
+    fresh = DPLSSGDClassifier(**params).fit(X, y)
+    assert _plant(cache_dir, 20.0)
+    calibrate_noise.cache_clear()
+    planted = DPLSSGDClassifier(**params).fit(X, y)
+    assert planted.noise_multiplier_ == fresh.noise_multiplier_
+    assert planted.epsilon_ == fresh.epsilon_ <= 1.0
+    # epsilon_ is true: the accountant finds it again for the z that was used.
+    assert compute_epsilon(planted.noise_multiplier_, planted.delta_,
+                           sample_rate=planted.sample_rate_, n_steps=planted.n_steps_) <= 1.0001
+
+
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_checking_an_entry_costs_one_accountant_evaluation(cache_dir, computations,
+                                                           monkeypatch, accountant):
+    expected = calibrate_noise(0.8, 1e-5, accountant=accountant, **SETTING)
+    calibrate_noise.cache_clear()
+    evaluations = []
+    evaluate = _calibration.cached_epsilon.__wrapped__  # not the in-memory cache
+
+    def counting(*args):
+        evaluations.append(args)
+        return evaluate(*args)
+
+    counting.cache_clear = _calibration.cached_epsilon.cache_clear  # for the fixture's end
+    monkeypatch.setattr(_calibration, "cached_epsilon", counting)
+    assert calibrate_noise(0.8, 1e-5, accountant=accountant, **SETTING) == expected
+    assert len(computations) == 1  # the first call only
+    assert len(evaluations) == 1 and evaluations[0][0] == expected.noise_multiplier
+
+
+def _stored_folder(tmp_path):
+    """A cache folder holding one valid entry of ``SETTING``."""
+    folder = tmp_path / "cache"
+    os.environ["SKLEARN_DPLSSGD_CACHE_DIR"] = str(folder)
+    calibrate_noise.cache_clear()
+    calibrate_noise(0.8, 1e-5, **SETTING)
+    calibrate_noise.cache_clear()
+    assert len(_entries(folder)) == 1
+    return folder
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+@pytest.mark.parametrize("where", ["folder", "subfolder"])
+def test_a_folder_others_can_write_is_neither_read_nor_written(tmp_path, monkeypatch,
+                                                               computations, where):
+    monkeypatch.setenv("SKLEARN_DPLSSGD_CACHE_DIR", "")
+    folder = _stored_folder(tmp_path)
+    assert folder.stat().st_mode & 0o777 == 0o700  # created private
+    (folder if where == "folder" else folder / "calibrations").chmod(0o777)
+    with pytest.warns(UserWarning, match="writable by others"):
+        calibrate_noise(0.8, 1e-5, **SETTING)
+    assert len(computations) == 2  # the valid entry was not read
+    calibrate_noise.cache_clear()
+    calibrate_noise(0.8, 1e-5, sample_rate=0.02, n_steps=200)  # warned once only
+    assert len(_entries(folder)) == 1  # and nothing was written
+    calibrate_noise.cache_clear()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+def test_a_folder_of_another_user_is_not_used(tmp_path, monkeypatch, computations):
+    monkeypatch.setenv("SKLEARN_DPLSSGD_CACHE_DIR", "")
+    _stored_folder(tmp_path)
+    uid = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: uid + 1)
+    with pytest.warns(UserWarning, match="owned by another user"):
+        calibrate_noise(0.8, 1e-5, **SETTING)
+    assert len(computations) == 2
+    calibrate_noise.cache_clear()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+def test_an_entry_others_can_write_is_not_read(tmp_path, monkeypatch, computations):
+    monkeypatch.setenv("SKLEARN_DPLSSGD_CACHE_DIR", "")
+    folder = _stored_folder(tmp_path)
+    (path,) = _entries(folder)
+    path.chmod(0o666)
+    calibrate_noise(0.8, 1e-5, **SETTING)
+    assert len(computations) == 2
+    assert path.stat().st_mode & 0o022 == 0  # replaced by a file of the store's own
+    calibrate_noise.cache_clear()

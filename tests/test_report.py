@@ -118,3 +118,37 @@ def test_the_private_transformers_report_what_they_released():
     with pytest.warns(Warning):
         seeded.fit(colours)
     assert "Guarantee: NONE" in seeded.privacy_report()
+
+
+def test_an_infinite_epsilon_is_explained_by_its_actual_cause(data):
+    import pandas as pd
+
+    from sklearn_dplssgd import DPOneHotEncoder, PrivacyLedger
+
+    # The deltas of 13 fits at 1e-6 add up past the ledger's 1e-5: no epsilon
+    # is left, although every fit was private.
+    rng = np.random.default_rng(0)
+    colours = pd.DataFrame({"colour": rng.choice(["a", "b"], size=500)})
+    ledger = PrivacyLedger(delta=1e-5)
+    for _ in range(13):
+        DPOneHotEncoder(epsilon=1.0, delta=1e-6, ledger=ledger).fit(colours)
+    assert ledger.epsilon() == np.inf
+    report = ledger.privacy_report()
+    assert "Guarantee: NONE" in report
+    assert "deltas of its releases add up to 1.3e-05" in report
+    assert "larger delta" in report and "fewer such fits" in report
+    assert "without noise" not in report and "reproducible" not in report
+    # A non-private release charged to a ledger names itself.
+    X, y = data
+    public = PrivacyLedger()
+    _quiet_fit(DPLSSGDClassifier(epsilon=np.inf, classes=[0, 1], max_iter=2, ledger=public),
+               X, y)
+    assert "not private (DPLSSGDClassifier" in public.privacy_report()
+    # The fitted objects say which of their own settings removed the guarantee.
+    noiseless = _quiet_fit(DPLSSGDClassifier(epsilon=np.inf, classes=[0, 1], max_iter=2), X, y)
+    report = noiseless.privacy_report()
+    assert "without noise (epsilon=inf)" in report and "reproducible=True" not in report
+    seeded = _quiet_fit(DPLSSGDClassifier(classes=[0, 1], max_iter=2, random_state=0,
+                                          reproducible=True), X, y)
+    report = seeded.privacy_report()
+    assert "reproducible=True" in report and "epsilon=inf" not in report

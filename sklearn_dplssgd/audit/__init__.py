@@ -73,6 +73,8 @@ runs direct checks, each aimed at one class of such bugs:
 * an error that depends on one row (:func:`check_overflow_row`);
 * a released model continued outside its ledger, or a ledger that forgets
   its records (:func:`check_ledger_continuity`);
+* a planted calibration cache entry that lowers the noise
+  (:func:`check_planted_cache_entry`);
 * an error message that quotes private values (:func:`check_error_messages`);
 * a coefficient rounded past the clip after the clip decision
   (:func:`check_rounding`);
@@ -84,6 +86,10 @@ runs direct checks, each aimed at one class of such bugs:
 
 :func:`check_category_representation` checks that no row decides how a
 category released by :class:`~sklearn_dplssgd.DPOneHotEncoder` is shown.
+
+:func:`check_ledger_file_format` checks the :class:`~sklearn_dplssgd.PrivacyLedger`
+itself (its file holds no pickle, refuses one, notices a removed record);
+it needs no estimator and is not part of :func:`audit_implementation`.
 
 Seeds of the runs are drawn from ``random_state``; the estimator's own seed
 is replaced per run.
@@ -111,6 +117,7 @@ from ._release_checks import (
     check_seed_replay,
 )
 from ._result import audit_scores, AuditResult
+from ._stored_state_checks import check_ledger_file_format, check_planted_cache_entry
 from ._statistics import (
     clopper_pearson_upper, epsilon_lower_bound, gdp_delta, gdp_epsilon, mu_lower_bound,
 )
@@ -131,7 +138,9 @@ __all__ = [
     "check_error_messages",
     "check_error_outcomes",
     "check_ledger_continuity",
+    "check_ledger_file_format",
     "check_overflow_row",
+    "check_planted_cache_entry",
     "check_public_attributes",
     "check_rounding",
     "check_row_count",

@@ -13,7 +13,7 @@ import sklearn
 from sklearn.base import clone, is_classifier
 
 from .._base import BaseDPLSSGD
-from .._ledger import PrivacyLedger
+from .._ledger import LedgerFileError, PrivacyLedger
 from .._search import DPRandomizedSearch, final_estimator
 from .._validation import public_row_count
 from ._attribute_checks import check_public_attributes
@@ -25,6 +25,7 @@ from ._release_checks import (
     check_clipping, check_clone_independence, check_overflow_row, check_row_count,
     check_seed_replay,
 )
+from ._stored_state_checks import check_planted_cache_entry
 
 __all__ = [
     "audit_implementation",
@@ -103,7 +104,7 @@ def check_ledger_continuity(estimator, X=None, y=None):
         try:
             quietly(worker_copy.fit, X, y)
             escapes.append("a ledger without its records file accepted a charge")
-        except FileNotFoundError:
+        except (FileNotFoundError, LedgerFileError):
             pass
         if os.path.exists(ledger.path):
             escapes.append("a missing records file was recreated empty")
@@ -380,7 +381,8 @@ def audit_implementation(estimator, X=None, y=None):
     :func:`check_clone_independence`, :func:`check_row_count`,
     :func:`check_overflow_row`, :func:`check_rounding`,
     :func:`check_error_outcomes`, :func:`check_ledger_continuity`,
-    :func:`check_error_messages` and :func:`check_public_attributes`.
+    :func:`check_planted_cache_entry`, :func:`check_error_messages` and
+    :func:`check_public_attributes`.
 
     Parameters
     ----------
@@ -414,6 +416,7 @@ def audit_implementation(estimator, X=None, y=None):
         check_rounding(estimator),
         check_error_outcomes(estimator),
         check_ledger_continuity(estimator, X, y),
+        check_planted_cache_entry(estimator, X, y),
         check_error_messages(estimator),
         check_public_attributes(estimator, X, y),
     )
