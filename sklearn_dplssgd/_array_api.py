@@ -44,7 +44,7 @@ from sklearn import get_config
 
 from ._kernels import NORM_SLACK, smooth_rows, smoothing_omega
 from ._losses import loss_derivative
-from ._row_norms import row_norms
+from ._row_norms import row_norms, scaled_row_norms
 from ._sgd import gaussian_noise, poisson_batches, without_long_rows
 from ._smoothing import smoothing_eigenvalues
 from ._training import run_training
@@ -161,10 +161,16 @@ def device_of(array):
 
 
 def _norms_of_rows(xp, values):
-    """The L2 norm of each row of a (b, K) array (``abs`` for K = 1, as the kernels)."""
+    """The L2 norm of each row of a (b, K) array (``abs`` for K = 1, as the kernels).
+
+    Scaled by each row's largest entry (:func:`._row_norms.scaled_row_norms`):
+    where the widest float is float32 (MPS), the squares of entries near
+    1e-23 are 0, and a plain norm would tell the clip that a residual of
+    such entries has norm 0.
+    """
     if values.shape[1] == 1:
         return xp.abs(values[:, 0])
-    return xp.linalg.vector_norm(values, axis=1)
+    return scaled_row_norms(xp, values)
 
 
 def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=None):
@@ -183,8 +189,10 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     units of the dtype's rounding error, and contributes nothing if it is
     still over. A sample
     whose coefficients cannot be represented contributes nothing: a
-    non-finite residual (``NaN > bound`` is False) or a coefficient above
-    the dtype's largest value.
+    non-finite residual (``NaN > bound`` is False), a NaN or negative feature
+    norm, or a coefficient above the dtype's largest value. Every norm is
+    taken scaled by the row's largest entry, so that it neither underflows
+    nor overflows in float32 (devices without float64).
 
     Parameters
     ----------
@@ -208,6 +216,9 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     info = xp.finfo(dtype)
     largest, tiny = float(info.max), float(info.smallest_normal)
     residual_norm = _norms_of_rows(xp, residuals)
+    # A NaN or negative feature norm is no norm (``NaN > 0`` is False, which
+    # would leave the row unbounded): such a row contributes nothing.
+    valid_norm = feature_norms >= 0
     positive = feature_norms > 0
     allowed = clip_norm / xp.where(positive, feature_norms, xp.ones_like(feature_norms))
     finite = xp.isfinite(residual_norm)
@@ -223,8 +234,9 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     # x = 0 without an intercept: the gradient r [x, 1] is 0 whatever r.
     bound = xp.where(positive, bound, xp.full_like(bound, math.inf))
     magnitude = xp.abs(values)
-    usable = finite & xp.where(clipped, allowed >= tiny, xp.ones_like(clipped)) & xp.all(
-        magnitude <= largest, axis=1)
+    usable = (finite & valid_norm
+              & xp.where(clipped, allowed >= tiny, xp.ones_like(clipped))
+              & xp.all(magnitude <= largest, axis=1))
     zeros = xp.zeros_like(values)
     values = xp.where(usable[:, None] & (magnitude >= tiny), values, zeros)
     stored = xp.astype(values, dtype)
@@ -234,7 +246,7 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     for attempt in range(2):
         wide_values = xp.astype(stored, residuals.dtype)
         norms = _norms_of_rows(xp, wide_values)
-        over = norms > bound * NORM_SLACK
+        over = ~(norms <= bound * NORM_SLACK)  # a NaN norm is over
         if attempt == 0:
             shrink = bound / xp.where(over, norms, xp.ones_like(norms))
         else:
@@ -243,7 +255,7 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
         wide_values = wide_values * shrink[:, None]
         wide_values = xp.where(xp.abs(wide_values) >= tiny, wide_values, zeros)
         stored = xp.astype(wide_values, dtype)
-    over = _norms_of_rows(xp, xp.astype(stored, residuals.dtype)) > bound * NORM_SLACK
+    over = ~(_norms_of_rows(xp, xp.astype(stored, residuals.dtype)) <= bound * NORM_SLACK)
     return xp.where(over[:, None], xp.zeros_like(stored), stored)
 
 

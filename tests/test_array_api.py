@@ -169,6 +169,42 @@ def test_unrepresentable_contributions_fail_closed(xp_module):
     assert_allclose(result[:, 0], [0.0, 0.0, 1.0, 0.1], rtol=1e-7)
 
 
+def test_float32_residuals_of_tiny_entries_are_still_clipped(xp_module):
+    # Where the widest float is float32 (MPS), residual entries near 1e-23
+    # square to 0: an unscaled norm is 0, the clip sees nothing to clip, and
+    # a row of norm 1e30 adds a gradient of norm about 1e7 C. The norm scaled
+    # by the row's largest entry keeps every contribution within C.
+    rng = np.random.default_rng(5)
+    residuals = (rng.uniform(0.5, 2.0, size=(6, 3)) * 1e-23).astype(np.float32)
+    residuals[0] = [3e-23, 0.0, -4e-23]
+    feature_norms = np.float32(1e30) * rng.uniform(0.5, 2.0, size=6).astype(np.float32)
+    residuals_dev = _as(xp_module, residuals)
+    xp = _namespace(xp_module, residuals_dev)
+    coefficients = _array_api.to_numpy(_array_api.clipped_residuals(
+        xp, residuals_dev, _as(xp_module, feature_norms), 1.0, xp.float32))
+    assert coefficients.dtype == np.float32
+    contributions = (np.linalg.norm(coefficients.astype(np.float64), axis=1)
+                     * feature_norms.astype(np.float64))
+    assert np.all(contributions <= 1.0 + 1e-5)
+    assert np.all(contributions > 0.99)  # clipped to C, not dropped
+    # The direction is kept: row 0 is (3, 0, -4) / 5 times C / ||x||.
+    assert_allclose(coefficients[0] * feature_norms[0], [0.6, 0.0, -0.8], rtol=1e-5,
+                    atol=1e-6)
+
+
+@pytest.mark.parametrize("bad_norm", [np.nan, -1.0])
+def test_nan_or_negative_feature_norms_contribute_nothing(xp_module, bad_norm):
+    # NaN > 0 is False: such a norm once meant "no bound", and the row was kept whole.
+    residuals = np.array([[5.0, -3.0], [5.0, -3.0], [0.3, 0.4]])
+    feature_norms = np.array([bad_norm, 2.0, 1.0])
+    xp = _namespace(xp_module, _as(xp_module, residuals))
+    result = _array_api.to_numpy(_array_api.clipped_residuals(
+        xp, _as(xp_module, residuals), _as(xp_module, feature_norms), 1.0, xp.float64))
+    assert np.array_equal(result[0], [0.0, 0.0])
+    assert_allclose(np.linalg.norm(result[1]) * 2.0, 1.0, rtol=1e-12)
+    assert_allclose(result[2], [0.3, 0.4], rtol=1e-15)
+
+
 def _train_plan(n_outputs, code, n_steps=60, **overrides):
     settings = dict(
         loss_code=code, loss_threshold=1.0, fit_intercept=True, clip_norm=1.0,
