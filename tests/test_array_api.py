@@ -520,3 +520,93 @@ def test_numpy_inputs_under_dispatch_take_the_numpy_path():
         reference = DPLSSGDClassifier(**settings).fit(X, y)
     assert isinstance(model.coef_, np.ndarray)
     assert_allclose(model.coef_, reference.coef_, rtol=0, atol=0)
+
+
+# ------------------------------------------------ full-precision products
+
+
+def _new_torch_layout(precision):
+    """A stand-in for PyTorch 2.9+'s ``torch.backends`` (one ``fp32_precision`` per backend)."""
+    from types import SimpleNamespace
+
+    def place():
+        return SimpleNamespace(fp32_precision=precision)
+
+    return SimpleNamespace(backends=SimpleNamespace(
+        cuda=SimpleNamespace(matmul=place()), mkldnn=SimpleNamespace(matmul=place()),
+        cudnn=SimpleNamespace(conv=place())))
+
+
+def _old_torch_layout():
+    """A stand-in for older PyTorch: ``allow_tf32`` flags and the global matmul precision."""
+    from types import SimpleNamespace
+
+    state = {"precision": "high"}
+    return SimpleNamespace(
+        backends=SimpleNamespace(cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=True)),
+                                 cudnn=SimpleNamespace(allow_tf32=True)),
+        get_float32_matmul_precision=lambda: state["precision"],
+        set_float32_matmul_precision=lambda value: state.update(precision=value))
+
+
+def _precision_state(torch_like):
+    backends = torch_like.backends
+    if hasattr(backends.cuda.matmul, "fp32_precision"):
+        return (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision,
+                backends.cudnn.conv.fp32_precision)
+    return (backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32,
+            torch_like.get_float32_matmul_precision())
+
+
+@pytest.mark.parametrize("layout, full", [
+    (lambda: _new_torch_layout("tf32"), ("ieee", "ieee", "ieee")),
+    (_old_torch_layout, (False, False, "highest")),
+])
+def test_full_precision_products_switch_tf32_off_and_restore_the_users_settings(layout, full):
+    torch_like = layout()
+    users = _precision_state(torch_like)
+    with _array_api.full_precision_products(None, torch_module=torch_like):
+        assert _precision_state(torch_like) == full
+    assert _precision_state(torch_like) == users
+    with pytest.raises(RuntimeError, match="inside"):
+        with _array_api.full_precision_products(None, torch_module=torch_like):
+            raise RuntimeError("inside")
+    assert _precision_state(torch_like) == users
+
+
+@pytest.fixture
+def users_tf32_settings():
+    """The installed PyTorch with TF32 switched on, as a user may have it; restored after."""
+    torch = pytest.importorskip("torch")
+    switches = _array_api.full_precision_switches(torch)
+    saved = [(write, read()) for read, write, _ in switches]
+    for _, write, full in switches:
+        write("tf32" if full == "ieee" else (True if full is False else "high"))
+    yield torch, [read() for read, _, _ in switches]
+    for write, value in reversed(saved):
+        write(value)
+
+
+def test_the_torch_backend_sums_clipped_gradients_in_full_precision(users_tf32_settings,
+                                                                    monkeypatch):
+    # With TF32 a clipped contribution summed by a matrix product may exceed
+    # its checked norm by about 1e-3: every step must run with it off, and
+    # the user's settings come back after the fit.
+    torch, users = users_tf32_settings
+    switches = _array_api.full_precision_switches(torch)
+    seen = []
+    summing = _array_api.noisy_clipped_gradient_sum
+
+    def recording(*args, **kwargs):
+        seen.append([read() for read, _, _ in switches])
+        return summing(*args, **kwargs)
+
+    monkeypatch.setattr(_array_api, "noisy_clipped_gradient_sum", recording)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(80, 5)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    DPLSSGDClassifier(classes=[0, 1], max_iter=2, batch_size=20).fit(
+        torch.asarray(X), torch.asarray(y))
+    full = [value for _, _, value in switches]
+    assert seen and all(state == full for state in seen)
+    assert [read() for read, _, _ in switches] == users != full
