@@ -77,7 +77,9 @@ runs direct checks, each aimed at one class of such bugs:
 * a coefficient rounded past the clip after the clip decision
   (:func:`check_rounding`);
 * errors decided by one row on neighbouring data sets inside the declared
-  domain (:func:`check_error_outcomes`).
+  domain (:func:`check_error_outcomes`);
+* a private search that refits a private step outside its accounting
+  (:func:`check_search_private_steps`).
 
 Seeds of the runs are drawn from ``random_state``; the estimator's own seed
 is replaced per run.
@@ -104,6 +106,7 @@ from ._release_checks import (
     check_seed_replay,
 )
 from ._result import audit_scores, AuditResult
+from ._search_checks import check_search_private_steps
 from ._statistics import (
     clopper_pearson_upper, epsilon_lower_bound, gdp_delta, gdp_epsilon, mu_lower_bound,
 )
@@ -126,6 +129,7 @@ __all__ = [
     "check_overflow_row",
     "check_rounding",
     "check_row_count",
+    "check_search_private_steps",
     "check_seed_replay",
     "CheckResult",
     "clopper_pearson_upper",

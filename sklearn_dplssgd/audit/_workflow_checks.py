@@ -24,6 +24,7 @@ from ._release_checks import (
     check_clipping, check_clone_independence, check_overflow_row, check_row_count,
     check_seed_replay,
 )
+from ._search_checks import check_search_private_steps
 
 __all__ = [
     "audit_implementation",
@@ -378,8 +379,8 @@ def audit_implementation(estimator, X=None, y=None):
     The checks are :func:`check_clipping`, :func:`check_seed_replay`,
     :func:`check_clone_independence`, :func:`check_row_count`,
     :func:`check_overflow_row`, :func:`check_rounding`,
-    :func:`check_error_outcomes`, :func:`check_ledger_continuity` and
-    :func:`check_error_messages`.
+    :func:`check_error_outcomes`, :func:`check_ledger_continuity`,
+    :func:`check_search_private_steps` and :func:`check_error_messages`.
 
     Parameters
     ----------
@@ -413,6 +414,7 @@ def audit_implementation(estimator, X=None, y=None):
         check_rounding(estimator),
         check_error_outcomes(estimator),
         check_ledger_continuity(estimator, X, y),
+        check_search_private_steps(estimator),
         check_error_messages(estimator),
     )
     return ImplementationAudit(type(estimator).__name__, checks)
