@@ -44,7 +44,7 @@ from sklearn import get_config
 
 from ._kernels import NORM_SLACK, smooth_rows, smoothing_omega
 from ._losses import loss_derivative
-from ._row_norms import row_norms
+from ._row_norms import row_norms, scaled_row_norms
 from ._sgd import gaussian_noise, poisson_batches, without_long_rows
 from ._smoothing import smoothing_eigenvalues
 from ._training import run_training
@@ -56,6 +56,8 @@ __all__ = [
     "array_api_namespace",
     "clipped_residuals",
     "device_gaussian",
+    "full_precision_products",
+    "full_precision_switches",
     "initial_gradient_norms",
     "row_norms",
     "to_device",
@@ -161,10 +163,16 @@ def device_of(array):
 
 
 def _norms_of_rows(xp, values):
-    """The L2 norm of each row of a (b, K) array (``abs`` for K = 1, as the kernels)."""
+    """The L2 norm of each row of a (b, K) array (``abs`` for K = 1, as the kernels).
+
+    Scaled by each row's largest entry (:func:`._row_norms.scaled_row_norms`):
+    where the widest float is float32 (MPS), the squares of entries near
+    1e-23 are 0, and a plain norm would tell the clip that a residual of
+    such entries has norm 0.
+    """
     if values.shape[1] == 1:
         return xp.abs(values[:, 0])
-    return xp.linalg.vector_norm(values, axis=1)
+    return scaled_row_norms(xp, values)
 
 
 def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=None):
@@ -183,8 +191,10 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     units of the dtype's rounding error, and contributes nothing if it is
     still over. A sample
     whose coefficients cannot be represented contributes nothing: a
-    non-finite residual (``NaN > bound`` is False) or a coefficient above
-    the dtype's largest value.
+    non-finite residual (``NaN > bound`` is False), a NaN or negative feature
+    norm, or a coefficient above the dtype's largest value. Every norm is
+    taken scaled by the row's largest entry, so that it neither underflows
+    nor overflows in float32 (devices without float64).
 
     Parameters
     ----------
@@ -208,6 +218,9 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     info = xp.finfo(dtype)
     largest, tiny = float(info.max), float(info.smallest_normal)
     residual_norm = _norms_of_rows(xp, residuals)
+    # A NaN or negative feature norm is no norm (``NaN > 0`` is False, which
+    # would leave the row unbounded): such a row contributes nothing.
+    valid_norm = feature_norms >= 0
     positive = feature_norms > 0
     allowed = clip_norm / xp.where(positive, feature_norms, xp.ones_like(feature_norms))
     finite = xp.isfinite(residual_norm)
@@ -223,8 +236,9 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     # x = 0 without an intercept: the gradient r [x, 1] is 0 whatever r.
     bound = xp.where(positive, bound, xp.full_like(bound, math.inf))
     magnitude = xp.abs(values)
-    usable = finite & xp.where(clipped, allowed >= tiny, xp.ones_like(clipped)) & xp.all(
-        magnitude <= largest, axis=1)
+    usable = (finite & valid_norm
+              & xp.where(clipped, allowed >= tiny, xp.ones_like(clipped))
+              & xp.all(magnitude <= largest, axis=1))
     zeros = xp.zeros_like(values)
     values = xp.where(usable[:, None] & (magnitude >= tiny), values, zeros)
     stored = xp.astype(values, dtype)
@@ -234,7 +248,7 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     for attempt in range(2):
         wide_values = xp.astype(stored, residuals.dtype)
         norms = _norms_of_rows(xp, wide_values)
-        over = norms > bound * NORM_SLACK
+        over = ~(norms <= bound * NORM_SLACK)  # a NaN norm is over
         if attempt == 0:
             shrink = bound / xp.where(over, norms, xp.ones_like(norms))
         else:
@@ -243,8 +257,83 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
         wide_values = wide_values * shrink[:, None]
         wide_values = xp.where(xp.abs(wide_values) >= tiny, wide_values, zeros)
         stored = xp.astype(wide_values, dtype)
-    over = _norms_of_rows(xp, xp.astype(stored, residuals.dtype)) > bound * NORM_SLACK
+    over = ~(_norms_of_rows(xp, xp.astype(stored, residuals.dtype)) <= bound * NORM_SLACK)
     return xp.where(over[:, None], xp.zeros_like(stored), stored)
+
+
+def full_precision_switches(torch):
+    """The settings that keep float32 products in float32: ``(read, write, full)`` each.
+
+    TensorFloat-32 (``allow_tf32``, cuBLAS's TF32 math, or
+    ``set_float32_matmul_precision("high")``) and oneDNN's bfloat16 products
+    round each factor to 10 or 7 bits of mantissa: a clipped coefficient
+    times a row would then add up to about 1e-3 more than the norm the clip
+    checked. PyTorch 2.9 and later have one setting per backend
+    (``fp32_precision``, ``"ieee"`` for full precision; mixing it with the
+    older flags is an error there); older releases have the flags and the
+    global matmul precision.
+
+    Parameters
+    ----------
+    torch : module
+        ``torch`` (or an object with its ``backends`` layout, in tests).
+
+    Returns
+    -------
+    switches : list of (callable, callable, object)
+    """
+    backends = torch.backends
+    if hasattr(backends.cuda.matmul, "fp32_precision"):
+        # cuBLAS, oneDNN (CPU) and cuDNN products.
+        places = (backends.cuda.matmul, getattr(backends.mkldnn, "matmul", None),
+                  getattr(backends.cudnn, "conv", None))
+        return [
+            (lambda place=place: place.fp32_precision,
+             lambda value, place=place: setattr(place, "fp32_precision", value), "ieee")
+            for place in places if hasattr(place, "fp32_precision")]
+    switches = [
+        (lambda place=place: place.allow_tf32,
+         lambda value, place=place: setattr(place, "allow_tf32", value), False)
+        for place in (backends.cuda.matmul, backends.cudnn)]
+    switches.append((torch.get_float32_matmul_precision, torch.set_float32_matmul_precision,
+                     "highest"))
+    return switches
+
+
+@contextlib.contextmanager
+def full_precision_products(xp, torch_module=None):
+    """Within the block, PyTorch multiplies float32 (and float64) in full precision.
+
+    The value used must be the value whose norm was checked: the clipped sum
+    ``S^T [X_B, 1]`` is a matrix product, and with TensorFloat-32 (or
+    oneDNN's bfloat16) a clipped contribution could exceed ``C`` by about
+    1e-3 relative. The user's settings are read on entry and restored on
+    exit, also when the block raises. They are process-wide: other threads
+    multiplying at the same time also run in full precision. Other
+    namespaces: nothing to do.
+
+    Parameters
+    ----------
+    xp : namespace
+    torch_module : module or None, default=None
+        ``torch`` itself when None (a stand-in in tests).
+    """
+    from sklearn.externals.array_api_compat import is_torch_namespace
+
+    if torch_module is None and not is_torch_namespace(xp):
+        yield
+        return
+    if torch_module is None:
+        import torch as torch_module
+    switches = full_precision_switches(torch_module)
+    saved = [(write, read()) for read, write, _ in switches]
+    try:
+        for _, write, full in switches:
+            write(full)
+        yield
+    finally:
+        for write, value in reversed(saved):
+            write(value)
 
 
 def device_gaussian(xp, device, rng):
@@ -464,7 +553,9 @@ class ArrayApiTraining:
         self._penalised = to_device(np.arange(n_features + 1) < n_features, xp, device)
 
     def context(self):
-        return contextlib.nullcontext()
+        # Every product that feeds the clip or the sum in full precision,
+        # whatever the user's TF32 settings (restored after the loop).
+        return full_precision_products(self.xp)
 
     def chunks(self, chunk_starts, chunk, noise_std):
         xp, n_steps = self.xp, self.plan.n_steps

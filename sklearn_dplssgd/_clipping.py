@@ -103,8 +103,10 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
     the bound in the parameters' dtype contributes nothing (a zero
     contribution never exceeds it). That is a non-finite residual
     (``NaN > bound`` is False, so it would otherwise skip clipping), a
-    coefficient above ``largest`` (it would become ``inf`` when stored), or
-    a clipped vector that two rescalings do not bring within the bound. Its
+    feature norm that is NaN or negative (``NaN > 0`` is False too: the
+    sample would have no bound), a coefficient above ``largest`` (it would
+    become ``inf`` when stored), or a clipped vector that two rescalings do
+    not bring within the bound. Its
     ``out`` is zeroed whole: nothing of the previous sample's coefficients,
     which the callers' buffer still holds, can be used in its place.
 
@@ -120,7 +122,10 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
         for k in range(n_outputs):
             residual_sq += residual[k] * residual[k]
         residual_norm = math.sqrt(residual_sq)
-    kept = math.isfinite(residual_norm)
+    # A NaN or negative feature norm is no norm at all: ``feature_norm > 0``
+    # would be False and leave the sample unbounded. Fail closed instead
+    # (fits compute the norms upstream, but the clip must not rely on it).
+    kept = math.isfinite(residual_norm) and feature_norm >= 0.0
     # Stored: factor * residual, within bound. x = 0 without an intercept:
     # the gradient r [x, 1] is 0 whatever r, so any finite r is kept whole.
     factor, bound = weight, math.inf
@@ -180,7 +185,20 @@ def feature_norm_of(row_norms, feature_norms, i, intercept_term):
     """
     if feature_norms.shape[0] > 0:
         return feature_norms[i]
-    return math.hypot(row_norms[i], intercept_term)
+    return _hypot_of_norm(row_norms[i], intercept_term)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hypot_of_norm(row_norm, intercept_term):
+    """``hypot(row_norm, intercept_term)``, NaN for a negative row norm.
+
+    ``hypot`` would turn a negative (invalid) row norm into a positive
+    feature norm, and the clip would bound the sample by the wrong norm; NaN
+    makes the clip drop it (NaN stays NaN through ``hypot``).
+    """
+    if row_norm < 0.0:
+        return math.nan
+    return math.hypot(row_norm, intercept_term)
 
 
 @njit(cache=True, nogil=True)
@@ -188,5 +206,5 @@ def compute_feature_norms(row_norms, intercept_term):
     """``hypot(||x_i||, intercept_term)`` for every row: what each clip divides by."""
     norms = np.empty(row_norms.shape[0], dtype=np.float64)
     for i in range(row_norms.shape[0]):
-        norms[i] = math.hypot(row_norms[i], intercept_term)
+        norms[i] = _hypot_of_norm(row_norms[i], intercept_term)
     return norms

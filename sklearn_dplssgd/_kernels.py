@@ -253,6 +253,7 @@ def single_output_sum_into(
                 if weighted:
                     prefetch_address(weight_base + sample * weight_step)
             residual[0] = single_output_residual(code, margins[r], targets[r], threshold)
+            # Fail-closed: a NaN or negative norm contributes nothing.
             clipped_residual(residual, norms[r], clip_norm, row_weights[r], largest, tiny,
                              scaled)
             coefficients[r] = scaled[0]
@@ -315,6 +316,7 @@ def several_outputs_gradient_sum(
                 row_margins[k] = _margin_float64(params[k], X[i], n_features)
         multiclass_residual(code, row_margins, y[i], threshold, residual)
         weight = weights[i] if weights.shape[0] > 0 else 1.0
+        # Fail-closed: a NaN or negative norm contributes nothing.
         clipped_residual(residual, feature_norm_of(row_norms, feature_norms, i, intercept_term),
                          clip_norm, weight, largest, tiny, scaled)
         for k in range(n_outputs):

@@ -141,8 +141,12 @@ def estimator_report(estimator):
     return "\n\n".join(lines)
 
 
-def search_report(search):
-    """The report of a fitted ``DPRandomizedSearch``."""
+def search_report(search, prefitted_private_steps=()):
+    """The report of a fitted ``DPRandomizedSearch``.
+
+    ``prefitted_private_steps`` names the private steps of the best model
+    fitted (and frozen) before the search: their releases are their own.
+    """
     name = type(search).__name__
     lines = [f"Privacy report for {name}"]
     lines += _guarantee_lines(name, search.epsilon_, search.delta_, search.neighboring_,
@@ -154,6 +158,12 @@ def search_report(search):
         "the accounting requires: do not publish n_trials_ or trials_), each a private "
         "fit and a noisy validation score; only the best trial's model and score are "
         "released. The guarantee covers the whole search, best_estimator_ included.")
+    if prefitted_private_steps:
+        lines.append(
+            "Fitted before the search, not by it: the private step(s) "
+            f"{', '.join(map(repr, prefitted_private_steps))} of best_estimator_, released "
+            "under their own guarantee (their epsilon_), not covered by this one. The "
+            "total spent on the rows composes both (a PrivacyLedger given to all counts it).")
     lines += _public_lines(search.best_estimator_ if not hasattr(
         search.best_estimator_, "steps") else search.best_estimator_.steps[-1][1])
     lines.append(_NOT_COVERED)

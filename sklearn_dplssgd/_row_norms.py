@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-__all__ = ["compute_row_norms", "compute_sparse_row_norms", "row_norms"]
+__all__ = ["compute_row_norms", "compute_sparse_row_norms", "row_norms",
+           "scaled_row_norms"]
 
 # Values per block when the row norms are computed (bounds the wide copy and
 # its temporaries to 32 MiB each).
@@ -54,14 +55,35 @@ def _rescaled_norms(xp, rows, unsafe, norms, dtype):
         block = rows[unsafe].astype(dtype)
     else:
         block = xp.astype(rows, dtype)
-    largest = xp.max(xp.abs(block), axis=1)
-    safe = xp.where(largest > 0, largest, xp.ones_like(largest))
-    scaled = block / safe[:, None]
-    rescaled = largest * xp.sqrt(xp.sum(scaled * scaled, axis=1))
+    rescaled = scaled_row_norms(xp, block)
     if isinstance(rows, np.ndarray):
         norms[unsafe] = rescaled
         return norms
     return xp.where(unsafe, rescaled, norms)
+
+
+def scaled_row_norms(xp, block):
+    """Each row's L2 norm in ``block``'s dtype, the row divided by its largest entry first.
+
+    Neither the squares of tiny entries (float32 squares of 1e-23 are 0)
+    nor those of huge ones can underflow or overflow: the largest scaled
+    entry is 1. A whole-array computation with no branch on the values (no
+    host synchronisation on a device). A row with a NaN entry gets NaN, one
+    with an infinite entry NaN or inf: never a finite norm.
+
+    Parameters
+    ----------
+    xp : namespace
+    block : array of shape (n, k), with k >= 1
+
+    Returns
+    -------
+    norms : array of shape (n,)
+    """
+    largest = xp.max(xp.abs(block), axis=1)
+    safe = xp.where(largest > 0, largest, xp.ones_like(largest))
+    scaled = block / safe[:, None]
+    return largest * xp.sqrt(xp.sum(scaled * scaled, axis=1))
 
 
 def row_norms(xp, X, dtype):

@@ -21,10 +21,8 @@ import numpy as np
 from joblib import Parallel, delayed
 from scipy import optimize
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
-from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import ParameterSampler
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 from sklearn.utils import _safe_indexing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
@@ -32,13 +30,13 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import BaseDPLSSGD
 from ._defaults import resolve_schedule
 from ._mechanism import RandomSearchSelection
-from ._dp_encoder import DPOneHotEncoder
-from ._dp_scaler import DPBoundedScaler
-from ._scaler import BoundedScaler
 from ._schedules import noise_schedule_blocks, number_of_steps
 from ._ledger import ledger_error
 from ._randomness import make_generator, random_state_error
 from ._report import search_report
+from ._search_steps import (
+    frozen_private_steps, is_public_transformer, refuse_budget_spending_steps,
+)
 from ._validation import (
     Interval, Options, PrivacyLeakWarning, public_row_count, validate_parameters,
 )
@@ -126,35 +124,6 @@ def final_estimator(estimator):
     )
 
 
-def _is_private_transformer(step):
-    """Whether ``step`` (or a step inside it) learns from the rows with its own budget."""
-    if isinstance(step, (DPBoundedScaler, DPOneHotEncoder)):
-        return True
-    if isinstance(step, Pipeline):
-        return any(_is_private_transformer(s) for _, s in step.steps)
-    if isinstance(step, ColumnTransformer):
-        return any(_is_private_transformer(s) for _, s, _ in step.transformers)
-    return False
-
-
-def _is_public_transformer(step):
-    """Whether fitting ``step`` reads nothing from the rows that it then keeps."""
-    if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
-        return True
-    if _is_private_transformer(step):
-        # Private, not public: each trial's refit spends its own budget.
-        return False
-    if isinstance(step, (BoundedScaler, FunctionTransformer)):
-        return True
-    if isinstance(step, OneHotEncoder):
-        return not (isinstance(step.categories, str) and step.categories == "auto")
-    if isinstance(step, Pipeline):
-        return all(_is_public_transformer(s) for _, s in step.steps)
-    if isinstance(step, ColumnTransformer):
-        return all(_is_public_transformer(s) for _, s, _ in step.transformers)
-    return False
-
-
 def _fit_trial(estimator, X, y, train, validation, scoring, bound):
     """Fit one trial on its training rows; return the model and its score sum."""
     started = time.perf_counter()
@@ -195,7 +164,13 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         (:class:`BoundedScaler`, ``FunctionTransformer``, ``OneHotEncoder``
         with declared ``categories``, or ColumnTransformers and Pipelines of
         these): others are fitted on private rows without noise, and a
-        :class:`PrivacyLeakWarning` says so.
+        :class:`PrivacyLeakWarning` says so. A step that spends privacy budget
+        when fitted (:class:`DPBoundedScaler`, :class:`DPOneHotEncoder`: any
+        estimator taking a ``ledger``), here or among the candidates, is
+        refused with a ``ValueError`` before any row is read: each trial would
+        spend its budget again, outside the search's. Fit it once, before the
+        search, and wrap it in ``sklearn.frozen.FrozenEstimator``: the trials
+        use it as fitted, and its budget is the one its own fit spent.
     param_distributions : dict or list of dicts
         As in ``RandomizedSearchCV``: parameter names (with the Pipeline's
         ``step__`` prefixes) mapped to lists or scipy distributions. Every
@@ -438,21 +413,37 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         width = float(bounds[1]) - float(bounds[0])
         return scoring, width * width if scoring == "neg_mean_squared_error" else width
 
+    def _refuse_private_steps(self, final, prefix, spaces):
+        """Refuse steps that spend budget each time a trial fits them (see _search_steps).
+
+        The estimator and every estimator among the candidates are checked,
+        whether or not a trial would draw them: the refusal must not depend
+        on the secret draws.
+        """
+        refuse_budget_spending_steps(self.estimator, final, "the searched estimator")
+        final_path = prefix[:-2] if prefix else None
+        for space in spaces:
+            for name, values in space.items():
+                if hasattr(values, "rvs"):
+                    continue  # checked on each drawn candidate, before any charge
+                for value in values:
+                    if not hasattr(value, "get_params"):
+                        continue
+                    accounted = None
+                    if final_path is not None and (final_path + "__").startswith(name + "__"):
+                        # A candidate for the final estimator, or a Pipeline ending with it.
+                        try:
+                            accounted, _ = final_estimator(value)
+                        except TypeError:
+                            accounted = None
+                    refuse_budget_spending_steps(
+                        value, accounted, f"the candidates of {name!r}")
+
     def _warn_about_preprocessing(self):
         if not isinstance(self.estimator, Pipeline):
             return
         for name, step in self.estimator.steps[:-1]:
-            if _is_private_transformer(step):
-                warnings.warn(
-                    f"Pipeline step {name!r} ({type(step).__name__}) holds a private "
-                    "transformer: every trial refits it on the rows and spends its own "
-                    "epsilon, which the search's epsilon_ does not include (a ledger given "
-                    "to the transformer counts each fit). Fit the private transformers "
-                    "once, before the search, and search the model on their output.",
-                    PrivacyLeakWarning,
-                    stacklevel=3,
-                )
-            elif not _is_public_transformer(step):
+            if not is_public_transformer(step):
                 warnings.warn(
                     f"Pipeline step {name!r} ({type(step).__name__}) may learn from the "
                     "private rows without noise (e.g. a mean, a scale or a category "
@@ -495,7 +486,8 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         report : str
         """
         check_is_fitted(self)
-        return search_report(self)
+        return search_report(self, [path for path, _ in frozen_private_steps(
+            self.best_estimator_)])
 
     # ------------------------------------------------------------------
     # Fit
@@ -523,6 +515,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         spaces = self._check_search_space(final, prefix)
         scoring, score_range = self._scoring(final)
         ledger = self.ledger if self.ledger is not None else final.ledger
+        self._refuse_private_steps(final, prefix, spaces)
         self._warn_about_preprocessing()
         n_rows = public_row_count(X)
         if n_rows is None:
@@ -547,15 +540,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
                 "random_state is not used unless reproducible=True: the number of "
                 "trials, the candidates, the splits and the noise must stay secret.",
                 UserWarning, stacklevel=2)
-        if ledger is not None:
-            ledger.charge(type(self).__name__, mechanism.dp_event(), final.neighboring)
-
         n_trials = draw_number_of_trials(rng, self.n_trials, self.trials_shape)
-        if n_trials == 0:
-            raise RuntimeError(
-                "The Poisson number of trials came out 0 (probability "
-                f"exp(-{self.n_trials:g})): the search released nothing, and spent its "
-                "budget. Fit again (a new budget), or use trials_shape < inf.")
 
         trials = []
         for _ in range(n_trials):
@@ -568,6 +553,9 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
             in_training = rng.random(n_rows) >= self.validation_fraction
             model = clone(self.estimator).set_params(**params)
             trial_final, _ = final_estimator(model)
+            # A candidate drawn from a distribution may hold a private step:
+            # refused here, before the charge and before any row is read.
+            refuse_budget_spending_steps(model, trial_final, f"the candidate {params}")
             trial_final.set_params(
                 epsilon=self.epsilon, delta=self.delta, ledger=None,
                 public_n_samples=n_train, reproducible=seeded,
@@ -577,6 +565,16 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
             trial_final._fixed_mechanism = mechanism.trial
             trials.append((model, params, np.flatnonzero(in_training),
                            np.flatnonzero(~in_training)))
+
+        # Charged once the trials are set up (their setup reads no row and
+        # may refuse a candidate), before any row is read.
+        if ledger is not None:
+            ledger.charge(type(self).__name__, mechanism.dp_event(), final.neighboring)
+        if n_trials == 0:
+            raise RuntimeError(
+                "The Poisson number of trials came out 0 (probability "
+                f"exp(-{self.n_trials:g})): the search released nothing, and spent its "
+                "budget. Fit again (a new budget), or use trials_shape < inf.")
 
         fitted = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_trial)(model, X, y, train, validation, scoring, score_range)

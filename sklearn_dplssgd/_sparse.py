@@ -195,6 +195,7 @@ def _csr_rows_sum(
         # The same clip as the dense kernel: the whole parameter gradient of
         # the sample (all outputs, coefficients and intercept) to C.
         weight = weights[i] if weights.shape[0] > 0 else 1.0
+        # Fail-closed: a NaN or negative norm contributes nothing.
         clipped_residual(residual, feature_norm_of(row_norms, feature_norms, i, intercept_term),
                          clip_norm, weight, largest, tiny, scaled)
         for k in range(n_outputs):

@@ -169,6 +169,42 @@ def test_unrepresentable_contributions_fail_closed(xp_module):
     assert_allclose(result[:, 0], [0.0, 0.0, 1.0, 0.1], rtol=1e-7)
 
 
+def test_float32_residuals_of_tiny_entries_are_still_clipped(xp_module):
+    # Where the widest float is float32 (MPS), residual entries near 1e-23
+    # square to 0: an unscaled norm is 0, the clip sees nothing to clip, and
+    # a row of norm 1e30 adds a gradient of norm about 1e7 C. The norm scaled
+    # by the row's largest entry keeps every contribution within C.
+    rng = np.random.default_rng(5)
+    residuals = (rng.uniform(0.5, 2.0, size=(6, 3)) * 1e-23).astype(np.float32)
+    residuals[0] = [3e-23, 0.0, -4e-23]
+    feature_norms = np.float32(1e30) * rng.uniform(0.5, 2.0, size=6).astype(np.float32)
+    residuals_dev = _as(xp_module, residuals)
+    xp = _namespace(xp_module, residuals_dev)
+    coefficients = _array_api.to_numpy(_array_api.clipped_residuals(
+        xp, residuals_dev, _as(xp_module, feature_norms), 1.0, xp.float32))
+    assert coefficients.dtype == np.float32
+    contributions = (np.linalg.norm(coefficients.astype(np.float64), axis=1)
+                     * feature_norms.astype(np.float64))
+    assert np.all(contributions <= 1.0 + 1e-5)
+    assert np.all(contributions > 0.99)  # clipped to C, not dropped
+    # The direction is kept: row 0 is (3, 0, -4) / 5 times C / ||x||.
+    assert_allclose(coefficients[0] * feature_norms[0], [0.6, 0.0, -0.8], rtol=1e-5,
+                    atol=1e-6)
+
+
+@pytest.mark.parametrize("bad_norm", [np.nan, -1.0])
+def test_nan_or_negative_feature_norms_contribute_nothing(xp_module, bad_norm):
+    # NaN > 0 is False: such a norm once meant "no bound", and the row was kept whole.
+    residuals = np.array([[5.0, -3.0], [5.0, -3.0], [0.3, 0.4]])
+    feature_norms = np.array([bad_norm, 2.0, 1.0])
+    xp = _namespace(xp_module, _as(xp_module, residuals))
+    result = _array_api.to_numpy(_array_api.clipped_residuals(
+        xp, _as(xp_module, residuals), _as(xp_module, feature_norms), 1.0, xp.float64))
+    assert np.array_equal(result[0], [0.0, 0.0])
+    assert_allclose(np.linalg.norm(result[1]) * 2.0, 1.0, rtol=1e-12)
+    assert_allclose(result[2], [0.3, 0.4], rtol=1e-15)
+
+
 def _train_plan(n_outputs, code, n_steps=60, **overrides):
     settings = dict(
         loss_code=code, loss_threshold=1.0, fit_intercept=True, clip_norm=1.0,
@@ -484,3 +520,93 @@ def test_numpy_inputs_under_dispatch_take_the_numpy_path():
         reference = DPLSSGDClassifier(**settings).fit(X, y)
     assert isinstance(model.coef_, np.ndarray)
     assert_allclose(model.coef_, reference.coef_, rtol=0, atol=0)
+
+
+# ------------------------------------------------ full-precision products
+
+
+def _new_torch_layout(precision):
+    """A stand-in for PyTorch 2.9+'s ``torch.backends`` (one ``fp32_precision`` per backend)."""
+    from types import SimpleNamespace
+
+    def place():
+        return SimpleNamespace(fp32_precision=precision)
+
+    return SimpleNamespace(backends=SimpleNamespace(
+        cuda=SimpleNamespace(matmul=place()), mkldnn=SimpleNamespace(matmul=place()),
+        cudnn=SimpleNamespace(conv=place())))
+
+
+def _old_torch_layout():
+    """A stand-in for older PyTorch: ``allow_tf32`` flags and the global matmul precision."""
+    from types import SimpleNamespace
+
+    state = {"precision": "high"}
+    return SimpleNamespace(
+        backends=SimpleNamespace(cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=True)),
+                                 cudnn=SimpleNamespace(allow_tf32=True)),
+        get_float32_matmul_precision=lambda: state["precision"],
+        set_float32_matmul_precision=lambda value: state.update(precision=value))
+
+
+def _precision_state(torch_like):
+    backends = torch_like.backends
+    if hasattr(backends.cuda.matmul, "fp32_precision"):
+        return (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision,
+                backends.cudnn.conv.fp32_precision)
+    return (backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32,
+            torch_like.get_float32_matmul_precision())
+
+
+@pytest.mark.parametrize("layout, full", [
+    (lambda: _new_torch_layout("tf32"), ("ieee", "ieee", "ieee")),
+    (_old_torch_layout, (False, False, "highest")),
+])
+def test_full_precision_products_switch_tf32_off_and_restore_the_users_settings(layout, full):
+    torch_like = layout()
+    users = _precision_state(torch_like)
+    with _array_api.full_precision_products(None, torch_module=torch_like):
+        assert _precision_state(torch_like) == full
+    assert _precision_state(torch_like) == users
+    with pytest.raises(RuntimeError, match="inside"):
+        with _array_api.full_precision_products(None, torch_module=torch_like):
+            raise RuntimeError("inside")
+    assert _precision_state(torch_like) == users
+
+
+@pytest.fixture
+def users_tf32_settings():
+    """The installed PyTorch with TF32 switched on, as a user may have it; restored after."""
+    torch = pytest.importorskip("torch")
+    switches = _array_api.full_precision_switches(torch)
+    saved = [(write, read()) for read, write, _ in switches]
+    for _, write, full in switches:
+        write("tf32" if full == "ieee" else (True if full is False else "high"))
+    yield torch, [read() for read, _, _ in switches]
+    for write, value in reversed(saved):
+        write(value)
+
+
+def test_the_torch_backend_sums_clipped_gradients_in_full_precision(users_tf32_settings,
+                                                                    monkeypatch):
+    # With TF32 a clipped contribution summed by a matrix product may exceed
+    # its checked norm by about 1e-3: every step must run with it off, and
+    # the user's settings come back after the fit.
+    torch, users = users_tf32_settings
+    switches = _array_api.full_precision_switches(torch)
+    seen = []
+    summing = _array_api.noisy_clipped_gradient_sum
+
+    def recording(*args, **kwargs):
+        seen.append([read() for read, _, _ in switches])
+        return summing(*args, **kwargs)
+
+    monkeypatch.setattr(_array_api, "noisy_clipped_gradient_sum", recording)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(80, 5)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    DPLSSGDClassifier(classes=[0, 1], max_iter=2, batch_size=20).fit(
+        torch.asarray(X), torch.asarray(y))
+    full = [value for _, _, value in switches]
+    assert seen and all(state == full for state in seen)
+    assert [read() for read, _, _ in switches] == users != full

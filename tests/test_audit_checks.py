@@ -15,11 +15,14 @@ import contextlib
 
 import numpy as np
 import pytest
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import Pipeline
 
 import sklearn_dplssgd._base as base_module
 import sklearn_dplssgd._mechanisms._gradient as gradient_module
 from sklearn_dplssgd._mechanisms import GradientPerturbationMechanism
 import sklearn_dplssgd._classifier as classifier_module
+import sklearn_dplssgd._search as search_module
 import sklearn_dplssgd._sgd as sgd_module
 import sklearn_dplssgd._validation as validation_module
 import sklearn_dplssgd._weights as weights_module
@@ -42,6 +45,7 @@ from sklearn_dplssgd.audit import (
     check_public_attributes,
     check_rounding,
     check_row_count,
+    check_search_private_steps,
     check_seed_replay,
 )
 
@@ -59,8 +63,8 @@ def test_every_check_passes_on_the_estimators(estimator):
     assert result.passed, str(result)
     assert [check.name for check in result.checks] == [
         "clipping", "seed replay", "clone independence", "row count", "overflow row",
-        "rounding", "error outcomes", "ledger continuity", "error messages",
-        "public attributes"]
+        "rounding", "error outcomes", "ledger continuity", "planted cache entry",
+        "search over private steps", "error messages", "public attributes"]
     assert all(isinstance(check, CheckResult) for check in result.checks)
     assert "passed" in str(result)
 
@@ -351,3 +355,40 @@ def test_category_check_catches_raw_values_as_categories(monkeypatch):
     result = check_category_representation(DPOneHotEncoder())
     assert not result.passed and "-0.0 in the first of a few rows" in result.detail, str(result)
     assert "numpy string" in result.detail
+@pytest.mark.parametrize("estimator", [DPLSSGDClassifier(classes=[0, 1], max_iter=2),
+                                       DPLSSGDRegressor(max_iter=2, mechanism="output")],
+                         ids=["gradient", "output"])
+def test_search_check_passes_when_private_steps_are_refused(estimator):
+    result = check_search_private_steps(estimator)
+    assert result.passed and result.measured == 0, str(result)
+
+
+def test_search_check_catches_a_search_that_refits_a_private_step_in_every_trial(
+        monkeypatch):
+    # The bug: the search refitted the private step in each trial, outside
+    # its event, and only warned.
+    monkeypatch.setattr(search_module, "refuse_budget_spending_steps",
+                        lambda model, accounted, what: None)
+    result = check_search_private_steps(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
+    assert not result.passed
+    assert "the private step was fitted" in result.detail
+    assert "ledger holds" in result.detail
+
+
+def test_search_check_catches_a_frozen_private_step_refitted_by_the_trials(monkeypatch):
+    # The bug: FrozenEstimator's refit is a no-op, but a search that unwraps
+    # it (fitting the step it holds) would spend its budget again per trial.
+    real_clone = search_module.clone
+
+    def unwrapping_clone(estimator):
+        model = real_clone(estimator)
+        if isinstance(model, Pipeline) and isinstance(model.steps[0][1], FrozenEstimator):
+            model.steps[0] = (model.steps[0][0], real_clone(model.steps[0][1].estimator))
+        return model
+
+    monkeypatch.setattr(search_module, "clone", unwrapping_clone)
+    monkeypatch.setattr(search_module, "refuse_budget_spending_steps",
+                        lambda model, accounted, what: None)
+    result = check_search_private_steps(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
+    assert not result.passed
+    assert "the frozen private step was fitted" in result.detail

@@ -235,6 +235,53 @@ def test_non_finite_residual_contributes_nothing():
     assert np.array_equal(grad, np.zeros_like(grad))
 
 
+@pytest.mark.parametrize("code, n_outputs", [(SQUARED_ERROR, 1), (LOG_LOSS_MULTINOMIAL, 4)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("where", ["row_norms", "feature_norms"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_nan_or_negative_feature_norms_contribute_nothing(code, n_outputs, dtype, where,
+                                                          sparse):
+    # NaN > 0 is False, so a NaN norm once meant "no bound" and the sample's
+    # gradient was added whole; a negative norm also skipped the clip. The
+    # clip fails closed on its own: those rows contribute nothing, and the
+    # others exactly what the oracle says.
+    X, y, params, row_norms = _problem(code, n_outputs, dtype, True, seed=11)
+    X *= 50  # every row's gradient is far above the clip norm
+    row_norms = np.linalg.norm(X.astype(float), axis=1)
+    rows = np.arange(len(X), dtype=np.int64)
+    broken = np.zeros(len(X), dtype=bool)
+    broken[::3] = True
+    feature_norms = np.hypot(row_norms, 1.0)
+    bad = np.where(np.arange(len(X)) % 2 == 0, np.nan, -1.0)
+    if where == "row_norms":
+        row_norms = np.where(broken, bad, row_norms)
+        feature_norms = None
+    else:
+        feature_norms = np.where(broken, bad, feature_norms)
+    grad = np.empty_like(params)
+    if sparse:
+        from scipy import sparse as sp
+
+        from sklearn_dplssgd._sparse import noisy_clipped_gradient_sum_sparse
+        noisy_clipped_gradient_sum_sparse(
+            sp.csr_matrix(X), y, rows, params, row_norms, code, 0.0, 0.3, True,
+            np.zeros_like(params), grad, 1, None, feature_norms)
+    else:
+        noisy_clipped_gradient_sum(X, y, rows, params, row_norms, code, 0.0, 0.3, True,
+                                   np.zeros_like(params), grad, 1, None, feature_norms)
+    d = X.shape[1]
+    kept = rows[~broken]
+    ref_coef, ref_intercept = clipped_gradient_sum_reference(
+        X, y, kept, params[:, :d], params[:, d], code, 0.0, 0.3, True)
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    np.testing.assert_allclose(grad[:, :d], ref_coef, rtol=tol, atol=tol)
+    np.testing.assert_allclose(grad[:, d], ref_intercept, rtol=tol, atol=tol)
+    # One broken row alone contributes exactly nothing.
+    noisy_clipped_gradient_sum(X, y, rows[:1], params, np.full(len(X), np.nan), code, 0.0,
+                               0.3, True, np.zeros_like(params), grad, 1)
+    assert np.array_equal(grad, np.zeros_like(grad))
+
+
 def test_subnormal_float32_clip_factor_drops_the_sample():
     # C / ||x|| = 1 / (3e38 sqrt(20)) is subnormal in float32: rounded, the
     # coefficient times x could exceed C. The sample contributes nothing.

@@ -310,20 +310,3 @@ def test_infinite_epsilon_searches_without_noise(data):
     # (600 - 480 = 120; the realised count varies, so a score may pass 1).
     assert all(abs(trial["score"] * 120 - round(trial["score"] * 120)) < 1e-9
                for trial in search.trials_)
-
-
-def test_a_private_transformer_in_the_searched_pipeline_is_not_taken_as_public():
-    # DPBoundedScaler subclasses BoundedScaler, but each trial's refit spends
-    # its own epsilon, outside the search's epsilon_: the search says so.
-    from sklearn.compose import ColumnTransformer
-    from sklearn.pipeline import make_pipeline
-
-    from sklearn_dplssgd import DPBoundedScaler, DPOneHotEncoder
-
-    for step in (DPBoundedScaler(epsilon=0.5),
-                 ColumnTransformer([("encode", DPOneHotEncoder(epsilon=0.5), [0])])):
-        search = DPRandomizedSearch(
-            make_pipeline(step, DPLSSGDClassifier(epsilon=1.0, classes=[0, 1])),
-            {"dplssgdclassifier__eta0": [0.1, 1.0]}, epsilon=1.0)
-        with pytest.warns(PrivacyLeakWarning, match="private transformer"):
-            search._warn_about_preprocessing()

@@ -80,6 +80,8 @@ runs direct checks, each aimed at one class of such bugs:
   (:func:`check_rounding`);
 * errors decided by one row on neighbouring data sets inside the declared
   domain (:func:`check_error_outcomes`);
+* a private search that refits a private step outside its accounting
+  (:func:`check_search_private_steps`);
 * a fitted attribute, other than the noisy output, that depends on the
   private row count (:func:`check_public_attributes`, which also takes the
   private transformers and :class:`~sklearn_dplssgd.DPRandomizedSearch`).
@@ -118,6 +120,7 @@ from ._release_checks import (
 )
 from ._result import audit_scores, AuditResult
 from ._stored_state_checks import check_ledger_file_format, check_planted_cache_entry
+from ._search_checks import check_search_private_steps
 from ._statistics import (
     clopper_pearson_upper, epsilon_lower_bound, gdp_delta, gdp_epsilon, mu_lower_bound,
 )
@@ -144,6 +147,7 @@ __all__ = [
     "check_public_attributes",
     "check_rounding",
     "check_row_count",
+    "check_search_private_steps",
     "check_seed_replay",
     "CheckResult",
     "clopper_pearson_upper",

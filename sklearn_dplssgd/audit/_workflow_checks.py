@@ -26,6 +26,7 @@ from ._release_checks import (
     check_seed_replay,
 )
 from ._stored_state_checks import check_planted_cache_entry
+from ._search_checks import check_search_private_steps
 
 __all__ = [
     "audit_implementation",
@@ -381,8 +382,8 @@ def audit_implementation(estimator, X=None, y=None):
     :func:`check_clone_independence`, :func:`check_row_count`,
     :func:`check_overflow_row`, :func:`check_rounding`,
     :func:`check_error_outcomes`, :func:`check_ledger_continuity`,
-    :func:`check_planted_cache_entry`, :func:`check_error_messages` and
-    :func:`check_public_attributes`.
+    :func:`check_planted_cache_entry`, :func:`check_search_private_steps`,
+    :func:`check_error_messages` and :func:`check_public_attributes`.
 
     Parameters
     ----------
@@ -417,6 +418,7 @@ def audit_implementation(estimator, X=None, y=None):
         check_error_outcomes(estimator),
         check_ledger_continuity(estimator, X, y),
         check_planted_cache_entry(estimator, X, y),
+        check_search_private_steps(estimator),
         check_error_messages(estimator),
         check_public_attributes(estimator, X, y),
     )
