@@ -355,6 +355,8 @@ def test_category_check_catches_raw_values_as_categories(monkeypatch):
     result = check_category_representation(DPOneHotEncoder())
     assert not result.passed and "-0.0 in the first of a few rows" in result.detail, str(result)
     assert "numpy string" in result.detail
+
+
 @pytest.mark.parametrize("estimator", [DPLSSGDClassifier(classes=[0, 1], max_iter=2),
                                        DPLSSGDRegressor(max_iter=2, mechanism="output")],
                          ids=["gradient", "output"])

@@ -754,9 +754,12 @@ def test_privacy_targets_full_batch(data, cls, epsilon, delta, accountant, neigh
     _check_budget_fit("privacy_targets_full_batch", estimator, X, y, n)
 
 
-# Poisson-sampled regime (q = 10/40, T = 8): each new (epsilon, delta) costs an
-# RDP calibration, so a small grid; tiny epsilon with tiny data (enormous noise)
-# and the largest delta are pinned as explicit examples.
+# Poisson-sampled regime (q = 10/40, T = 8): each new (epsilon, delta) costs a
+# PLD calibration, so a small grid; tiny epsilon with tiny data (enormous noise)
+# and a large delta are pinned as explicit examples. (delta 0.99 at epsilon 100
+# needs z = 0.5, whose privacy-loss distribution spans so many intervals that
+# dp-accounting takes about 45 s to build it: the full-batch test covers delta
+# 0.99 with the RDP and paper accountants instead.)
 @_settings(12)
 @given(
     cls=st.sampled_from(ESTIMATORS),
@@ -766,7 +769,7 @@ def test_privacy_targets_full_batch(data, cls, epsilon, delta, accountant, neigh
 )
 @example(cls=DPLSSGDRegressor, epsilon=1e-3, delta=1e-5, seed=0)
 @example(cls=DPLSSGDClassifier, epsilon=1e-3, delta=1e-5, seed=1)
-@example(cls=DPLSSGDClassifier, epsilon=100.0, delta=0.99, seed=2)
+@example(cls=DPLSSGDClassifier, epsilon=100.0, delta=0.5, seed=2)
 def test_privacy_targets_poisson_sampled(cls, epsilon, delta, seed):
     _count("privacy_targets_poisson")
     rng = np.random.default_rng(seed)
