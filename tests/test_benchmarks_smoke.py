@@ -204,3 +204,13 @@ def test_bench_streaming_quick(tmp_path):
     for mode in ("| fit |", "| fit at epsilon/sqrt(k) |", "| stream, averaging per call |",
                  "| stream, defaults |"):
         assert mode in text
+
+
+def test_bench_cores_quick(tmp_path):
+    _run("bench_cores.py", tmp_path, "--load")
+    text = (tmp_path / f"cores_{os.cpu_count()}cores.md").read_text()
+    assert "| n_jobs | epoch (ms) | speed-up over n_jobs=1 | serial fraction implied |" in text
+    for table in ("MNIST-shaped", "binary, 20 features", "binary, 100 features"):
+        for section in ("quiet", "under load"):
+            assert f"### {table} ({section}): n = 20,000" in text
+    assert "| 1 | " in text and "| 1.00x | - |" in text

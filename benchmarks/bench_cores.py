@@ -1,0 +1,184 @@
+"""What ``n_jobs`` buys on this machine: one epoch at 1, 2, 4, ... all cores.
+
+For each table (dense synthetic rows: MNIST-shaped with 10 classes, and
+binary narrow tables of 20 and 100 features), one epoch (a ``max_iter=1``
+fit of ``DPLSSGDClassifier``: log loss, epsilon 1, sigma 1, clip 1, a
+constant step, the calibration cached beforehand) is timed with
+``n_jobs = 1, 2, 4, ...`` up to the number of cores. The thread counts are
+alternated round by round (the order flips every round), so that a shared
+machine's changing load hits all alike; the medians are kept. Each row also
+gives the speed-up over ``n_jobs=1`` and the serial fraction it implies by
+Amdahl's law (``s = (p / S - 1) / (p - 1)`` for a speed-up ``S`` on ``p``
+threads).
+
+``--load`` repeats the measurement with one busy process per core beside the
+benchmark (pure Python loops, started before and stopped after), the case of
+a user who runs several jobs at once: there ``n_jobs = k`` should never be
+much slower than ``n_jobs = 1``.
+
+Run from the repository root::
+
+    python benchmarks/bench_cores.py                      # the default tables
+    python benchmarks/bench_cores.py --n 200000 --load    # a smaller machine
+    python benchmarks/bench_cores.py --quick              # a smoke run
+
+Writes ``cores_<p>cores.md`` to ``--out`` (default ``benchmarks/results``;
+``--quick`` defaults to a temporary folder), ``p`` the number of cores.
+"""
+
+import argparse
+import multiprocessing
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_speed import dp_classifier, synthetic, timed, warm_calibration  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+# (name, n, d, classes, batch, dtype); n is scaled by --n for the first table
+# and by --n-narrow for the narrow ones.
+TABLES = (
+    ("MNIST-shaped", 1_000_000, 784, 10, 4096, np.float32),
+    ("binary, 20 features", 1_000_000, 20, 2, 4096, np.float32),
+    ("binary, 100 features", 1_000_000, 100, 2, 4096, np.float32),
+)
+
+
+def thread_counts(cores):
+    """1, 2, 4, ... and the number of cores."""
+    counts, p = [], 1
+    while p < cores:
+        counts.append(p)
+        p *= 2
+    counts.append(cores)
+    return counts
+
+
+def serial_fraction(speed_up, threads):
+    """Amdahl's serial fraction implied by a speed-up on ``threads`` threads."""
+    if threads <= 1 or speed_up <= 0:
+        return float("nan")
+    return (threads / speed_up - 1.0) / (threads - 1.0)
+
+
+def _busy(stop):
+    while not stop.is_set():
+        for _ in range(100_000):
+            pass
+
+
+class BusyCores:
+    """One busy process per core while the ``with`` block runs."""
+
+    def __init__(self, processes):
+        self.processes = processes
+
+    def __enter__(self):
+        context = multiprocessing.get_context("spawn")
+        self.stop = context.Event()
+        self.workers = [context.Process(target=_busy, args=(self.stop,), daemon=True)
+                        for _ in range(self.processes)]
+        for worker in self.workers:
+            worker.start()
+        time.sleep(1.0)  # let them reach the cores
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for worker in self.workers:
+            worker.join(timeout=10)
+            if worker.is_alive():
+                worker.terminate()
+        return False
+
+
+def epoch_medians(X, y, classes, batch, counts, rounds):
+    """Median seconds of one epoch for each ``n_jobs`` in ``counts`` (alternated)."""
+    n = X.shape[0]
+    warm_calibration(n, batch, 1)
+    for jobs in counts:  # compiles each team's kernels (and loads the cache)
+        dp_classifier(classes, 1, n_jobs=jobs, batch_size=batch, n=n).fit(X[:5000], y[:5000])
+    times = {jobs: [] for jobs in counts}
+    for round_index in range(rounds):
+        order = counts if round_index % 2 == 0 else counts[::-1]
+        for jobs in order:
+            times[jobs].append(timed(lambda: dp_classifier(
+                classes, 1, n_jobs=jobs, batch_size=batch, n=n).fit(X, y)))
+    return {jobs: statistics.median(values) for jobs, values in times.items()}
+
+
+def table_lines(name, shape, medians, counts):
+    n, d, classes, batch = shape
+    base = medians[1]
+    lines = [f"### {name}: n = {n:,}, d = {d}, {classes} classes, batch {batch:,}", "",
+             "| n_jobs | epoch (ms) | speed-up over n_jobs=1 | serial fraction implied |",
+             "|---|---|---|---|"]
+    for jobs in counts:
+        speed_up = base / medians[jobs]
+        fraction = serial_fraction(speed_up, jobs)
+        lines.append(f"| {jobs} | {1e3 * medians[jobs]:.1f} | {speed_up:.2f}x | "
+                     + ("-" if jobs == 1 else f"{fraction:.2f}") + " |")
+    return lines + [""]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=None,
+                        help="rows of the MNIST-shaped table (default 1,000,000)")
+    parser.add_argument("--n-narrow", type=int, default=None,
+                        help="rows of the narrow tables (default 1,000,000)")
+    parser.add_argument("--rounds", type=int, default=5, help="timed epochs per n_jobs")
+    parser.add_argument("--load", action="store_true",
+                        help="also measure with one busy process per core beside")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: tiny tables")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    cores = os.cpu_count() or 1
+    counts = thread_counts(cores)
+    if args.quick:
+        args.n, args.n_narrow, args.rounds = 20_000, 20_000, 1
+    out = args.out or (Path(tempfile.mkdtemp()) if args.quick else RESULTS)
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    sections = [("quiet", False)] + ([("under load", True)] if args.load else [])
+    lines = ["# What n_jobs buys", "",
+             "Generated by `" + " ".join(["python", f"benchmarks/{Path(__file__).name}",
+                                          *(sys.argv[1:] if argv is None else argv)])
+             + "` on "
+             f"{platform.machine()}, {cores} cores, Python {platform.python_version()}, "
+             f"NumPy {np.__version__}; load average {load_before[0]:.2f} at the start.", "",
+             "One epoch (a `max_iter=1` fit, calibration cached) of `DPLSSGDClassifier` "
+             "(log loss, epsilon 1, sigma 1, clip 1, constant step), float32 rows; "
+             f"medians of {args.rounds} epochs per `n_jobs`, the thread counts alternated.", ""]
+    for index, (name, n, d, classes, batch, dtype) in enumerate(TABLES):
+        n = (args.n if index == 0 else args.n_narrow) or n
+        batch = min(batch, max(n // 8, 1))
+        X, y = synthetic(n, d, classes, seed=index, dtype=dtype)
+        for section, loaded in sections:
+            print(f"{name}, n = {n:,} ({section}) ...", flush=True)
+            if loaded:
+                with BusyCores(cores):
+                    medians = epoch_medians(X, y, classes, batch, counts, args.rounds)
+            else:
+                medians = epoch_medians(X, y, classes, batch, counts, args.rounds)
+            lines += table_lines(f"{name} ({section})", (n, d, classes, batch), medians, counts)
+            print("\n".join(lines[-len(counts) - 4:]), flush=True)
+        del X, y
+    lines.append(f"Took {(time.perf_counter() - started) / 60:.1f} min.")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"cores_{cores}cores.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
