@@ -103,10 +103,31 @@ highlight_language = "python3"
 
 # -- HTML output ------------------------------------------------------------
 
-html_theme = "alabaster"
+# pydata-sphinx-theme, as scikit-learn, NumPy, SciPy and pandas use: a top
+# navigation bar, a section menu that stays in view, an "on this page" menu
+# and a wide text column, so that code written to 88 columns fits.
+html_theme = "pydata_sphinx_theme"
 html_title = f"{project} {release}"
-html_static_path = []
-html_theme_options = {"description": summary} if summary else {}
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+html_theme_options = {
+    "logo": {"text": project},
+    "navbar_align": "left",
+    "header_links_before_dropdown": 6,
+    "show_toc_level": 2,
+    "navigation_depth": 3,
+    "secondary_sidebar_items": ["page-toc", "sourcelink"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version", "theme-version"],
+    # No icon links, search-as-you-type service or version switcher: each
+    # would need the network.
+    "navigation_with_keys": False,
+}
+html_sidebars = {
+    # The landing page and the changelog need no section menu.
+    "index": [],
+    "changelog": [],
+}
 
 
 # -- Docstring fixes applied at build time ------------------------------------

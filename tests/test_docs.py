@@ -1,6 +1,7 @@
 """The code examples of the documentation run as written.
 
-Every ``.. code-block:: python`` block of ``docs/*.rst`` is extracted and
+Every ``.. code-block:: python`` block of the ``.rst`` pages under ``docs/``
+(``docs/user_guide/`` included) is extracted and
 executed; the blocks of one page run in order in one namespace, as a reader
 would run them in one session. Blocks that must not run (shell commands,
 pseudo-code) use another language (``bash``, ``text``). Tracebacks point at
@@ -68,7 +69,13 @@ def _code_blocks(path):
     return blocks
 
 
-PAGES = sorted(DOCS.glob("*.rst"))
+# The pages written by hand: docs/*.rst and the user guide's docs/user_guide/
+# (the build's outputs and generated stubs are not sources).
+_NOT_SOURCES = {"_build", "generated", "auto_examples", "_templates", "examples"}
+PAGES = sorted(
+    page for page in DOCS.rglob("*.rst")
+    if not _NOT_SOURCES & set(page.relative_to(DOCS).parts[:-1])
+)
 PAGES_WITH_EXAMPLES = [
     page for page in PAGES
     if any(language in RUN_LANGUAGES for language, _, _ in _code_blocks(page))
@@ -76,14 +83,16 @@ PAGES_WITH_EXAMPLES = [
 
 
 def test_docs_are_found():
-    names = {page.name for page in PAGES}
-    assert {"index.rst", "user_guide.rst", "privacy.rst", "api.rst"} <= names
-    assert {"index.rst", "user_guide.rst", "privacy.rst"} <= {
-        page.name for page in PAGES_WITH_EXAMPLES
+    names = {page.relative_to(DOCS).as_posix() for page in PAGES}
+    assert {"index.rst", "user_guide.rst", "privacy.rst", "api.rst",
+            "user_guide/getting_started.rst", "user_guide/search.rst"} <= names
+    assert {"index.rst", "user_guide/getting_started.rst", "user_guide/epsilon.rst",
+            "privacy.rst"} <= {
+        page.relative_to(DOCS).as_posix() for page in PAGES_WITH_EXAMPLES
     }
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(DOCS).as_posix())
 def test_code_block_languages_are_known(page):
     for language, line, _ in _code_blocks(page):
         assert language in RUN_LANGUAGES | SKIP_LANGUAGES, (
@@ -92,7 +101,7 @@ def test_code_block_languages_are_known(page):
         )
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(DOCS).as_posix())
 def test_no_untested_doctest_blocks(page):
     # Examples are written as ``.. code-block:: python`` so that they run
     # here; a ``>>>`` doctest block in the pages would not be run.
@@ -139,12 +148,12 @@ def test_block_extraction(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=lambda page: page.name)
+@pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=lambda page: page.relative_to(DOCS).as_posix())
 def test_examples_run(page, tmp_path, monkeypatch):
     # Run where the examples cannot litter the repository, with the page's
     # module-level names in a fresh namespace.
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": f"docs_{page.stem}"}
+    namespace = {"__name__": "docs_" + "_".join(page.relative_to(DOCS).with_suffix("").parts)}
     with warnings.catch_warnings():
         # The examples follow their own advice: a PrivacyLeakWarning that an
         # example does not catch itself is a mistake in the documentation.
