@@ -9,10 +9,9 @@ Build with::
 with sphinx-gallery (about a minute); ``-D plot_gallery=0`` skips running
 them.
 
-The build needs no network.  Links to the Python, NumPy and scikit-learn
-documentation (intersphinx) are off by default because fetching their
-inventories needs the network; set ``SKLEARN_DPLSSGD_INTERSPHINX=1`` to
-turn them on.
+The build needs no network: the intersphinx inventories of Python, NumPy,
+SciPy, pandas and scikit-learn are kept in ``_inventories/`` (written by
+``tools/make_inventories.py`` from the installed packages).
 """
 
 import os
@@ -49,14 +48,23 @@ extensions = [
     "sphinx_gallery.gen_gallery",
 ]
 
-if os.environ.get("SKLEARN_DPLSSGD_INTERSPHINX") == "1":
-    extensions.append("sphinx.ext.intersphinx")
-    intersphinx_mapping = {
-        "python": ("https://docs.python.org/3", None),
-        "numpy": ("https://numpy.org/doc/stable", None),
-        "scipy": ("https://docs.scipy.org/doc/scipy", None),
-        "sklearn": ("https://scikit-learn.org/stable", None),
-    }
+# Links to the documentation of Python, NumPy, SciPy, pandas and
+# scikit-learn through intersphinx, with no network at build time: the
+# inventories are files of this repository, written from the installed
+# packages by tools/make_inventories.py (the links still point at each
+# project's online documentation).
+extensions.append("sphinx.ext.intersphinx")
+intersphinx_mapping = {
+    name: (url, os.path.join("_inventories", f"{name}.inv"))
+    for name, url in {
+        "python": "https://docs.python.org/3/",
+        "numpy": "https://numpy.org/doc/stable/",
+        "scipy": "https://docs.scipy.org/doc/scipy/",
+        "pandas": "https://pandas.pydata.org/docs/",
+        "sklearn": "https://scikit-learn.org/stable/",
+    }.items()
+}
+intersphinx_timeout = 1
 
 # Stub pages of the API reference are generated at build time into
 # docs/generated/ (ignored by git, see docs/.gitignore).
@@ -97,6 +105,12 @@ sphinx_gallery_conf = {
     # The per-example run-time table (sg_execution_times.rst) is not written
     # into the source folder.
     "write_computation_times": False,
+    # "Examples using ..." on each API page: the examples that use a name of
+    # the package are listed there (_templates/autosummary/*.rst include
+    # them with the minigallery directive).
+    "doc_module": ("sklearn_dplssgd",),
+    "backreferences_dir": os.path.join("generated", "backreferences"),
+    "reference_url": {"sklearn_dplssgd": None},
 }
 default_role = "literal"
 highlight_language = "python3"
