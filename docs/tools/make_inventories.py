@@ -11,7 +11,7 @@ to the URL pattern its project documents it at, for example
 
 The files follow Sphinx's inventory format, version 2: four header lines,
 then zlib-compressed lines ``name domain:role priority uri dispname``, where
-a ``uri`` ending in ``$`` stands for the URI with ``$`` replaced by the name
+a ``uri`` ending in ``$`` stands for the URI with that ``$`` replaced by the name
 and a ``dispname`` of ``-`` for the name itself.
 
 Run it again after upgrading the documented packages::
@@ -137,6 +137,17 @@ def _python_entries():
     return entries
 
 
+def _expand(uri, name):
+    """``uri`` with each ``$`` but a final one replaced by ``name``.
+
+    Sphinx expands only a ``$`` that ends the URI; the shorthand keeps the
+    files small.
+    """
+    if uri.endswith("$"):
+        return uri[:-1].replace("$", name) + "$"
+    return uri.replace("$", name)
+
+
 def write_inventory(path, project, version, entries):
     """Write ``entries`` (name -> (role, uri)) as an objects.inv version 2 file."""
     header = (
@@ -145,7 +156,7 @@ def write_inventory(path, project, version, entries):
         f"# Version: {version}\n"
         "# The remainder of this file is compressed using zlib.\n"
     )
-    lines = "".join(f"{name} {role} 1 {uri} -\n"
+    lines = "".join(f"{name} {role} 1 {_expand(uri, name)} -\n"
                     for name, (role, uri) in sorted(entries.items()))
     path.write_bytes(header.encode() + zlib.compress(lines.encode(), 9))
 
