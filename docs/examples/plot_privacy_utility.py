@@ -63,7 +63,8 @@ def mean_accuracy(epsilon, sigma):
     return np.mean(scores), np.std(scores) / math.sqrt(N_FITS), clf.epsilon_
 
 
-results = {sigma: [mean_accuracy(epsilon, sigma) for epsilon in EPSILONS] for sigma in SIGMAS}
+results = {sigma: [mean_accuracy(epsilon, sigma) for epsilon in EPSILONS]
+           for sigma in SIGMAS}
 non_private, _, _ = mean_accuracy(math.inf, 0.0)
 
 for sigma, rows in results.items():

@@ -47,6 +47,13 @@ SUBMODULES = {
 }
 
 
+# Public names of modules that define no ``__all__``.
+EXTRA_NAMES = {
+    "sklearn.utils.metadata_routing": ["MetadataRequest", "MetadataRouter", "MethodMapping",
+                                       "get_routing_for_object", "process_routing"],
+}
+
+
 def _is_public(name):
     return not any(part.startswith("_") or part in ("tests", "conftest", "externals")
                    for part in name.split("."))
@@ -101,7 +108,7 @@ def _entries(package, pattern):
             entries[module.__name__] = ("py:module", "api/$.html#module-$")
         else:
             entries[module.__name__] = ("py:module", pattern)
-        names = getattr(module, "__all__", None)
+        names = getattr(module, "__all__", None) or EXTRA_NAMES.get(module.__name__)
         if names is None:
             continue
         for name in names:
