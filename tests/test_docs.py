@@ -9,8 +9,6 @@ the line of the ``.rst`` file.
 """
 
 import re
-import shutil
-import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -76,6 +74,12 @@ PAGES = sorted(
     page for page in DOCS.rglob("*.rst")
     if not _NOT_SOURCES & set(page.relative_to(DOCS).parts[:-1])
 )
+
+
+def _page_id(page):
+    return page.relative_to(DOCS).as_posix()
+
+
 PAGES_WITH_EXAMPLES = [
     page for page in PAGES
     if any(language in RUN_LANGUAGES for language, _, _ in _code_blocks(page))
@@ -92,7 +96,7 @@ def test_docs_are_found():
     }
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(DOCS).as_posix())
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
 def test_code_block_languages_are_known(page):
     for language, line, _ in _code_blocks(page):
         assert language in RUN_LANGUAGES | SKIP_LANGUAGES, (
@@ -101,7 +105,7 @@ def test_code_block_languages_are_known(page):
         )
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(DOCS).as_posix())
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
 def test_no_untested_doctest_blocks(page):
     # Examples are written as ``.. code-block:: python`` so that they run
     # here; a ``>>>`` doctest block in the pages would not be run.
@@ -148,12 +152,13 @@ def test_block_extraction(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=lambda page: page.relative_to(DOCS).as_posix())
+@pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=_page_id)
 def test_examples_run(page, tmp_path, monkeypatch):
     # Run where the examples cannot litter the repository, with the page's
     # module-level names in a fresh namespace.
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": "docs_" + "_".join(page.relative_to(DOCS).with_suffix("").parts)}
+    page_name = "_".join(page.relative_to(DOCS).with_suffix("").parts)
+    namespace = {"__name__": f"docs_{page_name}"}
     with warnings.catch_warnings():
         # The examples follow their own advice: a PrivacyLeakWarning that an
         # example does not catch itself is a mistake in the documentation.
@@ -166,34 +171,6 @@ def test_examples_run(page, tmp_path, monkeypatch):
             # Pad with newlines so that tracebacks show the .rst line numbers.
             code = compile("\n" * (line - 1) + source, str(page), "exec")
             exec(code, namespace)
-
-
-def test_sphinx_build_has_no_warnings(tmp_path):
-    """``sphinx-build -W`` succeeds (skipped unless the docs extra is installed).
-
-    The sources are copied first, so that the stub pages autosummary writes
-    land in a temporary directory, not in the repository. The gallery's
-    examples are not run here (``-D plot_gallery=0``): ``.ci/run`` runs them
-    in its full ``sphinx-build``, and this test stays a few seconds long.
-    """
-    pytest.importorskip("sphinx")
-    pytest.importorskip("numpydoc")
-    pytest.importorskip("sphinx_gallery")
-
-    source = tmp_path / "docs"
-    shutil.copytree(DOCS, source, ignore=shutil.ignore_patterns(
-        "_build", "generated", "auto_examples"))
-    from sphinx.cmd.build import build_main
-
-    # In-process: the package is already imported, which saves seconds.
-    saved_path = list(sys.path)
-    try:
-        status = build_main(["-b", "html", "-W", "--keep-going", "-q",
-                             "-D", "plot_gallery=0",
-                             str(source), str(tmp_path / "html")])
-    finally:
-        sys.path[:] = saved_path
-    assert status == 0, "sphinx-build -W failed; see the warnings above"
 
 
 @pytest.mark.parametrize("estimator", [DPLSSGDClassifier, DPLSSGDRegressor])

@@ -67,9 +67,10 @@ results = {sigma: [mean_accuracy(epsilon, sigma) for epsilon in EPSILONS]
            for sigma in SIGMAS}
 non_private, _, _ = mean_accuracy(math.inf, 0.0)
 
+print("epsilon_  " + "".join(f"{reached:>15.3g}" for _, _, reached in results[0.0]))
 for sigma, rows in results.items():
-    print(f"sigma={sigma:g}: " + ", ".join(
-        f"{reached:.3g}: {mean:.3f} +- {std:.3f}" for mean, std, reached in rows))
+    print(f"sigma={sigma:<3g} " + "".join(
+        f"{mean:>8.3f} +-{std:.3f}" for mean, std, _ in rows))
 print(f"non-private (epsilon=inf, sigma=0): {non_private:.3f}")
 
 # %%
@@ -78,7 +79,7 @@ print(f"non-private (epsilon=inf, sigma=0): {non_private:.3f}")
 # Smoothing changes the model, not the noise: is the difference it makes
 # larger than the spread between fits? Each line compares a sigma with DP-SGD
 # at the same budget, the difference of the means against twice its standard
-# error.
+# error (2 SE).
 
 for k, epsilon in enumerate(EPSILONS):
     base_mean, base_std, _ = results[0.0][k]
@@ -87,11 +88,11 @@ for k, epsilon in enumerate(EPSILONS):
         standard_error = math.sqrt((base_std**2 + std**2) / N_FITS)
         difference = mean - base_mean
         if abs(difference) <= 2 * standard_error:
-            verdict = "within the spread of the fits"
+            verdict = "within the spread"
         else:
             verdict = "higher" if difference > 0 else "lower"
-        print(f"epsilon={epsilon:g}, sigma={sigma:g} against DP-SGD: {difference:+.3f} "
-              f"(2 standard errors {2 * standard_error:.3f}): {verdict}")
+        print(f"epsilon={epsilon:g}, sigma={sigma:g}: {difference:+.3f} against DP-SGD "
+              f"(2 SE {2 * standard_error:.3f}): {verdict}")
 
 # %%
 # On these 8x8 digits (64 pixels, 1,347 training rows) the spread between

@@ -84,7 +84,7 @@ for name, (X, y, settings) in DATA_SETS.items():
         accuracies = ", ".join(
             f"sigma={s:g}: {a:.3f} +- {e:.3f}"
             for s, (a, e, _) in zip(SIGMAS, results[name, epsilon]))
-        print(f"{name}, epsilon={epsilon:g}: {accuracies}")
+        print(f"{name}, epsilon={epsilon:g}:\n    {accuracies}")
 
 # %%
 # Plot
