@@ -34,7 +34,7 @@ HISTORY_PAGES = {"changelog.html", "developers.html"}
 # Development bookkeeping that has no place in user-facing text: internal
 # names of the source papers ("seed 002"), issue numbers and commit hashes.
 BOOKKEEPING = re.compile(
-    r"\bseed 0\d|\bissues? \d|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",
+    r"\bseed\s+0\d|\bissues?\s+\d|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",
     re.IGNORECASE,
 )
 
