@@ -49,7 +49,8 @@ value_columns = [f"{kind} {name}" for kind in ("mean", "worst") for name in QUAN
 error_columns = [f"{name} error" for name in QUANTITIES]
 public_scaling = ColumnTransformer([
     # value_columns are the ten "mean" columns, then the ten "worst" ones.
-    ("values", BoundedScaler(lower=0, upper=UPPER["value"] + UPPER["value"]), value_columns),
+    ("values", BoundedScaler(lower=0, upper=UPPER["value"] + UPPER["value"]),
+     value_columns),
     ("errors", BoundedScaler(lower=0, upper=UPPER["error"]), error_columns),
 ])
 public_scaling.set_output(transform="pandas")
@@ -103,8 +104,9 @@ print(public[-1][2][-1].privacy_report())
 # close part of the gap.
 
 fig, ax = plt.subplots(figsize=(6.4, 4.2))
-for results, label, style in [(public, "public bounds (private)", "o-"),
-                              (leaky, "StandardScaler fitted on the rows (leaks)", "s--")]:
+for results, label, style in [
+        (public, "public bounds (private)", "o-"),
+        (leaky, "StandardScaler fitted on the rows (leaks)", "s--")]:
     means, errors = np.array([r[0] for r in results]), np.array([r[1] for r in results])
     ax.errorbar(EPSILONS, means, yerr=errors, fmt=style, capsize=3, label=label)
 ax.axhline(baseline_score, color="gray", linestyle=":",

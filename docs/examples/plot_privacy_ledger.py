@@ -25,12 +25,12 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import cross_val_score, train_test_split
 from sklearn.pipeline import make_pipeline
 
-from sklearn_dplssgd import (BoundedScaler, DPLSSGDClassifier, PrivacyBudgetExceededError,
-                             PrivacyLedger)
+from sklearn_dplssgd import (BoundedScaler, DPLSSGDClassifier,
+                             PrivacyBudgetExceededError, PrivacyLedger)
 
 X, y = load_digits(return_X_y=True)
-X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0,
-                                                    stratify=y)
+X_train, X_test, y_train, y_test = train_test_split(
+    X, y, test_size=0.25, random_state=0, stratify=y)
 ledger = PrivacyLedger(max_epsilon=2.0)
 
 

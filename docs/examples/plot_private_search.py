@@ -33,8 +33,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn_dplssgd import BoundedScaler, DPLSSGDClassifier, DPRandomizedSearch
 
 X, y = load_digits(return_X_y=True)
-X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0,
-                                                    stratify=y)
+X_train, X_test, y_train, y_test = train_test_split(
+    X, y, test_size=0.25, random_state=0, stratify=y)
 model = make_pipeline(BoundedScaler(lower=0, upper=16),
                       DPLSSGDClassifier(classes=range(10)))
 
@@ -51,8 +51,9 @@ search = DPRandomizedSearch(model, search_space, epsilon=2.0, n_trials=6)
 search.fit(X_train, y_train)
 print(f"best parameters {search.best_params_}, test accuracy "
       f"{search.score(X_test, y_test):.3f}")
+one_fit = model.fit(X_train, y_train)[-1]
 print(f"noise multiplier of each trial {search.noise_multiplier_:.1f}, against "
-      f"{model.fit(X_train, y_train)[-1].noise_multiplier_:.1f} for one fit at epsilon 2")
+      f"{one_fit.noise_multiplier_:.1f} for one fit at epsilon 2")
 print(search.privacy_report())
 
 # %%
@@ -69,10 +70,16 @@ def accuracies(make, epsilon):
             for _ in range(N_REPEATS)]
 
 
-defaults = {epsilon: accuracies(lambda e: clone(model).set_params(dplssgdclassifier__epsilon=e),
-                                epsilon) for epsilon in EPSILONS}
-searched = {epsilon: accuracies(lambda e: DPRandomizedSearch(model, search_space, epsilon=e,
-                                                             n_trials=6), epsilon)
+def at_defaults(e):
+    return clone(model).set_params(dplssgdclassifier__epsilon=e)
+
+
+def searched_at(e):
+    return DPRandomizedSearch(model, search_space, epsilon=e, n_trials=6)
+
+
+defaults = {epsilon: accuracies(at_defaults, epsilon) for epsilon in EPSILONS}
+searched = {epsilon: accuracies(searched_at, epsilon)
             for epsilon in EPSILONS}
 for epsilon in EPSILONS:
     print(f"epsilon {epsilon:g}: defaults {np.mean(defaults[epsilon]):.3f}, "
@@ -93,7 +100,8 @@ fig, ax = plt.subplots(figsize=(6.4, 4.2))
 width = 0.35
 positions = np.arange(len(EPSILONS))
 for offset, (results, label) in zip([-width / 2, width / 2], [
-        (defaults, "one fit at the defaults"), (searched, "DPRandomizedSearch, same budget")]):
+        (defaults, "one fit at the defaults"),
+        (searched, "DPRandomizedSearch, same budget")]):
     means = [np.mean(results[epsilon]) for epsilon in EPSILONS]
     errors = [np.std(results[epsilon]) for epsilon in EPSILONS]
     ax.bar(positions + offset, means, width, yerr=errors, capsize=3, label=label)

@@ -80,10 +80,12 @@ print(people.head())
 ledger = PrivacyLedger(max_epsilon=1.0, delta=1e-5)
 private = make_pipeline(
     ColumnTransformer([
-        ("categories", DPOneHotEncoder(epsilon=0.1, delta=1e-6, ledger=ledger), categorical),
+        ("categories", DPOneHotEncoder(epsilon=0.1, delta=1e-6, ledger=ledger),
+         categorical),
         ("numbers", DPBoundedScaler(epsilon=0.1, ledger=ledger), numeric),
     ]),
-    DPLSSGDClassifier(epsilon=0.79, delta=9e-6, sigma=0.0, classes=[0, 1], ledger=ledger),
+    DPLSSGDClassifier(epsilon=0.79, delta=9e-6, sigma=0.0, classes=[0, 1],
+                      ledger=ledger),
 )
 private.fit(X_train, y_train)
 private_accuracy = private.score(X_test, y_test)
@@ -116,8 +118,8 @@ declared = make_pipeline(
     ColumnTransformer([
         ("categories", OneHotEncoder(categories=[education, work, countries],
                                      handle_unknown="ignore"), categorical),
-        ("numbers", BoundedScaler(lower=[17, 1, 0, 0], upper=[90, 99, 200_000, 100_000]),
-         numeric),
+        ("numbers", BoundedScaler(lower=[17, 1, 0, 0],
+                                  upper=[90, 99, 200_000, 100_000]), numeric),
     ]),
     DPLSSGDClassifier(epsilon=1.0, delta=1e-5, sigma=0.0, classes=[0, 1]),
 )
@@ -125,7 +127,8 @@ declared_accuracy = declared.fit(X_train, y_train).score(X_test, y_test)
 print(f"declared by hand: test accuracy {declared_accuracy:.3f}")
 
 fig, ax = plt.subplots(figsize=(5, 3))
-ax.bar(["private preprocessing\n(total epsilon 1)", "declared by hand\n(model epsilon 1)"],
+ax.bar(["private preprocessing\n(total epsilon 1)",
+        "declared by hand\n(model epsilon 1)"],
        [private_accuracy, declared_accuracy], color=["tab:blue", "tab:gray"])
 ax.set_ylim(0.5, 1.0)
 ax.set_ylabel("test accuracy")
