@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import clone
 
-from sklearn_dplssgd._mechanisms import _gradient as _gradient_mechanism
+from sklearn_dplssgd.mechanisms import _gradient as _gradient_mechanism
 from sklearn_dplssgd import (DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning, _base,
                              _mechanism, _optimizers, _sgd, calibrate_noise)
 from sklearn_dplssgd.audit import audit_epsilon, audit_scores, gdp_epsilon, make_canary_dataset

@@ -1,4 +1,4 @@
-"""Record fitted objects pickled by the flat layout (module paths such as ``sklearn_dplssgd._classifier``).
+"""Record fitted objects pickled by the flat layout (e.g. ``sklearn_dplssgd._classifier``).
 
 Usage (from the repository root, on a checkout of the flat layout)::
 
@@ -32,8 +32,8 @@ def fitted_objects():
                                         random_state=0, ledger=ledger).fit(X, y_class),
         "regressor": DPLSSGDRegressor(epsilon=2.0, feature_bounds=(-1.0, 1.0), max_iter=3,
                                       random_state=1).fit(X, y_value),
-        "output_regressor": DPLSSGDRegressor(loss="huber", epsilon=2.0, mechanism="output", max_iter=3,
-                                             feature_bounds=(-1.0, 1.0),
+        "output_regressor": DPLSSGDRegressor(loss="huber", epsilon=2.0, mechanism="output",
+                                             max_iter=3, feature_bounds=(-1.0, 1.0),
                                              random_state=2).fit(X, y_value),
         "scaler": DPBoundedScaler(epsilon=1.0, random_state=3).fit(X),
         "encoder": DPOneHotEncoder(epsilon=1.0, random_state=4).fit(categories),

@@ -28,7 +28,9 @@ from sklearn.base import clone
 from scipy import stats
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd import _mechanism, _output_perturbation, _sgd
+from sklearn_dplssgd.mechanisms import _gradient as _mechanism
+from sklearn_dplssgd.mechanisms.output_perturbation import _accounting as _output_perturbation
+from sklearn_dplssgd.backends import _numpy as _sgd
 from sklearn_dplssgd.audit import (
     AuditResult,
     audit_epsilon,
@@ -41,7 +43,7 @@ from sklearn_dplssgd.audit import (
     make_canary_dataset,
     mu_lower_bound,
 )
-from sklearn_dplssgd._schedules import learning_rate_schedule
+from sklearn_dplssgd.training._schedules import learning_rate_schedule
 
 DELTA = 1e-5
 ORIGINAL_KERNEL = _sgd.noisy_clipped_gradient_sum

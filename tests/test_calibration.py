@@ -4,7 +4,7 @@
   path transcribed dp-accounting's internals) to 0.3 %, and the epsilon a
   calibration reports is never below dp-accounting's own ``PLDAccountant``
   at a finer interval.
-* The disk cache (:mod:`sklearn_dplssgd._calibration_cache`): shared across
+* The disk cache (:mod:`sklearn_dplssgd.accounting._calibration_cache`): shared across
   processes, atomic, refuses damaged or foreign entries, off with
   ``SKLEARN_DPLSSGD_CACHE_DIR=""``.
 * No module of the package reads a private name of dp-accounting.

@@ -15,9 +15,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning
-from sklearn_dplssgd._schedules import number_of_steps
-from sklearn_dplssgd._sgd import poisson_batches
-from sklearn_dplssgd._smoothing import smoothing_beta
+from sklearn_dplssgd.training._schedules import number_of_steps
+from sklearn_dplssgd.backends._numpy import poisson_batches
+from sklearn_dplssgd.training._smoothing import smoothing_beta
 
 DIGITS_CLASSES = np.arange(10)
 
@@ -260,7 +260,7 @@ def test_unstable_weight_decay_is_refused_before_training(binary):
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, monkeypatch):
-    import sklearn_dplssgd._sgd as sgd
+    import sklearn_dplssgd.backends._numpy as sgd
 
     real_kernel = sgd.noisy_clipped_gradient_sum
 
@@ -439,8 +439,7 @@ def test_reproducible_fits_repeat_exactly_and_claim_nothing(binary, make_seed):
 
 
 def test_reproducible_random_state_instance_gives_128_bits(monkeypatch):
-    from sklearn_dplssgd import _randomness
-
+    from sklearn_dplssgd.training import _randomness
     seeds = []
     real = np.random.SeedSequence
 

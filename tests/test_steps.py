@@ -14,12 +14,12 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, _sgd
-from sklearn_dplssgd._kernels import (
+from sklearn_dplssgd.backends._kernels import (
     compute_row_norms,
     gathered_block_rows,
     noisy_clipped_gradient_sum,
 )
-from sklearn_dplssgd._losses import LOSSES, residual, single_output_residual
+from sklearn_dplssgd.training._losses import LOSSES, residual, single_output_residual
 from oracles import clipped_gradient_sum_reference
 
 
@@ -169,7 +169,7 @@ def test_scalar_residual_of_a_multiclass_code_is_nan():
 
 
 def test_rounding_unit_is_the_dtypes_epsilon():
-    from sklearn_dplssgd._clipping import COEFFICIENT_RANGE, _rounding_unit
+    from sklearn_dplssgd.backends._clipping import COEFFICIENT_RANGE, _rounding_unit
 
     for dtype in (np.float32, np.float64):
         largest = COEFFICIENT_RANGE[np.dtype(dtype)][0]
