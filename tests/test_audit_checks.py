@@ -47,6 +47,7 @@ from sklearn_dplssgd.audit import (
     check_row_count,
     check_search_private_steps,
     check_seed_replay,
+    substituted_gradient_kernel,
 )
 
 ESTIMATORS = [
@@ -147,8 +148,8 @@ def test_overflow_check_catches_a_row_that_makes_fits_fail(monkeypatch):
         if rows.size and np.any(np.abs(X[rows]) > 1e38):
             grad[...] = np.nan
 
-    monkeypatch.setattr(sgd_module, "noisy_clipped_gradient_sum", overflowing_sum)
-    result = check_overflow_row(DPLSSGDClassifier(classes=[0, 1, 2], max_iter=3), n_fits=2)
+    with substituted_gradient_kernel(overflowing_sum):
+        result = check_overflow_row(DPLSSGDClassifier(classes=[0, 1, 2], max_iter=3), n_fits=2)
     assert not result.passed
     assert result.measured == 2
 
@@ -260,8 +261,8 @@ def test_rounding_check_catches_a_coefficient_rounded_after_the_clip(monkeypatch
                 grad[0, :-1] += stored * X[i]
                 grad[0, -1] += stored
 
-    monkeypatch.setattr(sgd_module, "noisy_clipped_gradient_sum", rounding_after_the_clip)
-    result = check_rounding(DPLSSGDRegressor(), dtypes=(np.float32,))
+    with substituted_gradient_kernel(rounding_after_the_clip):
+        result = check_rounding(DPLSSGDRegressor(), dtypes=(np.float32,))
     assert not result.passed
     assert result.measured == pytest.approx(4 / 3, rel=1e-3)
     assert "float32 dense" in result.detail

@@ -101,7 +101,7 @@ def test_importing_the_package_installs_the_notice():
         "import numpy as np\n"
         "from numba import njit\n"
         "import sklearn_dplssgd\n"
-        "from sklearn_dplssgd import _kernels\n"
+        "from sklearn_dplssgd.backends import _kernels\n"
         "njit(_kernels.copy_rows.py_func)(np.ones((1, 2)), np.zeros((1, 2)))\n"
     )
     env = dict(os.environ)

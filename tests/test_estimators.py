@@ -261,6 +261,7 @@ def test_unstable_weight_decay_is_refused_before_training(binary):
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, monkeypatch):
     import sklearn_dplssgd.backends._numpy as sgd
+    from sklearn_dplssgd.audit import substituted_gradient_kernel
 
     real_kernel = sgd.noisy_clipped_gradient_sum
 
@@ -268,10 +269,10 @@ def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, mo
         real_kernel(*args, **kwargs)
         args[-2][...] = np.inf  # the gradient buffer
 
-    monkeypatch.setattr(sgd, "noisy_clipped_gradient_sum", overflowing_kernel)
     X, y = binary
     clf = DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True)
-    with pytest.raises(ValueError, match="smaller learning rate"):
+    with substituted_gradient_kernel(overflowing_kernel), pytest.raises(
+            ValueError, match="smaller learning rate"):
         clf.fit(X, y)
     assert not hasattr(clf, "coef_")
 

@@ -11,6 +11,7 @@ show that a broken one is caught).
 """
 
 import contextlib
+import contextvars
 import functools
 import math
 import warnings
@@ -19,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from . import _kernels, _sparse
+from . import _kernels
 from ..training import apply_weight_decay, run_training
 from ._kernels import (
     COEFFICIENT_RANGE, compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum,
@@ -33,8 +34,10 @@ __all__ = [
     "NumpyTraining",
     "blas_controller",
     "gaussian_noise",
+    "numpy_backend",
     "poisson_batches",
     "train_dp_lssgd",
+    "use_numpy_backend",
     "without_long_rows",
 ]
 
@@ -134,6 +137,10 @@ class NumpyTraining:
     """
 
     xp = None
+    # Whether a segment of steps may run as one compiled call (_steps), which
+    # embeds the standard gradient kernels; a backend running another kernel
+    # (the audit's substitutes) answers False and steps through its own.
+    supports_compiled_runs = True
 
     def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
                  batch_sampler=poisson_batches, noise_source=gaussian_noise,
@@ -142,19 +149,11 @@ class NumpyTraining:
             # The row norms that set each clip are taken over stored entries:
             # valid only without duplicates (see _sparse).
             X = as_canonical_csr(X)
-            self._kernel = noisy_clipped_gradient_sum_sparse
-            standard_kernel = _sparse.noisy_clipped_gradient_sum_sparse
             self._steps = sparse_steps
         else:
-            self._kernel = noisy_clipped_gradient_sum
-            standard_kernel = _kernels.noisy_clipped_gradient_sum
             self._steps = (dense_several_outputs_steps if n_outputs > 1
                            else dense_single_output_steps)
-        # The audits substitute the gradient kernel (this module's name): the
-        # steps then go through it one call at a time, the compiled runs of
-        # steps (which embed the standard kernel) and the precomputed feature
-        # norms (an argument a substitute does not take) are not used.
-        self._standard_kernel = self._kernel is standard_kernel
+        self._kernel = self.gradient_kernel(sp.issparse(X))
         if row_norms is None:
             row_norms = row_norms_of(X)
         elif row_norms.shape != (X.shape[0],) or row_norms.dtype != np.float64:
@@ -175,7 +174,9 @@ class NumpyTraining:
         # (about as costly as the rest of a narrow row's clip).
         self.feature_norms = compute_feature_norms(
             self.row_norms, 1.0 if plan.fit_intercept else 0.0)
-        if self._standard_kernel:
+        if self.supports_compiled_runs:
+            # The standard kernels take the precomputed norms; another kernel
+            # gets the arguments it had before they existed.
             self._weighting["feature_norms"] = self.feature_norms
         self._weights = _kernels.check_weights(sample_weight, X.shape[0])
         self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
@@ -200,6 +201,15 @@ class NumpyTraining:
         team_smoothing = self._team_size > 1 and n_outputs > 1 and numba_team_available()
         self._smooth = smooth_rows_team if team_smoothing else smooth_rows
         self._team = team_threads(self._team_size) if team_smoothing else None
+
+    def gradient_kernel(self, sparse):
+        """The kernel of one step's noisy clipped gradient sum, for CSR or dense rows.
+
+        Called once per fit, with the arguments of
+        :func:`~sklearn_dplssgd.backends._kernels.noisy_clipped_gradient_sum`
+        (its sparse form for CSR rows).
+        """
+        return noisy_clipped_gradient_sum_sparse if sparse else noisy_clipped_gradient_sum
 
     def context(self):
         # The multiclass kernel calls BLAS on small matrices at every step;
@@ -247,7 +257,8 @@ class NumpyTraining:
     def compiled_steps(self, update):
         """A compiled run of steps (:mod:`._steps`), or None where the loop must step.
 
-        Available with the standard gradient kernel, an optimizer that has a
+        Available where the backend supports compiled runs (its own gradient
+        kernels are the standard ones), with an optimizer that has a
         compiled update, and the gradients on one thread (the team's split of
         each batch is decided per step, in Python), for fits of at least
         ``COMPILED_RUN_MIN_STEPS`` steps or ``COMPILED_RUN_MIN_ROWS`` rows
@@ -256,7 +267,7 @@ class NumpyTraining:
         optimizer = update.optimizer
         plan = self.plan
         rows_visited = plan.n_steps * min(1.0, plan.sample_rate) * self.X.shape[0]
-        if (not self._standard_kernel or optimizer.compiled_code is None
+        if (not self.supports_compiled_runs or optimizer.compiled_code is None
                 or self._team_size > 1 or (plan.n_steps < COMPILED_RUN_MIN_STEPS
                                            and rows_visited < COMPILED_RUN_MIN_ROWS)):
             return None
@@ -320,6 +331,34 @@ class NumpyTraining:
         return params.astype(self.params.dtype, copy=False)
 
 
+# The class that runs NumPy fits in the current context (thread, task).
+_NUMPY_BACKEND = contextvars.ContextVar("numpy_backend", default=NumpyTraining)
+
+
+def numpy_backend():
+    """The backend class that runs DP-LSSGD on NumPy arrays here (:class:`NumpyTraining`)."""
+    return _NUMPY_BACKEND.get()
+
+
+@contextlib.contextmanager
+def use_numpy_backend(backend_class):
+    """Run the NumPy fits inside the block on ``backend_class``.
+
+    The seam through which the audit runs a deliberately broken gradient
+    kernel without a copy of the loop: ``backend_class`` must be a subclass
+    of :class:`NumpyTraining` (same draws, same plan; only how a step's
+    gradient sum is computed may differ). The selection is local to the
+    current thread or task and undone when the block exits.
+    """
+    if not (isinstance(backend_class, type) and issubclass(backend_class, NumpyTraining)):
+        raise TypeError("backend_class must be a subclass of NumpyTraining.")
+    token = _NUMPY_BACKEND.set(backend_class)
+    try:
+        yield backend_class
+    finally:
+        _NUMPY_BACKEND.reset(token)
+
+
 def train_dp_lssgd(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0, epoch_callback=None,
                    batch_sampler=poisson_batches, noise_source=gaussian_noise,
                    sample_weight=None, initial_params=None, row_norms=None):
@@ -363,7 +402,7 @@ def train_dp_lssgd(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0, epoch_
     params : ndarray of shape (n_outputs, d + 1)
         Coefficients with the intercept in the last column.
     """
-    backend = NumpyTraining(
+    backend = numpy_backend()(
         X, y, n_outputs, plan, rng, n_threads=n_threads, batch_sampler=batch_sampler,
         noise_source=noise_source, sample_weight=sample_weight,
         initial_params=initial_params, row_norms=row_norms)
