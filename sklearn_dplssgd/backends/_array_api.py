@@ -620,6 +620,9 @@ class ArrayApiTraining:
     def finish(self, params):
         return self.xp.astype(params, self.dtype)
 
+    def compiled_steps(self, update):
+        return None  # the steps run in Python, each one a few device calls
+
 
 def train_dp_lssgd_array_api(X, y, n_outputs, plan, rng, *, verbose=0, epoch_callback=None,
                              batch_sampler=poisson_batches, noise_source=None,

@@ -5,6 +5,7 @@ rules and the series of fits.
 The modules are private; the names other layers use are re-exported here.
 """
 
+from ._backend import TrainingBackend
 from ._defaults import (
     AUTO, averaging_tail, explain_sigma, nominal_batch_size, resolve_average_start, resolve_delta,
     resolve_eta0, resolve_schedule, resolve_sigma,
@@ -46,6 +47,7 @@ __all__ = [
     "SMOOTH_LOSSES",
     "Series",
     "StepNoise",
+    "TrainingBackend",
     "TrainingPlan",
     "apply_weight_decay",
     "averaging_tail",

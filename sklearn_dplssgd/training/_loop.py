@@ -2,23 +2,24 @@
 
 Every model this library trains comes out of :func:`run_training`:
 
-- DP-LSSGD on NumPy arrays, dense or CSR (:class:`._sgd.NumpyTraining`,
-  compiled Numba kernels);
+- DP-LSSGD on NumPy arrays, dense or CSR
+  (:class:`~sklearn_dplssgd.backends.NumpyTraining`, compiled Numba kernels);
 - DP-LSSGD on array API arrays, e.g. PyTorch tensors on a GPU
-  (:class:`._array_api.ArrayApiTraining`);
+  (:class:`~sklearn_dplssgd.backends.ArrayApiTraining`);
 - output perturbation's noise-free descent
-  (:class:`._output_perturbation.NoiseFreeDescent`), whose noise is added
+  (:class:`~sklearn_dplssgd.mechanisms.NoiseFreeDescent`), whose noise is added
   once, after the loop.
 
 The loop owns what they share: the per-step noise scale and the epochs
 (:func:`step_schedule`), drawing the batches and the noise a chunk of steps
 at a time (in one fixed order, so that a seeded fit is reproducible and two
 backends given the same generator draw the same numbers), the learning
-rate, the weight decay, the optimizer step (:class:`._optimizers.OptimizerRun`),
+rate, the weight decay, the optimizer step (:class:`.OptimizerRun`),
 averaging of the iterates, the divergence checks and the progress report. A
 backend supplies only what depends on where the arrays live: a chunk's draws,
 one step's (noisy, clipped) gradient sum, the smoothing, the decay, and the
-conversions for reporting.
+conversions for reporting: the methods of
+:class:`~sklearn_dplssgd.training.TrainingBackend`.
 
 Everything :class:`TrainingPlan` holds is public (fixed before any row is
 read); the rows reach the loop only through the backend's gradient sums.
@@ -148,17 +149,10 @@ def run_training(backend, plan, *, verbose=0, epoch_callback=None):
 
     Parameters
     ----------
-    backend : object
-        Supplies ``xp`` (None for NumPy arrays updated in place), ``params``
-        (the starting parameters, ``(K, d + 1)``), ``context()``,
-        ``chunks(chunk_starts, chunk, noise_std)`` yielding ``(chunk_start,
-        chunk_steps, draws)``, ``gradient_sum(params, draws, local_step)``,
-        ``smooth(grad)``, ``decay(params, shrink)``, ``project(params)``,
-        ``new_average()``, ``add_to_average(averaged, params, count)``,
-        ``all_finite(params)``, ``to_host(params)`` and ``finish(params)``;
-        optionally ``compiled_steps(update)``, returning a function that runs
-        a segment of steps as :func:`python_steps` does (same signature less
-        its first three arguments), or None where it cannot.
+    backend : TrainingBackend
+        Where the arrays live: the methods of :class:`TrainingBackend`
+        (``compiled_steps(update)`` returns a function that runs a segment of
+        steps as :func:`python_steps` does, or None where it cannot).
     plan : TrainingPlan
     verbose : int, default=0
         Print one line per epoch: the epoch, the step, the norm of the
@@ -187,7 +181,7 @@ def run_training(backend, plan, *, verbose=0, epoch_callback=None):
     report_epochs = bool(verbose) or epoch_callback is not None
     # A backend may run a segment of steps in one compiled call; the steps
     # are the same (see python_steps).
-    run_steps = getattr(backend, "compiled_steps", lambda update: None)(update)
+    run_steps = backend.compiled_steps(update)
     if run_steps is None:
         run_steps = functools.partial(python_steps, backend, plan, update)
     n_epochs, next_epoch = len(epoch_ends), 0

@@ -3,7 +3,7 @@
 The plan (constants, sensitivity, noise) is made from public quantities in
 :mod:`._output_perturbation` before any row is read. Here the rows are
 clipped, the descent runs on the one training loop
-(:func:`._training.run_training`, backend :class:`NoiseFreeDescent`), and the
+(:func:`~sklearn_dplssgd.training.run_training`, backend :class:`NoiseFreeDescent`), and the
 planned Gaussian noise is added to the final weights.
 """
 
@@ -83,7 +83,7 @@ def _check_encoded_targets(y, code, n_outputs):
 
 
 class NoiseFreeDescent:
-    """Output perturbation's descent as a backend of :func:`._training.run_training`.
+    """Output perturbation's descent as a backend of the training loop (a ``TrainingBackend``).
 
     Plain mini-batch gradient descent on the L2-penalised objective, from
     zero weights, in float64: step t takes the fixed batch ``t mod m`` (no
@@ -118,8 +118,9 @@ class NoiseFreeDescent:
         for chunk_start in chunk_starts:
             yield chunk_start, min(chunk, n_steps - chunk_start), chunk_start
 
-    def gradient_sum(self, params, chunk_start, local_step):
-        rows = self.batches[(chunk_start + local_step) % self.batches.shape[0]]
+    def gradient_sum(self, params, draws, local_step):
+        # The chunk's "draws" are its first step: the batches are fixed.
+        rows = self.batches[(draws + local_step) % self.batches.shape[0]]
         x_batch = self.X[rows].astype(np.float64, copy=False)  # a copy (fancy indexing)
         x_batch *= self.row_scales[rows, None]
         n_features = self.n_features
@@ -153,7 +154,11 @@ class NoiseFreeDescent:
     def new_average(self):
         raise NotImplementedError("output perturbation releases the last iterate")
 
-    add_to_average = new_average
+    def add_to_average(self, averaged, params, count):
+        raise NotImplementedError("output perturbation releases the last iterate")
+
+    def compiled_steps(self, update):
+        return None  # a step is a few small matrix products: Python steps
 
     def all_finite(self, params):
         return bool(np.isfinite(params).all())
