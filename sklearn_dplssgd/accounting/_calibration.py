@@ -1,7 +1,7 @@
 """Noise calibration: the smallest noise multiplier that meets an (epsilon, delta) target.
 
 :func:`calibrate_noise` turns a target ``(epsilon, delta)`` into the noise
-multiplier ``z`` of the estimators' mechanism (see :mod:`._accounting`), with
+multiplier ``z`` of the estimators' mechanism (see :mod:`~sklearn_dplssgd.accounting._events`), with
 dp-accounting's public accountants deciding every answer, and keeps each
 result in memory and on disk (:mod:`._calibration_cache`).
 :func:`smallest_noise_for` does the same for any epsilon curve.
@@ -15,7 +15,7 @@ Decisions, and why
   bracket to 1e-5 relative (:func:`_smallest_noise`).
 * PLD (:func:`_pld_smallest_noise`) searches on a coarse interval, where an
   evaluation of dp-accounting's ``PLDAccountant`` costs milliseconds, and
-  evaluates the fine interval (:func:`~._accounting.pld_interval_rule`) only
+  evaluates the fine interval (:func:`~sklearn_dplssgd.accounting._events.pld_interval_rule`) only
   near the root, usually once or twice: the coarse root and the two probes
   there predict the fine root (where the fine curve lies more than 5 percent
   below the coarse one, a second prediction at the predicted root corrects
@@ -644,7 +644,7 @@ def smallest_noise_for(eps_of_z, epsilon, delta, guess=1.0, rtol=_Z_RTOL):
     """Smallest noise multiplier ``z`` with ``eps_of_z(z) <= epsilon``.
 
     For mechanisms other than the estimators' own (the private search's score
-    and trials), where ``eps_of_z`` is typically :func:`~._accounting.event_epsilon` of an
+    and trials), where ``eps_of_z`` is typically :func:`.event_epsilon` of an
     event built from ``z``. ``eps_of_z`` must be non-increasing in ``z``; the
     answer is certified by ``eps_of_z`` itself.
     """

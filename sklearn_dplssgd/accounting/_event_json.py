@@ -3,7 +3,7 @@
 A ledger's records file may be shared (workers, a shared file system), so
 it must hold data, never code: pickles run code when loaded.  Each event is
 written as its type's name and its parameters, and rebuilt from them by
-calling the dp-accounting class (or :class:`~._accounting.EpsilonDeltaDpEvent`)
+calling the dp-accounting class (or :class:`~sklearn_dplssgd.accounting.EpsilonDeltaDpEvent`)
 with validated numbers.  Only the events the library produces are known:
 
 ==========================  ===========================================

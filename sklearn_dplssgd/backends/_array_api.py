@@ -8,7 +8,7 @@ arrays; this module is the one training loop written with array API
 standard operations only:
 
 - per-sample residuals ``r_i = d loss / d z_i`` of every loss
-  (:func:`._losses.loss_derivative`, each loss's array form);
+  (:func:`~sklearn_dplssgd.training.loss_derivative`, each loss's array form);
 - per-sample gradient norms WITHOUT forming the ``(b, K, d)`` per-sample
   gradients: the gradient of sample i is ``r_i [x_i, 1]``, so its norm is
   ``||r_i|| sqrt(||x_i||^2 + 1)``, with the row norms computed once per fit,
@@ -21,14 +21,14 @@ standard operations only:
   host, by the fit's own NumPy generator exactly as the NumPy path draws it,
   for other namespaces;
 - Laplacian smoothing by FFT (the eigenvalues of
-  :func:`._smoothing.smoothing_eigenvalues`), or by the host's O(d) solve
+  :func:`~sklearn_dplssgd.training.smoothing_eigenvalues`), or by the host's O(d) solve
   when the namespace has no FFT extension;
-- weight decay, the optimizer step (:meth:`._optimizers.Optimizer.update_array`)
+- weight decay, the optimizer step (:meth:`~sklearn_dplssgd.training.Optimizer.update_array`)
   and averaging.
 
 What stays on the host: the privacy plan (``BaseDPLSSGD._plan_release``:
 sample rate, number of steps, noise multipliers), the accountant, the
-Poisson batch sampler (:func:`._sgd.poisson_batches`, whose index arrays are
+Poisson batch sampler (:func:`._numpy.poisson_batches`, whose index arrays are
 copied to the device one chunk of steps at a time) and the encoding of the
 targets.
 
@@ -376,7 +376,7 @@ def _smoother(xp, device, n_features, sigma, dtype):
     """``A_sigma^{-1}`` along the feature axis of a (K, d) array, or None for sigma = 0.
 
     By real FFT with the eigenvalues of
-    :func:`._smoothing.smoothing_eigenvalues` where the namespace has the FFT
+    :func:`~sklearn_dplssgd.training.smoothing_eigenvalues` where the namespace has the FFT
     extension; otherwise the rows go to the host for the exact O(d) solve
     :func:`._kernels.smooth_rows` and back.
     """
@@ -510,9 +510,9 @@ def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, nois
 
 
 class ArrayApiTraining:
-    """The array API backend of :func:`._training.run_training`: functional updates on a device.
+    """The array API backend of the training loop: functional updates on a device.
 
-    The same steps as :class:`._sgd.NumpyTraining`, written with array API
+    The same steps as :class:`~sklearn_dplssgd.backends.NumpyTraining`, written with array API
     standard operations only (see the module docstring): the batches are
     drawn on the host and copied to the device a chunk at a time; the noise
     is drawn on the device where the namespace has a generator, else on the
@@ -630,7 +630,7 @@ def train_dp_lssgd_array_api(X, y, n_outputs, plan, rng, *, verbose=0, epoch_cal
     """Run the T steps of DP-LSSGD from zero weights on array API arrays.
 
     The same algorithm, plan and privacy mechanism as
-    :func:`._sgd.train_dp_lssgd`; only the arrays differ.
+    :func:`~sklearn_dplssgd.backends.train_dp_lssgd`; only the arrays differ.
 
     Parameters
     ----------
@@ -642,11 +642,11 @@ def train_dp_lssgd_array_api(X, y, n_outputs, plan, rng, *, verbose=0, epoch_cal
     plan : TrainingPlan
     rng : numpy.random.Generator
     verbose, epoch_callback, batch_sampler
-        As :func:`._sgd.train_dp_lssgd` (``epoch_callback`` gets a NumPy copy).
+        As :func:`~sklearn_dplssgd.backends.train_dp_lssgd` (``epoch_callback`` gets a NumPy copy).
     noise_source : callable or None, default=None
         None: draw on the device where the namespace has a generator
         (:func:`device_gaussian`), else on the host with
-        :func:`._sgd.gaussian_noise`'s draws. A callable
+        :func:`~sklearn_dplssgd.backends._numpy.gaussian_noise`'s draws. A callable
         ``noise_source(rng, shape, dtype) -> ndarray`` draws on the host from
         the fit's generator exactly as the NumPy path does (tests use it to
         compare the two paths draw for draw).

@@ -1,9 +1,9 @@
 """DP-LSSGD on NumPy arrays: the compiled backend of the one training loop.
 
-Data flows one way through :func:`._training.run_training`: sample a batch
+Data flows one way through :func:`~sklearn_dplssgd.training.run_training`: sample a batch
 (the batch sampler) -> clipped gradient sum plus Gaussian noise (Numba; the
 noise source) -> Laplacian smoothing -> weight decay -> optimizer update
-(:mod:`._optimizers`). Only the first two touch the rows; everything after
+(:mod:`~sklearn_dplssgd.training._optimizers`). Only the first two touch the rows; everything after
 is post-processing. This module holds what the NumPy backend needs: Poisson
 sampling, the noise source, the rows' norms, and :class:`NumpyTraining`. The
 sampler and the noise source can be substituted (the audit's tests do, to
@@ -123,16 +123,17 @@ def row_norms_of(X):
 
 
 class NumpyTraining:
-    """The NumPy backend of :func:`._training.run_training`: compiled kernels, in place.
+    """The NumPy backend of the training loop: compiled kernels, in place.
 
     Dense rows go through :func:`._kernels.noisy_clipped_gradient_sum`, CSR
     rows through :func:`._sparse.noisy_clipped_gradient_sum_sparse` (a CSR
     matrix that is not canonical is deduplicated once into a copy, see
     :func:`._sparse.as_canonical_csr`): only the gradients use the sparsity,
     the noise and the smoothing are dense. The smoothing is the exact O(d)
-    solve of :func:`._kernels.smooth_rows` (:func:`._smoothing.apply_smoothing`,
-    the FFT form, is its reference). All randomness is drawn here, in
-    Python, from the fit's generator; the kernels get index and noise arrays.
+    solve of :func:`._kernels.smooth_rows` (the FFT form,
+    :func:`~sklearn_dplssgd.training._smoothing.apply_smoothing`, is its
+    reference). All randomness is drawn here, in Python, from the fit's
+    generator; the kernels get index and noise arrays.
     See :func:`train_dp_lssgd` for the parameters.
     """
 
@@ -373,13 +374,13 @@ def train_dp_lssgd(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0, epoch_
     n_outputs : int
         K, the number of rows of the coefficient matrix.
     plan : TrainingPlan
-        The public settings of the steps (:class:`._training.TrainingPlan`).
+        The public settings of the steps (:class:`~sklearn_dplssgd.training.TrainingPlan`).
     rng : numpy.random.Generator
         Draws the batches and the noise.
     n_threads : int, default=1
     verbose : int, default=0
     epoch_callback : callable, optional
-        As :func:`._training.run_training`.
+        As :func:`~sklearn_dplssgd.training.run_training`.
     batch_sampler : callable, default=poisson_batches
         ``batch_sampler(rng, n_samples, sample_rate, n_steps) -> (rows,
         offsets)`` as :func:`poisson_batches` (called for sample rates below 1).

@@ -2,10 +2,11 @@
 
 A CSR matrix stores row ``i``'s non-zero entries as ``data[indptr[i]:
 indptr[i + 1]]`` in the columns ``indices[indptr[i]:indptr[i + 1]]``. The
-kernels here are the sparse forms of those in :mod:`sklearn_dplssgd.backends._kernels`
-and reuse its per-sample pieces unchanged (the residuals of :mod:`._losses`,
-the fail-closed clip ``clipped_residual``, the overflow-safe row norms of
-:mod:`._row_norms`, the thread split): only
+kernels here are the sparse forms of those in :mod:`._kernels` and reuse
+its per-sample pieces unchanged (the residuals of
+:mod:`~sklearn_dplssgd.training._losses`, the fail-closed clip
+``clipped_residual``, the overflow-safe row norms of :mod:`._row_norms`,
+the thread split): only
 the two dot products of a row (its margins ``W x + b``, and the clipped
 gradient ``c [x, 1]`` added into the sum) visit its stored entries instead
 of all d columns. A step then costs O(nnz of the batch * K) for the

@@ -1,6 +1,6 @@
 """Compiled runs of consecutive steps: the NumPy backend's steps without Python between them.
 
-One step of :func:`._training.run_training` is a handful of calls (the
+One step of :func:`~sklearn_dplssgd.training.run_training` is a handful of calls (the
 gradient kernel, the smoothing, the decay, the optimizer, the running mean),
 each a Numba dispatch from Python: about 25 us a step, as much as the
 gradient of a batch of 64 narrow rows. A backend may run a segment of a

@@ -30,7 +30,7 @@ from ._weights import row_weights
 __all__ = ["BaseDPLSSGD", "DEFAULT_MECHANISM"]
 
 # What a fit releases: noisy gradients at every step (DP-LSSGD), or the
-# weights of a noise-free descent plus noise once (seed 004); see _mechanisms.
+# weights of a noise-free descent plus noise once (seed 004); see mechanisms/
 DEFAULT_MECHANISM = "gradient"
 
 
@@ -179,7 +179,7 @@ class BaseDPLSSGD(BaseEstimator):
     def _average_tail(self, n_features):
         """The share of the steps ``average="auto"`` and ``True`` average.
 
-        A half (see :func:`._defaults.resolve_average_start`): the
+        A half (see :func:`~sklearn_dplssgd.training.resolve_average_start`): the
         regressor's curved loss lets its weights settle around the optimum,
         where a long tail averages the noise away. From public quantities
         only (the classifier's follows the width of X).
@@ -357,7 +357,7 @@ class BaseDPLSSGD(BaseEstimator):
         return params if mapping is None else mapping.to_original(params)
 
     def _release_mechanism(self):
-        """The mechanism object ``self.mechanism`` names (see :mod:`._mechanisms`)."""
+        """The mechanism object ``self.mechanism`` names (see :mod:`sklearn_dplssgd.mechanisms`)."""
         return mechanism_named(self.mechanism)
 
     def _warn_before_training(self, delta, n_samples):

@@ -1,11 +1,12 @@
 """Declared feature bounds: the estimators' ``feature_bounds`` parameter.
 
-The ``"auto"`` defaults (see :mod:`._defaults`) read public quantities only,
-so they cannot tell a table whose features fill ``[0, 1]`` from one in
-``[-1, 1]``; they were fitted to the latter (what :class:`~._scaler.BoundedScaler`
-produces). ``feature_bounds=(lower, upper)`` declares the features' public
-range: each fit maps the rows to ``[-1, 1]`` by exactly
-:class:`~._scaler.BoundedScaler`'s map (clipping what lies outside), trains as
+The ``"auto"`` defaults (see :mod:`~sklearn_dplssgd.training._defaults`)
+read public quantities only, so they cannot tell a table whose features fill
+``[0, 1]`` from one in ``[-1, 1]``; they were fitted to the latter (what
+:class:`~sklearn_dplssgd.BoundedScaler` produces).
+``feature_bounds=(lower, upper)`` declares the features' public range: each
+fit maps the rows to ``[-1, 1]`` by exactly
+:class:`~sklearn_dplssgd.BoundedScaler`'s map (clipping what lies outside), trains as
 on any other rows, and folds the map into the released weights, so that
 ``coef_`` and ``intercept_`` apply to the rows as given. The map reads no
 row's value and the fold is post-processing of the release: neither changes
@@ -81,7 +82,7 @@ def feature_map(estimator, X=None, n_features=None, *, namespace=None):
     n_features : int or None, default=None
         The public width of X (its shape), when known.
     namespace : tuple or None, default=None
-        The array API namespace of X (see :func:`._array_api.array_api_namespace`).
+        The array API namespace of X (see :func:`~sklearn_dplssgd.backends.array_api_namespace`).
     """
     if estimator.feature_bounds is None:
         return None
@@ -108,7 +109,7 @@ class FeatureMap:
     Parameters
     ----------
     lower, upper : ndarray of shape (n_features,)
-        Checked bounds (see :func:`._scaler.broadcast_bounds`).
+        Checked bounds (see :func:`~sklearn_dplssgd.preprocessing.broadcast_bounds`).
     """
 
     def __init__(self, lower, upper):

@@ -2,7 +2,7 @@
 
 Each step sums the Poisson-sampled rows' clipped gradients and adds Gaussian
 noise (the released quantity); smoothing, the optimizer and averaging are
-post-processing. The whole release, :class:`~.._mechanism.GradientPerturbation`
+post-processing. The whole release, :class:`~sklearn_dplssgd.mechanisms.GradientPerturbation`
 (q, T, the noise multipliers of its schedule, the sensitivity), is fixed
 from public quantities and charged to the ledger before any row is read.
 """
@@ -292,7 +292,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
 
     @staticmethod
     def averages_series(estimator, partial):
-        """Whether this release is a call of a series average (see :mod:`.._streaming`).
+        """Whether this release is a call of a series average (see :func:`.series_average`).
 
         ``partial_fit`` calls with ``average="auto"``: each trains without
         averaging of its own and publishes the mean of the series' last
@@ -330,7 +330,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         -------
         plan : ReleasePlan
             The mechanism, its calibration, q, T, the fit's own generator
-            (see :func:`~.._randomness.make_generator`) and the resolved
+            (see :func:`~sklearn_dplssgd.training.make_generator`) and the resolved
             settings.
         """
         n_accounted = estimator._accounted_n_samples(n_samples)
@@ -391,7 +391,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         """``eta0`` for a fit of ``plan`` over ``n_features`` columns.
 
         From the plan's public quantities and the public width of X (see
-        :func:`.._defaults.resolve_eta0`); a ``partial_fit`` call keeps its
+        :func:`~sklearn_dplssgd.training.resolve_eta0`); a ``partial_fit`` call keeps its
         series' ``eta0``.
         """
         if partial and series is not None:

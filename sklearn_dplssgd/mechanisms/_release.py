@@ -76,7 +76,7 @@ class ReleaseRecord:
     delta: float
     neighboring: str
     output_sensitivity: typing.Optional[float]
-    # The series average's state (see :mod:`.._streaming`), stored under
+    # The series average's state (see :mod:`~sklearn_dplssgd.training._streaming`), stored under
     # private names: the iterate the next partial_fit call continues from
     # (None: it continues from the published weights) and the average's weight.
     series_trajectory: typing.Any = None

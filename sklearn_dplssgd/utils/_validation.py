@@ -463,7 +463,7 @@ def check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
     """Validate the arguments shared by calibrate_noise and compute_epsilon.
 
     ``accountants`` and ``relations`` are the allowed names
-    (``_accounting.ACCOUNTANTS`` and ``_accounting.NEIGHBORING_RELATIONS``).
+    (``accounting.ACCOUNTANTS`` and ``accounting.NEIGHBORING_RELATIONS``).
     """
     return (
         check_delta(delta),

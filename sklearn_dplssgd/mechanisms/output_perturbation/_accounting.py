@@ -25,7 +25,7 @@ is not a dp-accounting event, and dp-accounting's ``MixtureOfGaussiansDpEvent``
 describes a different pair of distributions (DESIGN.md, section 8).
 
 This module holds the constants, the sensitivity and the plan; the descent
-and the release are in :mod:`._output_release`.
+and the release are in :mod:`~sklearn_dplssgd.mechanisms.output_perturbation._descent`.
 """
 
 import dataclasses

@@ -1,10 +1,10 @@
 """Output perturbation's release: the noise-free descent, then the noise once.
 
 The plan (constants, sensitivity, noise) is made from public quantities in
-:mod:`._output_perturbation` before any row is read. Here the rows are
-clipped, the descent runs on the one training loop
-(:func:`~sklearn_dplssgd.training.run_training`, backend :class:`NoiseFreeDescent`), and the
-planned Gaussian noise is added to the final weights.
+:mod:`._accounting` before any row is read. Here the rows are clipped, the
+descent runs on the one training loop
+(:func:`~sklearn_dplssgd.training.run_training`, backend
+:class:`NoiseFreeDescent`), and the planned Gaussian noise is added to the final weights.
 """
 
 import numpy as np
@@ -243,7 +243,7 @@ weight_norm_bound, target_bound
     -------
     params : ndarray of shape (n_outputs, d + 1)
         Coefficients, intercepts in the last column (the layout of
-        ``_sgd.train_dp_lssgd``), in X's float dtype.
+        ``backends.train_dp_lssgd``), in X's float dtype.
     mechanism : OutputPerturbation
     """
     refuse_sparse(X)

@@ -5,7 +5,7 @@ partition into batches, on a smooth and strongly convex objective with
 bounded per-sample gradients, has a bounded replace-one sensitivity of its
 last iterate; the release adds Gaussian noise scaled to it. The arithmetic
 (constants, step, sensitivity, calibration, descent) lives in
-:mod:`sklearn_dplssgd.mechanisms.output_perturbation._accounting`; this module is the estimators'
+:mod:`._accounting` and :mod:`._descent`; this module is the estimators'
 side: what settings it refuses, and what a fit reports.
 """
 
