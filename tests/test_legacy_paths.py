@@ -9,6 +9,7 @@ classes, fitted as they were: same predictions, same attributes.
 
 import importlib
 import pickle
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -94,3 +95,22 @@ def test_the_finder_answers_old_names_only():
     assert finders[0].find_spec("numpy") is None
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("sklearn_dplssgd._no_such_module")
+
+
+def test_the_code_itself_uses_the_new_paths():
+    # The old paths are for pickles only: an import of one in the package,
+    # the tests, the benchmarks or the examples would hide a missed move.
+    root = PICKLES.parent.parent.parent
+    old = "|".join(sorted((re.escape(name) for name in LEGACY_MODULES), key=len, reverse=True))
+    dotted = re.compile(rf"sklearn_dplssgd\.({old})\b(?!\.py)")
+    from_package = re.compile(rf"from sklearn_dplssgd import [^\n]*\b({old})\b")
+    exempt = {"test_legacy_paths.py", "make_legacy_pickles.py", "_legacy_paths.py", "__init__.py"}
+    offences = []
+    for folder in ("sklearn_dplssgd", "tests", "benchmarks", "docs/examples"):
+        for path in sorted((root / folder).rglob("*.py")):
+            if path.name in exempt and path.parent.name in ("tests", "utils", "sklearn_dplssgd"):
+                continue
+            text = path.read_text(encoding="utf-8")
+            offences += [f"{path.relative_to(root)}: {match.group(0)}"
+                         for pattern in (dotted, from_package) for match in pattern.finditer(text)]
+    assert not offences
