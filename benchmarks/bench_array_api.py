@@ -78,7 +78,7 @@ def noise_free_difference(X, y, n_classes, batch_size, n, X_torch, y_torch):
     """
     import sklearn
 
-    from sklearn_dplssgd._array_api import to_numpy
+    from sklearn_dplssgd.backends._array_api import to_numpy
 
     models = []
     for dispatch, X_in, y_in in ((False, X, y), (True, X_torch, y_torch)):

@@ -52,6 +52,7 @@ Writes ``audit.md`` and ``audit.png`` to ``--out`` (default
 import argparse
 import cProfile
 import dataclasses
+import contextlib
 import io
 import math
 import platform
@@ -64,10 +65,15 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import clone
 
-from sklearn_dplssgd._mechanisms import _gradient as _gradient_mechanism
-from sklearn_dplssgd import (DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning, _base,
-                             _mechanism, _optimizers, _sgd, calibrate_noise)
-from sklearn_dplssgd.audit import audit_epsilon, audit_scores, gdp_epsilon, make_canary_dataset
+from sklearn_dplssgd import (DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning,
+                             calibrate_noise)
+from sklearn_dplssgd.audit import (audit_epsilon, audit_scores, gdp_epsilon, make_canary_dataset,
+                                   substituted_gradient_kernel)
+from sklearn_dplssgd.backends import _numpy as _sgd
+from sklearn_dplssgd.linear_model import _base
+from sklearn_dplssgd.mechanisms import _gradient as _gradient_mechanism
+from sklearn_dplssgd.mechanisms import _gradient as _mechanism
+from sklearn_dplssgd.training import _optimizers
 
 DELTA = 1e-5
 ORIGINAL_KERNEL = _sgd.noisy_clipped_gradient_sum
@@ -262,12 +268,10 @@ def run_config(config, seed):
     X = y = canary = None
     if config.background is not None:
         X, y, canary = config.background
-    _sgd.noisy_clipped_gradient_sum = config.trainer or ORIGINAL_KERNEL
-    try:
+    with (substituted_gradient_kernel(config.trainer) if config.trainer is not None
+          else contextlib.nullcontext()):
         return audit_epsilon(config.estimator, X, y, canary=canary, n_runs=config.n_runs,
                              random_state=seed)
-    finally:
-        _sgd.noisy_clipped_gradient_sum = ORIGINAL_KERNEL
 
 
 def mechanism_mu(config, result):

@@ -53,7 +53,7 @@ def n_classes(name):
 
 def average_for(tail, n_rows):
     """``average`` that averages the last ``tail`` of the default run's steps."""
-    from sklearn_dplssgd._defaults import resolve_schedule
+    from sklearn_dplssgd.training._defaults import resolve_schedule
 
     if tail == "auto":
         return "auto"

@@ -203,7 +203,7 @@ def _stable_hash(text):
 
 def schedule_for(schedule, n_rows):
     """``(batch_size, max_iter)`` of a grid schedule for ``n_rows`` rows."""
-    from sklearn_dplssgd._defaults import resolve_schedule
+    from sklearn_dplssgd.training._defaults import resolve_schedule
 
     if schedule == "default":
         return resolve_schedule("auto", "auto", n_rows)
@@ -213,7 +213,7 @@ def schedule_for(schedule, n_rows):
 def eta0_for(weight_noise, batch_size, max_iter, n_rows, epsilon, neighboring):
     """The constant step that leaves ``weight_noise`` on each weight (C = 1)."""
     from sklearn_dplssgd import calibrate_noise
-    from sklearn_dplssgd._defaults import resolve_delta
+    from sklearn_dplssgd.training._defaults import resolve_delta
 
     sample_rate = min(1.0, batch_size / n_rows)
     n_steps = math.ceil(max_iter * n_rows / batch_size)

@@ -240,10 +240,10 @@ def step_parts(X, y, batch_size, reps, calls=50):
     O(stored entries * K)), drawing the d + 1 noise values, and smoothing the
     d coefficients (both O(d K), dense whatever the data).
     """
-    from sklearn_dplssgd._kernels import smooth_rows, smoothing_omega
-    from sklearn_dplssgd._losses import LOG_LOSS_BINARY
-    from sklearn_dplssgd._sgd import gaussian_noise
-    from sklearn_dplssgd._sparse import (
+    from sklearn_dplssgd.backends._kernels import smooth_rows, smoothing_omega
+    from sklearn_dplssgd.training._losses import LOG_LOSS_BINARY
+    from sklearn_dplssgd.backends._numpy import gaussian_noise
+    from sklearn_dplssgd.backends._sparse import (
         compute_sparse_row_norms,
         noisy_clipped_gradient_sum_sparse,
     )

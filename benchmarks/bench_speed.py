@@ -122,7 +122,7 @@ def dp_classifier(n_classes, max_iter, n_jobs=None, sigma=SIGMA, epsilon=EPSILON
 def warm_calibration(n, batch_size, max_iter, epsilon=EPSILON):
     """Fill the calibration cache for a fit, so timings exclude it."""
     from sklearn_dplssgd import calibrate_noise
-    from sklearn_dplssgd._schedules import number_of_steps
+    from sklearn_dplssgd.training._schedules import number_of_steps
 
     if math.isfinite(epsilon):
         calibrate_noise(epsilon, delta_for(n), sample_rate=min(1.0, batch_size / n),
@@ -479,7 +479,7 @@ def calibration_times(reps, quick=False):
     library default). The library's default adjacency (replace-one) throughout.
     """
     from sklearn_dplssgd import calibrate_noise
-    from sklearn_dplssgd._schedules import number_of_steps
+    from sklearn_dplssgd.training._schedules import number_of_steps
 
     clear = calibrate_noise.cache_clear  # every accounting cache in memory
     # Cold means cold: the disk cache is off while timing (the variable is
@@ -550,8 +550,10 @@ def step_timers():
     Only the names the package actually calls through its modules are
     wrapped, so the breakdown follows the code as it is.
     """
-    from sklearn_dplssgd import _base, _mechanism, _optimizers, _sgd
-
+    from sklearn_dplssgd.linear_model import _base
+    from sklearn_dplssgd.mechanisms import _gradient as _mechanism
+    from sklearn_dplssgd.training import _optimizers
+    from sklearn_dplssgd.backends import _numpy as _sgd
     candidates = [
         (_base, "validate_data", "input validation (validate_data)"),
         (_mechanism, "calibrate_noise", "calibrate_noise (cached)"),
@@ -583,7 +585,7 @@ def step_timers():
     # Where the training path looks make_generator up (the gradient
     # mechanism's module; the estimator base in trees before it).
     try:
-        from sklearn_dplssgd._mechanisms import _gradient as generator_owner
+        from sklearn_dplssgd.mechanisms import _gradient as generator_owner
     except ImportError:
         generator_owner = _base
     make_generator = getattr(generator_owner, "make_generator", None)
@@ -621,8 +623,8 @@ def smoothing_times(n_features, n_outputs, sigma, calls):
     (``_smoothing.apply_smoothing``, O(d log d), allocating). Medians over
     ``calls`` calls each, interleaved in rounds of 100.
     """
-    from sklearn_dplssgd._kernels import smooth_rows, smoothing_omega
-    from sklearn_dplssgd._smoothing import apply_smoothing, smoothing_eigenvalues
+    from sklearn_dplssgd.backends._kernels import smooth_rows, smoothing_omega
+    from sklearn_dplssgd.training._smoothing import apply_smoothing, smoothing_eigenvalues
 
     rng = np.random.default_rng(4)
     grad = rng.standard_normal((n_outputs, n_features + 1))
@@ -726,8 +728,8 @@ def many_core_components(X, y, batch, reps, loop):
       and update, from fits with negligible arithmetic (d = 8, b = 4);
     * ``row_norms``: the rows' norms, per fit, serial and with the team.
     """
-    from sklearn_dplssgd import _kernels, _threads
-    from sklearn_dplssgd._kernels import (
+    from sklearn_dplssgd.backends import _kernels, _threads
+    from sklearn_dplssgd.backends._kernels import (
         COEFFICIENT_RANGE,
         _UNWEIGHTED,
         compute_row_norms,
@@ -735,9 +737,9 @@ def many_core_components(X, y, batch, reps, loop):
         smooth_rows,
         smoothing_omega,
     )
-    from sklearn_dplssgd._schedules import number_of_steps
-    from sklearn_dplssgd._sgd import poisson_batches
-    from sklearn_dplssgd._threads import (
+    from sklearn_dplssgd.training._schedules import number_of_steps
+    from sklearn_dplssgd.backends._numpy import poisson_batches
+    from sklearn_dplssgd.backends._threads import (
         add_blocks, block_buffers, numba_team_available, team_threads)
 
     n, d = X.shape
@@ -1056,14 +1058,14 @@ def narrow_breakdown(quick, reps, d=20):
     sampler (per sampled row, the whole draw of the five epochs at once as a
     fit makes it); the per-fit row and feature norms (per row and epoch).
     """
-    from sklearn_dplssgd._kernels import (
+    from sklearn_dplssgd.backends._kernels import (
         COEFFICIENT_RANGE,
         compute_feature_norms,
         compute_row_norms,
         single_output_buffers,
         single_output_sum_into,
     )
-    from sklearn_dplssgd._sgd import poisson_batches
+    from sklearn_dplssgd.backends._numpy import poisson_batches
 
     n, epochs, batch = (20_000, 2, 1024) if quick else (500_000, 5, 1024)
     largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
@@ -1203,7 +1205,7 @@ def plot_scaling(path, n_points, d_points, n_fixed_d, d_fixed_n):
 
 
 def main(argv=None):
-    from sklearn_dplssgd._schedules import number_of_steps
+    from sklearn_dplssgd.training._schedules import number_of_steps
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="seconds-long smoke run")

@@ -208,10 +208,10 @@ def epoch_callback(callback):
     """Route the estimator's training loop through ``epoch_callback``.
 
     The gradient mechanism calls ``train_dp_lssgd`` (looked up in
-    ``sklearn_dplssgd._mechanisms._gradient``) without a callback; patch that
+    ``sklearn_dplssgd.mechanisms._gradient``) without a callback; patch that
     name for the duration of the block.
     """
-    import sklearn_dplssgd._mechanisms._gradient as base
+    import sklearn_dplssgd.mechanisms._gradient as base
 
     original = base.train_dp_lssgd
     base.train_dp_lssgd = functools.partial(original, epoch_callback=callback)

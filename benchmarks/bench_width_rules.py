@@ -1,6 +1,6 @@
 """The defaults' two rules on the width d of X, measured against their alternatives.
 
-``sklearn_dplssgd._defaults`` resolves two ``"auto"`` settings from the
+``sklearn_dplssgd.training._defaults`` resolves two ``"auto"`` settings from the
 number of features d (public: the shape of X, not a value):
 
 * ``sigma="auto"`` for the dense classifier: 0 below 10 features, 0.25 from
@@ -124,8 +124,7 @@ def synthetic_splits(n, d, n_classes, n_seeds):
 
 def with_weight_noise(value, function, *args):
     """``function(*args)`` with the accumulated noise of ``eta0="auto"`` fixed at ``value``."""
-    from sklearn_dplssgd import _defaults
-
+    from sklearn_dplssgd.training import _defaults
     saved = _defaults.weight_noise_target
     _defaults.weight_noise_target = lambda n_features, max_step: value
     try:

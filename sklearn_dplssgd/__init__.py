@@ -6,25 +6,27 @@ target (epsilon, delta)) whose noisy gradient is smoothed by the inverse of a
 it costs no privacy and removes much of the injected noise.
 """
 
-from ._accounting import PrivacyCalibration, compute_epsilon
-from ._calibration import calibrate_noise
-from ._classifier import DPLSSGDClassifier
-from ._compile_notice import install_compile_notice
-from ._dp_encoder import DPOneHotEncoder
-from ._dp_scaler import DPBoundedScaler
-from ._ledger import PrivacyBudgetExceededError, PrivacyLedger
-from ._optimizers import SGD, AdaGrad, Adam, Momentum, Optimizer
-from ._regressor import DPLSSGDRegressor
-from ._scaler import BoundedScaler
-from ._schedules import ConstantNoise, ExponentialNoise, RelativeNoise, StepNoise
-from ._search import DPRandomizedSearch
-from ._validation import PrivacyLeakWarning
+from .accounting import (
+    PrivacyBudgetExceededError, PrivacyCalibration, PrivacyLedger, calibrate_noise, compute_epsilon,
+)
+from .linear_model import DPLSSGDClassifier, DPLSSGDRegressor
+from .model_selection import DPRandomizedSearch
+from .preprocessing import BoundedScaler, DPBoundedScaler, DPOneHotEncoder
+from .training import (
+    SGD, AdaGrad, Adam, ConstantNoise, ExponentialNoise, Momentum, Optimizer, RelativeNoise,
+    StepNoise,
+)
+from .utils import PrivacyLeakWarning, install_compile_notice, install_legacy_paths
 
 __version__ = "0.1.0"
 
 # A one-line notice (logger "sklearn_dplssgd") while a first fit compiles
 # the Numba kernels of its input kind, instead of several silent seconds.
 install_compile_notice()
+
+# Pickles made before the modules moved into their layers name the old module
+# paths (``sklearn_dplssgd._classifier``); they load as the current classes.
+install_legacy_paths(__name__)
 
 __all__ = [
     "AdaGrad",

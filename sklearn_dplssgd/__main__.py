@@ -21,9 +21,9 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
-from ._classifier import DPLSSGDClassifier
-from ._defaults import AUTO, explain_sigma
-from ._scaler import BoundedScaler
+from .linear_model import DPLSSGDClassifier
+from .training import AUTO, explain_sigma
+from .preprocessing import BoundedScaler
 
 __all__ = ["main"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, softmax
 
-from sklearn_dplssgd._losses import (
+from sklearn_dplssgd.training._losses import (
     EPSILON_INSENSITIVE,
     HINGE_BINARY,
     HINGE_CRAMMER_SINGER,

@@ -17,6 +17,7 @@ mechanism's mu, sqrt(T) / z, does not depend on T), so the file runs in
 well under a minute.
 """
 
+import contextlib
 import dataclasses
 import math
 import warnings
@@ -28,7 +29,11 @@ from sklearn.base import clone
 from scipy import stats
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd import _mechanism, _output_perturbation, _sgd
+from sklearn_dplssgd.mechanisms import _gradient as _mechanism
+from sklearn_dplssgd.mechanisms.output_perturbation import _accounting as _output_perturbation
+from sklearn_dplssgd.backends import _numpy as _sgd
+from sklearn_dplssgd.backends import NumpyTraining, numpy_backend, use_numpy_backend
+from sklearn_dplssgd.backends._numpy import COMPILED_RUN_MIN_STEPS
 from sklearn_dplssgd.audit import (
     AuditResult,
     audit_epsilon,
@@ -40,11 +45,19 @@ from sklearn_dplssgd.audit import (
     gdp_epsilon,
     make_canary_dataset,
     mu_lower_bound,
+    substituted_gradient_kernel,
 )
-from sklearn_dplssgd._schedules import learning_rate_schedule
+from sklearn_dplssgd.training._schedules import learning_rate_schedule
 
 DELTA = 1e-5
 ORIGINAL_KERNEL = _sgd.noisy_clipped_gradient_sum
+
+
+@pytest.fixture
+def substitute_kernel():
+    """``substitute_kernel(kernel)``: the test's NumPy fits run ``kernel`` from then on."""
+    with contextlib.ExitStack() as stack:
+        yield lambda kernel: stack.enter_context(substituted_gradient_kernel(kernel))
 
 
 # ---------------------------------------------------------------------------
@@ -229,7 +242,7 @@ def test_make_canary_dataset():
 
 
 @pytest.mark.parametrize("sigma", [0.0, 3.0])
-def test_canary_score_is_the_unsmoothed_noise_sum(monkeypatch, sigma):
+def test_canary_score_is_the_unsmoothed_noise_sum(substitute_kernel, sigma):
     # Background zero in feature 0 and no canary: the score must be exactly
     # -sum_t eta_t / b * noise_t[0] (the smoothing undone), while the raw
     # coefficient, smoothed, is not.
@@ -241,7 +254,7 @@ def test_canary_score_is_the_unsmoothed_noise_sum(monkeypatch, sigma):
         ORIGINAL_KERNEL(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
                         fit_intercept, noise, grad, n_threads)
 
-    monkeypatch.setattr(_sgd, "noisy_clipped_gradient_sum", recording)
+    substitute_kernel(recording)
     X, y, x_canary, y_canary = make_canary_dataset(15, 8, random_state=0)
     model = DPLSSGDClassifier(
         epsilon=1.0, sigma=sigma, batch_size=15, max_iter=7, classes=[0, 1], alpha=0.0,
@@ -332,13 +345,50 @@ def test_replace_one_audit_and_noise_calibrated_for_add_remove(monkeypatch, make
     assert broken.epsilon_from_mu > 1.2 * broken.claimed_epsilon
 
 
+def test_a_substituted_kernel_runs_every_step_through_a_backend_of_its_own():
+    # A fit long enough for the compiled runs of steps (which embed the
+    # standard kernel) still calls the substitute at every step: the
+    # substitute's backend answers that it supports no compiled runs.
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs)
+        ORIGINAL_KERNEL(*args, **kwargs)
+
+    X, y, _, _ = make_canary_dataset(20, 3, random_state=0)
+    settings = dict(epsilon=1.0, batch_size=20, max_iter=2100,
+                    random_state=0, reproducible=True)
+    with substituted_gradient_kernel(counting) as backend:
+        assert numpy_backend() is backend and not backend.supports_compiled_runs
+        model = DPLSSGDRegressor(**settings).fit(X, y)
+    assert numpy_backend() is NumpyTraining
+    assert model.n_steps_ >= COMPILED_RUN_MIN_STEPS
+    assert len(calls) == model.n_steps_
+    assert all("feature_norms" not in kwargs for kwargs in calls)
+    # The same fit without the substitute gives the same model (same draws).
+    plain = DPLSSGDRegressor(**settings).fit(X, y)
+    np.testing.assert_allclose(plain.coef_, model.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_use_numpy_backend_takes_numpy_backends_only():
+    with pytest.raises(TypeError, match="subclass of NumpyTraining"):
+        with use_numpy_backend(object):
+            pass
+    with pytest.raises(TypeError, match="must be callable"):
+        with substituted_gradient_kernel(1.0):
+            pass
+    with pytest.raises(TypeError, match="dense or a sparse kernel"):
+        with substituted_gradient_kernel():
+            pass
+
+
 @pytest.mark.parametrize("trainer", [no_clipping, mean_noise], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("make_estimator", [_tiny_classifier, _tiny_regressor],
                          ids=["classifier", "regressor"])
-def test_broken_trainers_are_caught(monkeypatch, trainer, make_estimator):
+def test_broken_trainers_are_caught(substitute_kernel, trainer, make_estimator):
     estimator = make_estimator()
     correct = audit_epsilon(estimator, n_runs=300, random_state=6)
-    monkeypatch.setattr(_sgd, "noisy_clipped_gradient_sum", trainer)
+    substitute_kernel(trainer)
     broken = audit_epsilon(estimator, n_runs=300, random_state=6)
     # The assumption-free bound: 150 held-out runs per side cap it near 3.7.
     assert correct.epsilon_lower_bound < 0.5 < 3.0 < broken.epsilon_lower_bound
@@ -365,7 +415,7 @@ def _opposing_background(n_samples=199, n_features=5, huber_threshold=0.01):
     return X, np.full(n_samples, -target), (x_canary, target)
 
 
-def test_batch_clipping_is_caught(monkeypatch):
+def test_batch_clipping_is_caught(substitute_kernel):
     # Batch clipping at most doubles the sensitivity (2C instead of C), the
     # subtlest of the three bugs. No assumption-free bound can see a factor 2
     # with thousands of runs (it needs tail probabilities near 1e-4), but at a
@@ -380,7 +430,7 @@ def test_batch_clipping_is_caught(monkeypatch):
         neighboring="add_remove",
     )
     correct = audit_epsilon(estimator, X, y, canary=canary, n_runs=2000, random_state=7)
-    monkeypatch.setattr(_sgd, "noisy_clipped_gradient_sum", batch_clipping)
+    substitute_kernel(batch_clipping)
     broken = audit_epsilon(estimator, X, y, canary=canary, n_runs=2000, random_state=7)
     mechanism_mu = math.sqrt(broken.n_steps) / broken.noise_multiplier
     assert broken.sample_rate == 1.0 and broken.claimed_epsilon <= 3.0

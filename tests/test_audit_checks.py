@@ -18,20 +18,20 @@ import pytest
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
-import sklearn_dplssgd._base as base_module
-import sklearn_dplssgd._mechanisms._gradient as gradient_module
-from sklearn_dplssgd._mechanisms import GradientPerturbationMechanism
-import sklearn_dplssgd._classifier as classifier_module
-import sklearn_dplssgd._search as search_module
-import sklearn_dplssgd._sgd as sgd_module
-import sklearn_dplssgd._validation as validation_module
-import sklearn_dplssgd._weights as weights_module
+import sklearn_dplssgd.linear_model._base as base_module
+import sklearn_dplssgd.mechanisms._gradient as gradient_module
+from sklearn_dplssgd.mechanisms import GradientPerturbationMechanism
+import sklearn_dplssgd.linear_model._classifier as classifier_module
+import sklearn_dplssgd.model_selection._search as search_module
+import sklearn_dplssgd.backends._numpy as sgd_module
+import sklearn_dplssgd.utils._validation as validation_module
+import sklearn_dplssgd.linear_model._weights as weights_module
 from sklearn_dplssgd import (
     DPBoundedScaler, DPLSSGDClassifier, DPLSSGDRegressor, DPOneHotEncoder, DPRandomizedSearch,
     PrivacyLedger,
 )
-import sklearn_dplssgd._dp_encoder as encoder_module
-from sklearn_dplssgd._base import BaseDPLSSGD
+import sklearn_dplssgd.preprocessing._dp_encoder as encoder_module
+from sklearn_dplssgd.linear_model._base import BaseDPLSSGD
 from sklearn_dplssgd.audit import (
     CheckResult,
     audit_implementation,
@@ -47,6 +47,7 @@ from sklearn_dplssgd.audit import (
     check_row_count,
     check_search_private_steps,
     check_seed_replay,
+    substituted_gradient_kernel,
 )
 
 ESTIMATORS = [
@@ -147,8 +148,8 @@ def test_overflow_check_catches_a_row_that_makes_fits_fail(monkeypatch):
         if rows.size and np.any(np.abs(X[rows]) > 1e38):
             grad[...] = np.nan
 
-    monkeypatch.setattr(sgd_module, "noisy_clipped_gradient_sum", overflowing_sum)
-    result = check_overflow_row(DPLSSGDClassifier(classes=[0, 1, 2], max_iter=3), n_fits=2)
+    with substituted_gradient_kernel(overflowing_sum):
+        result = check_overflow_row(DPLSSGDClassifier(classes=[0, 1, 2], max_iter=3), n_fits=2)
     assert not result.passed
     assert result.measured == 2
 
@@ -260,8 +261,8 @@ def test_rounding_check_catches_a_coefficient_rounded_after_the_clip(monkeypatch
                 grad[0, :-1] += stored * X[i]
                 grad[0, -1] += stored
 
-    monkeypatch.setattr(sgd_module, "noisy_clipped_gradient_sum", rounding_after_the_clip)
-    result = check_rounding(DPLSSGDRegressor(), dtypes=(np.float32,))
+    with substituted_gradient_kernel(rounding_after_the_clip):
+        result = check_rounding(DPLSSGDRegressor(), dtypes=(np.float32,))
     assert not result.passed
     assert result.measured == pytest.approx(4 / 3, rel=1e-3)
     assert "float32 dense" in result.detail

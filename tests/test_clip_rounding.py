@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_dplssgd import _array_api
-from sklearn_dplssgd._kernels import compute_row_norms, noisy_clipped_gradient_sum
-from sklearn_dplssgd._losses import loss_code
-from sklearn_dplssgd._sparse import compute_sparse_row_norms, noisy_clipped_gradient_sum_sparse
+from sklearn_dplssgd.backends import _array_api
+from sklearn_dplssgd.backends._kernels import compute_row_norms, noisy_clipped_gradient_sum
+from sklearn_dplssgd.training._losses import loss_code
+from sklearn_dplssgd.backends._sparse import (
+    compute_sparse_row_norms, noisy_clipped_gradient_sum_sparse,
+)
 
 LOSSES = [("squared_error", 1), ("huber", 1), ("log_loss", 1), ("log_loss", 3),
           ("hinge", 3), ("epsilon_insensitive", 1)]

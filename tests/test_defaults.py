@@ -13,7 +13,7 @@ import pytest
 
 from sklearn_dplssgd import Adam, DPLSSGDClassifier, DPLSSGDRegressor, Momentum, PrivacyLeakWarning
 from sklearn_dplssgd import calibrate_noise
-from sklearn_dplssgd._defaults import (
+from sklearn_dplssgd.training._defaults import (
     ASSUMED_CALLS,
     averaging_tail,
     resolve_average_start,

@@ -20,8 +20,8 @@ from sklearn_dplssgd import (
     PrivacyLedger,
     PrivacyLeakWarning,
 )
-from sklearn_dplssgd._accounting import EpsilonDeltaDpEvent, event_epsilon
-from sklearn_dplssgd._dp_scaler import (
+from sklearn_dplssgd.accounting._events import EpsilonDeltaDpEvent, event_epsilon
+from sklearn_dplssgd.preprocessing._dp_scaler import (
     GRID_LARGEST,
     candidate_grid,
     private_range,

@@ -15,9 +15,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning
-from sklearn_dplssgd._schedules import number_of_steps
-from sklearn_dplssgd._sgd import poisson_batches
-from sklearn_dplssgd._smoothing import smoothing_beta
+from sklearn_dplssgd.training._schedules import number_of_steps
+from sklearn_dplssgd.backends._numpy import poisson_batches
+from sklearn_dplssgd.training._smoothing import smoothing_beta
 
 DIGITS_CLASSES = np.arange(10)
 
@@ -260,7 +260,8 @@ def test_unstable_weight_decay_is_refused_before_training(binary):
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, monkeypatch):
-    import sklearn_dplssgd._sgd as sgd
+    import sklearn_dplssgd.backends._numpy as sgd
+    from sklearn_dplssgd.audit import substituted_gradient_kernel
 
     real_kernel = sgd.noisy_clipped_gradient_sum
 
@@ -268,10 +269,10 @@ def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, mo
         real_kernel(*args, **kwargs)
         args[-2][...] = np.inf  # the gradient buffer
 
-    monkeypatch.setattr(sgd, "noisy_clipped_gradient_sum", overflowing_kernel)
     X, y = binary
     clf = DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True)
-    with pytest.raises(ValueError, match="smaller learning rate"):
+    with substituted_gradient_kernel(overflowing_kernel), pytest.raises(
+            ValueError, match="smaller learning rate"):
         clf.fit(X, y)
     assert not hasattr(clf, "coef_")
 
@@ -439,8 +440,7 @@ def test_reproducible_fits_repeat_exactly_and_claim_nothing(binary, make_seed):
 
 
 def test_reproducible_random_state_instance_gives_128_bits(monkeypatch):
-    from sklearn_dplssgd import _randomness
-
+    from sklearn_dplssgd.training import _randomness
     seeds = []
     real = np.random.SeedSequence
 

@@ -17,10 +17,10 @@ from dp_accounting import pld as dp_pld
 from scipy import optimize, stats
 from scipy.special import expit, logsumexp
 
-from sklearn_dplssgd._accounting import PrivacyCalibration
-from sklearn_dplssgd._losses import loss_code
+from sklearn_dplssgd.accounting._events import PrivacyCalibration
+from sklearn_dplssgd.training._losses import loss_code
 from oracles import loss_derivative_reference
-from sklearn_dplssgd._output_perturbation import (
+from sklearn_dplssgd.mechanisms.output_perturbation._accounting import (
     OutputPerturbation,
     contraction_factor,
     default_step,
@@ -28,7 +28,7 @@ from sklearn_dplssgd._output_perturbation import (
     sensitivity,
     smoothness_constants,
 )
-from sklearn_dplssgd._output_release import (
+from sklearn_dplssgd.mechanisms.output_perturbation._descent import (
     add_output_noise,
     fixed_batches,
     train_output_perturbation,

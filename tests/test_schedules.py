@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from sklearn_dplssgd import DPLSSGDClassifier
-from sklearn_dplssgd._mechanism import GradientPerturbation
+from sklearn_dplssgd.mechanisms._gradient import GradientPerturbation
 from sklearn_dplssgd import ConstantNoise, ExponentialNoise, RelativeNoise, StepNoise
-from sklearn_dplssgd._schedules import MAX_BLOCKS, noise_schedule_blocks, step_levels
-from sklearn_dplssgd._sgd import train_dp_lssgd
-from sklearn_dplssgd._training import TrainingPlan
+from sklearn_dplssgd.training._schedules import MAX_BLOCKS, noise_schedule_blocks, step_levels
+from sklearn_dplssgd.backends._numpy import train_dp_lssgd
+from sklearn_dplssgd.training._loop import TrainingPlan
 
 DELTA = 1e-5
 

@@ -23,8 +23,8 @@ from sklearn_dplssgd import (
     PrivacyLedger,
     PrivacyLeakWarning,
 )
-from sklearn_dplssgd import _search
-from sklearn_dplssgd._accounting import _group_of_two_epsilon, _rdp_orders
+from sklearn_dplssgd.model_selection import _search
+from sklearn_dplssgd.accounting._events import _group_of_two_epsilon, _rdp_orders
 
 
 @pytest.fixture

@@ -8,8 +8,9 @@ from sklearn.base import clone
 
 from oracles import squared_hinge_derivative_reference, squared_hinge_value_reference
 from sklearn_dplssgd import DPLSSGDClassifier
-from sklearn_dplssgd._kernels import noisy_clipped_gradient_sum  # noqa: F401 (compiles residual)
-from sklearn_dplssgd._losses import LOSSES, loss_code, loss_derivative, residual
+# Compiles the residual kernel.
+from sklearn_dplssgd.backends._kernels import noisy_clipped_gradient_sum  # noqa: F401
+from sklearn_dplssgd.training._losses import LOSSES, loss_code, loss_derivative, residual
 
 
 @pytest.mark.parametrize("n_outputs", [1, 3])

@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, _sgd
-from sklearn_dplssgd._kernels import (
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
+from sklearn_dplssgd.audit import substituted_gradient_kernel
+from sklearn_dplssgd.backends import _numpy as _sgd
+from sklearn_dplssgd.backends._kernels import (
     compute_row_norms,
     gathered_block_rows,
     noisy_clipped_gradient_sum,
 )
-from sklearn_dplssgd._losses import LOSSES, residual, single_output_residual
+from sklearn_dplssgd.training._losses import LOSSES, residual, single_output_residual
 from oracles import clipped_gradient_sum_reference
 
 
@@ -42,9 +44,9 @@ def _fit_both_ways(monkeypatch, make, X, y, **fit_params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         compiled = make().fit(X, y, **fit_params)
-        monkeypatch.setattr(_sgd, name, one_step_at_a_time)
-        stepped = make().fit(X, y, **fit_params)
-        monkeypatch.setattr(_sgd, name, standard)
+        kind = "sparse" if sp.issparse(X) else "dense"
+        with substituted_gradient_kernel(**{kind: one_step_at_a_time}):
+            stepped = make().fit(X, y, **fit_params)
     assert len(calls) == stepped.n_steps_  # the wrapped fit really stepped from Python
     return _coefficients(compiled), _coefficients(stepped)
 
@@ -169,7 +171,7 @@ def test_scalar_residual_of_a_multiclass_code_is_nan():
 
 
 def test_rounding_unit_is_the_dtypes_epsilon():
-    from sklearn_dplssgd._clipping import COEFFICIENT_RANGE, _rounding_unit
+    from sklearn_dplssgd.backends._clipping import COEFFICIENT_RANGE, _rounding_unit
 
     for dtype in (np.float32, np.float64):
         largest = COEFFICIENT_RANGE[np.dtype(dtype)][0]

@@ -14,9 +14,9 @@ from sklearn_dplssgd import (
     PrivacyBudgetExceededError,
     PrivacyLedger,
 )
-from sklearn_dplssgd._mechanisms import _gradient
-from sklearn_dplssgd._schedules import learning_rate_schedule
-from sklearn_dplssgd._streaming import compose_events
+from sklearn_dplssgd.mechanisms import _gradient
+from sklearn_dplssgd.training._schedules import learning_rate_schedule
+from sklearn_dplssgd.training._streaming import compose_events
 
 SEEDED = dict(random_state=0, reproducible=True)
 

@@ -12,9 +12,11 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd import _base, _kernels, _sgd, _sparse, _threads, _training
-from sklearn_dplssgd._kernels import PARALLEL_MIN_WORK
-from sklearn_dplssgd._threads import block_bounds, draws_ahead, numba_team_available
+from sklearn_dplssgd.linear_model import _base
+from sklearn_dplssgd.backends import _kernels, _numpy as _sgd, _sparse, _threads
+from sklearn_dplssgd.training import _loop as _training
+from sklearn_dplssgd.backends._kernels import PARALLEL_MIN_WORK
+from sklearn_dplssgd.backends._threads import block_bounds, draws_ahead, numba_team_available
 
 TEAM = numba_team_available()
 needs_team = pytest.mark.skipif(
@@ -173,8 +175,8 @@ def test_parallel_blocks(work, n_rows, n_threads, expected):
 
 @needs_team
 def test_team_smoothing_and_sum_are_the_serial_ones():
-    from sklearn_dplssgd._kernels import smooth_rows, smooth_rows_team, smoothing_omega
-    from sklearn_dplssgd._threads import add_blocks, team_threads
+    from sklearn_dplssgd.backends._kernels import smooth_rows, smooth_rows_team, smoothing_omega
+    from sklearn_dplssgd.backends._threads import add_blocks, team_threads
 
     rng = np.random.default_rng(16)
     grad = rng.normal(size=(10, 65))

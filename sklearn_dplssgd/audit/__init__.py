@@ -93,6 +93,10 @@ category released by :class:`~sklearn_dplssgd.DPOneHotEncoder` is shown.
 itself (its file holds no pickle, refuses one, notices a removed record);
 it needs no estimator and is not part of :func:`audit_implementation`.
 
+:func:`substituted_gradient_kernel` runs the NumPy fits of a block with
+another gradient kernel (through :class:`SubstitutedKernelTraining`, a NumPy
+backend): the way this audit's own tests show that a broken kernel is caught.
+
 Seeds of the runs are drawn from ``random_state``; the estimator's own seed
 is replaced per run.
 
@@ -120,6 +124,7 @@ from ._release_checks import (
 )
 from ._result import audit_scores, AuditResult
 from ._stored_state_checks import check_ledger_file_format, check_planted_cache_entry
+from ._substitutes import SubstitutedKernelTraining, substituted_gradient_kernel
 from ._search_checks import check_search_private_steps
 from ._statistics import (
     clopper_pearson_upper, epsilon_lower_bound, gdp_delta, gdp_epsilon, mu_lower_bound,
@@ -157,4 +162,6 @@ __all__ = [
     "ImplementationAudit",
     "make_canary_dataset",
     "mu_lower_bound",
+    "SubstitutedKernelTraining",
+    "substituted_gradient_kernel",
 ]

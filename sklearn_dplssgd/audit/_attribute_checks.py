@@ -5,10 +5,9 @@ how a released category is shown."""
 import numpy as np
 from sklearn.base import clone
 
-from .._base import BaseDPLSSGD
-from .._dp_encoder import DPOneHotEncoder
-from .._dp_scaler import DPBoundedScaler
-from .._search import DPRandomizedSearch, final_estimator
+from ..linear_model import BaseDPLSSGD
+from ..model_selection import DPRandomizedSearch, final_estimator
+from ..preprocessing import DPOneHotEncoder, DPBoundedScaler
 from ._check_result import CheckResult, declared_labels, default_data, private_clone, quietly
 
 __all__ = ["RELEASED_OUTPUTS", "check_category_representation", "check_public_attributes"]

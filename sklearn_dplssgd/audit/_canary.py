@@ -6,11 +6,11 @@ import math
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from .._defaults import resolve_sigma
-from .._losses import LOSSES, loss_code, loss_derivative
-from .._output_perturbation import smoothness_constants
-from .._schedules import learning_rate_schedule
-from .._smoothing import smoothing_eigenvalues
+from ..mechanisms import smoothness_constants
+from ..training import (
+    resolve_sigma, LOSSES, loss_code, loss_derivative, learning_rate_schedule,
+    smoothing_eigenvalues,
+)
 from ._fits import append_label, check_estimator, seeded_fit
 
 __all__ = [

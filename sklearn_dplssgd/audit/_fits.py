@@ -5,8 +5,8 @@ import warnings
 import numpy as np
 from sklearn.base import clone
 
-from .._base import BaseDPLSSGD
-from .._validation import PrivacyLeakWarning
+from ..linear_model import BaseDPLSSGD
+from ..utils import PrivacyLeakWarning
 
 __all__ = ["append_label", "check_estimator", "seeded_fit"]
 

@@ -7,11 +7,11 @@ import pickle
 import numpy as np
 from sklearn.base import clone
 
-from .._defaults import nominal_batch_size
-from .._validation import public_row_count
+from ..training import nominal_batch_size
+from ..utils import public_row_count
 from ._check_result import (
-    CLIP_TOLERANCE, CheckResult, adversarial_rows, declare_public_n, default_data,
-    private_clone, quietly, set_existing,
+    CLIP_TOLERANCE, CheckResult, adversarial_rows, declare_public_n, default_data, private_clone,
+    quietly, set_existing,
 )
 
 __all__ = [

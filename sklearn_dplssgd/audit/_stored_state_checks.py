@@ -18,10 +18,8 @@ from pathlib import Path
 import dp_accounting
 from sklearn.base import clone
 
-from .. import _calibration_cache
-from .._calibration import calibrate_noise
-from .._ledger import LedgerFileError, PrivacyLedger
-from .._validation import public_row_count
+from ..accounting import store_calibration, calibrate_noise, LedgerFileError, PrivacyLedger
+from ..utils import public_row_count
 from ._check_result import CheckResult, declare_public_n, default_data, private_clone, quietly
 
 __all__ = ["check_ledger_file_format", "check_planted_cache_entry"]
@@ -60,7 +58,7 @@ def _plant_lower_noise(folder):
                     if name not in ("format", "dp_accounting")}
         result = dict(entry["result"])
         result["noise_multiplier"] = result["noise_multiplier"] / _PLANTED_FACTOR
-        _calibration_cache.store(settings, result)
+        store_calibration(settings, result)
         planted += 1
     return planted
 

@@ -12,10 +12,10 @@ import scipy.sparse as sp
 import sklearn
 from sklearn.base import clone, is_classifier
 
-from .._base import BaseDPLSSGD
-from .._ledger import LedgerFileError, PrivacyLedger
-from .._search import DPRandomizedSearch, final_estimator
-from .._validation import public_row_count
+from ..linear_model import BaseDPLSSGD
+from ..accounting import LedgerFileError, PrivacyLedger
+from ..model_selection import DPRandomizedSearch, final_estimator
+from ..utils import public_row_count
 from ._attribute_checks import check_public_attributes
 from ._check_result import (
     CLIP_TOLERANCE, CheckResult, ImplementationAudit, declare_public_n, declared_labels,

@@ -1,0 +1,36 @@
+"""Privacy accounting: dp-accounting events and their epsilon, noise calibration and its cache,
+the paper's bound, the privacy ledger with its JSON event format, and the privacy reports.
+
+The modules are private; the names other layers use are re-exported here.
+"""
+
+from ._calibration import calibrate_noise, smallest_noise_for
+from ._calibration_cache import store as store_calibration
+from ._events import (
+    ACCOUNTANTS, compute_epsilon, dp_event, EpsilonDeltaDpEvent, event_epsilon,
+    NEIGHBORING_RELATIONS, pld_grid_points, PLD_MAX_POINTS, PrivacyCalibration,
+)
+from ._ledger import ledger_error, LedgerFileError, PrivacyBudgetExceededError, PrivacyLedger
+from ._report import estimator_report, search_report, transformer_report
+
+__all__ = [
+    "ACCOUNTANTS",
+    "EpsilonDeltaDpEvent",
+    "LedgerFileError",
+    "NEIGHBORING_RELATIONS",
+    "PLD_MAX_POINTS",
+    "PrivacyBudgetExceededError",
+    "PrivacyCalibration",
+    "PrivacyLedger",
+    "calibrate_noise",
+    "compute_epsilon",
+    "dp_event",
+    "estimator_report",
+    "event_epsilon",
+    "ledger_error",
+    "pld_grid_points",
+    "search_report",
+    "smallest_noise_for",
+    "store_calibration",
+    "transformer_report",
+]

@@ -1,0 +1,465 @@
+"""PrivacyLedger: the budget spent on a data set, across every fit that saw it.
+
+scikit-learn copies estimators freely (``clone`` deep-copies parameters,
+joblib pickles them into worker processes), so a budget record held in an
+estimator's state is lost or duplicated (diffprivlib's accountant is, inside
+``GridSearchCV``). The ledger is one object that ``clone`` returns as itself,
+and whose records live in a file it owns: a pickled ledger in a worker
+process appends to the same file, so the parent sees every fit.
+
+The records file is the ledger's memory, so a ledger whose file is missing
+fails closed: only the constructor creates a records file, and a ledger (or a
+pickled copy in a worker process on a host that does not share the file)
+that cannot find it raises ``FileNotFoundError`` naming it, rather than
+starting again from zero.
+
+The records file holds data, never code: one JSON line per record (the
+estimator's name and its event, rebuilt from its parameters by
+:mod:`._event_json`), after a header line naming the ledger (a random
+identity, its adjacency).  Each line carries a SHA-256 chain digest: of the
+previous line's digest and its own content.  A ``.head`` file beside it
+holds the number of records and the last digest, replaced atomically at
+every charge.  On every read the ledger refuses, with
+:class:`LedgerFileError`, a file that is not a ledger of this format (an
+older file of pickled records is never unpickled), a broken chain (a line
+edited or removed in the middle), a header of another ledger, and a file
+that no longer extends what this object (and its pickled copies, which carry
+it) or the head file last saw (records removed from the end, the file
+emptied).  An unkeyed digest is no signature: someone who can write both
+files and knows the format can rewrite them consistently; the records this
+process has seen are still protected (their digest is held in memory), and
+the docs state the rest.
+
+A fit charges the ledger before it reads any row: the mechanism depends only
+on public quantities, so its event, and the composed total with it, are
+known in advance, and a fit that would exceed ``max_epsilon`` is refused
+before the data is touched. The charge and the cap check are one atomic step
+under a file lock, so parallel fits cannot overrun the cap together.
+"""
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import secrets
+import tempfile
+
+import dp_accounting
+
+from ._events import NEIGHBORING_RELATIONS, event_epsilon
+from ._event_json import event_from_json, event_to_json
+from ._report import ledger_report
+
+try:  # POSIX file locks; elsewhere the records are appended unlocked.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+__all__ = ["LedgerFileError", "PrivacyLedger", "PrivacyBudgetExceededError", "ledger_error"]
+
+# The first line of every records file names the format with this key.
+_FORMAT_KEY = "sklearn_dplssgd_ledger"
+_FORMAT_VERSION = 1
+_HEAD_SUFFIX = ".head"
+
+# PLD grid of the ledger's totals, relative to the epsilon scale: a
+# pessimistic (sound) estimate within about 0.1 percent.
+_INTERVAL_PER_EPSILON = 1e-3
+
+
+class PrivacyBudgetExceededError(ValueError):
+    """A fit would take a ledger's composed epsilon above its ``max_epsilon``."""
+
+
+class LedgerFileError(ValueError):
+    """A ledger's records file cannot be trusted: the ledger refuses to charge or report.
+
+    Raised for a file that is not a ledger of this format (an older file of
+    pickled records included), one whose digests do not chain, one that
+    belongs to another ledger, and one that has lost records this ledger or
+    its head file had seen.  Never a reason to start again from zero.
+    """
+
+
+def _canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _chained(previous, content):
+    """The chain digest of a line: SHA-256 of the previous digest and the line's content."""
+    return hashlib.sha256((previous + _canonical(content)).encode()).hexdigest()
+
+
+class PrivacyLedger:
+    """Budget record of every private fit on one data set, shared by all copies.
+
+    Pass it as ``ledger=`` to the estimators. Every fit that uses it records
+    its ``dp_event_`` (under the ledger's adjacency) before training; the
+    ledger reports the composition of all records. It survives ``clone``
+    (a clone gets the same ledger, not a copy) and joblib worker processes
+    (records go to a file the ledger owns).
+
+    Parameters
+    ----------
+    max_epsilon : float or None, default=None
+        Cap on the composed epsilon at ``delta``: a fit that would exceed it
+        is refused with :class:`PrivacyBudgetExceededError` before it reads
+        any row. None records without a cap.
+    delta : float, default=1e-5
+        Delta at which the total is reported and capped.
+    neighboring : {"replace_one", "add_remove"}, default="replace_one"
+        Adjacency of the records: a fit under another adjacency is refused
+        (its event would be accounted under the wrong relation).
+    path : str or None, default=None
+        File holding the records. None creates a new temporary file (kept
+        until :meth:`close` is called). Give a path to keep a ledger across
+        processes and sessions; an existing file's records are kept.
+    create : bool, default=True
+        Whether the constructor may create the records file at ``path`` when
+        there is none (a new ledger). False reopens an existing ledger: a
+        missing file raises ``FileNotFoundError`` instead of starting a new,
+        empty one (use it where a path on a shared file system may not be
+        mounted). Only the constructor creates a file: once constructed, a
+        ledger, its clones and its pickled copies raise
+        ``FileNotFoundError`` on their next charge or read if the file has
+        gone, so a fit is never charged to a ledger that forgot the past.
+
+    Attributes
+    ----------
+    path : str
+        The file of the records (JSON lines; a ``.head`` file beside it).
+
+    Notes
+    -----
+    The ledger covers the processes that share its records file: those on
+    one machine, or on several that mount it from one shared file system
+    (with working ``flock`` locks). A worker that cannot see the file fails
+    closed. It is the user's bookkeeping of what was released, not a
+    guarantee across hosts that do not share it: fits on the same rows
+    elsewhere, with another ledger or none, are not counted.
+
+    The records file holds JSON data (never a pickle) with a chain of
+    SHA-256 digests and a head file: a file that was edited, cut short or
+    swapped for another ledger's is refused with :class:`LedgerFileError`
+    rather than read. A file of an older version of the library (pickled
+    records) is refused too, never unpickled. See the privacy page for what
+    this detects and what it cannot.
+
+    Fits on subsets of the rows (cross-validation folds) are recorded as if
+    each saw every row: sequential composition, a valid upper bound. A fit
+    refused by the cap records nothing; a fit that fails after its charge
+    (invalid data, divergence) keeps its charge.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.model_selection import cross_validate
+    >>> from sklearn_dplssgd import DPLSSGDClassifier, PrivacyLedger
+    >>> X, y = load_digits(return_X_y=True)
+    >>> ledger = PrivacyLedger(max_epsilon=5.0)
+    >>> clf = DPLSSGDClassifier(epsilon=1.0, classes=range(10), ledger=ledger)
+    >>> _ = cross_validate(clf, X / 16, y, cv=3)
+    >>> len(ledger.records), 1.0 < ledger.epsilon() <= 3.0
+    (3, True)
+    """
+
+    def __init__(self, max_epsilon=None, delta=1e-5, neighboring="replace_one", path=None,
+                 create=True):
+        if max_epsilon is not None and not (
+                isinstance(max_epsilon, (int, float)) and max_epsilon > 0):
+            raise ValueError(f"max_epsilon must be None or a positive number; got {max_epsilon!r}.")
+        if not (isinstance(delta, float) and 0 < delta < 1):
+            raise ValueError(f"delta must be a float in (0, 1); got {delta!r}.")
+        if neighboring not in NEIGHBORING_RELATIONS:
+            raise ValueError(
+                f"neighboring must be one of {NEIGHBORING_RELATIONS}; got {neighboring!r}.")
+        if not isinstance(create, bool):
+            raise TypeError(f"create must be True or False; got {create!r}.")
+        self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
+        self.delta = delta
+        self.neighboring = neighboring
+        if path is None:
+            handle, path = tempfile.mkstemp(prefix="dplssgd-ledger-", suffix=".records")
+            os.close(handle)
+        elif create:
+            open(path, "ab").close()
+        elif not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"No ledger records file at {os.path.abspath(path)!r}, and create=False: "
+                "there is no ledger to reopen there. Check the path (is the shared file "
+                "system mounted?), or pass create=True to start a new, empty ledger.")
+        self.path = os.path.abspath(path)
+        # What this object has seen of the file: its identity, the number of
+        # records and the last chain digest (see _verified).
+        self._identity, self._seen = None, (0, None)
+        with self._locked() as handle:
+            if not handle.read(1):
+                self._start(handle, create)
+            self._verified(handle)
+
+    # clone() deep-copies parameters: the ledger must stay one ledger.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self):
+        cap = "" if self.max_epsilon is None else f"max_epsilon={self.max_epsilon:g}, "
+        return f"PrivacyLedger({cap}delta={self.delta:g}, neighboring={self.neighboring!r})"
+
+    def _missing_records(self):
+        return FileNotFoundError(
+            f"This PrivacyLedger's records file {self.path!r} is missing (deleted, closed, "
+            "or not shared with this process's host). Without it the ledger cannot know "
+            "what was already spent, so it refuses to charge or report rather than start "
+            "again from zero. Restore the file or run where it is visible; to start a new "
+            "ledger deliberately, construct PrivacyLedger(path=...).")
+
+    @contextlib.contextmanager
+    def _locked(self):
+        # "r+b" opens only an existing file: appending mode would create an
+        # empty one and the ledger would silently restart from zero.
+        try:
+            handle = open(self.path, "r+b")
+        except FileNotFoundError:
+            handle = None
+        if handle is None:
+            raise self._missing_records()  # outside the handler: no chained OS error
+        with handle:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield handle
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _refuse(self, problem):
+        return LedgerFileError(
+            f"This PrivacyLedger's records file {self.path!r} {problem}. The ledger cannot "
+            "know what was already spent, so it refuses to charge or report rather than "
+            "start again from zero. Restore the file from a copy you trust; to start a new "
+            "ledger deliberately, construct PrivacyLedger with a new path.")
+
+    def _head_path(self):
+        return self.path + _HEAD_SUFFIX
+
+    def _read_head(self):
+        """The head file's (identity, count, digest), or None where there is none."""
+        try:
+            with open(self._head_path(), "rb") as handle:
+                head = json.loads(handle.read().decode("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError, ValueError):
+            raise self._refuse("has a head file that cannot be read") from None
+        if not (isinstance(head, dict) and set(head) == {"identity", "count", "digest"}
+                and isinstance(head["count"], int) and head["count"] >= 0):
+            raise self._refuse("has a damaged head file")
+        return head["identity"], head["count"], head["digest"]
+
+    def _write_head(self, count, digest):
+        """Replace the head file atomically (called under the records file's lock)."""
+        folder = os.path.dirname(self.path)
+        handle, tmp = tempfile.mkstemp(dir=folder, prefix=".dplssgd-ledger-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(_canonical({"identity": self._identity, "count": count,
+                                         "digest": digest}))
+            os.replace(tmp, self._head_path())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def _start(self, handle, create):
+        """Write the header of a new ledger into the empty records file."""
+        head = self._read_head()
+        if head is not None and head[1] > 0:
+            raise self._refuse(f"is empty, but its head file says it held {head[1]} records")
+        if not create:
+            raise self._refuse("is empty (not a ledger), and create=False")
+        header = {_FORMAT_KEY: _FORMAT_VERSION, "identity": secrets.token_hex(16),
+                  "neighboring": self.neighboring}
+        handle.seek(0)
+        handle.write((_canonical({**header, "digest": _chained("", header)}) + "\n").encode())
+        handle.flush()
+
+    def _verified(self, handle):
+        """The records of the file, after checking that it can be trusted.
+
+        Returns the records (dicts with ``estimator`` and ``dp_event``) and
+        the last chain digest.  Raises :class:`LedgerFileError` unless the
+        header is a ledger header of this format and adjacency, every line
+        chains to the one before, and the file extends both what this object
+        saw last and what the head file says.
+        """
+        handle.seek(0)
+        lines = handle.read().split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        if not lines:
+            raise self._refuse("is empty: its header and records are gone")
+        try:
+            entries = [json.loads(line.decode("utf-8")) for line in lines]
+        except (UnicodeDecodeError, ValueError):
+            raise self._refuse(
+                "is not a ledger file of this version: a line is not JSON. Earlier versions "
+                "of sklearn-dplssgd stored pickled records, which this version never "
+                "unpickles (loading a pickle runs code chosen by whoever wrote the "
+                "file). To carry such a ledger over, only if you trust everyone who could "
+                "write it: with the version that wrote it print repr(record['dp_event']) "
+                "for each of its records, then charge each event to a new ledger of this "
+                "version with new_ledger.charge(name, event, neighboring)") from None
+        header = entries[0]
+        if not (isinstance(header, dict) and header.get(_FORMAT_KEY) == _FORMAT_VERSION
+                and set(header) == {_FORMAT_KEY, "identity", "neighboring", "digest"}):
+            raise self._refuse("does not start with a ledger header of this version")
+        content = {key: header[key] for key in header if key != "digest"}
+        digest = _chained("", content)
+        if header["digest"] != digest:
+            raise self._refuse("has a damaged header")
+        if self._identity is None:
+            self._identity = header["identity"]
+        elif header["identity"] != self._identity:
+            raise self._refuse("now belongs to another ledger")
+        if header["neighboring"] != self.neighboring:
+            raise ValueError(
+                f"The ledger at {self.path!r} records {header['neighboring']!r} events; "
+                f"it cannot be opened with neighboring={self.neighboring!r}.")
+        records, digests = [], [digest]
+        for number, entry in enumerate(entries[1:], start=1):
+            if not (isinstance(entry, dict) and set(entry) == {"estimator", "dp_event", "digest"}
+                    and isinstance(entry["estimator"], str)):
+                raise self._refuse(f"has a damaged record on line {number + 1}")
+            content = {"estimator": entry["estimator"], "dp_event": entry["dp_event"]}
+            digest = _chained(digest, content)
+            if entry["digest"] != digest:
+                raise self._refuse(f"was edited: the digests break on line {number + 1}")
+            try:
+                event = event_from_json(entry["dp_event"])
+            except ValueError as error:
+                raise self._refuse(f"holds an event it cannot read on line {number + 1} "
+                                   f"({error})") from None
+            records.append({"estimator": entry["estimator"], "dp_event": event})
+            digests.append(digest)
+        head = self._read_head()
+        for source, (count, expected) in (("this ledger", self._seen),
+                                          ("its head file", (head or (None, 0, None))[1:])):
+            if count > len(records):
+                raise self._refuse(
+                    f"holds {len(records)} records, but {source} saw {count}: records "
+                    "were removed")
+            if expected is not None and digests[count] != expected:
+                raise self._refuse(f"no longer holds the records {source} saw: it was edited")
+        if head is not None and head[0] != self._identity:
+            raise self._refuse("has the head file of another ledger")
+        if head is None and records:
+            raise self._refuse("has lost its head file")
+        self._seen = (len(records), digests[-1])
+        if head is None or head[1] != len(records):
+            self._write_head(len(records), digests[-1])
+        return records, digests[-1]
+
+    def _read(self, handle):
+        return self._verified(handle)[0]
+
+    @property
+    def records(self):
+        """The records so far: dicts with the estimator's name and its ``dp_event``."""
+        with self._locked() as handle:
+            return self._read(handle)
+
+    @property
+    def dp_event(self):
+        """All records composed, as one dp-accounting event."""
+        return dp_accounting.ComposedDpEvent([record["dp_event"] for record in self.records])
+
+    def _total(self, events, delta):
+        if not events:
+            return 0.0
+        composed = dp_accounting.ComposedDpEvent(events)
+        if any(isinstance(event, dp_accounting.NonPrivateDpEvent) for event in events):
+            return math.inf
+        scale = self.max_epsilon if self.max_epsilon is not None else 1.0
+        # PLD where dp-accounting supports every record, RDP otherwise (a
+        # private search's RepeatAndSelectDpEvent).
+        return event_epsilon(composed, delta, self.neighboring,
+                             pld_interval=_INTERVAL_PER_EPSILON * scale)
+
+    def epsilon(self, delta=None):
+        """Composed epsilon of all records at ``delta`` (default: the ledger's).
+
+        dp-accounting's PLD accountant under the ledger's adjacency (a
+        pessimistic, hence sound, estimate), or its RDP accountant where a
+        record is a private search (PLD does not support those); see
+        :func:`sklearn_dplssgd.accounting._events.event_epsilon`.
+        """
+        return self._total([record["dp_event"] for record in self.records],
+                           self.delta if delta is None else delta)
+
+    def charge(self, name, event, neighboring):
+        """Record ``event`` if the composed total stays within the cap.
+
+        Called by the estimators before they read any row.
+
+        Raises
+        ------
+        PrivacyBudgetExceededError
+            When the total with ``event`` would exceed ``max_epsilon``
+            (nothing is recorded then).
+        ValueError
+            When ``neighboring`` is not the ledger's adjacency.
+        """
+        if neighboring != self.neighboring:
+            raise ValueError(
+                f"{name} is fitted under neighboring={neighboring!r}, but this ledger "
+                f"records {self.neighboring!r} events: their epsilons do not compose."
+            )
+        line = {"estimator": name, "dp_event": event_to_json(event)}  # refuses unknown types
+        with self._locked() as handle:
+            records, digest = self._verified(handle)
+            events = [record["dp_event"] for record in records] + [event]
+            if self.max_epsilon is not None:
+                total = self._total(events, self.delta)
+                if total > self.max_epsilon:
+                    raise PrivacyBudgetExceededError(
+                        f"Fitting {name} would take this ledger's epsilon to {total:.4g} at "
+                        f"delta={self.delta:g}, above max_epsilon={self.max_epsilon:g}; "
+                        "the fit was refused before reading any row."
+                    )
+            digest = _chained(digest, line)
+            handle.seek(0, os.SEEK_END)
+            handle.write((_canonical({**line, "digest": digest}) + "\n").encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+            self._seen = (len(events), digest)
+            self._write_head(len(events), digest)
+
+    def privacy_report(self):
+        """What this ledger's total means, in plain words.
+
+        Returns
+        -------
+        report : str
+        """
+        return ledger_report(self)
+
+    def close(self):
+        """Delete the records file and its head file.
+
+        The ledger cannot be charged or read afterwards (it raises
+        ``FileNotFoundError``): construct a new one to start again.
+        """
+        for path in (self.path, self._head_path()):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+
+
+def ledger_error(value):
+    """The ``ledger`` constraint: a message, or None when valid."""
+    if value is None or isinstance(value, PrivacyLedger):
+        return None
+    return f"must be None or a PrivacyLedger; got {type(value).__name__}."

@@ -1,0 +1,43 @@
+"""Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
+training backend, and the array API backend with its prediction helpers.
+
+The modules are private; the names other layers use are re-exported here.
+"""
+
+from ._array_api import (
+    ArrayApiTraining,
+    array_api_namespace, initial_gradient_norms, to_device, to_numpy, train_dp_lssgd_array_api,
+    without_autograd,
+)
+from ._array_api_predict import (
+    check_fitted_namespace, class_labels, class_probabilities, copy_params, decision_values,
+)
+from ._kernels import compute_row_norms
+from ._numpy import (
+    NumpyTraining, blas_controller, numpy_backend, row_norms_of, train_dp_lssgd,
+    use_numpy_backend,
+)
+from ._sparse import as_canonical_csr
+
+__all__ = [
+    "ArrayApiTraining",
+    "NumpyTraining",
+    "array_api_namespace",
+    "as_canonical_csr",
+    "blas_controller",
+    "check_fitted_namespace",
+    "class_labels",
+    "class_probabilities",
+    "compute_row_norms",
+    "copy_params",
+    "decision_values",
+    "initial_gradient_norms",
+    "numpy_backend",
+    "row_norms_of",
+    "to_device",
+    "to_numpy",
+    "train_dp_lssgd",
+    "train_dp_lssgd_array_api",
+    "use_numpy_backend",
+    "without_autograd",
+]

@@ -1,0 +1,312 @@
+"""DPLSSGDRegressor: differentially private linear regression."""
+
+import math
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils.metaestimators import available_if
+
+from ..backends import copy_params
+from ._base import BaseDPLSSGD
+from ._docstrings import fill_method_docs, fill_parameter_docs
+from ..training import REGRESSION_LOSSES
+from ..utils import Interval, Options, score_hiding_values
+
+__all__ = ["DPLSSGDRegressor"]
+
+
+def _check_target_bounds(value):
+    try:
+        low, high = (float(bound) for bound in value)
+    except (TypeError, ValueError):
+        return f"must be None or a pair (low, high) of numbers; got {value!r}."
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        return f"must be a pair of finite numbers with low < high; got {value!r}."
+    return None
+
+
+@fill_parameter_docs(learning_rate='"constant"')
+class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
+    """Linear regression trained with (epsilon, delta)-differential privacy.
+
+    DP-LSSGD (Wang et al.): each step Poisson-samples a batch, clips every
+    sample's gradient to ``clip_norm``, adds Gaussian noise calibrated to
+    (epsilon, delta), and smooths the noisy gradient with the inverse of a
+    1-D Laplacian before the step.
+
+    Parameters
+    ----------
+    loss : {{"squared_error", "huber", "epsilon_insensitive"}}, default="squared_error"
+        ``squared_error`` is least squares; ``huber`` is quadratic within
+        ``loss_threshold`` of the target and linear beyond;
+        ``epsilon_insensitive`` ignores errors smaller than ``loss_threshold``
+        (linear support vector regression).
+
+    loss_threshold : float, default=0.1
+        Threshold of ``huber`` and ``epsilon_insensitive`` (what
+        scikit-learn's ``SGDRegressor`` calls ``epsilon``; here ``epsilon``
+        is the privacy budget). Unused by ``squared_error``.
+
+    target_bounds : tuple (low, high) or None, default=None
+        Public bounds of the target, declared by the user (never read from
+        the data). Targets are clipped to ``[low, high]`` and mapped to
+        ``[-1, 1]`` for training, and predictions are mapped back, so the
+        model sees targets of unit scale whatever their units. The loss's
+        ``loss_threshold`` then applies on that scale too. None trains on
+        ``y`` as given.
+
+    {privacy_parameters}
+
+    {training_parameters}
+
+    {accounting_parameters}
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Coefficients.
+
+    intercept_ : ndarray of shape (1,)
+        Intercept (zero when ``fit_intercept=False``).
+
+    {fitted_attributes}
+
+    See Also
+    --------
+    DPLSSGDClassifier : The same training for classification.
+    sklearn.linear_model.SGDRegressor : The non-private counterpart.
+
+    Notes
+    -----
+    Per-sample clipping bounds each row's influence whatever the scale of the
+    target, but a target far larger than ``clip_norm`` makes training slow:
+    scale ``y`` by a bound known in advance, not one computed from the data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dplssgd import DPLSSGDRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(5000, 3))
+    >>> y = X @ [0.5, -0.2, 0.3]
+    >>> reg = DPLSSGDRegressor(epsilon=1.0).fit(X, y)
+    >>> reg.coef_.shape
+    (3,)
+    """
+
+    _parameter_constraints = {
+        **BaseDPLSSGD._parameter_constraints,
+        "loss": [Options(str, REGRESSION_LOSSES)],
+        "loss_threshold": [Interval("real", 0, None, closed="left")],
+        "target_bounds": [None, _check_target_bounds],
+    }
+
+    def __init__(
+        self,
+        loss="squared_error",
+        *,
+        loss_threshold=0.1,
+        target_bounds=None,
+        epsilon=1.0,
+        delta="auto",
+        sigma="auto",
+        clip_norm=1.0,
+        mechanism="gradient",
+        row_norm_bound=1.0,
+        weight_norm_bound=None,
+        max_sample_weight=1.0,
+        alpha=1e-4,
+        fit_intercept=True,
+        feature_bounds=None,
+        batch_size="auto",
+        max_iter="auto",
+        learning_rate="constant",
+        eta0="auto",
+        power_t=0.5,
+        average="auto",
+        optimizer="sgd",
+        noise_schedule="constant",
+        warm_start=False,
+        accountant="pld",
+        neighboring="replace_one",
+        public_n_samples=None,
+        random_state=None,
+        reproducible=False,
+        ledger=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.loss = loss
+        self.loss_threshold = loss_threshold
+        self.target_bounds = target_bounds
+        self.epsilon = epsilon
+        self.delta = delta
+        self.sigma = sigma
+        self.clip_norm = clip_norm
+        self.mechanism = mechanism
+        self.row_norm_bound = row_norm_bound
+        self.weight_norm_bound = weight_norm_bound
+        self.max_sample_weight = max_sample_weight
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.feature_bounds = feature_bounds
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.power_t = power_t
+        self.average = average
+        self.optimizer = optimizer
+        self.noise_schedule = noise_schedule
+        self.warm_start = warm_start
+        self.accountant = accountant
+        self.neighboring = neighboring
+        self.public_n_samples = public_n_samples
+        self.random_state = random_state
+        self.reproducible = reproducible
+        self.ledger = ledger
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _target_scale(self):
+        """``(centre, half_width)`` of the declared target bounds, or None."""
+        if self.target_bounds is None:
+            return None
+        low, high = (float(bound) for bound in self.target_bounds)
+        return (low + high) / 2.0, (high - low) / 2.0
+
+    def _encode_targets(self, y, classes=None):
+        y = np.asarray(y, dtype=np.float64)
+        scale = self._target_scale()
+        if scale is None:
+            return y, 1
+        centre, half_width = scale
+        # Public bounds: clipping changes no row's influence beyond the clip.
+        return np.clip((y - centre) / half_width, -1.0, 1.0), 1
+
+    def fit(self, X, y, sample_weight=None, *, coef_init=None, intercept_init=None):
+        """Train the model with (epsilon, delta)-differential privacy.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; float32 stays float32. Sparse X is used as CSR
+            (other formats are converted once) and never densified.
+        y : array-like of shape (n_samples,)
+            Targets.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            Weight of each row, in ``[0, max_sample_weight]``; it multiplies
+            the row's clipped gradient. None weighs every row 1. See the
+            user guide's section on weights.
+        coef_init : array-like of shape (n_features,), default=None
+            Starting coefficients, in the target's units. Treated as public:
+            the fit spends nothing on them, so they must not come from these
+            rows (a model fitted on them is covered only by its own release:
+            use ``warm_start`` or ``partial_fit``, which compose, or record
+            it in a ledger).
+        intercept_init : float or array-like of shape (1,), default=None
+            Starting intercept, as ``coef_init``.
+
+        Returns
+        -------
+        self : DPLSSGDRegressor
+            The fitted estimator.
+        """
+        params = self._fit(X, y, sample_weight, coef_init=coef_init,
+                           intercept_init=intercept_init)
+        self._set_coefficients(params)
+        return self
+
+    @available_if(BaseDPLSSGD._can_stream)
+    @fill_method_docs
+    def partial_fit(self, X, y, sample_weight=None, *, disjoint_batches=False):
+        """One private epoch over ``(X, y)``, continuing the fitted model.
+
+        {partial_fit_release}
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows of this call.
+        y : array-like of shape (n_samples,)
+            Their targets.
+        sample_weight : array-like of shape (n_samples,) or float, default=None
+            As in :meth:`fit`.
+
+        {disjoint_batches}
+
+        Returns
+        -------
+        self : DPLSSGDRegressor
+        """
+        self._set_coefficients(self._fit(X, y, sample_weight, partial=True,
+                                         disjoint_batches=disjoint_batches))
+        return self
+
+    def _to_training_scale(self, params):
+        params = super()._to_training_scale(params)  # declared feature bounds
+        scale = self._target_scale()
+        if scale is None:
+            return params
+        # The inverse of _set_coefficients' mapping to the target's units.
+        centre, half_width = scale
+        params = params.copy()
+        params[:, :-1] /= half_width
+        params[:, -1] = (params[:, -1] - centre) / half_width if self.fit_intercept else 0.0
+        return params
+
+    def _set_coefficients(self, params):
+        n_features = params.shape[1] - 1
+        self.coef_ = copy_params(params, 0, slice(None, n_features))
+        self.intercept_ = copy_params(params, 0, slice(n_features, None))
+        scale = self._target_scale()
+        if scale is not None:
+            # Back to the target's units (post-processing of the release).
+            centre, half_width = scale
+            # Python floats keep the weights' dtype (float32 stays float32).
+            self.coef_ = self.coef_ * half_width
+            self.intercept_ = self.intercept_ * half_width + centre
+
+    def predict(self, X):
+        """Predict targets.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted targets.
+        """
+        return self._decision_values(X, "predict")[:, 0]
+
+    def score(self, X, y, sample_weight=None):
+        """Return the coefficient of determination R^2 on ``(X, y)``.
+
+        scikit-learn's ``RegressorMixin.score``, whose errors about the
+        inputs quote no value of them.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test samples.
+        y : array-like of shape (n_samples,)
+            True targets for ``X``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            R^2 of ``self.predict(X)`` with respect to ``y``.
+        """
+        return score_hiding_values(super().score, X, y, sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The Gaussian noise that buys privacy costs accuracy on the tiny
+        # data sets of scikit-learn's common checks.
+        tags.regressor_tags.poor_score = True
+        return tags

@@ -1,0 +1,44 @@
+"""The release mechanisms of the estimators, each with its accounting value.
+
+One module (or small subpackage) per mechanism holds what it releases and how
+it is accounted for: gradient perturbation (:mod:`._gradient`: the
+:class:`GradientPerturbation` value and the DP-LSSGD release), output
+perturbation (:mod:`.output_perturbation`), and the private search's
+selection (:mod:`._search_selection`). :mod:`._release` holds the interface
+they answer. :data:`MECHANISMS` maps each value of the estimators'
+``mechanism`` parameter to its mechanism; :func:`mechanism_named` looks one up.
+"""
+
+from ._gradient import GradientPerturbation, GradientPerturbationMechanism, ReleasePlan
+from ._release import Mechanism, ReleaseMechanism, ReleaseRecord, TrainingData
+from ._search_selection import RandomSearchSelection
+from .output_perturbation import (
+    NoiseFreeDescent, OutputPerturbation, OutputPerturbationMechanism, smoothness_constants,
+)
+
+__all__ = [
+    "GradientPerturbation",
+    "GradientPerturbationMechanism",
+    "MECHANISMS",
+    "Mechanism",
+    "NoiseFreeDescent",
+    "OutputPerturbation",
+    "OutputPerturbationMechanism",
+    "RandomSearchSelection",
+    "ReleaseMechanism",
+    "ReleasePlan",
+    "ReleaseRecord",
+    "TrainingData",
+    "mechanism_named",
+    "smoothness_constants",
+]
+
+MECHANISMS = {
+    mechanism.name: mechanism
+    for mechanism in (GradientPerturbationMechanism(), OutputPerturbationMechanism())
+}
+
+
+def mechanism_named(name):
+    """The mechanism selected by ``mechanism=name`` (a validated value)."""
+    return MECHANISMS[name]

@@ -1,0 +1,215 @@
+"""The interface every release mechanism of the estimators answers.
+
+A mechanism is what a fit publishes and how: DP-LSSGD's noisy gradient steps
+(:class:`~._gradient.GradientPerturbationMechanism`), or the weights of a
+noise-free descent plus noise once (:class:`~._output.OutputPerturbationMechanism`).
+The estimators, the audit and the search ask the mechanism object; none of
+them compares its name. In the order of a fit:
+
+1. :meth:`ReleaseMechanism.check_settings`: the estimator's hyperparameters
+   against what the mechanism can honour, before any row is read;
+2. :meth:`ReleaseMechanism.check_release`: the input's public form (its array
+   namespace, sparse or dense) and whether the fit continues an earlier one;
+3. :meth:`ReleaseMechanism.plan_before_reading`: the release fixed from
+   public quantities (its ``dp_event``) and charged to the ledger, where the
+   mechanism can do so before the rows are validated;
+4. :meth:`ReleaseMechanism.release`: train and add the noise, and report
+   what was released as a :class:`ReleaseRecord` the estimator stores;
+5. :meth:`ReleaseMechanism.claimed_epsilon`: for the audit, the epsilon a
+   private fit of the same configuration states, from a fitted model's
+   public attributes.
+
+Adding a mechanism is a subclass in its own module, registered in
+:data:`sklearn_dplssgd.mechanisms.MECHANISMS`.
+"""
+
+import dataclasses
+import math
+import typing
+
+from ..accounting import event_epsilon
+
+__all__ = ["Mechanism", "ReleaseMechanism", "ReleaseRecord", "TrainingData"]
+
+
+class TrainingData(typing.NamedTuple):
+    """The validated rows of a fit, as the mechanism receives them.
+
+    ``X`` is validated (NumPy, CSR or an array API array), ``y`` the
+    validated targets as given, ``y_encoded`` the kernels' float64 encoding
+    of them for ``n_outputs`` outputs, ``weights`` each row's validated
+    weight (None for unweighted), ``namespace`` X's array API namespace and
+    device (None for NumPy and SciPy input), ``coef_init`` and
+    ``intercept_init`` a public starting point given to ``fit`` (or None).
+    """
+
+    X: typing.Any
+    y: typing.Any
+    y_encoded: typing.Any
+    n_outputs: int
+    weights: typing.Any
+    namespace: typing.Any
+    coef_init: typing.Any = None
+    intercept_init: typing.Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseRecord:
+    """What a release reports; each field is stored as ``<field>_`` on the estimator.
+
+    See the estimators' "Attributes" section for each field's meaning.
+    """
+
+    n_iter: int
+    batch_size: int
+    eta0: float
+    average_start: typing.Optional[int]
+    n_steps: int
+    noise_multiplier: float
+    noise_multipliers: typing.Any
+    sample_rate: float
+    epsilon: float
+    dp_events: list
+    disjoint_batches: list
+    dp_event: typing.Any
+    t: int
+    delta: float
+    neighboring: str
+    output_sensitivity: typing.Optional[float]
+    # The series average's state (see :mod:`~sklearn_dplssgd.training._streaming`), stored under
+    # private names: the iterate the next partial_fit call continues from
+    # (None: it continues from the published weights) and the average's weight.
+    series_trajectory: typing.Any = None
+    series_weight: float = 0.0
+
+    def fitted_attributes(self):
+        """``{"<field>_": value}`` for every public field, and the series state.
+
+        Every release sets the series state, so that a release that does
+        not average (a ``fit``, an explicit ``average``) ends the average.
+        """
+        private = {"series_trajectory": "_series_trajectory",
+                   "series_weight": "_series_weight"}
+        return {private.get(field.name, f"{field.name}_"): getattr(self, field.name)
+                for field in dataclasses.fields(self)}
+
+
+class ReleaseMechanism:
+    """Base of the mechanisms; the defaults are gradient perturbation's answers.
+
+    Attributes
+    ----------
+    name : str
+        The value of the estimators' ``mechanism`` parameter that selects it.
+    accepts_sparse : bool
+        Whether it trains on CSR input.
+    accepts_array_api : bool
+        Whether it trains on array API arrays (PyTorch, CuPy, ...) on their
+        device.
+    supports_partial_fit : bool
+        Whether a release can continue an earlier one (``partial_fit``,
+        ``warm_start``); when False, :attr:`partial_fit_refusal` says why.
+    perturbs_weights : bool
+        Whether its noise is added to the released weights directly (no
+        smoothing between the noise and the weights), which the canary audit
+        reads the weights for.
+    searchable : bool
+        Whether :class:`~sklearn_dplssgd.DPRandomizedSearch` can calibrate
+        its trials jointly.
+    """
+
+    name = None
+    accepts_sparse = True
+    accepts_array_api = True
+    supports_partial_fit = True
+    partial_fit_refusal = ""
+    perturbs_weights = False
+    searchable = False
+
+    def check_settings(self, estimator):
+        """Refuse, before any row is read, settings the mechanism cannot honour."""
+
+    def check_release(self, estimator, X, *, namespace, sparse, continued):
+        """Refuse, before any row is read, an input form or a continuation it cannot train.
+
+        Parameters
+        ----------
+        estimator : BaseDPLSSGD
+        X : array-like
+            The input as given (only its type is read).
+        namespace : tuple or None
+            X's array API namespace and device, None for NumPy and SciPy input.
+        sparse : bool
+            Whether X is a SciPy sparse matrix or array (its format is public).
+        continued : bool
+            Whether the fit continues a fitted model or starts from given
+            weights (``partial_fit``, ``warm_start``, ``coef_init``).
+        """
+
+    def continued_series(self, estimator, partial, coef_init, intercept_init):
+        """The :class:`~sklearn_dplssgd.training.Series` this release continues, or None."""
+        return None
+
+    def row_count_is_private(self, estimator):
+        """Whether neighbouring data sets may differ in their number of rows."""
+        return False
+
+    def plan_before_reading(self, estimator, n_rows, series, partial):
+        """The release planned from the public row count, or None to plan in :meth:`release`."""
+        return None
+
+    def smoothing(self, estimator, n_features, sparse):
+        """The Laplacian smoothing strength ``sigma_`` of the fit."""
+        return 0.0
+
+    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
+        """Train on ``data``, add the noise, and report.
+
+        Parameters
+        ----------
+        estimator : BaseDPLSSGD
+        data : TrainingData
+        plan : object or None
+            What :meth:`plan_before_reading` returned.
+        series : Series or None
+            What :meth:`continued_series` returned.
+        partial : bool
+            A ``partial_fit`` call.
+        disjoint_batches : bool, default=False
+            The user's promise that this release's rows were in no earlier
+            release of ``series``.
+
+        Returns
+        -------
+        params : ndarray of shape (n_outputs, n_features + 1)
+            The released weights, in the scale training uses.
+        record : ReleaseRecord
+        """
+        raise NotImplementedError
+
+    def claimed_epsilon(self, estimator, model, n_rows):
+        """The epsilon a private fit of ``estimator``'s configuration states.
+
+        Recomputed from the fitted ``model``'s public attributes (its noise,
+        steps, sensitivity), for the audit, whose own fits are seeded and
+        report ``epsilon_ = inf``.
+        """
+        raise NotImplementedError
+
+
+class Mechanism:
+    """What every mechanism derives from its ``private`` and ``dp_event()``.
+
+    Subclasses are frozen dataclasses with a ``seeded`` field and a
+    ``neighboring`` attribute.
+    """
+
+    def epsilon(self, delta):
+        """Epsilon of the release at ``delta`` (``inf`` when not private)."""
+        if not self.private:
+            return math.inf
+        return event_epsilon(self.dp_event(), delta, self.neighboring)
+
+    def seeded_copy(self):
+        """The same mechanism run with a seed that travels with the model."""
+        return dataclasses.replace(self, seeded=True)

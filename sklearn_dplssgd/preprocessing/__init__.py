@@ -1,0 +1,20 @@
+"""``BoundedScaler`` and the private transformers ``DPBoundedScaler`` and ``DPOneHotEncoder``.
+
+The modules are private; the names other layers use are re-exported here.
+"""
+
+from ._dp_encoder import DPOneHotEncoder
+from ._dp_scaler import DPBoundedScaler
+from ._scaler import (
+    as_bounds, BoundedScaler, broadcast_bounds, center_and_half_width, scale_to_unit,
+)
+
+__all__ = [
+    "BoundedScaler",
+    "DPBoundedScaler",
+    "DPOneHotEncoder",
+    "as_bounds",
+    "broadcast_bounds",
+    "center_and_half_width",
+    "scale_to_unit",
+]

@@ -1,0 +1,495 @@
+"""Scaling to [-1, 1] with each feature's range learned under differential privacy.
+
+:class:`DPBoundedScaler` is :class:`~sklearn_dplssgd.BoundedScaler` whose
+bounds are released by a private, *unbounded* quantile method instead of being
+declared: nothing about the range of a feature needs to be known in advance.
+
+The method (after Durfee, "Unbounded differentially private quantile and
+maximum estimation", NeurIPS 2023) runs AboveThreshold, the sparse vector
+technique, over a fixed, data-independent grid of candidates that grows
+exponentially in both directions from zero (``0, +-base**i``). The upper end
+scans the grid upwards from zero and stops at the first candidate ``c``
+whose noisy count of rows ``<= c`` reaches the noisy ``n - k``; the lower end
+then scans downwards from the released upper end (public by then) for the
+first ``c`` whose noisy count of rows ``>= c`` reaches the noisy ``n - k``.
+Starting there keeps the scans short where the counts are far below the
+threshold (each such query is a chance to stop too early). ``k``, the number
+of rows each scan aims to leave outside its end, depends only on public
+quantities: the epsilon of the end and, where the row count is public (under
+replace-one neighbours, or declared with ``public_n_samples``), that count,
+so that little is clipped while the range is not stretched to an outlier.
+Under add/remove without a declared count ``k`` does not depend on ``n`` at
+all: it is released (``tail_count_``), and a ``k`` capped at ``n // 4``
+would tell ``n`` and ``n + 1`` rows apart.
+
+Privacy: each query ``count(x <= c) - (n - k) = k - count(x > c)`` has
+sensitivity 1 for a fixed ``k``, and one row moves all queries of a scan in
+the same direction (monotone queries), under both replace-one and add/remove
+neighbours. AboveThreshold with threshold noise ``Lap(1 / eps1)`` and
+query noise ``Lap(1 / eps2)`` is then ``(eps1 + eps2)``-DP whatever the
+number of queries (Lyu, Su and Li, "Understanding the sparse vector technique
+for differential privacy", PVLDB 2017, Algorithm 7 with monotone queries).
+Two thirds of each end's epsilon go to the threshold: its noise alone can
+put the threshold above ``n``, when a scan runs on past the data, and the
+larger query noise makes such a run end sooner. The lower scan starts where
+the upper one stopped (adaptive composition). The budget is split evenly
+over the learned ends (two per feature without declared bounds), composed by
+basic composition.
+"""
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+import dp_accounting
+
+from ..accounting import (
+    NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent, ledger_error, transformer_report,
+)
+from ..training import make_generator, random_state_error, warn_about_seed
+from ..utils import Interval, Options, validate_hiding_values, validate_parameters
+from ._scaler import BoundedScaler
+
+__all__ = ["DPBoundedScaler", "candidate_grid", "private_range", "tail_count"]
+
+# The candidates: 0 and +-GRID_BASE**i for magnitudes from 2**-20 to 2**50
+# (about 1e-6 to 1e15), 1017 values. A 10 percent step resolves a range
+# finely enough for scaling; the span covers physical units from micro to
+# peta. Values beyond the span are clipped to its ends.
+GRID_BASE = 1.1
+GRID_SMALLEST = 2.0 ** -20
+GRID_LARGEST = 2.0 ** 50
+# Share of an end's epsilon spent on the threshold's noise (the rest on the
+# queries').
+THRESHOLD_SHARE = 2.0 / 3.0
+# The scan aims to leave k = TAIL_NOISE_UNITS threshold noise scales
+# (1 / (THRESHOLD_SHARE eps) = 1.5 / eps) of rows outside each end: enough
+# that the noisy threshold lies above n (a scan would then run on past the
+# data) with probability exp(-3) / 2 = 2.5 percent only, few enough that
+# little is clipped.
+TAIL_NOISE_UNITS = 3.0
+# Counts and the threshold n - k are float64: exact up to 2**53.
+_LARGEST_EXACT_COUNT = 2.0 ** 53
+
+
+def candidate_grid():
+    """The fixed, data-independent candidates of the private range, increasing.
+
+    Returns
+    -------
+    grid : ndarray of float64
+        ``-GRID_LARGEST .. -GRID_SMALLEST, 0, GRID_SMALLEST .. GRID_LARGEST``,
+        with consecutive magnitudes in the ratio ``GRID_BASE``.
+    """
+    n_steps = int(math.floor(math.log(GRID_LARGEST / GRID_SMALLEST) / math.log(GRID_BASE)))
+    magnitudes = GRID_SMALLEST * GRID_BASE ** np.arange(n_steps + 1)
+    return np.concatenate([-magnitudes[::-1], [0.0], magnitudes])
+
+
+def tail_count(public_n_samples, epsilon_end):
+    """Rows the scan aims to leave outside each end: public quantities only.
+
+    ``ceil(TAIL_NOISE_UNITS / (THRESHOLD_SHARE * epsilon_end))`` (that is
+    ``ceil(4.5 / epsilon_end)``), at most ``public_n_samples // 4`` when a
+    row count is public.
+
+    Parameters
+    ----------
+    public_n_samples : int or None
+        A public row count: the actual one under replace-one neighbours, the
+        declared ``public_n_samples`` under add/remove; None where the row
+        count is private (add/remove without a declared count), and then no
+        cap applies.
+    epsilon_end : float
+
+    Returns
+    -------
+    k : int
+    """
+    uncapped = math.ceil(TAIL_NOISE_UNITS / THRESHOLD_SHARE / epsilon_end)
+    if public_n_samples is None:
+        return int(uncapped)
+    return int(min(uncapped, public_n_samples // 4))
+
+
+def _check_end_budget(epsilon, n_ends):
+    """``epsilon / n_ends``, or a ValueError naming epsilon when it is too small to use.
+
+    The scans compare float64 counts with the threshold ``n - k``; beyond
+    ``2**53`` (an epsilon per end below about ``5e-16``) ``k`` is no longer
+    exact in float64, and further down the noise scales and ``k`` overflow.
+    Checked before the ledger is charged, so that such a fit spends nothing.
+    """
+    epsilon_end = epsilon / n_ends
+    tail = TAIL_NOISE_UNITS / THRESHOLD_SHARE / epsilon_end if epsilon_end > 0 else math.inf
+    if not tail <= _LARGEST_EXACT_COUNT:
+        raise ValueError(
+            f"The 'epsilon' parameter of DPBoundedScaler is too small: split over "
+            f"{n_ends} learned ends it leaves each end so little that its noise scale and "
+            "tail count exceed exact floating-point arithmetic (2**53 rows). Use a larger "
+            "epsilon (the noise would swamp any range long before this), or declare "
+            "bounds for some features.")
+    return epsilon_end
+
+
+def _first_crossing(counts, threshold, epsilon, rng):
+    """AboveThreshold: index of the first noisy count at or above the noisy threshold.
+
+    ``counts`` are the scan's queries in order (sensitivity 1, monotone).
+    Threshold noise ``Lap(1 / eps1)``, query noise ``Lap(1 / eps2)`` with
+    ``eps1 = THRESHOLD_SHARE * epsilon`` and ``eps2 = epsilon - eps1``:
+    ``epsilon``-DP for monotone queries (Lyu, Su and Li 2017). Drawing every
+    query's noise at once is the same distribution as drawing it query by
+    query (the noise after the stop is unused). A scan with no crossing
+    returns the last index: a fixed answer, part of the mechanism's output.
+    """
+    threshold_epsilon = THRESHOLD_SHARE * epsilon
+    noisy_threshold = threshold + rng.laplace(0.0, 1.0 / threshold_epsilon)
+    noisy_counts = counts + rng.laplace(0.0, 1.0 / (epsilon - threshold_epsilon),
+                                        size=counts.shape[0])
+    crossed = np.flatnonzero(noisy_counts >= noisy_threshold)
+    return int(crossed[0]) if crossed.size else counts.shape[0] - 1
+
+
+def private_range(values, epsilon_end, k, rng, grid=None):
+    """The private lower and upper end of one feature.
+
+    Each end is one AboveThreshold scan at ``epsilon_end`` over
+    :func:`candidate_grid`: the upper end scans upwards from zero for the
+    first candidate ``c`` with ``count(values <= c) >= n - k`` (noisily), the
+    lower end downwards from the upper end for the first with
+    ``count(values >= c) >= n - k``. A feature whose ``k``-th largest value
+    is not positive thus gets the upper end 0. If both ends are the same
+    candidate, the range becomes the grid interval below it (above it for
+    a candidate above zero); post-processing.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples,)
+        One feature's values (finite).
+    epsilon_end : float
+        Epsilon of each end.
+    k : int
+        Rows to leave outside each end (public: :func:`tail_count`).
+    rng : numpy.random.Generator
+    grid : ndarray or None
+        The candidates (default :func:`candidate_grid`).
+
+    Returns
+    -------
+    lower, upper : float
+        ``lower < upper``, both grid values.
+    """
+    grid = candidate_grid() if grid is None else grid
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    n = ordered.shape[0]
+    zero = int(np.searchsorted(grid, 0.0))
+    upwards = grid[zero:]
+    at_or_below = np.searchsorted(ordered, upwards, side="right").astype(np.float64)
+    high = zero + _first_crossing(at_or_below, n - k, epsilon_end, rng)
+    downwards = grid[high::-1]
+    at_or_above = n - np.searchsorted(ordered, downwards, side="left").astype(np.float64)
+    low = high - _first_crossing(at_or_above, n - k, epsilon_end, rng)
+    if low == high:
+        # A point mass (or noise): widen to the neighbouring grid value.
+        if high > zero and high + 1 < grid.shape[0]:
+            high += 1
+        else:
+            low -= 1
+    return float(grid[low]), float(grid[high])
+
+
+def _bounds_error(message):
+    return ValueError("The 'bounds' parameter of DPBoundedScaler " + message)
+
+
+def _public_bounds(bounds, n_features, feature_names):
+    """``bounds`` as a list of None or (lower, upper) per feature."""
+    per_feature = [None] * n_features
+    if bounds is None:
+        return per_feature
+    if isinstance(bounds, dict):
+        names = [] if feature_names is None else list(feature_names)
+        for key, pair in bounds.items():
+            if isinstance(key, str):
+                if key not in names:
+                    raise _bounds_error(f"names a feature {key!r} that X does not have.")
+                index = names.index(key)
+            elif isinstance(key, numbers.Integral) and not isinstance(key, bool) \
+                    and 0 <= key < n_features:
+                index = int(key)
+            else:
+                raise _bounds_error(
+                    "must map feature names or indices in [0, n_features) to (lower, upper) "
+                    f"pairs; got the key {key!r}.")
+            per_feature[index] = pair
+    else:
+        if isinstance(bounds, (str, bytes)) or not hasattr(bounds, "__len__"):
+            raise _bounds_error(
+                "must be None, a dict or a list with one (lower, upper) pair or None per "
+                f"feature; got a {type(bounds).__name__}.")
+        if len(bounds) != n_features:
+            raise _bounds_error(
+                f"has {len(bounds)} entries but X has {n_features} features.")
+        per_feature = list(bounds)
+    for index, pair in enumerate(per_feature):
+        if pair is None:
+            continue
+        try:
+            low, high = (float(value) for value in pair)
+        except (TypeError, ValueError):
+            raise _bounds_error(
+                f"must give a (lower, upper) pair of numbers for feature index {index}."
+            ) from None
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise _bounds_error(
+                f"needs finite lower < upper; it is not the case at feature index {index}.")
+        per_feature[index] = (low, high)
+    return per_feature
+
+
+class DPBoundedScaler(BoundedScaler):
+    """Scale each feature to [-1, 1] from a range learned with differential privacy.
+
+    Each feature's lower and upper end is released by an unbounded private
+    quantile method, so no range has to be known: AboveThreshold (the sparse
+    vector technique) over a fixed grid of candidates growing exponentially
+    from zero in both directions, after Durfee (NeurIPS 2023). Then each
+    feature ``x`` is mapped to ``2 * (x - lower_) / (upper_ - lower_) - 1``
+    with clipping to ``[-1, 1]``, exactly as :class:`BoundedScaler` does
+    (it is a :class:`BoundedScaler`), so every scaled row of ``d`` features
+    has an L2 norm of at most ``sqrt(d)``.
+
+    **Privacy.** ``epsilon`` is split evenly over the ends learned: two per
+    feature that has no public bounds in ``bounds``, each end
+    ``epsilon / (2 * n_learned)``-DP, composed by basic composition into a
+    pure ``epsilon``-DP release (``delta_ = 0``), under both replace-one and
+    add/remove neighbours. Features with public ``bounds`` spend nothing.
+    Every other fitted attribute is a function of public quantities only
+    (under add/remove the row count is not one, unless declared with
+    ``public_n_samples``).
+    The fit records ``dp_event_`` and charges ``ledger`` before reading any
+    value. See the "Private preprocessing" pages of the documentation.
+
+    **Which quantiles.** Each scan aims to leave ``k`` rows outside each end,
+    ``k = ceil(4.5 / epsilon_end)`` (three noise scales of the threshold),
+    at most a quarter of the public row count (``tail_count_``): public
+    quantities only. The row count is public under replace-one, or when
+    declared with ``public_n_samples``; under add/remove without it ``k`` has
+    no cap. Outliers beyond the ``k``-th largest value are clipped rather than
+    stretching the range.
+
+    **When the ranges will be poor.** With few rows for the budget (``n``
+    below about ``4 * k``, e.g. 108 rows for 3 features at ``epsilon=1``)
+    the range is an inner quantile range and much is clipped; under
+    add/remove without ``public_n_samples``, ``n <= k`` leaves a range of
+    nearly nothing around zero. A ``UserWarning`` tells the data holder (it
+    is not part of the release). Declare ``bounds`` you know, give more
+    budget, or declare ``public_n_samples``.
+
+    Parameters
+    ----------
+    epsilon : float, default=0.1
+        Privacy budget of the whole fit (all features, both ends).
+    bounds : dict, list or None, default=None
+        Public bounds of the features you know: a dict mapping a feature's
+        name (DataFrame column) or index to a ``(lower, upper)`` pair, or a
+        list with one pair or ``None`` per feature. Those features spend no
+        budget; ``None`` learns every feature's range.
+    neighboring : {"replace_one", "add_remove"}, default="replace_one"
+        Adjacency of the guarantee; it must match the ``ledger``'s. Under
+        ``"add_remove"`` the number of rows is private: nothing released or
+        chosen depends on it unless ``public_n_samples`` is declared.
+    public_n_samples : int or None, default=None
+        A row count declared public (as for the estimators), used instead of
+        the actual number of rows to cap ``tail_count_``. Under add/remove
+        it lets the scans aim at an inner quantile when the budget is small
+        for the data; it is the user's declaration, not checked against the
+        rows (a count far from the real one aims the ends at the wrong
+        quantile, at no cost in privacy).
+    ledger : PrivacyLedger or None, default=None
+        Ledger charged with ``dp_event_`` before the fit reads any value.
+    clip : bool, default=True
+        Clip values outside the range (see :class:`BoundedScaler`).
+    random_state : None, int, Generator, RandomState or SeedSequence, default=None
+        Used only with ``reproducible=True``; otherwise each fit draws fresh
+        operating-system entropy.
+    reproducible : bool, default=False
+        Draw the noise from ``random_state`` (not private: ``epsilon_`` is
+        then ``inf``). For tests and research on public data.
+
+    Attributes
+    ----------
+    lower_ : ndarray of shape (n_features_in_,)
+        Lower end of each feature (released privately, or public).
+    upper_ : ndarray of shape (n_features_in_,)
+        Upper end of each feature.
+    learned_ : ndarray of bool, shape (n_features_in_,)
+        Which features' ends were learned privately.
+    tail_count_ : int
+        ``k``: the rows each scan aims to leave outside each end (public:
+        epsilon, the number of learned ends and the public row count, if
+        any).
+    epsilon_ : float
+        Epsilon spent (``inf`` with ``reproducible=True``, 0 when every
+        feature has public bounds).
+    delta_ : float
+        Always 0.0: the release is pure epsilon-DP.
+    dp_event_ : dp_accounting.DpEvent
+        What the fit released: ``SelfComposedDpEvent(EpsilonDeltaDpEvent(
+        epsilon / (2 * n_learned), 0), 2 * n_learned)``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined only when ``X`` has string column names.
+
+    See Also
+    --------
+    BoundedScaler : The same map from declared bounds, at no privacy cost.
+    DPOneHotEncoder : Categories learned with differential privacy.
+
+    Notes
+    -----
+    The candidates are ``0`` and ``+-1.1**i`` between about ``1e-6`` and
+    ``1e15`` (:func:`candidate_grid`): the ends are known to within 10
+    percent of their magnitude, and values beyond ``1e15`` in magnitude are
+    clipped to it. The upper end is searched upwards from zero, so a feature
+    that is mostly negative gets the upper end 0 (its range is then wider
+    than needed; declare its bounds if you know them). A constant feature
+    gets the grid interval around its value. NaN and infinite values are
+    refused (the error says only that there is one). References: D. Durfee,
+    "Unbounded differentially private quantile and maximum estimation",
+    NeurIPS 2023; M. Lyu, D. Su, N. Li,
+    "Understanding the sparse vector technique for differential privacy",
+    PVLDB 10(6), 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dplssgd import DPBoundedScaler
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.integers(18, 90, 5000), rng.lognormal(10, 1, 5000)])
+    >>> scaler = DPBoundedScaler(epsilon=0.5).fit(X)
+    >>> bool(np.all(np.abs(scaler.transform(X)) <= 1)), scaler.epsilon_
+    (True, 0.5)
+    """
+
+    _parameter_constraints = {
+        "epsilon": [Interval("real", 0, math.inf, closed="neither")],
+        "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
+        "public_n_samples": [Interval("integral", 1, None), None],
+        "ledger": [None, ledger_error],
+        "clip": [Options(bool, (True, False))],
+        "random_state": [None, random_state_error],
+        "reproducible": [Options(bool, (True, False))],
+    }
+
+    def __init__(self, epsilon=0.1, bounds=None, neighboring="replace_one", ledger=None,
+                 clip=True, random_state=None, reproducible=False, public_n_samples=None):
+        self.epsilon = epsilon
+        self.bounds = bounds
+        self.neighboring = neighboring
+        self.public_n_samples = public_n_samples
+        self.ledger = ledger
+        self.clip = clip
+        self.random_state = random_state
+        self.reproducible = reproducible
+
+    def fit(self, X, y=None):
+        """Learn each feature's range privately (or take its public bounds).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Private data (not modified).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : DPBoundedScaler
+        """
+        validate_parameters(self)
+        if sp.issparse(X):
+            raise TypeError(
+                "DPBoundedScaler.fit does not accept sparse input: scaling to [-1, 1] maps "
+                "a zero to a nonzero value, so the result would be dense. Convert it with "
+                "X.toarray() if it fits in memory.")
+        X = validate_hiding_values({"X": X}, validate_data, self, X, accept_sparse=False,
+                                   dtype=[np.float64, np.float32])
+        n_samples, n_features = X.shape
+        public = _public_bounds(self.bounds, n_features, getattr(self, "feature_names_in_", None))
+        learned = np.array([pair is None for pair in public], dtype=bool)
+        n_ends = 2 * int(learned.sum())
+        epsilon_end = _check_end_budget(self.epsilon, n_ends) if n_ends else math.inf
+        warn_about_seed(self.random_state, self.reproducible)
+        rng, seeded = make_generator(self.random_state, self.reproducible)
+        if seeded:
+            event, epsilon = dp_accounting.NonPrivateDpEvent(), math.inf
+        elif n_ends:
+            event = dp_accounting.SelfComposedDpEvent(EpsilonDeltaDpEvent(epsilon_end, 0.0),
+                                                      n_ends)
+            epsilon = epsilon_end * n_ends
+        else:
+            event, epsilon = dp_accounting.NoOpDpEvent(), 0.0
+        # The event depends on public quantities only: charge before reading values.
+        if self.ledger is not None:
+            self.ledger.charge(type(self).__name__, event, self.neighboring)
+        k = tail_count(self._public_row_count(n_samples), epsilon_end) if n_ends else 0
+        if n_ends and n_samples < 4 * tail_count(None, epsilon_end):
+            # For the person holding the data only: a warning is not released.
+            warnings.warn(
+                f"DPBoundedScaler: {n_samples} rows are few for epsilon={self.epsilon:g} over "
+                f"{n_ends} ends (epsilon {epsilon_end:.3g} each): each end is aimed at the "
+                f"{k}-th most extreme row, so much may be clipped"
+                + (" (with no more rows than that, the range is nearly empty)"
+                   if n_samples <= k else "")
+                + ". Give it more budget, or public bounds for some features"
+                + (", or declare public_n_samples" if self._public_row_count(n_samples) is None
+                   else "") + ".", UserWarning)
+        lower = np.empty(n_features)
+        upper = np.empty(n_features)
+        grid = candidate_grid()
+        for j in range(n_features):
+            if learned[j]:
+                lower[j], upper[j] = private_range(X[:, j], epsilon_end, k, rng, grid)
+            else:
+                lower[j], upper[j] = public[j]
+        self.lower_ = lower
+        self.upper_ = upper
+        self.learned_ = learned
+        self.tail_count_ = k
+        self.epsilon_ = epsilon
+        self.delta_ = 0.0
+        self.dp_event_ = event
+        return self
+
+    def _public_row_count(self, n_samples):
+        """The row count the mechanism may use: None where it is private."""
+        if self.public_n_samples is not None:
+            return int(self.public_n_samples)
+        return n_samples if self.neighboring == "replace_one" else None
+
+    def privacy_report(self):
+        """What this fit's guarantee means, in plain words (see the user guide).
+
+        Returns
+        -------
+        report : str
+        """
+        check_is_fitted(self, "dp_event_")
+        n_learned = int(np.sum(self.learned_))
+        released = (
+            f"the lower and upper ends of {n_learned} feature(s) (lower_, upper_), each found "
+            "by a noisy threshold search (AboveThreshold) over a fixed grid of candidates; "
+            f"{self.n_features_in_ - n_learned} feature(s) took declared bounds and spent "
+            "nothing. Values outside a range are clipped to it.")
+        return transformer_report(self, released)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = not self.reproducible
+        return tags

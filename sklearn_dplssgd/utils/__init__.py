@@ -1,0 +1,39 @@
+"""What every layer shares: input validation that hides private values, warnings, the compile
+notice and the Numba flags.
+
+The modules are private; the names other layers use are re-exported here.
+"""
+
+from ._compile_notice import install_compile_notice
+from ._legacy_paths import install_legacy_paths
+from ._numba_flags import CONTRACT_ONLY, FASTMATH
+from ._validation import (
+    check_choice, check_delta, check_epsilon, check_guess, check_mechanism,
+    check_noise_multiplier, check_positive_int, check_sample_rate, Interval, Options,
+    PrivacyLeakWarning, public_row_count, score_hiding_values, validate_hiding_values,
+    validate_parameters, VALUES_NOT_SHOWN, warn_once,
+)
+
+__all__ = [
+    "CONTRACT_ONLY",
+    "FASTMATH",
+    "Interval",
+    "Options",
+    "PrivacyLeakWarning",
+    "VALUES_NOT_SHOWN",
+    "check_choice",
+    "check_delta",
+    "check_epsilon",
+    "check_guess",
+    "check_mechanism",
+    "check_noise_multiplier",
+    "check_positive_int",
+    "check_sample_rate",
+    "install_compile_notice",
+    "install_legacy_paths",
+    "public_row_count",
+    "score_hiding_values",
+    "validate_hiding_values",
+    "validate_parameters",
+    "warn_once",
+]

@@ -1,0 +1,496 @@
+"""Validation of hyperparameters against declared constraints, and of inputs.
+
+scikit-learn's own constraint machinery lives in a private module, so the
+estimators declare ``_parameter_constraints`` with the two small classes
+below and :func:`validate_parameters` checks them at the start of ``fit``.
+A wrong type raises ``TypeError``, a value out of range raises
+``ValueError``; both messages name the parameter and the estimator.
+
+Data inputs (X, y, sample_weight) are validated by scikit-learn and NumPy,
+whose errors can quote the data (``could not convert string to float:
+'<the cell>'``, a 1-D X printed whole): every public method validates them
+through :func:`validate_hiding_values`, which raises the same kind of error
+without any value.
+"""
+
+import math
+import numbers
+import re
+import sys
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_array
+
+__all__ = [
+    "check_choice",
+    "check_delta",
+    "check_epsilon",
+    "check_guess",
+    "check_mechanism",
+    "check_noise_multiplier",
+    "check_positive_int",
+    "check_sample_rate",
+    "Interval",
+    "Options",
+    "PrivacyLeakWarning",
+    "public_row_count",
+    "score_hiding_values",
+    "validate_hiding_values",
+    "validate_parameters",
+    "warn_once",
+]
+
+# The one wording of every error about private data (the label error included).
+VALUES_NOT_SHOWN = "values are not shown: they are private"
+_RESHAPE_ADVICE = (
+    "Reshape your data either using array.reshape(-1, 1) if your data has a single "
+    "feature or array.reshape(1, -1) if it contains a single sample")
+
+
+def _cannot_be_float(value):
+    if value is None or sp.issparse(value):
+        return False  # sparse matrices are numeric
+    try:
+        np.asarray(value, dtype=np.float64)
+    except (ValueError, TypeError):
+        return True
+    return False
+
+
+def _unconvertible_column(value):
+    """Where a 2-D input first fails conversion to floats: `` in column 'name'``.
+
+    A DataFrame's column is named by its name, any other 2-D input's by its
+    index: schema, never a value. Empty when there is no such column.
+    """
+    columns = getattr(value, "columns", None)
+    try:
+        if columns is not None and hasattr(value, "iloc"):
+            for position, name in enumerate(columns):
+                if _cannot_be_float(value.iloc[:, position]):
+                    return f" in column {str(name)!r}"
+            return ""
+        array = np.asarray(value, dtype=object)
+    except (ValueError, TypeError):
+        return ""
+    if array.ndim != 2:
+        return ""
+    for index in range(array.shape[1]):
+        if _cannot_be_float(array[:, index]):
+            return f" in column {index}"
+    return ""
+
+
+def _is_complex(value):
+    try:
+        return value is not None and np.iscomplexobj(value)
+    except (ValueError, TypeError):
+        return False
+
+
+def _is_not_array_like(value):
+    return isinstance(value, str) or not (
+        hasattr(value, "__len__") or hasattr(value, "__array__") or hasattr(value, "shape"))
+
+
+def _culprit(inputs, test):
+    """The name of the first input that fails ``test``, or all the names."""
+    for name, value in inputs.items():
+        if test(value):
+            return name
+    return " or ".join(inputs)
+
+
+def _public_shape(value):
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        try:
+            shape = (len(value),)
+        except TypeError:
+            shape = ()
+    return tuple(int(length) for length in shape)
+
+
+# scikit-learn's and NumPy's validation messages that quote the data, each
+# with the message that replaces it (the problem and the input's name, at
+# most its shape). Their other messages (NaN or infinite values, shapes,
+# feature counts and names, types) quote no value and are kept.
+def _without_values(message, inputs):
+    first = next(iter(inputs))
+    if re.search(r"could not convert|invalid literal for", message):
+        name = _culprit(inputs, _cannot_be_float)
+        where = _unconvertible_column(inputs[name]) if name in inputs else ""
+        return (f"{name} contains a value that cannot be converted to a float{where} "
+                f"({VALUES_NOT_SHOWN}).")
+    if message.startswith("Expected 2D array, got 1D array instead"):
+        return (f"Expected a 2-D array for {first}, got a 1-D array of shape "
+                f"{_public_shape(inputs[first])}. {_RESHAPE_ADVICE} ({VALUES_NOT_SHOWN}).")
+    if message.startswith("Expected 2D array, got scalar array instead"):
+        return (f"Expected a 2-D array for {first}, got a scalar. {_RESHAPE_ADVICE} "
+                f"({VALUES_NOT_SHOWN}).")
+    if message.startswith("Complex data not supported"):
+        name = _culprit(inputs, _is_complex)
+        return f"Complex data not supported: {name} is complex ({VALUES_NOT_SHOWN})."
+    if message.startswith("Unknown label type") and not re.match(
+            r"Unknown label type: [\w-]+\. ", message):
+        # "Unknown label type: continuous. Maybe ..." names a kind; the other
+        # forms print the labels.
+        return f"Unknown label type for y ({VALUES_NOT_SHOWN})."
+    mixed = re.match(r"Mix of label input types \(([\w ]+)\)", message)
+    if mixed:
+        return f"Mix of label input types ({mixed.group(1)}) ({VALUES_NOT_SHOWN})."
+    if message.startswith("Expected array-like (array or non-string sequence)"):
+        name = _culprit(inputs, _is_not_array_like)
+        kind = type(inputs[name]).__name__ if name in inputs else "another type"
+        return (f"Expected an array-like (array or non-string sequence) for {name}; got "
+                f"{kind} ({VALUES_NOT_SHOWN}).")
+    return message
+
+
+def validate_hiding_values(inputs, check, *args, **kwargs):
+    """Call the validation ``check(*args, **kwargs)``; its errors quote no data.
+
+    A ``ValueError`` or ``TypeError`` that ``check`` raises is raised again
+    as the same type with a message that names the problem and the input
+    but quotes no value of it (shapes and dtypes, which are public, may
+    stay), and with no chained exception (``__cause__`` and ``__context__``
+    are None) and no other argument that could carry a value.
+
+    Parameters
+    ----------
+    inputs : dict
+        The data given to ``check``, by the name the user knows it by
+        (``{"X": X, "y": y}``), first the one that must be 2-D: used to say
+        which input is at fault and to report its shape.
+    check : callable
+        ``validate_data``, ``check_array`` or another function that
+        validates the inputs.
+    *args, **kwargs
+        Passed to ``check``.
+
+    Returns
+    -------
+    The return value of ``check``.
+    """
+    try:
+        return check(*args, **kwargs)
+    except (ValueError, TypeError) as error:
+        message = _without_values(str(error), inputs)
+        kind = type(error)
+        traceback = error.__traceback__
+    try:
+        replacement = kind(message)
+        if replacement.args != (message,):
+            raise TypeError
+    except Exception:
+        # A class that keeps other arguments: its plain base instead.
+        replacement = (ValueError if issubclass(kind, ValueError) else TypeError)(message)
+    # Raised outside the handler, so that the original (with the values) is
+    # not attached as __context__; the traceback still shows where it failed.
+    raise replacement.with_traceback(traceback)
+
+
+def score_hiding_values(score, X, y, sample_weight=None):
+    """Call scikit-learn's ``score(X, y, sample_weight)``; its errors quote no data.
+
+    ``sample_weight`` is validated as numbers first (scikit-learn's metrics
+    would fail on it with an unclear arithmetic error), then the call goes
+    through :func:`validate_hiding_values`.
+    """
+    inputs = {"X": X, "y": y, "sample_weight": sample_weight}
+    if sample_weight is not None and not isinstance(sample_weight, numbers.Real):
+        sample_weight = validate_hiding_values(
+            inputs, check_array, sample_weight, ensure_2d=False, dtype=np.float64,
+            input_name="sample_weight")
+    return validate_hiding_values(inputs, score, X, y, sample_weight=sample_weight)
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A value derived from the private data, or a setting, weakens the guarantee.
+
+    Raised, for example, when the label set is read from the training labels
+    instead of being declared with ``classes``, or when ``delta >= 1 / n``.
+    """
+
+
+# (text, category) of the warnings shown so far (see warn_once).
+_SHOWN_WARNINGS = set()
+
+
+def _filter_action(message, category, module, lineno):
+    """The action Python's warning filters take for this warning."""
+    for action, text, filter_category, filter_module, filter_lineno in warnings.filters:
+        if ((text is None or text.match(message))
+                and issubclass(category, filter_category)
+                and (filter_module is None or filter_module.match(module))
+                and (filter_lineno == 0 or filter_lineno == lineno)):
+            return action
+    return warnings.defaultaction
+
+
+def warn_once(message, category):
+    """Issue a warning that the default filters show once per process.
+
+    Python's ``"default"`` action shows a warning once per location, and its
+    registries are reset whenever the filters change (scikit-learn and
+    dp-accounting change them inside every fit), so a search printed the
+    same warning once per fit. Here each cause (its text, worded without
+    per-fit numbers, and its category) is shown once per process under the
+    ``"default"``, ``"module"`` and ``"once"`` actions, while ``"always"``
+    still shows every occurrence, ``"error"`` raises every time and
+    ``"ignore"`` hides it. The warning is attributed to the library's line
+    that issues it.
+
+    Parameters
+    ----------
+    message : str
+        The same text for every occurrence of the cause.
+    category : type of Warning
+    """
+    frame = sys._getframe(1)
+    module = frame.f_globals.get("__name__", "sklearn_dplssgd")
+    action = _filter_action(message, category, module, frame.f_lineno)
+    if action in ("default", "module", "once"):
+        if (message, category) in _SHOWN_WARNINGS:
+            return
+        _SHOWN_WARNINGS.add((message, category))
+    warnings.warn_explicit(
+        message, category, filename=frame.f_code.co_filename, lineno=frame.f_lineno,
+        module=module, registry=None, module_globals=frame.f_globals,
+    )
+
+
+class Interval:
+    """A real or integral range; booleans are never accepted as numbers.
+
+    Parameters
+    ----------
+    kind : {"real", "integral"}
+        ``"real"`` accepts any real number, ``"integral"`` only integers.
+    low, high : float or None
+        Bounds; ``None`` is unbounded.
+    closed : {"both", "left", "right", "neither"}
+        Which bounds belong to the interval.
+    """
+
+    def __init__(self, kind, low, high, closed="both"):
+        self.kind = kind
+        self.low = low
+        self.high = high
+        self.closed = closed
+
+    def type_ok(self, value):
+        if isinstance(value, (bool, np.bool_)):
+            return False
+        if self.kind == "integral":
+            return isinstance(value, numbers.Integral)
+        return isinstance(value, numbers.Real)
+
+    def value_ok(self, value):
+        # Compare as Python numbers: a float16 or int8 value would otherwise
+        # cast the bounds to its own narrow type.
+        value = int(value) if self.kind == "integral" else float(value)
+        if math.isnan(value):
+            return False
+        low_ok = (
+            self.low is None
+            or value > self.low
+            or (value == self.low and self.closed in ("both", "left"))
+        )
+        high_ok = (
+            self.high is None
+            or value < self.high
+            or (value == self.high and self.closed in ("both", "right"))
+        )
+        return low_ok and high_ok
+
+    def __str__(self):
+        kind = "an int" if self.kind == "integral" else "a float"
+        left = "[" if self.closed in ("both", "left") else "("
+        right = "]" if self.closed in ("both", "right") else ")"
+        low = "-inf" if self.low is None else self.low
+        high = "inf" if self.high is None else self.high
+        return f"{kind} in the range {left}{low}, {high}{right}"
+
+
+class Options:
+    """A finite set of allowed values of a given type.
+
+    Parameters
+    ----------
+    kind : type
+        Type the value must have (``str`` or ``bool``).
+    options : iterable
+        The allowed values.
+    """
+
+    def __init__(self, kind, options):
+        self.kind = kind
+        self.options = tuple(options)
+
+    def type_ok(self, value):
+        if self.kind is bool:
+            return isinstance(value, (bool, np.bool_))
+        return isinstance(value, self.kind)
+
+    def value_ok(self, value):
+        return value in self.options
+
+    def __str__(self):
+        return "one of " + ", ".join(repr(option) for option in self.options)
+
+
+def validate_parameters(estimator):
+    """Check every hyperparameter of ``estimator`` against its constraints.
+
+    Each entry of ``estimator._parameter_constraints`` is a list of
+    :class:`Interval`, :class:`Options`, ``None`` (the value ``None`` is
+    allowed) or ``callable`` (a callable check that returns an error message
+    or ``None``, for values such as ``classes`` and ``random_state``).
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+
+    Raises
+    ------
+    TypeError
+        The value has none of the allowed types.
+    ValueError
+        The value has an allowed type but lies outside every allowed range.
+    """
+    name = type(estimator).__name__
+    for parameter, constraints in estimator._parameter_constraints.items():
+        value = getattr(estimator, parameter)
+        if value is None and None in constraints:
+            continue
+        typed = [c for c in constraints if c is not None and not callable(c)]
+        checks = [c for c in constraints if c is not None and callable(c)]
+        for check in checks:
+            message = check(value)
+            if message is not None:
+                raise ValueError(f"The {parameter!r} parameter of {name} {message}")
+        if not typed:
+            continue
+        matching_type = [c for c in typed if c.type_ok(value)]
+        allowed = " or ".join(str(c) for c in typed) + (" or None" if None in constraints else "")
+        if not matching_type:
+            raise TypeError(
+                f"The {parameter!r} parameter of {name} must be {allowed}; "
+                f"got {value!r} of type {type(value).__name__}."
+            )
+        if not any(c.value_ok(value) for c in matching_type):
+            raise ValueError(
+                f"The {parameter!r} parameter of {name} must be {allowed}; got {value!r}."
+            )
+
+
+# --------------------------------------------------------------------------
+# Arguments of the accounting functions (calibrate_noise, compute_epsilon,
+# paper_noise_multiplier, ...): each returns the value normalised to a Python
+# float, int or str, and raises ValueError naming the parameter.
+# --------------------------------------------------------------------------
+
+
+def _is_real(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def check_epsilon(epsilon, name="epsilon"):
+    if not _is_real(epsilon) or math.isnan(epsilon) or epsilon <= 0:
+        raise ValueError(
+            f"{name} must be a positive number (float('inf') for no privacy), "
+            f"got {epsilon!r}."
+        )
+    return float(epsilon)
+
+
+def check_delta(delta):
+    if not _is_real(delta) or not 0 < delta < 1:
+        raise ValueError(f"delta must be a number in (0, 1), got {delta!r}.")
+    return float(delta)
+
+
+def check_sample_rate(sample_rate):
+    if not _is_real(sample_rate) or not 0 < sample_rate <= 1:
+        raise ValueError(
+            f"sample_rate must be a number in (0, 1], got {sample_rate!r}."
+        )
+    return float(sample_rate)
+
+
+def check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    if value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def check_choice(value, allowed, name):
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
+    return value
+
+
+def check_noise_multiplier(noise_multiplier):
+    if (
+        not _is_real(noise_multiplier)
+        or math.isnan(noise_multiplier)
+        or noise_multiplier < 0
+    ):
+        raise ValueError(
+            f"noise_multiplier must be a number >= 0, got {noise_multiplier!r}."
+        )
+    return float(noise_multiplier)
+
+
+def _check_pld_discretization(value):
+    if value is None:
+        return None
+    if not _is_real(value) or not (0 < value < math.inf):
+        raise ValueError(
+            f"pld_discretization must be None or a positive finite number, "
+            f"got {value!r}."
+        )
+    return float(value)
+
+
+def check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
+                    pld_discretization, *, accountants, relations):
+    """Validate the arguments shared by calibrate_noise and compute_epsilon.
+
+    ``accountants`` and ``relations`` are the allowed names
+    (``accounting.ACCOUNTANTS`` and ``accounting.NEIGHBORING_RELATIONS``).
+    """
+    return (
+        check_delta(delta),
+        check_sample_rate(sample_rate),
+        check_positive_int(n_steps, "n_steps"),
+        check_choice(accountant, accountants, "accountant"),
+        check_choice(neighboring, relations, "neighboring"),
+        _check_pld_discretization(pld_discretization),
+    )
+
+
+def check_guess(guess, target):
+    """The starting point of a noise search must be a positive finite number."""
+    if not (math.isfinite(guess) and guess > 0):
+        raise ValueError(
+            f"Cannot calibrate the noise for epsilon={target!r} at this delta "
+            "(the starting point of the search is not finite); use a delta "
+            "between about 1e-300 and 0.5."
+        )
+
+
+def public_row_count(X):
+    """The number of rows of ``X`` without reading them (None if unknown)."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0]) if shape[0] is not None else None
+    try:
+        return len(X)
+    except TypeError:
+        return None
