@@ -66,21 +66,9 @@ intersphinx_mapping = {
 }
 intersphinx_timeout = 1
 
-# References that a nitpicky build (``sphinx-build -n``, as
-# tests/test_docs_build.py runs it) cannot resolve, all in docstrings: private
-# helpers and names documented under another module. Remove an entry when
-# its docstring is fixed.
-nitpick_ignore = [
-    ("py:func", "compiled_update"),
-    ("py:func", "check_search_private_steps"),
-    ("py:func", "check_planted_cache_entry"),
-    ("py:func", "_neighbouring_edge_pairs"),
-    ("py:class", "DPRandomizedSearch"),
-    ("py:class", "LedgerFileError"),
-    ("py:func", "candidate_grid"),
-    ("py:func", "sklearn_dplssgd._accounting.event_epsilon"),
-    ("py:func", "sklearn_dplssgd._paper_bound.paper_noise_multiplier"),
-]
+# A nitpicky build (``sphinx-build -n``, as tests/test_docs_build.py runs it)
+# resolves every reference: none is ignored.
+nitpick_ignore = []
 
 # Stub pages of the API reference are generated at build time into
 # docs/generated/ (ignored by git, see docs/.gitignore).

@@ -7,7 +7,8 @@ it costs no privacy and removes much of the injected noise.
 """
 
 from .accounting import (
-    PrivacyBudgetExceededError, PrivacyCalibration, PrivacyLedger, calibrate_noise, compute_epsilon,
+    LedgerFileError, PrivacyBudgetExceededError, PrivacyCalibration, PrivacyLedger,
+    calibrate_noise, compute_epsilon,
 )
 from .linear_model import DPLSSGDClassifier, DPLSSGDRegressor
 from .model_selection import DPRandomizedSearch
@@ -39,6 +40,7 @@ __all__ = [
     "DPOneHotEncoder",
     "DPRandomizedSearch",
     "ExponentialNoise",
+    "LedgerFileError",
     "Momentum",
     "Optimizer",
     "PrivacyBudgetExceededError",

@@ -41,13 +41,7 @@ BOOKKEEPING = re.compile(
 # API pages whose docstrings (under sklearn_dplssgd/, fixed separately) still
 # carry such bookkeeping. Remove a page once its docstrings are fixed; a page
 # not listed here fails.
-KNOWN_DOCSTRING_BOOKKEEPING = {
-    "api.html",  # the summary line of Adam's docstring
-    "generated/sklearn_dplssgd.Adam.html",
-    "generated/sklearn_dplssgd.DPLSSGDClassifier.html",
-    "generated/sklearn_dplssgd.DPLSSGDRegressor.html",
-    "generated/sklearn_dplssgd.ExponentialNoise.html",
-}
+KNOWN_DOCSTRING_BOOKKEEPING = set()
 
 
 class _PageText(HTMLParser):

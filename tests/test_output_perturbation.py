@@ -1,4 +1,6 @@
-"""Output perturbation (seed 004, Proposition 2): constants, sensitivity, accounting, audit.
+"""Output perturbation (Chen, Lee and Kifer, AISTATS 2019, Proposition 2).
+
+Constants, sensitivity, accounting, audit.
 
 The sensitivity bound is checked against the definition: two replace-one
 neighbours trained with the same permutation and no noise end at most Delta

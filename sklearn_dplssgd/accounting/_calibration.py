@@ -546,7 +546,7 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
           above 64), improved conversion (Balle et al. 2020).  Cold call
           ~0.35-0.6 s.
         * ``"paper"``: the noise of Theorem 1 of the DP-LSSGD paper, see
-          :func:`~sklearn_dplssgd.accounting._paper_bound.paper_noise_multiplier`
+          ``paper_noise_multiplier``
           (``variant="theorem1"``).
         * ``"paper_released"``: the noise of the conference version, used by
           the authors' released code (``variant="released"``).

@@ -20,7 +20,7 @@ identity, its adjacency).  Each line carries a SHA-256 chain digest: of the
 previous line's digest and its own content.  A ``.head`` file beside it
 holds the number of records and the last digest, replaced atomically at
 every charge.  On every read the ledger refuses, with
-:class:`LedgerFileError`, a file that is not a ledger of this format (an
+:class:`~sklearn_dplssgd.LedgerFileError`, a file that is not a ledger of this format (an
 older file of pickled records is never unpickled), a broken chain (a line
 edited or removed in the middle), a header of another ledger, and a file
 that no longer extends what this object (and its pickled copies, which carry
@@ -141,7 +141,7 @@ class PrivacyLedger:
 
     The records file holds JSON data (never a pickle) with a chain of
     SHA-256 digests and a head file: a file that was edited, cut short or
-    swapped for another ledger's is refused with :class:`LedgerFileError`
+    swapped for another ledger's is refused with :class:`~sklearn_dplssgd.LedgerFileError`
     rather than read. A file of an older version of the library (pickled
     records) is refused too, never unpickled. See the privacy page for what
     this detects and what it cannot.
@@ -291,7 +291,7 @@ class PrivacyLedger:
         """The records of the file, after checking that it can be trusted.
 
         Returns the records (dicts with ``estimator`` and ``dp_event``) and
-        the last chain digest.  Raises :class:`LedgerFileError` unless the
+        the last chain digest.  Raises :class:`~sklearn_dplssgd.LedgerFileError` unless the
         header is a ledger header of this format and adjacency, every line
         chains to the one before, and the file extends both what this object
         saw last and what the head file says.
@@ -395,7 +395,7 @@ class PrivacyLedger:
         dp-accounting's PLD accountant under the ledger's adjacency (a
         pessimistic, hence sound, estimate), or its RDP accountant where a
         record is a private search (PLD does not support those); see
-        :func:`sklearn_dplssgd.accounting._events.event_epsilon`.
+        ``accounting.event_epsilon``.
         """
         return self._total([record["dp_event"] for record in self.records],
                            self.delta if delta is None else delta)

@@ -94,7 +94,7 @@ itself (its file holds no pickle, refuses one, notices a removed record);
 it needs no estimator and is not part of :func:`audit_implementation`.
 
 :func:`substituted_gradient_kernel` runs the NumPy fits of a block with
-another gradient kernel (through :class:`SubstitutedKernelTraining`, a NumPy
+another gradient kernel (through ``SubstitutedKernelTraining``, a NumPy
 backend): the way this audit's own tests show that a broken kernel is caught.
 
 Seeds of the runs are drawn from ``random_state``; the estimator's own seed

@@ -39,8 +39,8 @@ def check_search_private_steps(estimator):
     """A private search never refits a private step outside its own accounting.
 
     A step that spends privacy budget when fitted (here a
-    :class:`DPBoundedScaler`), refitted by every trial of a
-    :class:`DPRandomizedSearch`, would spend it a secret random number of
+    :class:`~sklearn_dplssgd.DPBoundedScaler`), refitted by every trial of a
+    :class:`~sklearn_dplssgd.DPRandomizedSearch`, would spend it a secret random number of
     times, none of them in the search's ``dp_event_``. Two searches of the
     estimator, each with a ledger of the check's own in a temporary
     directory:

@@ -3,7 +3,7 @@
 The audit's own tests show that a broken implementation is caught: a kernel
 that forgets the per-sample clip, scales the noise for the mean, or clips the
 batch's sum. Such a kernel runs as a backend of its own
-(:class:`SubstitutedKernelTraining`, a subclass of the NumPy backend), selected
+(``SubstitutedKernelTraining``, a subclass of the NumPy backend), selected
 for a block by :func:`substituted_gradient_kernel`; the training loop, the
 draws and the plan are the library's, unchanged, and the production backend
 holds no test hook.
@@ -19,12 +19,12 @@ __all__ = ["SubstitutedKernelTraining", "substituted_gradient_kernel"]
 class SubstitutedKernelTraining(NumpyTraining):
     """The NumPy backend with other kernels for a step's noisy clipped gradient sum.
 
-    Every step goes through :attr:`dense_kernel` (dense rows) or
-    :attr:`sparse_kernel` (CSR rows), one call at a time: the compiled runs of
+    Every step goes through ``dense_kernel`` (dense rows) or
+    ``sparse_kernel`` (CSR rows), one call at a time: the compiled runs of
     steps embed the standard kernels, hence ``supports_compiled_runs =
     False``. A kernel left None is the standard one, called the same way. A
     kernel takes the arguments of
-    :func:`~sklearn_dplssgd.backends._kernels.noisy_clipped_gradient_sum` (or
+    ``backends.noisy_clipped_gradient_sum`` (or
     its sparse form) without ``feature_norms``, and writes the sum into ``grad``.
     """
 
@@ -47,17 +47,17 @@ def substituted_gradient_kernel(dense=None, *, sparse=None):
         The kernel of dense rows: ``dense(X, y, rows, params, row_norms,
         code, threshold, clip_norm, fit_intercept, noise, grad, n_threads=1)``
         (plus ``weights=`` for a weighted fit), as
-        :func:`~sklearn_dplssgd.backends._kernels.noisy_clipped_gradient_sum`.
+        ``backends.noisy_clipped_gradient_sum``.
         None: the standard one.
     sparse : callable or None, default=None
         The kernel of CSR rows, as
-        :func:`~sklearn_dplssgd.backends._sparse.noisy_clipped_gradient_sum_sparse`.
+        ``backends.noisy_clipped_gradient_sum_sparse``.
         None: the standard one.
 
     Yields
     ------
     backend_class : type
-        The subclass of :class:`SubstitutedKernelTraining` that runs the fits.
+        The subclass of ``SubstitutedKernelTraining`` that runs the fits.
     """
     kernels = {"dense_kernel": dense, "sparse_kernel": sparse}
     if all(kernel is None for kernel in kernels.values()):

@@ -60,7 +60,7 @@ def check_ledger_continuity(estimator, X=None, y=None):
     * fit with the ledger, then ``partial_fit`` on the same rows (a refit
       under output perturbation, which has no ``partial_fit``): the
       continuation must be charged, once, with its own event;
-    * a :class:`DPRandomizedSearch` of the estimator with the ledger, then
+    * a :class:`~sklearn_dplssgd.DPRandomizedSearch` of the estimator with the ledger, then
       ``partial_fit`` of its best model: the search must be one record and
       the continuation another (``mechanism="gradient"`` only);
     * the ledger's records file removed (a worker on another host, a cleaned
@@ -340,7 +340,7 @@ def check_error_outcomes(estimator):
 
     An error that one row decides is a release with epsilon = infinity: the
     data set errors, its neighbour releases a model. For each pair of
-    neighbouring data sets from :func:`_neighbouring_edge_pairs` (all
+    neighbouring data sets from ``_neighbouring_edge_pairs`` (all
     weights zero against one weight raised to 1, all labels one class
     against one row of another, a class weight of 0 for the only class
     present, one row of norm 1e200, all rows zero, and, for gradient

@@ -77,7 +77,7 @@ def _margin_float64(weights, x, n_features):
 # Bytes of a row prefetched at most: the processor's own prefetcher follows
 # a long row once its first lines are read. Asking for every line of a row
 # of 784 float64 gave binary epochs 2 to 3 % slower in two runs, at most
-# a KiB 0.98 to 1.04 in three (the spread of unchanged code; issue 31).
+# a KiB 0.98 to 1.04 in three (the spread of unchanged code).
 _PREFETCHED_ROW_BYTES = 1 << 10
 
 

@@ -256,7 +256,7 @@ class NumpyTraining:
         return self._grad
 
     def compiled_steps(self, update):
-        """A compiled run of steps (:mod:`._steps`), or None where the loop must step.
+        """A compiled run of steps (``backends._steps``), or None where the loop must step.
 
         Available where the backend supports compiled runs (its own gradient
         kernels are the standard ones), with an optimizer that has a

@@ -30,7 +30,8 @@ from ._weights import row_weights
 __all__ = ["BaseDPLSSGD", "DEFAULT_MECHANISM"]
 
 # What a fit releases: noisy gradients at every step (DP-LSSGD), or the
-# weights of a noise-free descent plus noise once (seed 004); see mechanisms/
+# weights of a noise-free descent plus noise once (Chen, Lee and Kifer,
+# AISTATS 2019); see mechanisms/
 DEFAULT_MECHANISM = "gradient"
 
 

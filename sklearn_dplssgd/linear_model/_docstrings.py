@@ -44,8 +44,9 @@ SHARED_PARAMETER_DOCS = {
 
     mechanism : {"gradient", "output"}, default="gradient"
         What is made private. ``"gradient"``: DP-LSSGD, noise on every
-        step's clipped gradient sum. ``"output"``: output perturbation (seed
-        004; see the user guide's page on it): rows are clipped to
+        step's clipped gradient sum. ``"output"``: output perturbation
+        (Chen, Lee and Kifer, AISTATS 2019; see the user guide's page on
+        it): rows are clipped to
         ``row_norm_bound``, noise-free mini-batch descent with a constant
         step runs on the L2-penalised objective (``alpha > 0``, intercept
         penalised too), and Gaussian noise scaled to the weights'
@@ -169,7 +170,7 @@ SHARED_PARAMETER_DOCS = {
 
     noise_schedule : {"constant", "exponential", "step"}, NoiseSchedule or array-like, \
             default="constant"
-        The public shape of the noise multiplier over the run (seed 002's
+        The public shape of the noise multiplier over the run (Hong, Wang and Zhou, FAccT 2022's
         dynamic schedules): ``"exponential"`` (:class:`ExponentialNoise`)
         decays it geometrically to half its first level in the last epoch,
         ``"step"`` (:class:`StepNoise`) lowers it after half and after three

@@ -116,7 +116,7 @@ class GradientPerturbation(Mechanism):
         """The mechanism whose noise meets ``(epsilon, delta)``, and its calibration.
 
         With a non-constant ``noise_schedule`` the scale is the smallest for
-        which :func:`event_epsilon` of the composed blocks (PLD where it
+        which ``event_epsilon`` of the composed blocks (PLD where it
         applies, dense-order RDP otherwise: the tightest sound bound) meets
         ``epsilon``; ``accountant`` then only chooses the starting point.
 
@@ -203,7 +203,7 @@ class GradientPerturbation(Mechanism):
     def epsilon(self, delta, accountant="pld"):
         """Epsilon of the release at ``delta`` (``inf`` when not private).
 
-        A noise schedule is accounted by :func:`event_epsilon` of
+        A noise schedule is accounted by ``event_epsilon`` of
         :meth:`dp_event` (``accountant`` is then not used).
         """
         if not self.private:

@@ -93,7 +93,7 @@ class RandomSearchSelection(Mechanism):
         The score's noise is set first, so that the scores alone (repeated
         and selected) would cost ``score_share * epsilon``; then the
         training noise is the smallest that brings the whole search to
-        ``epsilon``. Both are certified by :func:`event_epsilon`.
+        ``epsilon``. Both are certified by ``event_epsilon``.
         """
         if epsilon == math.inf:
             trial = GradientPerturbation(float(sample_rate), int(n_steps), 0.0, neighboring,

@@ -159,7 +159,7 @@ def private_range(values, epsilon_end, k, rng, grid=None):
     """The private lower and upper end of one feature.
 
     Each end is one AboveThreshold scan at ``epsilon_end`` over
-    :func:`candidate_grid`: the upper end scans upwards from zero for the
+    ``candidate_grid``: the upper end scans upwards from zero for the
     first candidate ``c`` with ``count(values <= c) >= n - k`` (noisily), the
     lower end downwards from the upper end for the first with
     ``count(values >= c) >= n - k``. A feature whose ``k``-th largest value
@@ -177,7 +177,7 @@ def private_range(values, epsilon_end, k, rng, grid=None):
         Rows to leave outside each end (public: :func:`tail_count`).
     rng : numpy.random.Generator
     grid : ndarray or None
-        The candidates (default :func:`candidate_grid`).
+        The candidates (default ``candidate_grid``).
 
     Returns
     -------
@@ -354,7 +354,7 @@ class DPBoundedScaler(BoundedScaler):
     Notes
     -----
     The candidates are ``0`` and ``+-1.1**i`` between about ``1e-6`` and
-    ``1e15`` (:func:`candidate_grid`): the ends are known to within 10
+    ``1e15`` (``candidate_grid``): the ends are known to within 10
     percent of their magnitude, and values beyond ``1e15`` in magnitude are
     clipped to it. The upper end is searched upwards from zero, so a feature
     that is mostly negative gets the upper end 0 (its range is then wider

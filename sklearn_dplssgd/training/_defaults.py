@@ -47,8 +47,8 @@ prediction as ``W . x``, of standard deviation ``W ||x||``, and for features
 scaled to ``[-1, 1]`` (or ``[0, 1]``) by public bounds ``||x|| <= sqrt(d)``;
 the target keeps the noise on such a row's prediction at the same level for
 every width (3.5 logits for the classifier, 1.75 for the regressor's scaled
-targets), where a fixed ``W`` (0.5, and 1 below 10 features: the rule
-before issue 30) is too small for tables of 10 to 30 features, which then
+targets), where a fixed ``W`` (0.5, and 1 below 10 features: the earlier
+rule) is too small for tables of 10 to 30 features, which then
 stop short of a fitted model, and too large for MNIST's 784. The exponent
 1/2 and the constant were chosen on the map of ``benchmarks/bench_regime.py``
 (136 cells: 17 tables, features in ``[-1, 1]`` and ``[0, 1]``, replace-one
@@ -88,13 +88,13 @@ measures it: over its 80 cells the rule gains 0.34 point on average
 against the last iterate (worst cell -3.1: heavy tails, 30 features, with
 features in ``[0, 1]`` at epsilon 2), the last half (the rule before)
 -0.25 (worst -6.6), the last eighth for every width +0.14; on breast cancer at replace-one
-epsilon 0.5 (issue 28) the half lost 2.0 points to the last iterate
+epsilon 0.5 the half lost 2.0 points to the last iterate
 (0.878 against 0.898), the rule 0.2 (0.896; 1.1 with features in
 ``[0, 1]``: 0.867 against 0.878). The rule does not read the number
 of classes, which matters too: on the 40 binary cells every fixed share
 loses a little to the last iterate and the rule ties with it (-0.02 point),
 on the 40 cells of three classes or more the rule gains 0.71. Averaging from
-the first step (what ``True`` meant before issue 30) lagged furthest: 0.926
+the first step (what ``True`` once meant) lagged furthest: 0.926
 against 0.951 for the last iterate on breast cancer at replace-one
 epsilon 2 (10 seeds). For the regressor the half is measured on diabetes
 (60 seeds: R2 0.190 against 0.166 for the quarter and 0.125 for the last

@@ -188,12 +188,12 @@ class Optimizer(BaseEstimator):
     name = None
     #: Number of state arrays of the parameters' shape.
     n_state = 0
-    #: The code of :func:`compiled_update` that applies this update inside a
+    #: The code of ``compiled_update`` that applies this update inside a
     #: compiled run of steps; None: stepped from Python, one call a step.
     compiled_code = None
 
     def compiled_factor(self):
-        """The setting :func:`compiled_update` takes (0.0 when there is none)."""
+        """The setting ``compiled_update`` takes (0.0 when there is none)."""
         return 0.0
 
     def check(self):
@@ -292,7 +292,7 @@ class Momentum(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam on the mean noisy gradient (DP-LSAdam, seed 002).
+    """Adam on the mean noisy gradient (DP-LSAdam; see also Hong, Wang and Zhou, FAccT 2022).
 
     Parameters
     ----------

@@ -1,7 +1,9 @@
 """Noise schedules: the public shape of the noise multiplier over the steps.
 
-A schedule (seed 002) gives step ``t`` the noise multiplier ``z_t = c s_t``:
-the shape ``s_t`` is fixed before training from public quantities only (the
+A schedule (Hong, Wang and Zhou, "Dynamic privacy budget allocation improves
+data efficiency of differentially private gradient descent", FAccT 2022)
+gives step ``t`` the noise multiplier ``z_t = c s_t``: the shape ``s_t`` is
+fixed before training from public quantities only (the
 schedule's name, its decay, the number of steps and epochs), and the scale
 ``c`` is calibrated so that the whole run meets ``(epsilon, delta)``
 (:meth:`sklearn_dplssgd.mechanisms._gradient.GradientPerturbation.calibrated`). The
@@ -17,7 +19,7 @@ also takes a name or an array:
   DP-LSSGD).
 * ``"exponential"`` / :class:`ExponentialNoise`: the level decays
   geometrically from 1 in the first epoch to ``final_ratio`` in the last
-  (Yu et al. 2019's exponential decay, the form seed 002 finds preferable);
+  (Yu et al. 2019's exponential decay, the form Hong, Wang and Zhou find preferable);
   or by a fixed ``per_epoch`` factor, ``per_epoch ** e`` in epoch ``e``.
 * ``"step"`` / :class:`StepNoise`: level 1, then ``sqrt(final_ratio)`` after
   half of the steps and ``final_ratio`` after three quarters (step decay).
@@ -171,7 +173,7 @@ class ExponentialNoise(NoiseSchedule):
         noise is this fraction of the first.
     per_epoch : float or None, default=None
         In (0, 1]: a fixed factor per epoch instead (level ``per_epoch ** e``),
-        the parametrisation of seed 002; ``final_ratio`` is then ignored.
+        the parametrisation of Hong, Wang and Zhou (FAccT 2022); ``final_ratio`` is then ignored.
         Over many epochs the last level may fall below ``MIN_LEVEL_RATIO``
         of the first, which is refused.
     """

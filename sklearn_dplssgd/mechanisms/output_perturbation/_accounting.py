@@ -1,6 +1,6 @@
 """Output perturbation: non-private mini-batch descent, then Gaussian noise once.
 
-The mechanism of seed 004 (Proposition 2 of the supplement of "Renyi
+The mechanism of Chen, Lee and Kifer (Proposition 2 of the supplement of "Renyi
 Differentially Private ERM for Smooth Objectives", AISTATS 2019):
 
 1. clip every row to a public L2 norm bound (on a copy of the data);
@@ -17,7 +17,7 @@ Everything the privacy claim depends on (``n``, ``b``, the constants, the
 step and the noise) is computed from public quantities before any row is
 read; the rows only enter the descent, whose output the Gaussian mechanism
 protects. The accounting is dp-accounting's, through
-:func:`sklearn_dplssgd.accounting._events.event_epsilon`.
+``accounting.event_epsilon``.
 
 Proposition 3 of the same supplement (averaging over the uniformly random
 batch of the differing row) is tighter but is not used: its mixture RDP curve
@@ -79,7 +79,8 @@ def _check_neighboring(neighboring):
     if neighboring == "add_remove":
         raise ValueError(
             "Output perturbation supports neighboring='replace_one' only: its "
-            "sensitivity bound (Proposition 2 of seed 004) compares two data sets "
+            "sensitivity bound (Proposition 2 of Chen, Lee and Kifer, AISTATS 2019) "
+            "compares two data sets "
             "of the same size that differ in one row, cut into the same batches by "
             "the same permutation. Adding or removing a row shifts every later row "
             "to another batch, and the bound says nothing about that."
@@ -187,7 +188,8 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
         raise ValueError(
             f"loss={loss!r} cannot be trained by output perturbation: it is not "
             "smooth (its derivative jumps), so its gradient step is not a "
-            "contraction and Proposition 2 of seed 004 gives no sensitivity bound. "
+            "contraction and Proposition 2 of Chen, Lee and Kifer, AISTATS 2019 gives "
+            "no sensitivity bound. "
             f"Use one of {SMOOTH_LOSSES}, or gradient perturbation (DP-LSSGD)."
         )
     if loss not in SMOOTH_LOSSES:
@@ -247,8 +249,8 @@ def smoothness_constants(loss, n_outputs, row_norm_bound, alpha, fit_intercept, 
 def contraction_factor(eta, smoothness, strong_convexity):
     """rho = max(|1 - eta mu|, |1 - eta L|): one gradient step's Lipschitz constant.
 
-    Lemma 2 of seed 004: the same batch's step maps two weight vectors ``v``
-    apart to two at most ``rho v`` apart.
+    Lemma 2 of Chen, Lee and Kifer, AISTATS 2019: the same batch's step maps
+    two weight vectors ``v`` apart to two at most ``rho v`` apart.
     """
     return max(abs(1.0 - eta * strong_convexity), abs(1.0 - eta * smoothness))
 
@@ -259,7 +261,8 @@ def default_step(smoothness, strong_convexity):
     It minimises ``rho = max(|1 - eta mu|, |1 - eta L|)`` over ``eta``: the
     first term decreases and the second increases with ``eta`` (for
     ``eta >= 1 / L``), and they meet at ``eta = 2 / (L + mu)``, where
-    ``rho = (L - mu) / (L + mu) < 1`` (seed 004, proof of Proposition 2). That
+    ``rho = (L - mu) / (L + mu) < 1`` (Chen, Lee and Kifer, AISTATS 2019,
+    proof of Proposition 2). That
     is the fastest contraction of a gradient step, hence the fastest
     convergence per pass; it always satisfies ``eta < 2 / L``.
 
@@ -344,7 +347,8 @@ def default_passes(plan):
 def sensitivity(eta, gradient_bound, smoothness, strong_convexity, batch_size, n_batches):
     """Replace-one L2 sensitivity of the final weights: ``2 eta R / (b (1 - rho^m))``.
 
-    Proposition 2 of seed 004, with ``rho = max(|1 - eta mu|, |1 - eta L|)``.
+    Proposition 2 of Chen, Lee and Kifer, AISTATS 2019, with
+    ``rho = max(|1 - eta mu|, |1 - eta L|)``.
     The two neighbours run the same permutation, cut into the same ``m``
     batches of ``b`` rows, and differ in one batch ``j``. In every pass the
     steps on the other batches contract the distance of the two weight
@@ -393,7 +397,8 @@ def sensitivity(eta, gradient_bound, smoothness, strong_convexity, batch_size, n
             f"The step size eta0 = {eta:g} is too large for output perturbation: "
             f"rho = max(|1 - eta0 mu|, |1 - eta0 L|) = {rho:g} must be below 1 "
             f"(|1 - eta0 L| < 1 fails), so the gradient steps do not contract and "
-            f"Proposition 2 of seed 004 gives no sensitivity bound. The allowed "
+            "Proposition 2 of Chen, Lee and Kifer, AISTATS 2019 gives no sensitivity "
+            "bound. The allowed "
             f"range is 0 < eta0 < 2 / L = {2.0 / smoothness:g} (L = {smoothness:g}); "
             f"2 / (L + mu) = {default_step(smoothness, strong_convexity):g} contracts "
             "fastest."
@@ -468,7 +473,7 @@ class OutputPerturbation(Mechanism):
 
         ``z`` is the smallest noise multiplier whose event
         (``GaussianDpEvent(2 z)`` under replace-one) the library's accountant,
-        :func:`~sklearn_dplssgd.accounting._events.event_epsilon` (PLD, pessimistic),
+        ``accounting.event_epsilon`` (PLD, pessimistic),
         certifies at ``epsilon``; found by
         :func:`~sklearn_dplssgd.accounting._events.smallest_noise_for`.
 

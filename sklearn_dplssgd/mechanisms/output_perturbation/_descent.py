@@ -30,7 +30,7 @@ def fixed_batches(rng, n_samples, batch_size):
     """One random permutation cut into ``m = floor(n / b)`` batches of ``b`` rows.
 
     The last ``n - m b`` rows of the permutation are left out of the fit:
-    every batch then has exactly ``b`` rows, as Lemma 2 of seed 004 assumes
+    every batch then has exactly ``b`` rows, as Lemma 2 of Chen, Lee and Kifer, AISTATS 2019 assumes
     (it divides by ``|B|``), and a differing row among the left-out ones
     changes nothing, which :func:`sensitivity` covers.
 
@@ -209,7 +209,9 @@ def refuse_sparse(X):
 def train_output_perturbation(X, y, *, loss, n_outputs, fit_intercept, alpha, row_norm_bound,
                               eta, batch_size, n_passes, rng, loss_threshold, epsilon, delta,
                               weight_norm_bound=None, target_bound=None, seeded=False):
-    """Plan and train a linear model by output perturbation (seed 004, Proposition 2).
+    """Plan and train a linear model by output perturbation.
+
+    Chen, Lee and Kifer, AISTATS 2019, Proposition 2.
 
     :func:`plan_output_perturbation` followed by
     :func:`release_output_perturbation` (the estimators call the two apart,

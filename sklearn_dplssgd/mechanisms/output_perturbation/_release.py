@@ -30,7 +30,11 @@ _FIXED_SETTINGS = {
 
 
 class OutputPerturbationMechanism(ReleaseMechanism):
-    """``mechanism="output"``: seed 004's output perturbation, replace-one only."""
+    """``mechanism="output"``: output perturbation, replace-one only.
+
+    Chen, Lee and Kifer, "Renyi differentially private ERM for smooth
+    objectives", AISTATS 2019.
+    """
 
     name = "output"
     # Its descent takes dense NumPy rows.
@@ -46,7 +50,8 @@ class OutputPerturbationMechanism(ReleaseMechanism):
     def check_settings(self, estimator):
         """Refuse, before any row is read, what output perturbation cannot honour.
 
-        Proposition 2 of seed 004 bounds the sensitivity of the last iterate
+        Proposition 2 of Chen, Lee and Kifer, AISTATS 2019 bounds the
+        sensitivity of the last iterate
         of constant-step gradient descent on a smooth, strongly convex
         objective, for replace-one neighbours; a setting outside that (or one
         that would silently do nothing) is an error naming it.
@@ -148,7 +153,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             estimator.epsilon, delta, n_samples=n_samples, loss=estimator.loss,
             n_outputs=data.n_outputs, fit_intercept=bool(estimator.fit_intercept),
             alpha=float(estimator.alpha), row_norm_bound=float(estimator.row_norm_bound),
-            # Every batch has exactly b <= n rows (Lemma 2 of seed 004).
+            # Every batch has exactly b <= n rows (Lemma 2 of Chen, Lee and Kifer, AISTATS 2019).
             batch_size=None if batch_size == AUTO else min(int(batch_size), n_samples),
             eta=None if estimator.eta0 == AUTO else float(estimator.eta0),
             loss_threshold=loss.threshold(estimator) if loss.uses_threshold else None,
