@@ -57,7 +57,7 @@ def xp_module(request):
 
 def _namespace(module, array):
     """The array API namespace of ``array`` (array_api_compat's wrapper for torch)."""
-    from sklearn.externals.array_api_compat import array_namespace
+    from array_api_compat import array_namespace
 
     return array_namespace(array)
 

@@ -42,18 +42,6 @@ PRIVATE_DEPENDENCY_PATHS = ("sklearn.externals", "numba.core")
 KNOWN_PRIVATE_DEPENDENCY_IMPORTS = {
     ("utils/_compile_notice.py", "numba.core.event"):
         "Numba documents its compilation event API only under numba.core.event",
-    ("training/_losses.py", "sklearn.externals.array_api_compat"):
-        "array_api_compat is not a declared dependency; scikit-learn vendors it",
-    ("backends/_array_api.py", "sklearn.externals.array_api_compat"):
-        "array_api_compat is not a declared dependency; scikit-learn vendors it",
-    ("backends/_array_api_predict.py", "sklearn.externals.array_api_compat"):
-        "array_api_compat is not a declared dependency; scikit-learn vendors it",
-    ("backends/_row_norms.py", "sklearn.externals.array_api_compat"):
-        "array_api_compat is not a declared dependency; scikit-learn vendors it",
-    ("backends/_array_api.py", "sklearn.utils._array_api"):
-        "scikit-learn's array API switches (array_api_dispatch helpers) have no public path",
-    ("linear_model/_classifier.py", "sklearn.utils._array_api"):
-        "get_namespace has no public path in scikit-learn",
     ("model_selection/_search.py", "sklearn.utils._safe_indexing"):
         "documented in scikit-learn's API reference under this name",
 }
@@ -154,9 +142,10 @@ def mechanism_name_comparisons(path):
 
 
 def stack_walks(path):
-    """Lines reading a frame's callers or locals (warn_once's one frame up is allowed)."""
+    """Lines reading a frame's callers or locals, or taking a frame (``sys._getframe``)."""
     return [node.lineno for node in _nodes(path)
-            if isinstance(node, ast.Attribute) and node.attr in ("f_locals", "f_back")]
+            if isinstance(node, ast.Attribute)
+            and node.attr in ("f_locals", "f_back", "f_globals", "_getframe")]
 
 
 def line_count(path):
@@ -182,7 +171,7 @@ def test_the_scans_find_what_they_look_for(tmp_path):
         "    caller = sys._getframe(1).f_back.f_locals\n")
     assert private_imports(bad) == [(2, "_residual")]
     assert mechanism_name_comparisons(bad) == [3]
-    assert stack_walks(bad) == [4, 4]
+    assert stack_walks(bad) == [4, 4, 4]
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))

@@ -39,6 +39,7 @@ uses.
 import contextlib
 import math
 
+import array_api_compat
 import numpy as np
 from sklearn import get_config
 
@@ -49,7 +50,7 @@ from ._row_norms import row_norms, scaled_row_norms
 
 __all__ = [
     "device_of",
-    "sklearn_array_api",
+    "check_same_namespace",
     "ArrayApiTraining",
     "array_api_namespace",
     "clipped_residuals",
@@ -64,22 +65,6 @@ __all__ = [
     "wide_dtype",
     "without_autograd",
 ]
-
-
-def sklearn_array_api():
-    """scikit-learn's array API helpers (private, so imported with a clear error)."""
-    try:
-        from sklearn.utils import _array_api as helpers
-
-        helpers.move_to, helpers.check_same_namespace  # noqa: B018 (presence check)
-        helpers.get_namespace_and_device, helpers._max_precision_float_dtype  # noqa: B018
-    except (ImportError, AttributeError) as error:
-        raise ImportError(
-            "Array API inputs need scikit-learn's array API helpers (move_to, "
-            "check_same_namespace), available in scikit-learn 1.9; upgrade "
-            "scikit-learn or pass NumPy arrays."
-        ) from error
-    return helpers
 
 
 def array_api_namespace(X):
@@ -99,12 +84,9 @@ def array_api_namespace(X):
     """
     if not get_config()["array_api_dispatch"]:
         return None
-    from sklearn.externals.array_api_compat import is_array_api_obj, is_numpy_array
-
-    if not is_array_api_obj(X) or is_numpy_array(X):
+    if not array_api_compat.is_array_api_obj(X) or array_api_compat.is_numpy_array(X):
         return None
-    xp, _, device = sklearn_array_api().get_namespace_and_device(X)
-    return xp, device
+    return array_api_compat.array_namespace(X), array_api_compat.device(X)
 
 
 def without_autograd(X):
@@ -114,9 +96,7 @@ def without_autograd(X):
     otherwise make every step of the fit record a graph, and the fitted
     weights require gradients.
     """
-    from sklearn.externals.array_api_compat import is_torch_array
-
-    return X.detach() if is_torch_array(X) else X
+    return X.detach() if array_api_compat.is_torch_array(X) else X
 
 
 def to_numpy(array):
@@ -133,27 +113,67 @@ def to_numpy(array):
     -------
     array : ndarray, or the input when it is not an array API array
     """
-    from sklearn.externals.array_api_compat import is_array_api_obj, is_numpy_array
-
-    if not is_array_api_obj(array) or is_numpy_array(array):
+    if not array_api_compat.is_array_api_obj(array) or array_api_compat.is_numpy_array(array):
         return array
-    from sklearn import config_context
-
-    with config_context(array_api_dispatch=True):
-        return np.array(sklearn_array_api().move_to(array, xp=np, device="cpu"), copy=True)
+    if array_api_compat.is_torch_array(array):
+        return np.array(array.detach().cpu().numpy(), copy=True)
+    if array_api_compat.is_cupy_array(array):
+        return array.get()
+    # Any other namespace through DLPack, asking for a copy on the host.
+    try:
+        return np.from_dlpack(array, device="cpu", copy=True)
+    except (TypeError, BufferError, ValueError, RuntimeError):
+        return np.array(array, copy=True)
 
 
 def to_device(array, xp, device):
     """A host array moved to ``xp`` on ``device`` (float64 down-cast where unsupported)."""
-    from sklearn import config_context
+    host = np.asarray(array)
+    if host.dtype == np.float64 and wide_dtype(xp, device) != xp.float64:
+        host = host.astype(np.float32)
+    return xp.asarray(host, device=device)
 
-    with config_context(array_api_dispatch=True):
-        return sklearn_array_api().move_to(np.asarray(array), xp=xp, device=device)
+
+_WIDE_DTYPES = {}
 
 
 def wide_dtype(xp, device):
     """float64 where the device has it (MPS has not), else float32."""
-    return sklearn_array_api()._max_precision_float_dtype(xp, device)
+    key = (xp.__name__, str(device))
+    if key not in _WIDE_DTYPES:
+        floats = xp.__array_namespace_info__().dtypes(device=device, kind="real floating")
+        _WIDE_DTYPES[key] = "float64" in floats
+    return xp.float64 if _WIDE_DTYPES[key] else xp.float32
+
+
+def check_same_namespace(X, fitted, *, attribute, method):
+    """A ValueError unless ``X`` and ``fitted.<attribute>`` share namespace and device.
+
+    Parameters
+    ----------
+    X : array
+        The input of a prediction.
+    fitted : estimator
+    attribute : str
+        The fitted attribute that holds an array of the fit's namespace.
+    method : str
+        The calling method (for the message).
+    """
+    reference = getattr(fitted, attribute)
+    if _namespace_and_device(X) != _namespace_and_device(reference):
+        raise ValueError(
+            f"Inputs passed to {type(fitted).__name__}.{method}() must use the same namespace "
+            f"and the same device as those passed to fit(): {attribute} is a "
+            f"{type(reference).__module__} array on {_namespace_and_device(reference)[1]}, X "
+            f"a {type(X).__module__} object on {_namespace_and_device(X)[1]}.")
+
+
+def _namespace_and_device(array):
+    """The name of an array's namespace and its device, as text (lists and frames: NumPy's)."""
+    if not array_api_compat.is_array_api_obj(array):
+        array = np.empty(0)  # what validation makes of it: a NumPy array on the host
+    return (array_api_compat.array_namespace(array).__name__,
+            str(array_api_compat.device(array)))
 
 
 def device_of(array):
@@ -316,9 +336,7 @@ def full_precision_products(xp, torch_module=None):
     torch_module : module or None, default=None
         ``torch`` itself when None (a stand-in in tests).
     """
-    from sklearn.externals.array_api_compat import is_torch_namespace
-
-    if torch_module is None and not is_torch_namespace(xp):
+    if torch_module is None and not array_api_compat.is_torch_namespace(xp):
         yield
         return
     if torch_module is None:
@@ -354,9 +372,7 @@ def device_gaussian(xp, device, rng):
     -------
     draw : callable ``draw(shape, dtype) -> array`` or None
     """
-    from sklearn.externals.array_api_compat import is_torch_namespace
-
-    if not is_torch_namespace(xp):
+    if not array_api_compat.is_torch_namespace(xp):
         return None
     import torch
 
@@ -450,9 +466,7 @@ def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_inter
     -------
     gradient_norms, feature_norms : ndarray of shape (n,)
     """
-    from sklearn.externals.array_api_compat import array_namespace
-
-    xp = array_namespace(X)
+    xp = array_api_compat.array_namespace(X)
     device = device_of(X)
     wide = wide_dtype(xp, device)
     targets = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device), dtype=wide)
@@ -521,9 +535,7 @@ class ArrayApiTraining:
 
     def __init__(self, X, y, n_outputs, plan, rng, *, batch_sampler=poisson_batches,
                  noise_source=None, sample_weight=None):
-        from sklearn.externals.array_api_compat import array_namespace
-
-        xp = array_namespace(X)
+        xp = array_api_compat.array_namespace(X)
         device = device_of(X)
         self.xp, self.device, self.plan, self.rng, self.X = xp, device, plan, rng, X
         n_features = X.shape[1]

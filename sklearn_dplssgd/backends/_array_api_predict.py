@@ -5,10 +5,11 @@ call these when ``coef_`` is an array API array (see :mod:`._array_api` for
 training on such arrays).
 """
 
+import array_api_compat
 import numpy as np
 from sklearn import get_config
 
-from ._array_api import device_of, sklearn_array_api, to_device, to_numpy, wide_dtype
+from ._array_api import check_same_namespace, device_of, to_device, to_numpy, wide_dtype
 
 __all__ = [
     "check_fitted_namespace",
@@ -39,8 +40,7 @@ def check_fitted_namespace(estimator, X, method):
             "namespace and device."
         )
     if get_config()["array_api_dispatch"]:
-        sklearn_array_api().check_same_namespace(X, estimator, attribute="coef_",
-                                                 method=method)
+        check_same_namespace(X, estimator, attribute="coef_", method=method)
 
 
 def decision_values(xp, X, coef, intercept):
@@ -128,6 +128,4 @@ def class_probabilities(xp, margins, log=False):
 
 def copy_params(params, rows, columns):
     """A copy of ``params[rows, columns]`` in its own namespace (NumPy or not)."""
-    from sklearn.externals.array_api_compat import array_namespace
-
-    return array_namespace(params).asarray(params[rows, columns], copy=True)
+    return array_api_compat.array_namespace(params).asarray(params[rows, columns], copy=True)

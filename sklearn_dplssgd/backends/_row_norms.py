@@ -28,7 +28,7 @@ _NORM_BLOCK_VALUES = 1 << 22
 
 def _numpy_namespace():
     # NumPy through the array API (astype, concat, ... on every supported NumPy).
-    from sklearn.externals.array_api_compat import numpy as numpy_namespace
+    from array_api_compat import numpy as numpy_namespace
 
     return numpy_namespace
 

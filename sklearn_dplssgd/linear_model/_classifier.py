@@ -4,9 +4,9 @@ import math
 import numbers
 
 import numpy as np
+from array_api_compat import array_namespace
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import ClassifierMixin
-from sklearn.utils._array_api import get_namespace
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -410,7 +410,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         """
         margins = self._decision_values(X, "predict")
         if not isinstance(margins, np.ndarray):
-            return class_labels(get_namespace(margins)[0], margins, self.classes_)
+            return class_labels(array_namespace(margins), margins, self.classes_)
         if margins.shape[1] == 1:
             return self.classes_[(margins[:, 0] > 0).astype(np.intp)]
         return self.classes_[np.argmax(margins, axis=1)]
@@ -439,7 +439,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         """
         margins = self._decision_values(X, "predict_proba")
         if not isinstance(margins, np.ndarray):
-            return class_probabilities(get_namespace(margins)[0], margins)
+            return class_probabilities(array_namespace(margins), margins)
         if margins.shape[1] == 1:
             positive = expit(margins[:, 0])
             return np.column_stack([1.0 - positive, positive])
@@ -461,7 +461,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         """
         margins = self._decision_values(X, "predict_log_proba")
         if not isinstance(margins, np.ndarray):
-            return class_probabilities(get_namespace(margins)[0], margins, log=True)
+            return class_probabilities(array_namespace(margins), margins, log=True)
         if margins.shape[1] == 1:
             return np.column_stack([log_expit(-margins[:, 0]), log_expit(margins[:, 0])])
         return log_softmax(margins, axis=1)

@@ -35,8 +35,8 @@ import math
 import typing
 
 import numpy as np
+from array_api_compat import array_namespace
 from numba import njit
-from sklearn.externals.array_api_compat import array_namespace
 
 from ..utils import FASTMATH
 

@@ -9,7 +9,8 @@ from ._legacy_paths import install_legacy_paths
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._validation import (
     check_choice, check_delta, check_epsilon, check_guess, check_mechanism,
-    check_noise_multiplier, check_positive_int, check_sample_rate, Interval, Options,
+    check_noise_multiplier, check_positive_int, check_sample_rate, forget_warnings, Interval,
+    Options,
     PrivacyLeakWarning, public_row_count, score_hiding_values, validate_hiding_values,
     validate_parameters, VALUES_NOT_SHOWN, warn_once,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "check_noise_multiplier",
     "check_positive_int",
     "check_sample_rate",
+    "forget_warnings",
     "install_compile_notice",
     "install_legacy_paths",
     "public_row_count",

@@ -16,7 +16,6 @@ without any value.
 import math
 import numbers
 import re
-import sys
 import warnings
 
 import numpy as np
@@ -32,6 +31,7 @@ __all__ = [
     "check_noise_multiplier",
     "check_positive_int",
     "check_sample_rate",
+    "forget_warnings",
     "Interval",
     "Options",
     "PrivacyLeakWarning",
@@ -215,33 +215,23 @@ class PrivacyLeakWarning(UserWarning):
     """
 
 
-# (text, category) of the warnings shown so far (see warn_once).
-_SHOWN_WARNINGS = set()
-
-
-def _filter_action(message, category, module, lineno):
-    """The action Python's warning filters take for this warning."""
-    for action, text, filter_category, filter_module, filter_lineno in warnings.filters:
-        if ((text is None or text.match(message))
-                and issubclass(category, filter_category)
-                and (filter_module is None or filter_module.match(module))
-                and (filter_lineno == 0 or filter_lineno == lineno)):
-            return action
-    return warnings.defaultaction
+# What the library has said: (text, category) of every warning issued by
+# warn_once in this process.
+_SAID = set()
 
 
 def warn_once(message, category):
-    """Issue a warning that the default filters show once per process.
+    """Issue a warning once per process.
 
     Python's ``"default"`` action shows a warning once per location, and its
     registries are reset whenever the filters change (scikit-learn and
-    dp-accounting change them inside every fit), so a search printed the
+    dp-accounting change them inside every fit), so a search would print the
     same warning once per fit. Here each cause (its text, worded without
-    per-fit numbers, and its category) is shown once per process under the
-    ``"default"``, ``"module"`` and ``"once"`` actions, while ``"always"``
-    still shows every occurrence, ``"error"`` raises every time and
-    ``"ignore"`` hides it. The warning is attributed to the library's line
-    that issues it.
+    per-fit numbers, and its category) is issued once per process, through
+    :func:`warnings.warn` and so under the filters in force (``"ignore"``
+    hides it; ``"error"`` raises it, and a warning that raised is issued again
+    the next time). The warning is attributed to the library's line that
+    calls this function. :func:`forget_warnings` starts the record afresh.
 
     Parameters
     ----------
@@ -249,17 +239,15 @@ def warn_once(message, category):
         The same text for every occurrence of the cause.
     category : type of Warning
     """
-    frame = sys._getframe(1)
-    module = frame.f_globals.get("__name__", "sklearn_dplssgd")
-    action = _filter_action(message, category, module, frame.f_lineno)
-    if action in ("default", "module", "once"):
-        if (message, category) in _SHOWN_WARNINGS:
-            return
-        _SHOWN_WARNINGS.add((message, category))
-    warnings.warn_explicit(
-        message, category, filename=frame.f_code.co_filename, lineno=frame.f_lineno,
-        module=module, registry=None, module_globals=frame.f_globals,
-    )
+    if (message, category) in _SAID:
+        return
+    warnings.warn(message, category, stacklevel=2)
+    _SAID.add((message, category))
+
+
+def forget_warnings():
+    """Forget which warnings :func:`warn_once` has issued: each may be issued again."""
+    _SAID.clear()
 
 
 class Interval:
