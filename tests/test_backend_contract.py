@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from sklearn_dplssgd.audit import SubstitutedKernelTraining
-from sklearn_dplssgd.backends import ArrayApiTraining, NumpyTraining
+from sklearn_dplssgd.backends import ArrayApiTraining, DaskTraining, NumpyTraining
 from sklearn_dplssgd.mechanisms import NoiseFreeDescent
 from sklearn_dplssgd.training import TrainingBackend
 from sklearn_dplssgd.training import _loop
 
-BACKENDS = (NumpyTraining, ArrayApiTraining, NoiseFreeDescent, SubstitutedKernelTraining)
+BACKENDS = (NumpyTraining, ArrayApiTraining, DaskTraining, NoiseFreeDescent,
+            SubstitutedKernelTraining)
 ATTRIBUTES = ("xp", "params")
 
 

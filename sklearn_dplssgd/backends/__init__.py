@@ -12,6 +12,9 @@ from ._array_api import (
 from ._array_api_predict import (
     check_fitted_namespace, class_labels, class_probabilities, copy_params, decision_values,
 )
+from ._dask import (
+    DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
+)
 from ._kernels import compute_row_norms
 from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, row_norms_of, train_dp_lssgd,
@@ -21,7 +24,10 @@ from ._sparse import as_canonical_csr
 
 __all__ = [
     "ArrayApiTraining",
+    "DaskTraining",
+    "NonFiniteRowsError",
     "NumpyTraining",
+    "WorkerLostError",
     "array_api_namespace",
     "as_canonical_csr",
     "blas_controller",
@@ -32,12 +38,14 @@ __all__ = [
     "copy_params",
     "decision_values",
     "initial_gradient_norms",
+    "is_dask_collection",
     "numpy_backend",
     "row_norms_of",
     "to_device",
     "to_numpy",
     "train_dp_lssgd",
     "train_dp_lssgd_array_api",
+    "train_dp_lssgd_dask",
     "use_numpy_backend",
     "without_autograd",
 ]

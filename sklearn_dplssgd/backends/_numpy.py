@@ -33,6 +33,7 @@ from ._threads import draws_ahead, numba_team_available, team_threads
 __all__ = [
     "NumpyTraining",
     "blas_controller",
+    "chunk_noise",
     "gaussian_noise",
     "numpy_backend",
     "poisson_batches",
@@ -113,6 +114,24 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
 def gaussian_noise(rng, shape, dtype):
     """Standard normal noise of ``shape`` (the default noise source)."""
     return rng.standard_normal(shape, dtype=dtype)
+
+
+def chunk_noise(noise_source, rng, chunk_std, shape, n_noisy_columns, dtype):
+    """The Gaussian noise of a chunk of steps: shape ``(len(chunk_std),) + shape``.
+
+    Step t's noise has standard deviation ``chunk_std[t]`` on the first
+    ``n_noisy_columns`` columns (the intercept's column only with an
+    intercept) and is zero elsewhere; nothing is drawn where every step's
+    standard deviation is 0. Every backend that adds the noise on the host
+    draws it here, from the fit's generator, in this one order.
+    """
+    chunk_steps = len(chunk_std)
+    noise = np.zeros((chunk_steps,) + tuple(shape), dtype=dtype)
+    if (chunk_std > 0).any():
+        noise[:, :, :n_noisy_columns] = noise_source(
+            rng, (chunk_steps, shape[0], n_noisy_columns), dtype)
+        noise *= chunk_std.astype(dtype)[:, None, None]
+    return noise
 
 
 def row_norms_of(X):
@@ -233,12 +252,9 @@ class NumpyTraining:
             if self._all_rows is None:
                 rows, offsets = self.batch_sampler(self.rng, self.X.shape[0],
                                                    self.plan.sample_rate, chunk_steps)
-            noise = np.zeros((chunk_steps,) + shape, dtype=dtype)
-            chunk_std = noise_std[chunk_start:chunk_start + chunk_steps]
-            if (chunk_std > 0).any():
-                noise[:, :, :self._n_noisy_columns] = self.noise_source(
-                    self.rng, (chunk_steps, shape[0], self._n_noisy_columns), dtype)
-                noise *= chunk_std.astype(dtype)[:, None, None]
+            noise = chunk_noise(self.noise_source, self.rng,
+                                noise_std[chunk_start:chunk_start + chunk_steps], shape,
+                                self._n_noisy_columns, dtype)
             return chunk_start, chunk_steps, (rows, offsets, noise)
 
         if self.n_threads >= 3:

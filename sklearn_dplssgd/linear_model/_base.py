@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, ledger_error, estimator_report
 from ..backends import (
     array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
-    as_canonical_csr,
+    as_canonical_csr, is_dask_collection,
 )
 from ..mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ..training import (
@@ -22,6 +22,7 @@ from ..utils import (
     Interval, Options, PrivacyLeakWarning, public_row_count, validate_hiding_values,
     validate_parameters, warn_once,
 )
+from ._dask_input import dask_arrays, dask_training_rows
 from ._feature_bounds import (
     check_feature_bounds, check_feature_bounds_form, check_same_feature_map, feature_map,
 )
@@ -190,6 +191,10 @@ class BaseDPLSSGD(BaseEstimator):
     def _encode_targets(self, y):
         raise NotImplementedError
 
+    def _declared_labels(self, classes=None):
+        """The declared label set (a classifier's), or None: read before any row."""
+        return None
+
     def _row_weights(self, sample_weight, y):
         """Each row's validated weight (see :func:`._weights.row_weights`), or None."""
         return row_weights(sample_weight, len(y), float(self.max_sample_weight))
@@ -276,9 +281,18 @@ class BaseDPLSSGD(BaseEstimator):
             raise TypeError(
                 f"disjoint_batches must be True or False; got {disjoint_batches!r}.")
         mechanism = self._release_mechanism()
+        # A Dask array or DataFrame trains where its partitions are (see
+        # _dask_input): its shape and dtype are read from metadata only.
+        distributed = is_dask_collection(X)
+        if distributed:
+            if not mechanism.accepts_dask:
+                raise TypeError(
+                    f"mechanism={self.mechanism!r} trains on NumPy arrays only; use "
+                    "mechanism='gradient' for Dask arrays, or compute X first.")
+            X, y, sample_weight, feature_names = dask_arrays(X, y, sample_weight)
         # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
         # device (see _array_api); everything else takes the NumPy path.
-        namespace = array_api_namespace(X)
+        namespace = None if distributed else array_api_namespace(X)
         # Declared feature bounds: checked against X's format and public
         # width before the ledger is charged.
         feature_map(self, X, namespace=namespace)
@@ -303,7 +317,10 @@ class BaseDPLSSGD(BaseEstimator):
         # than raising, or one row would decide whether a model is released.
         min_rows = 0 if mechanism.row_count_is_private(self) else 1
         # Validation errors name the problem, never a value (values are private).
-        if namespace is None:
+        if distributed:
+            y_encoded, n_outputs, weights = dask_training_rows(
+                self, X, y, sample_weight, classes, series is None, feature_names)
+        elif namespace is None:
             X, y = validate_hiding_values(
                 {"X": X, "y": y},
                 validate_data,
@@ -333,9 +350,11 @@ class BaseDPLSSGD(BaseEstimator):
             X = as_canonical_csr(X)
         mapping = feature_map(self, n_features=X.shape[1])
         if mapping is not None:
-            X = mapping.rows(X)  # training sees [-1, 1]; fold back below
+            # Training sees [-1, 1]; fold back below.
+            X = X.map_blocks(mapping.rows, dtype=X.dtype) if distributed else mapping.rows(X)
         self.sigma_ = mechanism.smoothing(self, X.shape[1], sp.issparse(X))
-        y_encoded, n_outputs = self._encode_targets(y, classes)
+        if not distributed:
+            y_encoded, n_outputs = self._encode_targets(y, classes)
         if series is not None and series.classes is not None and not np.array_equal(
                 series.classes, self.classes_):
             self.classes_ = series.classes
@@ -344,8 +363,9 @@ class BaseDPLSSGD(BaseEstimator):
                 "continues the same model. Declare classes=..., or fit from scratch "
                 "(warm_start=False)."
             )
-        weights = validate_hiding_values(
-            {"sample_weight": sample_weight}, self._row_weights, sample_weight, y)
+        if not distributed:
+            weights = validate_hiding_values(
+                {"sample_weight": sample_weight}, self._row_weights, sample_weight, y)
         data = TrainingData(X, y, y_encoded, n_outputs, weights, namespace,
                             coef_init=coef_init, intercept_init=intercept_init)
         params, record = mechanism.release(self, data, plan, series, partial,

@@ -10,7 +10,9 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..backends import array_api_namespace, class_labels, class_probabilities, copy_params
+from ..backends import (
+    array_api_namespace, is_dask_collection, class_labels, class_probabilities, copy_params,
+)
 from ..training import averaging_tail, CLASSIFICATION_LOSSES, LOSSES
 from ..utils import (
     VALUES_NOT_SHOWN, Options, PrivacyLeakWarning, score_hiding_values, validate_hiding_values,
@@ -51,6 +53,8 @@ def _check_label_values(y):
         return  # validate_data says that y is required
     if array_api_namespace(y) is not None:
         return  # numeric arrays of another namespace: no None, no mixed types
+    if is_dask_collection(y):
+        return  # checked on its partitions, by the encoding, without gathering it
     if isinstance(y, (list, tuple)):
         labels = [label for label in y if np.ndim(label) == 0]
     else:
@@ -250,6 +254,11 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
                                    float(self.max_sample_weight))
         index = None if table is None else np.searchsorted(self.classes_, y)
         return row_weights(sample_weight, len(y), float(self.max_sample_weight), table, index)
+
+    def _declared_labels(self, classes=None):
+        if classes is None:
+            classes = self.classes
+        return None if classes is None else np.unique(np.asarray(classes))
 
     def _encode_targets(self, y, classes=None):
         validate_hiding_values({"y": y}, check_classification_targets, y)

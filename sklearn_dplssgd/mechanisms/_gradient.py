@@ -20,6 +20,7 @@ from ..accounting import (
 )
 from ..backends import (
     initial_gradient_norms, to_device, train_dp_lssgd_array_api, row_norms_of, train_dp_lssgd,
+    is_dask_collection, train_dp_lssgd_dask,
 )
 from ..training import (
     step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
@@ -425,18 +426,24 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                          resolve_average_start(estimator.average, plan.n_steps,
                                                tail=estimator._average_tail(X.shape[1])))
         estimator._warn_before_training(calibration.delta, n_samples)
+        distributed = is_dask_collection(X)
         # The rows' norms, once, for the warning and the clip (NumPy path).
-        row_norms = None if namespace is not None else row_norms_of(X)
-        warn_if_mostly_clipped(estimator, data, row_norms)
-        trainer = train_dp_lssgd if namespace is None else train_dp_lssgd_array_api
-        # The NumPy path's own settings: threads and a starting point (the
-        # array API path refuses the latter, check_release).
+        # A Dask array's rows stay on the workers: no warning, and each
+        # partition computes its own norms.
+        row_norms = None if namespace is not None or distributed else row_norms_of(X)
+        if not distributed:
+            warn_if_mostly_clipped(estimator, data, row_norms)
+        trainer = (train_dp_lssgd_dask if distributed else
+                   train_dp_lssgd if namespace is None else train_dp_lssgd_array_api)
+        # The NumPy and Dask paths' own settings: threads and a starting point
+        # (the array API path refuses the latter, check_release).
         extra = {} if namespace is not None else {
             "n_threads": estimator._n_threads(),
-            "row_norms": row_norms,
             "initial_params": estimator._start_params(
                 series, data.coef_init, data.intercept_init, data.n_outputs, X.shape[1]),
         }
+        if not distributed and namespace is None:
+            extra["row_norms"] = row_norms
         steps = TrainingPlan(
             loss_code=loss_code(estimator.loss, data.n_outputs),
             loss_threshold=LOSSES[estimator.loss].threshold(estimator),

@@ -106,6 +106,9 @@ class ReleaseMechanism:
     accepts_array_api : bool
         Whether it trains on array API arrays (PyTorch, CuPy, ...) on their
         device.
+    accepts_dask : bool
+        Whether it trains on a Dask array where its partitions are
+        (:class:`~sklearn_dplssgd.backends.DaskTraining`).
     supports_partial_fit : bool
         Whether a release can continue an earlier one (``partial_fit``,
         ``warm_start``); when False, :attr:`partial_fit_refusal` says why.
@@ -121,6 +124,7 @@ class ReleaseMechanism:
     name = None
     accepts_sparse = True
     accepts_array_api = True
+    accepts_dask = True
     supports_partial_fit = True
     partial_fit_refusal = ""
     perturbs_weights = False

@@ -40,6 +40,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
     # Its descent takes dense NumPy rows.
     accepts_sparse = False
     accepts_array_api = False
+    accepts_dask = False
     supports_partial_fit = False
     partial_fit_refusal = (
         "partial_fit is not available with mechanism='output': the mechanism "

@@ -1,0 +1,359 @@
+"""DP-LSSGD on a Dask array: the rows stay in their partitions, on the cluster.
+
+The same mechanism as the NumPy backend (:class:`DaskTraining` implements
+:class:`~sklearn_dplssgd.training.TrainingBackend` for the one training loop):
+each step, every partition Poisson-samples its own rows (each row
+independently with probability q) and returns the clipped-gradient sum of
+its sample, computed by the NumPy backend's kernel
+(:func:`~sklearn_dplssgd.backends._kernels.noisy_clipped_gradient_sum`, with
+zero noise); the client adds the K partial sums, adds the step's Gaussian
+noise once (drawn from the fit's generator, as the NumPy backend draws it),
+smooths and steps. A step sends the weights out and brings ``n_blocks`` arrays
+of shape ``(K, d + 1)`` back; no row leaves its partition.
+
+The partitions are prepared once per fit (made C-contiguous, checked finite,
+their norms computed) and held where they are computed: on the workers of
+the active ``dask.distributed`` client, or in this process under Dask's
+local scheduler when no client is active.
+
+The sampling randomness of partition k at step t comes from a generator
+seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
+own generator: it is as secret as the noise (fresh entropy unless
+``reproducible=True``), travels to the workers only, and makes a fit
+reproducible for the same partitions and seed. Because each step's sample
+depends on ``(s_k, t)`` alone, a task recomputed elsewhere draws the same
+sample; a partition that had to be rebuilt (its worker was lost) is detected
+by its token and fails the fit before anything is released.
+"""
+
+import dataclasses
+import os
+import warnings
+
+import numpy as np
+
+from ..training import apply_weight_decay, run_training
+from ._kernels import (
+    compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum, smooth_rows,
+    smoothing_omega,
+)
+from ._numpy import LONG_ROWS_MESSAGE, chunk_noise, gaussian_noise, poisson_batches, \
+    without_long_rows
+
+__all__ = [
+    "DaskTraining",
+    "NonFiniteRowsError",
+    "WorkerLostError",
+    "is_dask_collection",
+    "train_dp_lssgd_dask",
+]
+
+NON_FINITE_MESSAGE = (
+    "X or y contains NaN or infinity (found on a Dask worker); nothing was trained "
+    "or released. Clean or impute the rows before the fit (imputing with statistics "
+    "of the private rows is itself a release)."
+)
+
+WORKER_LOST_MESSAGE = (
+    "A Dask worker holding training rows was lost during the fit: its partitions "
+    "were rebuilt, so the fit stopped and released nothing. Any ledger was "
+    "charged for this fit (it may have read rows). Fit again on a stable cluster."
+)
+
+
+class NonFiniteRowsError(ValueError):
+    """A partition of a Dask fit holds NaN or infinite values (no value is named)."""
+
+
+class WorkerLostError(RuntimeError):
+    """A worker holding a partition of a Dask fit was lost mid-fit."""
+
+
+def is_dask_collection(X):
+    """Whether ``X`` is a Dask collection (an array or a DataFrame), without importing Dask."""
+    return callable(getattr(X, "__dask_graph__", None)) and not isinstance(X, type)
+
+
+@dataclasses.dataclass(frozen=True)
+class _StepSettings:
+    """What a partition's task needs besides its rows and the weights (public)."""
+
+    loss_code: int
+    loss_threshold: float
+    clip_norm: float
+    fit_intercept: bool
+    sample_rate: float
+
+
+class _Partition:
+    """One partition's rows as a fit holds them on its worker."""
+
+    def __init__(self, X, y, weights, fit_intercept):
+        self.X = np.ascontiguousarray(X)
+        self.y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+        self.weights = None if weights is None else np.ascontiguousarray(
+            weights, dtype=np.float64).reshape(-1)
+        self.finite = bool(np.isfinite(self.X).all() and np.isfinite(self.y).all())
+        self.long_rows = False
+        if self.finite:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self.row_norms = without_long_rows(np, compute_row_norms(self.X))
+            # The client warns once (a worker's warning reaches no one).
+            self.long_rows = bool(caught)
+            self.feature_norms = compute_feature_norms(
+                self.row_norms, 1.0 if fit_intercept else 0.0)
+        # Identifies this copy: a partition rebuilt after a lost worker has another.
+        self.token = os.urandom(16)
+
+    def summary(self):
+        return self.finite, self.long_rows, self.token
+
+
+def _prepare(X, y, weights, fit_intercept):
+    return _Partition(X, y, weights, fit_intercept)
+
+
+def _summary(partition):
+    return partition.summary()
+
+
+def _partition_sum(partition, seed, params, step, settings):
+    """The clipped-gradient sum over this step's Poisson sample of the partition.
+
+    Runs where the partition lives; returns ``(sum, token)``. The sample is
+    drawn here from the generator of ``(seed, step)``: every row
+    independently with probability q (all rows for q = 1).
+    """
+    n_rows = partition.X.shape[0]
+    if settings.sample_rate >= 1.0:
+        rows = np.arange(n_rows, dtype=np.int64)
+    else:
+        rng = np.random.default_rng([int(seed[0]), int(seed[1]), int(step)])
+        rows, _ = poisson_batches(rng, n_rows, settings.sample_rate, 1)
+    grad = np.empty_like(params)
+    no_noise = np.zeros_like(params)
+    weighting = {} if partition.weights is None else {"weights": partition.weights}
+    noisy_clipped_gradient_sum(
+        partition.X, partition.y, rows, params, partition.row_norms, settings.loss_code,
+        settings.loss_threshold, settings.clip_norm, settings.fit_intercept, no_noise, grad,
+        1, feature_norms=partition.feature_norms, **weighting)
+    return grad, partition.token
+
+
+def _active_client():
+    """The active ``dask.distributed`` client, or None (then Dask's local scheduler)."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+class _DistributedRunner:
+    """Partitions held on the workers of a ``dask.distributed`` client, as futures."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def hold(self, tasks):
+        return self.client.compute(tasks)
+
+    def map(self, function, partitions, *args):
+        futures = [self.client.submit(function, partition, *args, pure=False)
+                   for partition in partitions]
+        return self.client.gather(futures)
+
+    def map_each(self, function, partitions, per_partition, *args):
+        futures = [self.client.submit(function, partition, extra, *args, pure=False)
+                   for partition, extra in zip(partitions, per_partition)]
+        return self.client.gather(futures)
+
+
+class _LocalRunner:
+    """Partitions held in this process, run by Dask's local scheduler."""
+
+    def __init__(self, n_threads):
+        self.n_threads = max(1, int(n_threads))
+
+    def hold(self, tasks):
+        import dask
+
+        return list(dask.compute(*tasks, scheduler="threads", num_workers=self.n_threads))
+
+    def _run(self, graph, keys):
+        import dask.local
+        import dask.threaded
+
+        if self.n_threads == 1:
+            return dask.local.get_sync(graph, keys)
+        return dask.threaded.get(graph, keys, num_workers=self.n_threads)
+
+    def map(self, function, partitions, *args):
+        return self.map_each(lambda partition, _, *rest: function(partition, *rest),
+                             partitions, [None] * len(partitions), *args)
+
+    def map_each(self, function, partitions, per_partition, *args):
+        keys = [f"dplssgd-partition-{k}" for k in range(len(partitions))]
+        # Arguments that are not tasks are given through a closure: a tuple
+        # in a Dask graph would be read as a task.
+        graph = {key: (_Closure(function, partition, extra, *args),)
+                 for key, partition, extra in zip(keys, partitions, per_partition)}
+        return list(self._run(graph, keys))
+
+
+class _Closure:
+    """A call with its arguments bound, so that the graph holds no argument tuples."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __call__(self):
+        return self.function(*self.args)
+
+
+class DaskTraining:
+    """The Dask backend of the training loop: partial sums on the partitions, the rest here.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, d), float64 or float32
+        One chunk along the columns; known chunk sizes along the rows.
+    y : dask.array.Array of shape (n_samples,), float64
+        Encoded targets, chunked as X's rows.
+    n_outputs : int
+    plan : TrainingPlan
+    rng : numpy.random.Generator
+        The fit's generator: the partitions' sampling seeds, then the noise.
+    n_threads : int, default=1
+        Threads of Dask's local scheduler (no client active); unused with a client.
+    noise_source : callable, default=gaussian_noise
+    sample_weight : dask.array.Array of shape (n_samples,) or None, default=None
+        Validated weights, chunked as X's rows.
+    initial_params : ndarray of shape (n_outputs, d + 1) or None, default=None
+    """
+
+    xp = None
+
+    def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
+                 noise_source=gaussian_noise, sample_weight=None, initial_params=None):
+        client = _active_client()
+        self._runner = _DistributedRunner(client) if client is not None else _LocalRunner(
+            n_threads)
+        x_parts = X.to_delayed().reshape(-1)
+        y_parts = y.to_delayed().reshape(-1)
+        if len(x_parts) != len(y_parts):
+            raise ValueError("X must have one chunk along its columns, and y X's row chunks.")
+        w_parts = ([None] * len(x_parts) if sample_weight is None
+                   else sample_weight.to_delayed().reshape(-1))
+        import dask
+
+        prepare = dask.delayed(_prepare, pure=False)
+        # Each partition is prepared once and held where it was computed.
+        self._partitions = self._runner.hold([
+            prepare(x, t, w, bool(plan.fit_intercept))
+            for x, t, w in zip(x_parts, y_parts, w_parts)])
+        summaries = self._runner.map(_summary, self._partitions)
+        if not all(finite for finite, _, _ in summaries):
+            raise NonFiniteRowsError(NON_FINITE_MESSAGE)
+        if any(long_rows for _, long_rows, _ in summaries):
+            warnings.warn(LONG_ROWS_MESSAGE, UserWarning, stacklevel=3)
+        self._tokens = [token for _, _, token in summaries]
+        # The partitions' sampling seeds, from the fit's generator (secret
+        # unless the fit is reproducible), before any noise.
+        self._seeds = rng.integers(0, 2**63, size=(len(self._partitions), 2), dtype=np.int64)
+        self.plan, self.rng, self.noise_source = plan, rng, noise_source
+        self.n_features = X.shape[1]
+        self.params = np.zeros((n_outputs, self.n_features + 1), dtype=X.dtype)
+        if initial_params is not None:
+            self.params[:] = initial_params
+        self._settings = _StepSettings(
+            int(plan.loss_code), float(plan.loss_threshold), float(plan.clip_norm),
+            bool(plan.fit_intercept), float(plan.sample_rate))
+        self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
+        self._omega = smoothing_omega(plan.sigma) if plan.sigma > 0 else 0.0
+
+    @property
+    def n_partitions(self):
+        """The number of partitions (tasks per step)."""
+        return len(self._partitions)
+
+    def context(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def chunks(self, chunk_starts, chunk, noise_std):
+        n_steps, shape, dtype = self.plan.n_steps, self.params.shape, self.params.dtype
+        for chunk_start in chunk_starts:
+            chunk_steps = min(chunk, n_steps - chunk_start)
+            # The noise only: the batches are drawn on the partitions.
+            noise = chunk_noise(self.noise_source, self.rng,
+                                noise_std[chunk_start:chunk_start + chunk_steps], shape,
+                                self._n_noisy_columns, dtype)
+            yield chunk_start, chunk_steps, (chunk_start, noise)
+
+    def gradient_sum(self, params, draws, local_step):
+        chunk_start, noise = draws
+        results = self._runner.map_each(
+            _partition_sum, self._partitions, self._seeds, params, chunk_start + local_step,
+            self._settings)
+        if [token for _, token in results] != self._tokens:
+            raise WorkerLostError(WORKER_LOST_MESSAGE)
+        # The noise once, on the sum of the partitions' sums (added in order).
+        grad = noise[local_step].copy()
+        for partial, _ in results:
+            grad += partial
+        return grad
+
+    def smooth(self, grad):
+        if self.plan.sigma > 0:
+            smooth_rows(grad, self.n_features, self._omega, self.plan.sigma)
+        return grad
+
+    def decay(self, params, shrink):
+        apply_weight_decay(params, shrink, self.n_features)
+        return params
+
+    def project(self, params):
+        return params
+
+    def new_average(self):
+        return np.zeros(self.params.shape, dtype=np.float64)
+
+    def add_to_average(self, averaged, params, count):
+        averaged += (params - averaged) / count
+        return averaged
+
+    def all_finite(self, params):
+        return bool(np.isfinite(params).all())
+
+    def to_host(self, params):
+        return params
+
+    def finish(self, params):
+        return params.astype(self.params.dtype, copy=False)
+
+    def compiled_steps(self, update):
+        # Every step is a round trip to the partitions: nothing to compile.
+        return None
+
+
+def train_dp_lssgd_dask(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0,
+                        epoch_callback=None, sample_weight=None, initial_params=None):
+    """Run the T steps of DP-LSSGD on a Dask array (see :class:`DaskTraining`).
+
+    Parameters are those of :func:`~sklearn_dplssgd.backends.train_dp_lssgd`,
+    with ``X``, ``y`` and ``sample_weight`` Dask arrays chunked alike along
+    the rows.
+
+    Returns
+    -------
+    params : ndarray of shape (n_outputs, d + 1)
+    """
+    backend = DaskTraining(X, y, n_outputs, plan, rng, n_threads=n_threads,
+                           sample_weight=sample_weight, initial_params=initial_params)
+    return run_training(backend, plan, verbose=verbose, epoch_callback=epoch_callback)

@@ -1,0 +1,199 @@
+"""``fit`` on a Dask array trains on the partitions: the same mechanism as in memory.
+
+The rows stay in their partitions (on the workers of a ``LocalCluster`` of
+two processes, or in this process under Dask's local scheduler): the same
+``dp_event_`` and ``epsilon_`` as the NumPy fit, the same steps where the
+sampling is not random (full batches, no noise), no gather of X, and
+errors that release nothing.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+from sklearn_dplssgd import (  # noqa: E402
+    DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning,
+)
+from sklearn_dplssgd.backends import (  # noqa: E402
+    DaskTraining, NonFiniteRowsError, WorkerLostError,
+)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+def _table(n=3000, d=8, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) / np.sqrt(d)
+    margins = X @ rng.normal(size=(d, classes))
+    y = margins.argmax(axis=1) if classes > 2 else (margins[:, 0] > 0).astype(int)
+    return X, y
+
+
+def _chunked(X, y, rows=300):
+    return da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows)
+
+
+def _noise_free_full_batch(estimator_class, n, **settings):
+    return estimator_class(epsilon=np.inf, batch_size=n, max_iter=4, sigma=1.0,
+                           reproducible=True, random_state=0, **settings)
+
+
+# Under Dask's local scheduler: these run before the cluster fixture starts a client.
+
+@pytest.mark.parametrize("estimator_class, settings", [
+    (DPLSSGDClassifier, {"classes": [0, 1]}),
+    (DPLSSGDClassifier, {"classes": [0, 1, 2], "class_weight": {0: 0.5, 1: 1.0, 2: 1.0}}),
+    (DPLSSGDRegressor, {"target_bounds": (-3.0, 3.0)}),
+])
+def test_full_batch_without_noise_takes_the_in_memory_steps(estimator_class, settings):
+    n_classes = len(settings.get("classes", [0, 1]))
+    X, y = _table(n=600, classes=n_classes)
+    if estimator_class is DPLSSGDRegressor:
+        y = X[:, 0] * 2.0 + 0.1
+    weights = np.random.default_rng(1).uniform(0.0, 1.0, size=len(X))
+    estimator = _noise_free_full_batch(estimator_class, len(X), **settings)
+    X_dask, y_dask = _chunked(X, y, rows=130)
+    on_dask = estimator.fit(X_dask, y_dask, sample_weight=da.from_array(weights, chunks=130))
+    dask_params = np.column_stack([np.atleast_2d(on_dask.coef_),
+                                   np.atleast_1d(on_dask.intercept_)])
+    in_memory = estimator.fit(X, y, sample_weight=weights)
+    expected = np.column_stack([np.atleast_2d(in_memory.coef_),
+                                np.atleast_1d(in_memory.intercept_)])
+    np.testing.assert_allclose(dask_params, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_unknown_chunk_sizes_are_refused_before_anything_is_charged():
+    X, y = _table(n=200)
+    X_dask, y_dask = _chunked(X, y, rows=50)
+    # A boolean mask leaves the chunks' lengths unknown (nan) until computed.
+    keep = X_dask[:, 0] < np.inf
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=r"compute_chunk_sizes\(\)"):
+        DPLSSGDClassifier(classes=[0, 1], ledger=ledger).fit(X_dask[keep], y_dask[keep])
+    assert ledger.records == []
+
+
+def test_non_numeric_dataframe_and_output_perturbation_are_refused():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4], "b": ["x", "y", "x", "y"]})
+    with pytest.raises(TypeError, match="numeric columns"):
+        DPLSSGDClassifier(classes=[0, 1]).fit(dd.from_pandas(frame, npartitions=2),
+                                              np.array([0, 1, 0, 1]))
+    X, y = _table(n=100)
+    with pytest.raises(TypeError, match="mechanism='output'"):
+        DPLSSGDClassifier(classes=[0, 1], mechanism="output").fit(*_chunked(X, y, rows=50))
+
+
+@pytest.fixture(scope="module")
+def client():
+    # Two worker processes: the partitions really live in other processes.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+def test_same_event_and_epsilon_as_in_memory_and_no_gather(client, monkeypatch):
+    X, y = _table()
+    X_dask, y_dask = _chunked(X, y)
+    estimator = DPLSSGDClassifier(epsilon=1.0, delta=1e-5, classes=[0, 1], random_state=0,
+                                  max_iter=3)
+    in_memory = estimator.fit(X, y)
+    event, epsilon = in_memory.dp_event_, in_memory.epsilon_
+    steps, rate, noise = in_memory.n_steps_, in_memory.sample_rate_, in_memory.noise_multiplier_
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the fit gathered X on the client")
+
+    # The client never holds X: computing it (or converting it to NumPy) fails.
+    monkeypatch.setattr(da.Array, "compute", refuse)
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+    on_dask = estimator.fit(X_dask, y_dask)
+    monkeypatch.undo()
+    assert on_dask.dp_event_ == event and on_dask.epsilon_ == epsilon
+    assert (on_dask.n_steps_, on_dask.sample_rate_, on_dask.noise_multiplier_) == (
+        steps, rate, noise)
+    assert "epsilon" in on_dask.privacy_report()
+
+
+def test_reproducible_fit_is_the_same_on_the_cluster_and_locally(client, monkeypatch):
+    X, y = _table(n=1200)
+    X_dask, y_dask = _chunked(X, y, rows=250)
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], reproducible=True,
+                                  random_state=3, max_iter=3)
+    first = estimator.fit(X_dask, y_dask).coef_.copy()
+    np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, first)
+    with monkeypatch.context() as local:
+        # Dask's local scheduler, in this process: the same draws, the same sums.
+        local.setattr("sklearn_dplssgd.backends._dask._active_client", lambda: None)
+        np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, first)
+    # Another seed samples and noises differently.
+    assert not np.array_equal(estimator.set_params(random_state=4).fit(X_dask, y_dask).coef_,
+                              first)
+
+
+def test_accuracy_matches_the_in_memory_fit(client):
+    X, y = _table(n=8000, d=10, seed=5)
+    X, X_test, y, y_test = X[:6000], X[6000:], y[:6000], y[6000:]
+    X_dask, y_dask = _chunked(X, y, rows=1000)
+    # Few, large steps: each step is a round trip to the workers.
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], batch_size=1000, max_iter=10)
+    on_dask = np.mean([estimator.fit(X_dask, y_dask).score(X_test, y_test) for _ in range(3)])
+    in_memory = np.mean([estimator.fit(X, y).score(X_test, y_test) for _ in range(3)])
+    assert on_dask > 0.85
+    assert abs(on_dask - in_memory) < 0.02
+
+
+def test_dataframe_of_numeric_columns(client):
+    pd = pytest.importorskip("pandas")
+    X, y = _table(n=800, d=3)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=["a", "b", "c"]), npartitions=4)
+    labels = dd.from_pandas(pd.Series(y), npartitions=4)
+    model = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], batch_size=400, max_iter=2).fit(
+        frame, labels)
+    assert list(model.feature_names_in_) == ["a", "b", "c"] and model.n_features_in_ == 3
+
+
+def test_nan_on_a_worker_fails_closed_and_the_ledger_is_charged(client):
+    X, y = _table(n=600)
+    X[457, 2] = np.nan  # in the second worker's partitions
+    ledger = PrivacyLedger()
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger)
+    with pytest.raises(NonFiniteRowsError, match="NaN or infinity"):
+        estimator.fit(*_chunked(X, y, rows=100))
+    assert "coef_" not in estimator.__dict__
+    # Charged before any row was read, like every fit that may read rows.
+    assert len(ledger.records) == 1
+
+
+def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch):
+    X, y = _table(n=600)
+    X_dask, y_dask = _chunked(X, y, rows=100)
+    original = DaskTraining.gradient_sum
+    calls = []
+
+    def lose_a_worker(self, params, draws, local_step):
+        calls.append(local_step)
+        if len(calls) == 3:
+            # The worker holding the first partition goes away (and comes back empty).
+            holder = next(iter(client.who_has(self._partitions[:1]).values()))[0]
+            client.restart_workers([holder])
+        return original(self, params, draws, local_step)
+
+    monkeypatch.setattr(DaskTraining, "gradient_sum", lose_a_worker)
+    ledger = PrivacyLedger()
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger, max_iter=2)
+    with pytest.raises(WorkerLostError, match="released nothing"):
+        estimator.fit(X_dask, y_dask)
+    assert "coef_" not in estimator.__dict__ and len(ledger.records) == 1
