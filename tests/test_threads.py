@@ -279,3 +279,14 @@ def test_a_step_never_waits_for_a_thread_that_does_not_run(monkeypatch, helpers)
     # The calling thread did every chunk itself (the stalled ones again).
     np.testing.assert_array_equal(got, expected)
     assert elapsed < 5.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_norms_on_threads_are_the_serial_ones(dtype):
+    rng = np.random.default_rng(23)
+    X = rng.normal(size=(1001, 17)).astype(dtype)
+    X[3] = np.finfo(dtype).max / 16  # overflows a plain sum of squares
+    X[500] = 2.5e-23  # underflows one in float32
+    serial = _sgd.row_norms_of(X)
+    np.testing.assert_array_equal(_sgd.row_norms_of(X, 3), serial)
+    assert np.isfinite(serial).all() and serial[500] > 0

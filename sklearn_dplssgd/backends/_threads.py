@@ -48,6 +48,7 @@ __all__ = [
     "block_buffers",
     "draws_ahead",
     "numba_team_available",
+    "on_threads",
     "pooled_blocks",
     "sum_over_blocks",
     "team_threads",
@@ -147,12 +148,26 @@ _POOLS = {}
 
 
 def _pool(n_threads):
+    # Per process: a forked child has none of its parent's threads.
+    key = (os.getpid(), n_threads)
     with _TEAM_LOCK:
-        if n_threads not in _POOLS:
-            _POOLS[n_threads] = concurrent.futures.ThreadPoolExecutor(
+        if key not in _POOLS:
+            _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
                 max_workers=n_threads, thread_name_prefix="dplssgd"
             )
-        return _POOLS[n_threads]
+        return _POOLS[key]
+
+
+def on_threads(function, parts, combine):
+    """``combine([function(part) for part in parts])``, the parts computed at once.
+
+    The calling thread computes the first part; the others go to the pool of
+    ``len(parts) - 1`` threads. ``function`` must release the GIL to gain.
+    """
+    pool = _pool(max(1, len(parts) - 1))
+    futures = [pool.submit(function, part) for part in parts[1:]]
+    first = function(parts[0])
+    return combine([first] + [future.result() for future in futures])
 
 
 def pooled_blocks(kernel, X, y, rows, params, *args, noise, grad, weights, n_threads):

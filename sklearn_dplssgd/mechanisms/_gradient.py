@@ -426,7 +426,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                                                tail=estimator._average_tail(X.shape[1])))
         estimator._warn_before_training(calibration.delta, n_samples)
         # The rows' norms, once, for the warning and the clip (NumPy path).
-        row_norms = None if namespace is not None else row_norms_of(X)
+        row_norms = (None if namespace is not None
+                     else row_norms_of(X, estimator._n_threads()))
         warn_if_mostly_clipped(estimator, data, row_norms)
         trainer = train_dp_lssgd if namespace is None else train_dp_lssgd_array_api
         # The NumPy path's own settings: threads and a starting point (the
