@@ -1,21 +1,25 @@
-"""Threads for one step's clipped sum (``n_jobs``), and for drawing ahead.
+"""Threads for one step's clipped sum (``n_jobs``), for the rows' norms, and for drawing ahead.
 
-A step's batch is split into contiguous blocks; each block's clipped sum is
-formed by the serial kernel into its own buffer, and the buffers are added to
-the noise. Two ways to run the blocks, with the same arithmetic:
+A step's batch is cut into chunks of a size fixed by public quantities (the
+batch's length, the parameters' shape, the thread count:
+:func:`chunk_rows`); each chunk's clipped sum is formed by the serial kernel
+into a buffer of its own, and the buffers are added to the noise in chunk
+order (:func:`sum_over_chunks`). The calling thread and ``n_jobs - 1``
+helper threads take the chunks from a shared atomic counter
+(:func:`take_chunk`), so a thread that the system runs late takes fewer
+chunks, and none once they are all taken: a step never waits for a thread
+that has not started. A chunk that a helper took but has not finished when
+the calling thread runs out of chunks is, after a short wait, computed again
+by the calling thread into a spare buffer; the first of the two to finish is
+used, and both hold the same numbers. The result therefore depends on the
+chunks only, never on which thread computed which: a fit is reproducible for
+a fixed ``n_jobs`` however the threads were scheduled.
 
-* a Numba team (``parallel=True``, ``prange`` over the blocks): a launch
-  costs about 2 us on the OpenMP and TBB threading layers, so it pays even
-  at batch 256 on many cores;
-* a pool of Python threads running the GIL-free kernel (about 70 us per step
-  to wake and join two threads): used where the Numba team is unsafe or slow.
-  Numba's ``workqueue`` layer (the one left when neither OpenMP nor TBB is
-  installed) is not safe for launches from several threads at once and costs
-  about 90 us per launch; a process forked after an OpenMP team started
-  cannot start one (Numba stops such a child).
-
-Which is used is decided once per process, by launching a tiny team
-(:func:`numba_team_available`).
+This replaced a Numba team launched per step (``parallel=True``, one static
+block per thread; the team's kernels and :func:`sum_over_blocks` remain for
+``benchmarks/bench_speed.py --many-cores``, which models that design): its
+join waited for every thread of the team, so with another busy process on
+the cores ``n_jobs=2`` ran 2.7 to 9 times slower than one thread.
 
 The random draws of a fit (batches and noise, chunk by chunk) do not depend
 on the weights, so with several threads they are drawn one chunk ahead on a
@@ -348,6 +352,10 @@ class _Helpers:
             claim, args, job = work.get()
             try:
                 claim(*args, -1)
+            except Exception:  # noqa: BLE001
+                # The calling thread computes again any chunk left unfinished
+                # (and raises there if the error is real); the helper lives on.
+                pass
             finally:
                 job.release()
 
