@@ -290,3 +290,16 @@ def test_row_norms_on_threads_are_the_serial_ones(dtype):
     serial = _sgd.row_norms_of(X)
     np.testing.assert_array_equal(_sgd.row_norms_of(X, 3), serial)
     assert np.isfinite(serial).all() and serial[500] > 0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_reproducible_threaded_fits_are_the_same_model(counted, sparse):
+    X, y = _problem(seed=24, n=2000)
+    X = X.astype(np.float32)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.05, X, 0.0).astype(np.float32))
+    first, second = (_fit(X, y, 2, batch_size=1000, max_iter=2) for _ in range(2))
+    assert counted["chunks"] == 2 * first.n_steps_  # every step on the threads
+    assert first.coef_.dtype == np.float32 and not np.allclose(first.coef_, 0.0)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    np.testing.assert_array_equal(first.intercept_, second.intercept_)
