@@ -6,6 +6,8 @@ the same clip for every row, in every way the threads can be run.
 """
 
 import concurrent.futures
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -47,7 +49,7 @@ def small_chunks(monkeypatch):
 @pytest.fixture
 def counted(monkeypatch):
     """Count the team launches, the pool splits and the draws-ahead loops."""
-    calls = {"team": 0, "pool": 0, "ahead": 0}
+    calls = {"chunks": 0, "ahead": 0}
 
     def counting(module, name, key):
         original = getattr(module, name)
@@ -57,9 +59,8 @@ def counted(monkeypatch):
             return original(*args, **kwargs)
         monkeypatch.setattr(module, name, wrapper)
 
-    counting(_kernels, "_noisy_sum_team", "team")
-    counting(_sparse, "_noisy_sum_csr_team", "team")
-    counting(_threads, "pooled_blocks", "pool")
+    counting(_kernels, "sum_over_chunks", "chunks")
+    counting(_sparse, "sum_over_chunks", "chunks")
     counting(_sgd, "draws_ahead", "ahead")
     return calls
 
@@ -72,11 +73,9 @@ def _assert_same_fit(threaded, serial):
     assert str(threaded.dp_event_) == str(serial.dp_event_)
 
 
-@pytest.mark.parametrize("path", [pytest.param("team", marks=needs_team), "pool"])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("n_jobs", [2, 3])
-def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, path, sparse,
-                                        n_jobs):
+def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, sparse, n_jobs):
     # n_jobs=3 on a machine of 4 cores (or more): one thread draws ahead, two
     # share the gradients; with 2 both share them and the draws are inline.
     monkeypatch.setattr(_base.os, "cpu_count", lambda: 4)
@@ -84,15 +83,11 @@ def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, path
     assert 1000 * 10 * 64 >= PARALLEL_MIN_WORK
     if sparse:
         X = sp.csr_matrix(np.where(np.abs(X) > 0.05, X, 0.0))  # 80 % stored
-    if path == "pool":
-        monkeypatch.setattr(_threads, "numba_team_available", lambda: False)
-        monkeypatch.setattr(_sgd, "numba_team_available", lambda: False)
     serial = _fit(X, y, None)
-    assert counted == {"team": 0, "pool": 0, "ahead": 0}
+    assert counted == {"chunks": 0, "ahead": 0}
     threaded = _fit(X, y, n_jobs)
     n_steps = threaded.n_steps_
-    assert counted[path] == n_steps and counted["ahead"] == (n_jobs == 3)
-    assert counted["team" if path == "pool" else "pool"] == 0
+    assert counted["chunks"] == n_steps and counted["ahead"] == (n_jobs == 3)
     _assert_same_fit(threaded, serial)
     assert not np.allclose(serial.coef_, 0.0)
 
@@ -191,3 +186,120 @@ def test_team_smoothing_and_sum_are_the_serial_ones():
     with team_threads(2):
         add_blocks(grad, partial, summed)
     np.testing.assert_allclose(summed, grad + partial.sum(axis=0), rtol=1e-13, atol=1e-13)
+
+
+def _chunked_problem(n_outputs, dtype, sparse, seed=21, n_rows=3000, n_features=40):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n_rows + 50, n_features)).astype(dtype)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.3, X, 0.0).astype(dtype))
+    y = rng.integers(0, max(n_outputs, 2), X.shape[0]).astype(np.float64)
+    params = rng.normal(scale=0.5, size=(n_outputs, n_features + 1)).astype(dtype)
+    noise = rng.normal(size=params.shape).astype(dtype)
+    rows = np.sort(rng.choice(X.shape[0], size=n_rows, replace=False)).astype(np.int64)
+    return X, y, rows, params, noise
+
+
+def _chunked_sum(X, y, rows, params, noise, n_threads):
+    code = 0 if params.shape[0] == 1 else _multinomial_code()
+    kernel = (_sparse.noisy_clipped_gradient_sum_sparse if sp.issparse(X)
+              else _kernels.noisy_clipped_gradient_sum)
+    grad = np.empty_like(params)
+    kernel(X, y, rows, params, np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel()
+                                       if sp.issparse(X) else (X.astype(float) ** 2).sum(1)),
+           code, 0.0, 1.0, True, noise, grad, n_threads)
+    return grad
+
+
+def _multinomial_code():
+    from sklearn_dplssgd.training._losses import LOG_LOSS_MULTINOMIAL
+    return LOG_LOSS_MULTINOMIAL
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("n_outputs", [1, 5])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunked_sum_is_the_serial_sum_and_reproducible(sparse, n_outputs, dtype):
+    X, y, rows, params, noise = _chunked_problem(n_outputs, dtype, sparse)
+    serial = _chunked_sum(X, y, rows, params, noise, 1)
+    threaded = _chunked_sum(X, y, rows, params, noise, 2)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(threaded, serial, rtol=tolerance,
+                               atol=tolerance * np.abs(serial).max())
+    assert threaded.dtype == dtype and not np.allclose(serial, noise)
+    # Whatever thread took which chunk, the chunks are added in one order.
+    for _ in range(3):
+        np.testing.assert_array_equal(_chunked_sum(X, y, rows, params, noise, 2), threaded)
+
+
+class _AbsentHelpers:
+    """Helpers that the system never runs: the work handed to them is dropped."""
+
+    class _Dropped:
+        def put(self, item):
+            pass
+
+    def __init__(self, n_helpers):
+        self.queues = [self._Dropped() for _ in range(n_helpers)]
+
+
+class _StalledHelpers:
+    """Helpers that each take one chunk and then stall until released."""
+
+    def __init__(self, n_helpers, release):
+        self.release, self.queues = release, [self] * n_helpers
+
+    def put(self, item):
+        claim, args, job = item
+        progress = args[-2]
+
+        def stall():
+            chunk = _threads.take_chunk(progress)
+            self.release.wait(10)
+            if chunk >= 0:
+                claim(*args, chunk)  # too late: its sum is no longer read
+            job.release()
+        threading.Thread(target=stall, daemon=True).start()
+
+
+@pytest.mark.parametrize("helpers", ["absent", "stalled"])
+def test_a_step_never_waits_for_a_thread_that_does_not_run(monkeypatch, helpers):
+    X, y, rows, params, noise = _chunked_problem(3, np.float64, False, seed=22)
+    expected = _chunked_sum(X, y, rows, params, noise, 3)
+    release = threading.Event()
+    if helpers == "absent":
+        monkeypatch.setattr(_threads, "_helpers", _AbsentHelpers)
+    else:
+        monkeypatch.setattr(_threads, "_helpers",
+                            lambda n: _StalledHelpers(n, release))
+    started = time.perf_counter()
+    got = _chunked_sum(X, y, rows, params, noise, 3)
+    elapsed = time.perf_counter() - started
+    release.set()
+    # The calling thread did every chunk itself (the stalled ones again).
+    np.testing.assert_array_equal(got, expected)
+    assert elapsed < 5.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_norms_on_threads_are_the_serial_ones(dtype):
+    rng = np.random.default_rng(23)
+    X = rng.normal(size=(1001, 17)).astype(dtype)
+    X[3] = np.finfo(dtype).max / 16  # overflows a plain sum of squares
+    X[500] = 2.5e-23  # underflows one in float32
+    serial = _sgd.row_norms_of(X)
+    np.testing.assert_array_equal(_sgd.row_norms_of(X, 3), serial)
+    assert np.isfinite(serial).all() and serial[500] > 0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_reproducible_threaded_fits_are_the_same_model(counted, sparse):
+    X, y = _problem(seed=24, n=2000)
+    X = X.astype(np.float32)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.05, X, 0.0).astype(np.float32))
+    first, second = (_fit(X, y, 2, batch_size=1000, max_iter=2) for _ in range(2))
+    assert counted["chunks"] == 2 * first.n_steps_  # every step on the threads
+    assert first.coef_.dtype == np.float32 and not np.allclose(first.coef_, 0.0)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    np.testing.assert_array_equal(first.intercept_, second.intercept_)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from sklearn_dplssgd import DPLSSGDRegressor
-from sklearn_dplssgd.backends import _kernels, _threads
+from sklearn_dplssgd.backends import _kernels
 from sklearn_dplssgd.audit import audit_epsilon
 from sklearn_dplssgd.audit._canary import _quietest_direction
 from sklearn_dplssgd.backends._kernels import (
@@ -139,12 +139,11 @@ def test_main_module_bad_options_give_a_usage_error(arguments, capsys):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["team", "pool"])
 @pytest.mark.parametrize("n_outputs, code, n_rows", [
     (1, SQUARED_ERROR, 8000),
     (10, LOG_LOSS_MULTINOMIAL, 1000),
 ])
-def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows, path):
+def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows):
     n_features = 64
     assert n_rows * n_outputs * n_features >= PARALLEL_MIN_WORK
     rng = np.random.default_rng(11)
@@ -158,24 +157,15 @@ def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows, pa
     # A Poisson-like batch: sorted, not contiguous, not starting at 0.
     rows = np.sort(rng.choice(len(X), size=n_rows, replace=False)).astype(np.int64)
 
-    # The chosen threaded path must really run for n_threads=2 (and only
-    # then): the Numba team, or the Python pool where the team is unsafe.
+    # The threads' chunks must really be used for n_threads=2 (and only then).
     calls = []
-    if path == "team":
-        module, name = _kernels, "_noisy_sum_team"
-    else:
-        module, name = _threads, "pooled_blocks"
-    threaded = getattr(module, name)
+    threaded = _kernels.sum_over_chunks
 
-    def counting(*args, **kwargs):
-        calls.append(args[-2].shape[0] if path == "team" else kwargs["n_threads"])
-        return threaded(*args, **kwargs)
+    def counting(*args):
+        calls.append(args[-2])
+        return threaded(*args)
 
-    monkeypatch.setattr(module, name, counting)
-    if path == "pool":
-        monkeypatch.setattr(_threads, "numba_team_available", lambda: False)
-    elif not _threads.numba_team_available():
-        pytest.skip("Numba has neither its OpenMP nor its TBB threading layer here")
+    monkeypatch.setattr(_kernels, "sum_over_chunks", counting)
     # clip_norm 1: the rows have norms near 4.6, so many are clipped.
     serial = _gradient_sum(X, y, rows, params, code, 0.0, 1.0, True, noise, n_threads=1)
     assert calls == []

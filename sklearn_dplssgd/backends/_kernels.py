@@ -30,7 +30,10 @@ from ..training import multiclass_residual, single_output_residual
 from ._row_norms import compute_row_norms
 from ..utils import CONTRACT_ONLY, FASTMATH
 from ._prefetch import CACHE_LINE, prefetch_address
-from ._threads import add_blocks, block_bounds, sum_over_blocks
+from ._threads import (
+    CHUNK_DONE, CHUNK_REDONE, add_blocks, block_bounds, chunk_rows, chunk_slot, finish_chunk,
+    sum_over_chunks, take_chunk,
+)
 
 __all__ = [
     "copy_rows",
@@ -351,6 +354,36 @@ def _noisy_sum_team(
     add_blocks(noise, partial, grad)
 
 
+@njit(cache=True, nogil=True)
+def _dense_chunks(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, weights, partial, zeros, progress, rows_per_chunk, again,
+):
+    """Chunks of the batch into their buffers (see ``_threads.sum_over_chunks``).
+
+    ``again = -1``: every chunk still free, taken one at a time; else chunk
+    ``again`` once more, into its spare buffer. Returns the chunks computed.
+    """
+    computed = 0
+    chunk = take_chunk(progress) if again < 0 else again
+    while chunk >= 0:
+        start = chunk * rows_per_chunk
+        stop = min(start + rows_per_chunk, rows.shape[0])
+        out = partial[chunk_slot(progress, chunk, again >= 0)]
+        if params.shape[0] > 1:
+            several_outputs_gradient_sum(
+                X, y, rows[start:stop], params, row_norms, feature_norms, code, threshold,
+                clip_norm, fit_intercept, largest, tiny, zeros, out, weights)
+        else:
+            single_output_gradient_sum(
+                X, y, rows[start:stop], params, row_norms, feature_norms, code, threshold,
+                clip_norm, fit_intercept, largest, tiny, zeros, out, weights)
+        finish_chunk(progress, chunk, CHUNK_REDONE if again >= 0 else CHUNK_DONE)
+        computed += 1
+        chunk = take_chunk(progress) if again < 0 else -1
+    return computed
+
+
 def _per_row_argument(values, n_samples, what):
     """A kernel's optional per-row array: ``_UNWEIGHTED`` (empty) for None, else checked.
 
@@ -422,8 +455,11 @@ def noisy_clipped_gradient_sum(
     largest, tiny = COEFFICIENT_RANGE[np.dtype(params.dtype)]
     work = rows.shape[0] * params.shape[0] * X.shape[1]
     args = (row_norms, feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
-    sum_over_blocks(_noisy_sum_team, kernel, X, y, rows, params, args, noise, grad, weights,
-                    parallel_blocks(work, rows.shape[0], n_threads))
+    if parallel_blocks(work, rows.shape[0], n_threads) > 1:
+        sum_over_chunks(_dense_chunks, X, y, rows, params, args, noise, grad, weights,
+                        n_threads, chunk_rows(rows.shape[0], params.size, n_threads))
+    else:
+        kernel(X, y, rows, params, *args, noise, grad, weights)
 
 
 def _single_output_sum_from_python(

@@ -24,11 +24,11 @@ from . import _kernels
 from ..training import apply_weight_decay, run_training
 from ._kernels import (
     COEFFICIENT_RANGE, compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum,
-    smooth_rows, smooth_rows_team, smoothing_omega,
+    smooth_rows, smoothing_omega,
 )
 from ._sparse import as_canonical_csr, compute_sparse_row_norms, noisy_clipped_gradient_sum_sparse
 from ._steps import dense_several_outputs_steps, dense_single_output_steps, sparse_steps
-from ._threads import draws_ahead, numba_team_available, team_threads
+from ._threads import draws_ahead, on_threads
 
 __all__ = [
     "NumpyTraining",
@@ -134,10 +134,18 @@ def chunk_noise(noise_source, rng, chunk_std, shape, n_noisy_columns, dtype):
     return noise
 
 
-def row_norms_of(X):
-    """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip."""
+def row_norms_of(X, n_threads=1):
+    """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip.
+
+    With ``n_threads > 1``, a dense ``X``'s rows are split into that many
+    blocks computed at once (NumPy releases the GIL while it sums): a pass
+    over every row, once a fit, that would otherwise run on one core. A
+    row's norm does not depend on the block it falls in.
+    """
     if sp.issparse(X):
         return compute_sparse_row_norms(X)
+    if n_threads > 1 and X.shape[0] >= 2 * n_threads:
+        return on_threads(compute_row_norms, np.array_split(X, n_threads), np.concatenate)
     return compute_row_norms(X)
 
 
@@ -211,16 +219,13 @@ class NumpyTraining:
         # n_threads counts every thread of the fit. From 3 on, one of them
         # draws the next chunk while this one trains (the same draws in the
         # same order: see _threads.draws_ahead) and the others share the
-        # gradients; with 2, both share the gradients and the draws stay
-        # inline (a third busy thread on two cores slows the team more than
-        # the draws cost).
+        # gradients' chunks; with 2, both share them and the draws stay
+        # inline (a third busy thread on two cores slows the others more
+        # than the draws cost). The smoothing stays on this thread: a team
+        # launched per step waits for threads the system may not run.
         self.n_threads = n_threads
         self._team_size = n_threads - 1 if n_threads >= 3 else n_threads
-        # Several outputs' rows are smoothed on the team too; a serial fit
-        # never starts Numba's threading layer (nothing to fork-proof).
-        team_smoothing = self._team_size > 1 and n_outputs > 1 and numba_team_available()
-        self._smooth = smooth_rows_team if team_smoothing else smooth_rows
-        self._team = team_threads(self._team_size) if team_smoothing else None
+        self._smooth = smooth_rows
 
     def gradient_kernel(self, sparse):
         """The kernel of one step's noisy clipped gradient sum, for CSR or dense rows.
@@ -238,8 +243,6 @@ class NumpyTraining:
         # parallelism.
         stack = contextlib.ExitStack()
         stack.enter_context(blas_controller().limit(limits=1, user_api="blas"))
-        if self._team is not None:
-            stack.enter_context(self._team)
         return stack
 
     def chunks(self, chunk_starts, chunk, noise_std):

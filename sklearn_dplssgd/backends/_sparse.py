@@ -31,7 +31,10 @@ from ._kernels import check_feature_norms, check_weights, copy_rows, parallel_bl
 from ..training import multiclass_residual, single_output_residual
 from ..utils import CONTRACT_ONLY, FASTMATH
 from ._row_norms import compute_sparse_row_norms
-from ._threads import add_blocks, block_bounds, sum_over_blocks
+from ._threads import (
+    CHUNK_DONE, CHUNK_REDONE, add_blocks, block_bounds, chunk_slot, finish_chunk,
+    sum_over_chunks, take_chunk,
+)
 
 __all__ = [
     "as_canonical_csr",
@@ -301,8 +304,31 @@ def noisy_clipped_gradient_sum_sparse(
         # below that much work per block the split costs more than it saves.
         n_blocks = min(parallel_blocks(work, rows.shape[0], n_threads),
                        max(1, work // params.size))
-    sum_over_blocks(_noisy_sum_csr_team, csr_kernel_for(params.shape[0]), csr, y, rows, params,
-                    args, noise, grad, weights, n_blocks)
+    if n_blocks > 1:
+        sum_over_chunks(_csr_chunks, csr, y, rows, params, args, noise, grad, weights,
+                        n_threads, -(-rows.shape[0] // n_blocks))
+    else:
+        csr_kernel_for(params.shape[0])(csr, y, rows, params, *args, noise, grad, weights)
+
+
+@njit(cache=True, nogil=True)
+def _csr_chunks(
+    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
+    largest, tiny, weights, partial, zeros, progress, rows_per_chunk, again,
+):
+    """The sparse form of ``_kernels._dense_chunks``."""
+    computed = 0
+    chunk = take_chunk(progress) if again < 0 else again
+    while chunk >= 0:
+        start = chunk * rows_per_chunk
+        stop = min(start + rows_per_chunk, rows.shape[0])
+        csr_gradient_sum(X, y, rows[start:stop], params, row_norms, feature_norms, code,
+                         threshold, clip_norm, fit_intercept, largest, tiny, zeros,
+                         partial[chunk_slot(progress, chunk, again >= 0)], weights)
+        finish_chunk(progress, chunk, CHUNK_REDONE if again >= 0 else CHUNK_DONE)
+        computed += 1
+        chunk = take_chunk(progress) if again < 0 else -1
+    return computed
 
 
 @njit(parallel=True, nogil=True, cache=True)

@@ -1,21 +1,25 @@
-"""Threads for one step's clipped sum (``n_jobs``), and for drawing ahead.
+"""Threads for one step's clipped sum (``n_jobs``), for the rows' norms, and for drawing ahead.
 
-A step's batch is split into contiguous blocks; each block's clipped sum is
-formed by the serial kernel into its own buffer, and the buffers are added to
-the noise. Two ways to run the blocks, with the same arithmetic:
+A step's batch is cut into chunks of a size fixed by public quantities (the
+batch's length, the parameters' shape, the thread count:
+:func:`chunk_rows`); each chunk's clipped sum is formed by the serial kernel
+into a buffer of its own, and the buffers are added to the noise in chunk
+order (:func:`sum_over_chunks`). The calling thread and ``n_jobs - 1``
+helper threads take the chunks from a shared atomic counter
+(:func:`take_chunk`), so a thread that the system runs late takes fewer
+chunks, and none once they are all taken: a step never waits for a thread
+that has not started. A chunk that a helper took but has not finished when
+the calling thread runs out of chunks is, after a short wait, computed again
+by the calling thread into a spare buffer; the first of the two to finish is
+used, and both hold the same numbers. The result therefore depends on the
+chunks only, never on which thread computed which: a fit is reproducible for
+a fixed ``n_jobs`` however the threads were scheduled.
 
-* a Numba team (``parallel=True``, ``prange`` over the blocks): a launch
-  costs about 2 us on the OpenMP and TBB threading layers, so it pays even
-  at batch 256 on many cores;
-* a pool of Python threads running the GIL-free kernel (about 70 us per step
-  to wake and join two threads): used where the Numba team is unsafe or slow.
-  Numba's ``workqueue`` layer (the one left when neither OpenMP nor TBB is
-  installed) is not safe for launches from several threads at once and costs
-  about 90 us per launch; a process forked after an OpenMP team started
-  cannot start one (Numba stops such a child).
-
-Which is used is decided once per process, by launching a tiny team
-(:func:`numba_team_available`).
+This replaced a Numba team launched per step (``parallel=True``, one static
+block per thread; the team's kernels and :func:`sum_over_blocks` remain for
+``benchmarks/bench_speed.py --many-cores``, which models that design): its
+join waited for every thread of the team, so with another busy process on
+the cores ``n_jobs=2`` ran 2.7 to 9 times slower than one thread.
 
 The random draws of a fit (batches and noise, chunk by chunk) do not depend
 on the weights, so with several threads they are drawn one chunk ahead on a
@@ -25,18 +29,30 @@ calls, in the same order, hence the same numbers as drawn inline.
 
 import concurrent.futures
 import os
+import queue
 import threading
+import time
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 __all__ = [
+    "CHUNK_DONE",
+    "CHUNK_REDONE",
+    "add_chunks",
+    "chunk_rows",
+    "chunk_slot",
+    "finish_chunk",
+    "sum_over_chunks",
+    "take_chunk",
     "add_blocks",
     "block_bounds",
     "block_buffers",
     "draws_ahead",
     "numba_team_available",
+    "on_threads",
     "pooled_blocks",
     "sum_over_blocks",
     "team_threads",
@@ -136,12 +152,26 @@ _POOLS = {}
 
 
 def _pool(n_threads):
+    # Per process: a forked child has none of its parent's threads.
+    key = (os.getpid(), n_threads)
     with _TEAM_LOCK:
-        if n_threads not in _POOLS:
-            _POOLS[n_threads] = concurrent.futures.ThreadPoolExecutor(
+        if key not in _POOLS:
+            _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
                 max_workers=n_threads, thread_name_prefix="dplssgd"
             )
-        return _POOLS[n_threads]
+        return _POOLS[key]
+
+
+def on_threads(function, parts, combine):
+    """``combine([function(part) for part in parts])``, the parts computed at once.
+
+    The calling thread computes the first part; the others go to the pool of
+    ``len(parts) - 1`` threads. ``function`` must release the GIL to gain.
+    """
+    pool = _pool(max(1, len(parts) - 1))
+    futures = [pool.submit(function, part) for part in parts[1:]]
+    first = function(parts[0])
+    return combine([first] + [future.result() for future in futures])
 
 
 def pooled_blocks(kernel, X, y, rows, params, *args, noise, grad, weights, n_threads):
@@ -210,3 +240,210 @@ def draws_ahead(chunks, draw):
             pending = executor.submit(draw, chunk)
             yield ready
         yield pending.result()
+
+
+# --- Dynamic chunks: the threads take chunks of the batch from a shared counter ---
+#
+# A team launched per step waits at its join for every thread, including one
+# that the operating system has not run yet: with another busy process on the
+# cores, n_jobs=2 ran 2.7 to 9 times slower than one thread. Instead, the batch
+# is cut into fixed chunks whose clipped sums go into buffers of their own; the
+# calling thread and helpers take chunks from an atomic counter until none is
+# left, and the chunks' sums are added to the noise in chunk order. A helper
+# that starts late takes fewer chunks (none, if it starts after the last), and
+# a chunk that a helper took but has not finished when the calling thread has
+# nothing left to do is, after a short wait, computed again by the calling
+# thread into a spare buffer (the first to finish is used: both hold the same
+# numbers). So a step never waits for a thread that does not run, and the
+# result depends only on the chunks, not on which thread computed what.
+
+
+@intrinsic
+def _fetch_add(typingctx, array, index, value):
+    """Atomically ``old = array[index]; array[index] += value; return old`` (int64 arrays)."""
+    signature = types.int64(array, types.intp, types.int64)
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        return builder.atomic_rmw("add", builder.gep(data, [args[1]]), args[2], "seq_cst")
+    return signature, codegen
+
+
+@intrinsic
+def _compare_exchange(typingctx, array, index, expected, value):
+    """Atomically set ``array[index] = value`` if it equals ``expected``; whether it did."""
+    signature = types.boolean(array, types.intp, types.int64, types.int64)
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        pair = builder.cmpxchg(builder.gep(data, [args[1]]), args[2], args[3],
+                               "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
+    return signature, codegen
+
+
+# progress[0] counts the chunks taken; progress[1 + c] is chunk c's state.
+CHUNK_PENDING, CHUNK_DONE, CHUNK_REDONE = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def take_chunk(progress):
+    """The next chunk nobody took (-1 when every chunk is taken)."""
+    chunk = _fetch_add(progress, 0, 1)
+    return chunk if chunk < progress.shape[0] - 1 else -1
+
+
+@njit(cache=True, nogil=True)
+def finish_chunk(progress, chunk, state):
+    """Mark ``chunk`` finished (``CHUNK_DONE`` or ``CHUNK_REDONE``) unless it already is."""
+    return _compare_exchange(progress, 1 + chunk, CHUNK_PENDING, state)
+
+
+@njit(cache=True, nogil=True)
+def chunk_slot(progress, chunk, redo):
+    """The buffer of ``chunk``'s sum: its own, or its spare when computed again."""
+    return chunk + (progress.shape[0] - 1 if redo else 0)
+
+
+@njit(cache=True, nogil=True)
+def add_chunks(noise, partial, progress, grad):
+    """``grad = noise + sum_c (chunk c's sum)``, in chunk order."""
+    n_chunks = progress.shape[0] - 1
+    n_outputs, n_columns = grad.shape
+    for k in range(n_outputs):
+        for j in range(n_columns):
+            grad[k, j] = noise[k, j]
+    for c in range(n_chunks):
+        slot = chunk_slot(progress, c, progress[1 + c] == CHUNK_REDONE)
+        for k in range(n_outputs):
+            for j in range(n_columns):
+                grad[k, j] += partial[slot, k, j]
+
+
+# Multiply-adds per chunk (rows * K * (d + 1)), and the rows a chunk holds:
+# enough per chunk that a chunk's buffer and the Python call are small beside
+# its arithmetic, few enough that a late thread costs a step little.
+_CHUNK_WORK = 1 << 21
+_CHUNK_ROWS = (64, 512)
+
+
+def chunk_rows(n_rows, n_parameters, n_threads):
+    """Rows per chunk of a batch of ``n_rows`` with ``n_parameters`` = K (d + 1).
+
+    From public quantities only (the batch's length, the shape of the
+    parameters and the thread count): at least two chunks per thread.
+    """
+    rows = min(max(_CHUNK_WORK // max(1, n_parameters), _CHUNK_ROWS[0]), _CHUNK_ROWS[1])
+    return max(1, min(rows, -(-n_rows // (2 * n_threads))))
+
+
+class _Helpers:
+    """Helper threads of one size, each waiting on its own queue for a step's work."""
+
+    def __init__(self, n_helpers):
+        self.queues = [queue.SimpleQueue() for _ in range(n_helpers)]
+        for index, work in enumerate(self.queues):
+            threading.Thread(target=self._serve, args=(work,), daemon=True,
+                             name=f"dplssgd-{index}").start()
+
+    @staticmethod
+    def _serve(work):
+        while True:
+            claim, args, job = work.get()
+            try:
+                claim(*args, -1)
+            except Exception:  # noqa: BLE001
+                # The calling thread computes again any chunk left unfinished
+                # (and raises there if the error is real); the helper lives on.
+                pass
+            finally:
+                job.release()
+
+
+_HELPERS = {}
+
+
+def _helpers(n_helpers):
+    with _TEAM_LOCK:
+        key = (os.getpid(), n_helpers)
+        if key not in _HELPERS:
+            _HELPERS[key] = _Helpers(n_helpers)
+        return _HELPERS[key]
+
+
+class _Job:
+    """A step's chunk buffers and progress, reused once no helper still holds them."""
+
+    def __init__(self, n_chunks, shape, dtype):
+        self.partial = np.zeros((2 * n_chunks,) + tuple(shape), dtype=dtype)
+        self.progress = np.zeros(n_chunks + 1, dtype=np.int64)
+        self.zeros = np.zeros(shape, dtype=dtype)
+        self.users = 0
+        self.lock = threading.Lock()
+
+    def acquire(self):
+        with self.lock:
+            self.users += 1
+
+    def release(self):
+        with self.lock:
+            self.users -= 1
+
+    def free(self):
+        with self.lock:
+            return self.users == 0
+
+
+_JOBS = threading.local()
+
+
+def _job(n_chunks, shape, dtype):
+    """Buffers for ``n_chunks`` chunks that no late helper still writes (per calling thread)."""
+    jobs = getattr(_JOBS, "jobs", None)
+    if jobs is None:
+        jobs = _JOBS.jobs = []
+    for job in jobs:
+        if (job.free() and job.progress.shape[0] == n_chunks + 1
+                and job.zeros.shape == tuple(shape) and job.zeros.dtype == dtype):
+            job.progress[:] = 0
+            return job
+    job = _Job(n_chunks, shape, dtype)
+    if len(jobs) >= 8:
+        jobs[:] = [old for old in jobs if not old.free()]
+    jobs.append(job)
+    return job
+
+
+# How long the calling thread waits for a chunk a helper took, in multiples of
+# its own mean time per chunk, before it computes the chunk again itself.
+_PATIENCE = 1.5
+
+
+def sum_over_chunks(claim, X, y, rows, params, args, noise, grad, weights, n_threads,
+                    rows_per_chunk):
+    """``grad = noise + clipped sum over rows``, the chunks shared by ``n_threads`` threads.
+
+    ``claim(X, y, rows, params, *args, weights, partial, zeros, progress,
+    rows_per_chunk, chunk)`` computes chunks into their buffers: with
+    ``chunk = -1`` every chunk it can take (:func:`take_chunk`), else the
+    given chunk again, into its spare buffer. Returns how many it computed.
+    """
+    n_chunks = -(-rows.shape[0] // rows_per_chunk)
+    job = _job(n_chunks, params.shape, params.dtype)
+    call = (X, y, rows, params, *args, weights, job.partial, job.zeros, job.progress,
+            rows_per_chunk)
+    for work in _helpers(n_threads - 1).queues:
+        job.acquire()
+        work.put((claim, call, job))
+    started = time.perf_counter()
+    taken = claim(*call, -1)
+    states = job.progress[1:]
+    if not states.all():
+        finished = time.perf_counter()
+        deadline = finished + _PATIENCE * (finished - started) / max(1, taken)
+        while not states.all() and time.perf_counter() < deadline:
+            time.sleep(0)
+        for chunk in np.flatnonzero(states == CHUNK_PENDING):
+            if job.progress[1 + chunk] == CHUNK_PENDING:
+                claim(*call, int(chunk))
+    add_chunks(noise, job.partial, job.progress, grad)

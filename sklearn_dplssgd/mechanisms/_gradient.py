@@ -430,7 +430,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         # The rows' norms, once, for the warning and the clip (NumPy path).
         # A Dask array's rows stay on the workers: no warning, and each
         # partition computes its own norms.
-        row_norms = None if namespace is not None or distributed else row_norms_of(X)
+        row_norms = (None if namespace is not None or distributed
+                     else row_norms_of(X, estimator._n_threads()))
         if not distributed:
             warn_if_mostly_clipped(estimator, data, row_norms)
         trainer = (train_dp_lssgd_dask if distributed else
