@@ -157,6 +157,13 @@ def test_bench_dp_preprocessing_quick(tmp_path):
     assert "| 1.5 / 0.5 / 0.97 |" in text
 
 
+def test_bench_layout_quick(tmp_path):
+    # Without the Adult files the script says so and writes no figures.
+    _run("bench_layout.py", tmp_path, "--adult-dir", str(tmp_path / "none"))
+    text = (tmp_path / "regime_layout.md").read_text()
+    assert "Skipped: `adult.data`" in text and "| epsilon |" not in text
+
+
 def test_bench_regime_quick(tmp_path):
     _run("bench_regime.py", tmp_path)
     text = (tmp_path / "regime.md").read_text()

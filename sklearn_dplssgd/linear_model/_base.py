@@ -15,7 +15,7 @@ from ..backends import (
 )
 from ..mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ..training import (
-    AUTO, optimizer_error, random_state_error, warn_about_seed, check_noise_schedule,
+    AUTO, ORDERED, optimizer_error, random_state_error, warn_about_seed, check_noise_schedule,
     LEARNING_RATES,
 )
 from ..utils import (
@@ -53,7 +53,7 @@ class BaseDPLSSGD(BaseEstimator):
         # Beyond about 1e12 the smoothing is already a projection onto the
         # mean of the coefficients, and past about 1e16 the O(d) solve loses
         # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
-        "sigma": [Interval("real", 0, 1e12, closed="both"), Options(str, (AUTO,))],
+        "sigma": [Interval("real", 0, 1e12, closed="both"), Options(str, (AUTO, ORDERED))],
         "clip_norm": [Interval("real", 0, None, closed="neither")],
         "mechanism": [Options(str, frozenset(MECHANISMS))],
         "row_norm_bound": [Interval("real", 0, None, closed="neither")],
@@ -102,7 +102,7 @@ class BaseDPLSSGD(BaseEstimator):
         validate_parameters(self)
         for name in ("sigma", "clip_norm", "max_sample_weight", "eta0", "alpha",
                      "row_norm_bound", "weight_norm_bound"):
-            if getattr(self, name) not in (AUTO, None) and not math.isfinite(
+            if getattr(self, name) not in (AUTO, ORDERED, None) and not math.isfinite(
                     getattr(self, name)):
                 raise ValueError(
                     f"The {name!r} parameter of {type(self).__name__} must be finite; "
@@ -335,6 +335,7 @@ class BaseDPLSSGD(BaseEstimator):
         if mapping is not None:
             X = mapping.rows(X)  # training sees [-1, 1]; fold back below
         self.sigma_ = mechanism.smoothing(self, X.shape[1], sp.issparse(X))
+        self.sigma_reason_ = mechanism.smoothing_reason(self, X.shape[1], sp.issparse(X))
         y_encoded, n_outputs = self._encode_targets(y, classes)
         if series is not None and series.classes is not None and not np.array_equal(
                 series.classes, self.classes_):

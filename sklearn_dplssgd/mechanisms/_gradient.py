@@ -23,9 +23,9 @@ from ..backends import (
 )
 from ..training import (
     step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
-    resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer, make_generator,
-    learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series, compose_events,
-    series_average, series_epsilon, TrainingPlan,
+    explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer,
+    make_generator, learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series,
+    compose_events, series_average, series_epsilon, TrainingPlan,
 )
 from ..utils import warn_once
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord
@@ -408,9 +408,16 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         )
 
     def smoothing(self, estimator, n_features, sparse):
-        # From the input's public shape and format only (see _defaults).
+        # From the input's public shape, format and column names only (see
+        # _feature_layout).
         return resolve_sigma(estimator.sigma, n_features, sparse,
-                             estimator._auto_sigma_levels)
+                             estimator._auto_sigma_levels,
+                             getattr(estimator, "feature_names_in_", None))
+
+    def smoothing_reason(self, estimator, n_features, sparse):
+        return explain_sigma(estimator.sigma, n_features, sparse,
+                             estimator._auto_sigma_levels,
+                             getattr(estimator, "feature_names_in_", None))
 
     def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
         X, namespace = data.X, data.namespace

@@ -114,26 +114,36 @@ protects only that block's rows, so a series has about ``1 / sqrt(k)`` of
 the signal-to-noise ratio of ``fit`` on all rows at the same epsilon
 (``benchmarks/results/streaming.md``).
 
-Smoothing. ``sigma="auto"`` is 0 for sparse input (one-hot and hashed
-columns have no order to smooth along). For dense input it follows the
-number of features d, by the estimator's own levels: the classifier does
-not smooth below 10 features, smooths lightly (sigma 0.25) from 10 and fully
-(sigma 1) from 100; the regressor always smooths (sigma 1). Laplacian
-smoothing averages each coordinate of the noisy gradient with its
-neighbours along the feature axis: it pays where neighbouring features are
-related (pixels, spectra, time series, which come in hundreds) and biases
-the step where the columns have no order; a light smoothing removes part of
-the noise at a small bias. Chosen by measurement with the other defaults
-(``benchmarks/results/width_rules.md``; 100 seeds, replace-one epsilon 2 /
-add/remove epsilon 1): for the classifier, sigma 0.25 against 0 gave 0.903
-/ 0.907 against 0.896 / 0.900 on digits (d = 64), 0.944 / 0.948 against
-0.937 / 0.939 on wine (13) and 0.936 / 0.938 against 0.936 / 0.939 on
-breast cancer (30); 6 seeds of sigma 0 against 1 gave 0.838 against 0.785
-on iris (4); on MNIST (784) sigma 1 gave 88.8 against 87.6 percent at
-epsilon 1 (``benchmarks/results/utility.md``); for the regressor, where
-smoothing pulls the coefficients of one target towards each other (a
-shrinkage that suits the correlated serum columns of diabetes), R2 0.350
-against 0.283 on diabetes (10 features).
+Smoothing. ``sigma="auto"`` smooths only columns that are ordered, and
+decides that from public information only (``_feature_layout``): the
+declaration ``sigma="ordered"``, the input's format, its width and the
+column names a DataFrame or ColumnTransformer passes. Sparse input and
+named columns that are not one numbered sequence (a table's names, one-hot
+names such as ``x0_a`` or ``cat__sex_Male``) are not smoothed; a width that
+only an image has (``s * s`` or ``3 s * s`` columns, ``s >= 8``) is; any
+other dense table is not. The reason is in ``privacy_report()``
+(:func:`explain_sigma`). Laplacian smoothing averages each coordinate of
+the noisy gradient with its neighbours along the feature axis: it pays
+where neighbouring features are related (pixels, spectra, time series) and
+biases the step where the columns have no order. The width used to mean
+"ordered" (dense input from 10 columns on was smoothed), and a dense
+one-hot table paid for it: on 2,500 rows of UCI Adult (100 one-hot columns
+and 6 numeric ones, ``benchmarks/results/regime_layout.md``) sigma 1 gave the
+majority class. Ordered columns are smoothed by the estimator's own levels,
+by width: the classifier not below 10 features, lightly (sigma 0.25) from
+10 and fully (sigma 1) from 100; the regressor always (sigma 1). Chosen by
+measurement with the other defaults (``benchmarks/results/width_rules.md``;
+100 seeds, replace-one epsilon 2 / add/remove epsilon 1): for the
+classifier, sigma 0.25 against 0 gave 0.903 / 0.907 against 0.896 / 0.900
+on digits (d = 64, an 8 x 8 image); on MNIST (784) sigma 1 gave 88.8 against
+87.6 percent at epsilon 1 (``benchmarks/results/utility.md``). Unordered
+tables lose what light smoothing gained on some of them (wine, 13 columns:
+0.944 / 0.948 with sigma 0.25 against 0.937 / 0.939; breast cancer, 30:
+equal; for the regressor on diabetes, where smoothing pulls the
+coefficients of one target towards each other, R2 0.350 against 0.283):
+a gain that depended on these tables' columns, which the rule cannot see;
+``sigma=0.25`` or ``sigma="ordered"`` keeps it where the user knows it
+pays.
 
 delta. ``min(1e-5, 1 / (10 n))``: far below ``1 / n`` for any ``n`` (a
 mechanism that publishes one random row with probability ``delta`` meets a
@@ -144,11 +154,13 @@ import math
 
 import numpy as np
 
+from ._feature_layout import feature_layout, ORDERED
 from ._schedules import learning_rate_schedule
 
 __all__ = [
     "ASSUMED_CALLS",
     "AUTO",
+    "ORDERED",
     "averaging_tail",
     "nominal_batch_size",
     "resolve_average_start",
@@ -405,12 +417,17 @@ def resolve_average_start(average, n_steps, *, tail=0.5):
     return min(int(average), n_steps - 1)
 
 
-def resolve_sigma(sigma, n_features, sparse, levels):
-    """``sigma``, with ``"auto"`` resolved from the public shape of the input.
+def resolve_sigma(sigma, n_features, sparse, levels, feature_names=None):
+    """``sigma``, with ``"auto"`` and ``"ordered"`` resolved from public information.
+
+    ``"auto"`` smooths only columns that :func:`.feature_layout` finds
+    ordered (an image's shape, numbered names; never sparse input or a
+    table's named columns), ``"ordered"`` declares them ordered; ordered
+    columns are smoothed by the estimator's levels, by width.
 
     Parameters
     ----------
-    sigma : float or "auto"
+    sigma : float, "auto" or "ordered"
     n_features : int
         d.
     sparse : bool
@@ -418,25 +435,29 @@ def resolve_sigma(sigma, n_features, sparse, levels):
         no order to smooth along).
     levels : tuple of (int, float)
         The estimator's ``_auto_sigma_levels``: ``(min_features, sigma)``
-        pairs in increasing order; dense input of d features is smoothed
+        pairs in increasing order; ordered input of d features is smoothed
         with the sigma of the last pair whose ``min_features <= d``, and
         not at all below the first.
+    feature_names : array-like of str or None, default=None
+        The column names (``feature_names_in_``: schema, public).
 
     Returns
     -------
     sigma : float
     """
-    if sigma != AUTO:
+    if sigma not in (AUTO, ORDERED):
         return float(sigma)
+    ordered, _ = feature_layout(n_features, sparse, feature_names,
+                                declared_ordered=sigma == ORDERED)
     resolved = 0.0
-    if not sparse:
+    if ordered:
         for min_features, level in levels:
             if n_features >= min_features:
                 resolved = level
     return float(resolved)
 
 
-def explain_sigma(sigma, n_features, sparse, levels):
+def explain_sigma(sigma, n_features, sparse, levels, feature_names=None):
     """Why ``sigma`` resolves to the value it does, in one sentence.
 
     The same inputs as :func:`resolve_sigma`, all public: what a report or a
@@ -444,21 +465,23 @@ def explain_sigma(sigma, n_features, sparse, levels):
 
     Parameters
     ----------
-    sigma : float or "auto"
+    sigma : float, "auto" or "ordered"
     n_features : int
     sparse : bool
     levels : tuple of (int, float)
+    feature_names : array-like of str or None, default=None
 
     Returns
     -------
     reason : str
     """
-    resolved = resolve_sigma(sigma, n_features, sparse, levels)
-    if sigma != AUTO:
+    resolved = resolve_sigma(sigma, n_features, sparse, levels, feature_names)
+    if sigma not in (AUTO, ORDERED):
         return f"sigma={resolved:g} was given"
-    if sparse:
-        return ("sigma='auto' chose 0: sparse input (one-hot or hashed columns have no "
-                "order to smooth along)")
+    ordered, why = feature_layout(n_features, sparse, feature_names,
+                                  declared_ordered=sigma == ORDERED)
+    if not ordered:
+        return f"sigma={sigma!r} chose 0: {why}"
     rule = ", ".join(f"{level:g} from {min_features} features" for min_features, level in levels)
-    return (f"sigma='auto' chose {resolved:g} for dense input of {n_features} features "
-            f"(the rule, from the shape only: {rule}; 0 below)")
+    return (f"sigma={sigma!r} chose {resolved:g} for ordered columns ({why}; by width: "
+            f"{rule}; 0 below)")
