@@ -19,11 +19,22 @@ the ranges ``adult.names`` states (105 dense columns), replace-one epsilon
 * ``sigma=1``: what ``"auto"`` chose before (dense, at least 100 columns);
 * ``sigma=0``.
 
+Then, on seeds none of the rules were fitted on (split and noise seeds from
+500), what the change costs where ``"auto"`` used to smooth lightly:
+
+* **the regime map's tables whose ``sigma_`` changed** (``bench_regime.py``'s
+  tables of 10 to 99 columns that are not an image's width: sigma 0.25
+  before, 0 now), features in ``[-1, 1]`` and ``[0, 1]`` by public bounds,
+  replace-one epsilon 1, 16 fits a cell (4 splits x 4 noise draws);
+* **the regressor on diabetes** (10 columns, features scaled by the public
+  +-0.2, ``target_bounds=(0, 400)`` as in ``bench_defaults.py``): sigma 1
+  before, 0 now, replace-one epsilon 1 and 3, 16 splits.
+
 The files are read from ``--adult-dir`` (never copied into the repository);
 without them the script says so and writes no figures. Run from the
 repository root::
 
-    NUMBA_NUM_THREADS=1 python benchmarks/bench_layout.py --adult-dir PATH   # ~2 min
+    NUMBA_NUM_THREADS=1 python benchmarks/bench_layout.py --adult-dir PATH   # ~5 min
     python benchmarks/bench_layout.py --quick --adult-dir PATH              # seconds
 
 Writes ``regime_layout.md`` to ``--out`` (default ``benchmarks/results``;
@@ -44,11 +55,71 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dp_preprocessing import (  # noqa: E402
     ADULT_BOUNDS, ADULT_NUMERIC, DEFAULT_ADULT_DIR, load_adult,
 )
+from bench_regime import fit_score, load_table  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TRAIN_ROWS, TEST_ROWS = 2500, 4000
 EPSILONS = (0.5, 1.0)
 VARIANTS = ("auto, DataFrame", "auto, array", "sigma=1", "sigma=0")
+# The map's tables whose sigma_ changed: 10 to 99 columns, not an image's width.
+CHANGED_TABLES = ("wine", "breast_cancer", "linear 800x16 K3", "linear 12000x16 K2",
+                  "non-linear 6000x32 K3", "heavy tails 1000x30 K2", "imbalanced 4000x20 K2")
+HELD_OUT_SEED = 500
+
+
+def _mean_se(values):
+    values = np.asarray(values, dtype=float)
+    se = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else float("nan")
+    return f"{values.mean():.3f} ± {se:.3f}"
+
+
+def changed_tables(splits, seeds, quick):
+    """Test accuracy with sigma 0.25 (the rule before) and "auto" (0), alternated."""
+    lines = ["", "## The regime map's tables whose sigma_ changed (replace-one epsilon 1)", "",
+             "| table | scaling | d | sigma=0.25 (before) | auto (sigma_ 0) | difference |",
+             "|---|---|---|---|---|---|"]
+    tables = CHANGED_TABLES[:1] if quick else CHANGED_TABLES
+    for name in tables:
+        for scaling in ("[-1, 1]", "[0, 1]"):
+            scores = {0.25: [], "auto": []}
+            for split in range(splits):
+                X_train, X_test, y_train, y_test = load_table(
+                    name, HELD_OUT_SEED + split, scaling)
+                n_classes = int(max(y_train.max() + 1, 2))
+                for seed in range(seeds):
+                    for sigma in scores:
+                        score, model = fit_score(
+                            X_train, y_train, X_test, y_test, n_classes, "replace_one", 1.0,
+                            HELD_OUT_SEED + 100 * split + seed, sigma=sigma)
+                        scores[sigma].append(score)
+            difference = np.mean(scores["auto"]) - np.mean(scores[0.25])
+            lines.append(f"| {name} | {scaling} | {X_train.shape[1]} | {_mean_se(scores[0.25])} "
+                         f"| {_mean_se(scores['auto'])} | {difference:+.3f} |")
+    return lines
+
+
+def diabetes_regressor(splits, quick):
+    """Test R2 of the regressor with sigma 1 (the rule before) and "auto" (0)."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+    from sklearn_dplssgd import BoundedScaler, DPLSSGDRegressor
+    X, y = load_diabetes(return_X_y=True)
+    X = BoundedScaler(lower=-0.2, upper=0.2).fit_transform(X)
+    lines = ["", "## The regressor on diabetes (10 columns)", "",
+             "| epsilon | sigma=1 (before) | auto (sigma_ 0) | difference |", "|---|---|---|---|"]
+    for epsilon in ((1.0,) if quick else (1.0, 3.0)):
+        scores = {1.0: [], "auto": []}
+        for split in range(splits):
+            X_train, X_test, y_train, y_test = train_test_split(
+                X, y, test_size=0.25, random_state=HELD_OUT_SEED + split)
+            for sigma in scores:
+                model = DPLSSGDRegressor(epsilon=epsilon, sigma=sigma, target_bounds=(0, 400),
+                                         random_state=HELD_OUT_SEED + split, reproducible=True)
+                scores[sigma].append(model.fit(X_train, y_train).score(X_test, y_test))
+        difference = np.mean(scores["auto"]) - np.mean(scores[1.0])
+        lines.append(f"| {epsilon:g} | {_mean_se(scores[1.0])} | {_mean_se(scores['auto'])} "
+                     f"| {difference:+.3f} |")
+    return lines
 
 
 def _encoder(categorical, categories):
@@ -106,31 +177,42 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     warnings.simplefilter("ignore")  # reproducible=True's warning, once per fit
     lines = [
-        "# Smoothing by the columns' layout: UCI Adult, 2,500 rows, dense one-hot",
+        "# Smoothing by the columns' layout: a dense one-hot table, the rule before and after",
         "",
         f"Generated by `benchmarks/bench_layout.py` (`--splits {args.splits} --seeds "
-        f"{args.seeds}`{' --quick' if args.quick else ''}). Accuracy on {TEST_ROWS} rows of "
-        f"`adult.test`, mean ± standard error over {args.splits} splits x {args.seeds} "
-        "noise draws (fits with `reproducible=True`: the noise of the private fit, "
-        "reported epsilon inf); replace-one epsilon as shown, every other hyperparameter "
-        "`\"auto\"`. 99 one-hot columns (declared categories) + 6 numeric columns in "
-        "[0, 1] (documented ranges). `sigma_` is the value the fits used.",
+        f"{args.seeds}`{' --quick' if args.quick else ''}). Mean ± standard error over "
+        f"{args.splits} splits x {args.seeds} noise draws (fits with `reproducible=True`: "
+        "the noise of the private fit, reported epsilon inf); replace-one epsilon as "
+        "shown, every hyperparameter but sigma `\"auto\"`. `sigma_` is the value the fits "
+        "used.",
         "",
     ]
+    started = time.perf_counter()
+    lines += ["## UCI Adult, 2,500 rows: 99 one-hot + 6 numeric columns", ""]
+    lines += adult_cell(args)
+    lines += changed_tables(args.splits, args.seeds, args.quick)
+    lines += diabetes_regressor(args.splits * args.seeds, args.quick)
+    lines += ["", f"{time.perf_counter() - started:.0f} s with "
+              f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset')} (accuracy "
+              "figures; the machine was shared, which changes times only)."]
+    (out / "regime_layout.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def adult_cell(args):
+    """The issue's Adult cell: the rows of the table, or why it was skipped."""
     adult = load_adult(args.adult_dir)
     if adult is None:
-        lines.append(f"Skipped: `adult.data` and `adult.test` not found in `{args.adult_dir}`.")
-        (out / "regime_layout.md").write_text("\n".join(lines) + "\n")
-        print("\n".join(lines))
-        return
+        return [f"Skipped: `adult.data` and `adult.test` not found in `{args.adult_dir}`."]
     (train, test), _ = adult
     categorical = [c for c in train[0].columns if c not in ADULT_NUMERIC]
     categories = [sorted(set(train[0][c]) - {"?"}) for c in categorical]
-    started = time.perf_counter()
     tables = [_cell_table(train, test, split, categorical, categories)
               for split in range(args.splits)]
-    lines += ["| epsilon | variant | sigma_ | accuracy | worst split |",
-              "|---|---|---|---|---|"]
+    lines = [f"Accuracy on {TEST_ROWS} rows of `adult.test`; 99 one-hot columns (declared "
+             "categories) + 6 numeric columns in [0, 1] (documented ranges).", "",
+             "| epsilon | variant | sigma_ | accuracy | worst split |",
+             "|---|---|---|---|---|"]
     for epsilon in EPSILONS:
         # The variants alternate within each (split, seed).
         scores = {variant: [] for variant in VARIANTS}
@@ -149,11 +231,8 @@ def main(argv=None):
             lines.append(f"| {epsilon:g} | {variant} | {sigmas[variant]:g} | "
                          f"{values.mean():.3f} ± {se:.3f} | {min(by_split):.3f} |")
     majority = np.mean([max(t[3].mean(), 1 - t[3].mean()) for t in tables])
-    lines += ["", f"Majority class on the test rows: {majority:.3f}. "
-              f"{time.perf_counter() - started:.0f} s with "
-              f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset')}."]
-    (out / "regime_layout.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    lines += ["", f"Majority class on the test rows: {majority:.3f}."]
+    return lines
 
 
 if __name__ == "__main__":

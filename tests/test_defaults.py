@@ -435,3 +435,28 @@ def test_sigma_ordered_declares_the_layout():
     y = rng.integers(0, 2, 40)
     assert DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X, y).sigma_ == 0.0
     assert DPLSSGDClassifier(classes=[0, 1], max_iter=1, sigma="ordered").fit(X, y).sigma_ == 0.25
+
+
+def test_the_regressor_step_keeps_the_noise_that_reaches_its_weights():
+    # The regressor's eta0 rule was measured on fits smoothed with sigma 1,
+    # which leaves each weight sqrt(beta) (0.52 at 10 features) of the
+    # step's noise: an unsmoothed fit takes steps shorter by that share
+    # (diabetes at epsilon 1: R2 0.17 with sigma 0 and the same steps,
+    # 0.30 with the shorter ones, 0.29 smoothed).
+    from sklearn_dplssgd.training._defaults import smoothed_noise_share
+    from sklearn_dplssgd.training._smoothing import smoothing_beta
+    assert smoothed_noise_share(10, 1.0, 1.0) == 1.0
+    assert smoothed_noise_share(10, 0.0, None) == 1.0
+    assert smoothed_noise_share(10, 0.0, 1.0) == pytest.approx(1 / math.sqrt(
+        smoothing_beta(10, 1.0)))
+    assert 1.9 < smoothed_noise_share(10, 0.0, 1.0) < 2.0
+    rng = np.random.default_rng(14)
+    X, y = rng.uniform(-1, 1, (200, 10)), rng.uniform(-1, 1, 200)
+    steps = {sigma: DPLSSGDRegressor(sigma=sigma).fit(X, y).eta0_ for sigma in ("auto", 0.0, 1.0)}
+    assert steps["auto"] == steps[0.0]  # 10 unnamed columns: not smoothed
+    assert steps[0.0] == pytest.approx(steps[1.0] * math.sqrt(smoothing_beta(10, 1.0)))
+    # The classifier's rule was measured per width level: no adjustment.
+    labels = rng.integers(0, 2, 200)
+    classifier = {sigma: DPLSSGDClassifier(sigma=sigma, classes=[0, 1]).fit(X, labels).eta0_
+                  for sigma in (0.0, 1.0)}
+    assert classifier[0.0] == classifier[1.0]

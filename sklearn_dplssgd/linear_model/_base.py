@@ -176,6 +176,11 @@ class BaseDPLSSGD(BaseEstimator):
     # What sigma="auto" smooths dense input with, by its number of features:
     # (min_features, sigma) pairs (see _defaults.resolve_sigma).
     _auto_sigma_levels = ((1, 1.0),)
+    # The sigma the regressor's eta0="auto" was measured with (diabetes,
+    # smoothed with 1): a fit smoothed otherwise keeps the noise that
+    # reaches its weights (_defaults.smoothed_noise_share). None: no
+    # adjustment (the classifier's rule was measured per width level).
+    _step_reference_sigma = 1.0
 
     def _average_tail(self, n_features):
         """The share of the steps ``average="auto"`` and ``True`` average.

@@ -25,7 +25,7 @@ from ..training import (
     step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
     explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer,
     make_generator, learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series,
-    compose_events, series_average, series_epsilon, TrainingPlan,
+    compose_events, series_average, series_epsilon, smoothed_noise_share, TrainingPlan,
 )
 from ..utils import warn_once
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord
@@ -404,6 +404,10 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             alpha=float(estimator.alpha), max_step=LOSSES[estimator.loss].noise_free_step,
             # The first call of a series bounds the noise of the whole series.
             partial=partial,
+            # The noise that reaches the weights after smoothing, against
+            # the smoothing the estimator's step rule was measured with.
+            noise_share=smoothed_noise_share(n_features, estimator.sigma_,
+                                             estimator._step_reference_sigma),
             n_features=n_features, optimizer=check_optimizer(estimator.optimizer),
         )
 

@@ -8,7 +8,7 @@ The modules are private; the names other layers use are re-exported here.
 from ._backend import TrainingBackend
 from ._defaults import (
     AUTO, averaging_tail, explain_sigma, nominal_batch_size, resolve_average_start, resolve_delta,
-    resolve_eta0, resolve_schedule, resolve_sigma,
+    resolve_eta0, resolve_schedule, resolve_sigma, smoothed_noise_share,
 )
 from ._feature_layout import feature_layout, ORDERED
 from ._loop import run_training, TrainingPlan
@@ -80,6 +80,7 @@ __all__ = [
     "series_average",
     "series_epsilon",
     "single_output_residual",
+    "smoothed_noise_share",
     "smoothing_eigenvalues",
     "step_levels",
     "warn_about_seed",

@@ -63,6 +63,19 @@ only, never a value of the rows, so it cannot tell features in ``[0, 1]``
 features in ``[-1, 1]``, nor two classes from ten; the rule is the
 compromise between them.
 
+The regressor's target was measured on fits smoothed with sigma 1, which
+leaves each weight ``sqrt(beta)`` of the step's noise (0.52 from 10
+features; :func:`smoothed_noise_share`). Since ``sigma="auto"`` no longer
+smooths unordered tables, an unsmoothed regressor's estimate of the
+accumulated noise is scaled by ``sqrt(beta(sigma_) / beta(1))`` (1.93 at
+sigma 0), so the noise that reaches its weights stays where it was
+measured: on diabetes at replace-one epsilon 1 (16 held-out splits,
+``benchmarks/results/regime_layout.md``) R2 0.298 against 0.288 for the
+smoothed fit (0.17 unsmoothed with the unscaled step), 0.441 against 0.436
+at epsilon 3. The classifier's rule was measured per width level and is not
+adjusted (its unsmoothed cells of 10 to 99 columns lost at most 0.8 point
+against sigma 0.25 and gained up to 4.5 on the same page).
+
 Averaging. The returned model is the mean of the iterates of the last
 share of the steps (tail averaging), for ``average="auto"`` and
 ``average=True`` alike; as a function of the noisy iterates it is
@@ -137,13 +150,12 @@ measurement with the other defaults (``benchmarks/results/width_rules.md``;
 classifier, sigma 0.25 against 0 gave 0.903 / 0.907 against 0.896 / 0.900
 on digits (d = 64, an 8 x 8 image); on MNIST (784) sigma 1 gave 88.8 against
 87.6 percent at epsilon 1 (``benchmarks/results/utility.md``). Unordered
-tables lose what light smoothing gained on some of them (wine, 13 columns:
-0.944 / 0.948 with sigma 0.25 against 0.937 / 0.939; breast cancer, 30:
-equal; for the regressor on diabetes, where smoothing pulls the
-coefficients of one target towards each other, R2 0.350 against 0.283):
-a gain that depended on these tables' columns, which the rule cannot see;
-``sigma=0.25`` or ``sigma="ordered"`` keeps it where the user knows it
-pays.
+tables measured about even without the light smoothing: on the 14 cells
+of ``bench_regime.py``'s map whose ``sigma_`` changed (10 to 99 columns,
+replace-one epsilon 1, 16 fits on held-out splits and seeds,
+``benchmarks/results/regime_layout.md``) sigma 0 lost at most 0.8 point
+against 0.25 and gained up to 4.5 (features in ``[0, 1]``); the regressor
+keeps its measured noise through its step (see "Step size").
 
 delta. ``min(1e-5, 1 / (10 n))``: far below ``1 / n`` for any ``n`` (a
 mechanism that publishes one random row with probability ``delta`` meets a
@@ -156,6 +168,7 @@ import numpy as np
 
 from ._feature_layout import feature_layout, ORDERED
 from ._schedules import learning_rate_schedule
+from ._smoothing import smoothing_beta
 
 __all__ = [
     "ASSUMED_CALLS",
@@ -169,6 +182,7 @@ __all__ = [
     "resolve_schedule",
     "resolve_sigma",
     "explain_sigma",
+    "smoothed_noise_share",
     "weight_noise_target",
 ]
 
@@ -298,8 +312,40 @@ def weight_noise_target(n_features, max_step):
     return float(min(_MAX_WEIGHT_NOISE, max(_MIN_WEIGHT_NOISE * max_step, target)))
 
 
+def smoothed_noise_share(n_features, sigma, reference_sigma):
+    """The noise reaching the weights, relative to the smoothing a step rule was measured with.
+
+    Smoothing with ``sigma`` leaves each coordinate of the step's Gaussian
+    noise ``sqrt(beta)`` of its standard deviation, with ``beta`` the mean
+    of ``1 / lambda_k^2`` over the eigenvalues of ``A_sigma``
+    (:func:`.smoothing_beta`; 0.52 at sigma 1 from 10 features). A rule for
+    ``eta0`` whose noise target was measured on fits smoothed with
+    ``reference_sigma`` keeps the noise that reaches the weights when the fit
+    smooths with another ``sigma`` by scaling its estimate of the
+    accumulated noise by ``sqrt(beta(sigma) / beta(reference_sigma))``.
+    From public quantities only (d and the two sigmas).
+
+    Parameters
+    ----------
+    n_features : int
+    sigma : float
+        The fit's ``sigma_``.
+    reference_sigma : float or None
+        The sigma the estimator's step rule was measured with; None: no
+        adjustment (1.0 returned).
+
+    Returns
+    -------
+    share : float
+    """
+    if reference_sigma is None or n_features < 2 or sigma == reference_sigma:
+        return 1.0
+    return math.sqrt(smoothing_beta(n_features, sigma)
+                     / smoothing_beta(n_features, reference_sigma))
+
+
 def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, batch_size,
-                 alpha, max_step, n_features, optimizer=None, partial=False):
+                 alpha, max_step, n_features, optimizer=None, partial=False, noise_share=1.0):
     """``eta0``, with ``"auto"`` resolved from the calibrated noise.
 
     SGD: the accumulated noise on each weight, ``eta0 (C / b) ||z s||_2``
@@ -338,6 +384,10 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
         The checked optimizer (:func:`.check_optimizer`); None is plain SGD.
     partial : bool, default=False
         The first call of a release series (``partial_fit``).
+    noise_share : float, default=1.0
+        The share of the accumulated noise that reaches the weights,
+        relative to the smoothing the rule was measured with
+        (:func:`smoothed_noise_share`).
 
     Returns
     -------
@@ -352,7 +402,7 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
     eta0 = max_step / clip_norm
     if (noise_multipliers > 0).any():
         # In this order: clip_norm / batch_size alone can underflow.
-        accumulated = (calls * float(np.linalg.norm(noise_multipliers * shape))
+        accumulated = (calls * noise_share * float(np.linalg.norm(noise_multipliers * shape))
                        * clip_norm / batch_size)
         eta0 = min(eta0, weight_noise / accumulated)
     if optimizer is not None:
