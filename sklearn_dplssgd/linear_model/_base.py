@@ -173,8 +173,9 @@ class BaseDPLSSGD(BaseEstimator):
     # encoded for the kernels (``_encode_targets(y) -> (y float64, K)``; it
     # also sets ``classes_`` for classifiers) and the loss threshold.
     _y_numeric = True
-    # What sigma="auto" smooths dense input with, by its number of features:
-    # (min_features, sigma) pairs (see _defaults.resolve_sigma).
+    # What sigma="auto" smooths ordered input with (see _feature_layout), by
+    # its number of features: (min_features, sigma) pairs (see
+    # _defaults.resolve_sigma).
     _auto_sigma_levels = ((1, 1.0),)
     # The sigma the regressor's eta0="auto" was measured with (diabetes,
     # smoothed with 1): a fit smoothed otherwise keeps the noise that
