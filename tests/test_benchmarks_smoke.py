@@ -157,6 +157,15 @@ def test_bench_dp_preprocessing_quick(tmp_path):
     assert "| 1.5 / 0.5 / 0.97 |" in text
 
 
+def test_bench_layout_quick(tmp_path):
+    # Without the Adult files that part says so; the map's tables and the
+    # regressor run.
+    _run("bench_layout.py", tmp_path, "--adult-dir", str(tmp_path / "none"))
+    text = (tmp_path / "regime_layout.md").read_text()
+    assert "Skipped: `adult.data`" in text and "| auto, DataFrame |" not in text
+    assert "| wine | [0, 1] | 13 |" in text and "## The regressor on diabetes" in text
+
+
 def test_bench_regime_quick(tmp_path):
     _run("bench_regime.py", tmp_path)
     text = (tmp_path / "regime.md").read_text()

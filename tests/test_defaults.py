@@ -315,15 +315,21 @@ def test_each_warning_cause_is_shown_once_per_process():
 
 
 @pytest.mark.parametrize("estimator, n_features, sparse, expected", [
+    # Dense and unnamed: smoothed only at a width only an image has
+    # (s * s or 3 s * s columns, s >= 8), by the estimator's levels.
     (DPLSSGDClassifier, 4, False, 0.0),
-    (DPLSSGDClassifier, 9, False, 0.0),
-    (DPLSSGDClassifier, 10, False, 0.25),
-    (DPLSSGDClassifier, 99, False, 0.25),
+    (DPLSSGDClassifier, 13, False, 0.0),
+    (DPLSSGDClassifier, 49, False, 0.0),
+    (DPLSSGDClassifier, 64, False, 0.25),
+    (DPLSSGDClassifier, 99, False, 0.0),
     (DPLSSGDClassifier, 100, False, 1.0),
-    (DPLSSGDClassifier, 40, True, 0.0),
-    (DPLSSGDClassifier, 200, True, 0.0),
-    (DPLSSGDRegressor, 4, False, 1.0),
-    (DPLSSGDRegressor, 200, True, 0.0),
+    (DPLSSGDClassifier, 106, False, 0.0),
+    (DPLSSGDClassifier, 192, False, 1.0),
+    (DPLSSGDClassifier, 64, True, 0.0),
+    (DPLSSGDClassifier, 196, True, 0.0),
+    (DPLSSGDRegressor, 4, False, 0.0),
+    (DPLSSGDRegressor, 64, False, 1.0),
+    (DPLSSGDRegressor, 196, True, 0.0),
 ])
 def test_auto_sigma_follows_the_public_shape(estimator, n_features, sparse, expected):
     rng = np.random.default_rng(9)
@@ -347,8 +353,110 @@ def test_auto_sigma_reads_no_value_of_the_rows():
     # The same shape and format give the same sigma_, whatever the values.
     rng = np.random.default_rng(10)
     for scale in (1e-3, 1.0):
-        X = rng.uniform(-scale, scale, (50, 120))
+        X = rng.uniform(-scale, scale, (50, 121))
         fitted = DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X, rng.integers(0, 2, 50))
         assert fitted.sigma_ == 1.0
     with pytest.raises(ValueError, match="sigma"):
         DPLSSGDClassifier(sigma="smooth", classes=[0, 1]).fit(X, rng.integers(0, 2, 50))
+
+
+def _named_fit(names, sigma="auto", estimator=DPLSSGDClassifier):
+    import pandas as pd
+    rng = np.random.default_rng(11)
+    X = pd.DataFrame(rng.uniform(0, 1, (40, len(names))), columns=names)
+    if estimator is DPLSSGDClassifier:
+        return estimator(classes=[0, 1], max_iter=1, sigma=sigma).fit(X, rng.integers(0, 2, 40))
+    return estimator(max_iter=1, sigma=sigma).fit(X, rng.uniform(-1, 1, 40))
+
+
+@pytest.mark.parametrize("names, expected", [
+    # A table's or an encoder's names: no order, even at an image's width
+    # (100 = 10 x 10, 64 = 8 x 8).
+    ([f"sex_{i}" if i % 2 else f"race_{i}" for i in range(100)], 0.0),
+    ([f"x0_{i}" for i in range(100)], 0.0),  # one-hot columns of the unnamed x0
+    ([f"cat__col_{i}" for i in range(64)], 0.0),  # a ColumnTransformer's prefix
+    ([f"pixel{i + 1}" for i in range(64)][::-1], 0.0),  # numbered, not in order
+    # One numbered sequence at an image's width: pixels.
+    ([f"pixel{i + 1}" for i in range(100)], 1.0),
+    ([f"t_{i}" for i in range(64)], 0.25),
+    # Numbered, but not an image's width: not declared, not smoothed.
+    ([f"t_{i}" for i in range(120)], 0.0),
+])
+def test_auto_sigma_reads_the_column_names(names, expected):
+    fitted = _named_fit(names)
+    assert fitted.sigma_ == expected
+    assert ("chose 0:" in fitted.sigma_reason_) == (expected == 0.0)
+
+
+def test_a_column_transformer_one_hot_table_is_not_smoothed():
+    # What the issue's Adult pipeline passes: a dense one-hot block and
+    # numeric columns, as a DataFrame whose names carry the transformers'
+    # prefixes. Unnamed, the same 100 columns would be read as a 10 x 10 image.
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder
+    from sklearn_dplssgd import BoundedScaler
+    rng = np.random.default_rng(12)
+    frame = pd.DataFrame({"age": rng.uniform(17, 90, 200)})
+    for field in range(9):
+        frame[f"field{field}"] = rng.integers(0, 11, 200).astype(str)
+    categories = [[str(value) for value in range(11)]] * 9
+    encode = ColumnTransformer([
+        ("cat", OneHotEncoder(categories=categories, sparse_output=False),
+         [f"field{field}" for field in range(9)]),
+        ("num", BoundedScaler([17], [90]), ["age"]),
+    ]).set_output(transform="pandas")
+    X = encode.fit_transform(frame)
+    assert X.shape[1] == 100
+    y = rng.integers(0, 2, 200)
+    named = DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X, y)
+    assert named.sigma_ == 0.0
+    assert "column names are not one numbered sequence" in named.privacy_report()
+    unnamed = DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X.to_numpy(), y)
+    assert unnamed.sigma_ == 1.0 and "10 x 10 image" in unnamed.sigma_reason_
+
+
+def test_sigma_ordered_declares_the_layout():
+    # The declaration smooths by the estimator's levels, whatever the names.
+    names = [f"m{chr(97 + i)}" for i in range(13)]
+    assert _named_fit(names).sigma_ == 0.0
+    declared = _named_fit(names, sigma="ordered")
+    assert declared.sigma == "ordered" and declared.sigma_ == 0.25
+    assert "declared ordered" in declared.sigma_reason_
+    assert "declared ordered" in declared.privacy_report()
+    assert _named_fit(names[:4], sigma="ordered", estimator=DPLSSGDRegressor).sigma_ == 1.0
+    assert _named_fit(names[:4], sigma="ordered").sigma_ == 0.0  # below the classifier's 10
+    # An explicit value is kept and reported as given; sparse input is
+    # smoothed when declared ordered.
+    given = _named_fit(names, sigma=0.5)
+    assert given.sigma_ == 0.5 and given.sigma_reason_ == "sigma=0.5 was given"
+    rng = np.random.default_rng(13)
+    X = sp.random(40, 16, density=0.3, random_state=13, format="csr")
+    y = rng.integers(0, 2, 40)
+    assert DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X, y).sigma_ == 0.0
+    assert DPLSSGDClassifier(classes=[0, 1], max_iter=1, sigma="ordered").fit(X, y).sigma_ == 0.25
+
+
+def test_the_regressor_step_keeps_the_noise_that_reaches_its_weights():
+    # The regressor's eta0 rule was measured on fits smoothed with sigma 1,
+    # which leaves each weight sqrt(beta) (0.52 at 10 features) of the
+    # step's noise: an unsmoothed fit takes steps shorter by that share
+    # (diabetes at epsilon 1: R2 0.17 with sigma 0 and the same steps,
+    # 0.30 with the shorter ones, 0.29 smoothed).
+    from sklearn_dplssgd.training._defaults import smoothed_noise_share
+    from sklearn_dplssgd.training._smoothing import smoothing_beta
+    assert smoothed_noise_share(10, 1.0, 1.0) == 1.0
+    assert smoothed_noise_share(10, 0.0, None) == 1.0
+    assert smoothed_noise_share(10, 0.0, 1.0) == pytest.approx(1 / math.sqrt(
+        smoothing_beta(10, 1.0)))
+    assert 1.9 < smoothed_noise_share(10, 0.0, 1.0) < 2.0
+    rng = np.random.default_rng(14)
+    X, y = rng.uniform(-1, 1, (200, 10)), rng.uniform(-1, 1, 200)
+    steps = {sigma: DPLSSGDRegressor(sigma=sigma).fit(X, y).eta0_ for sigma in ("auto", 0.0, 1.0)}
+    assert steps["auto"] == steps[0.0]  # 10 unnamed columns: not smoothed
+    assert steps[0.0] == pytest.approx(steps[1.0] * math.sqrt(smoothing_beta(10, 1.0)))
+    # The classifier's rule was measured per width level: no adjustment.
+    labels = rng.integers(0, 2, 200)
+    classifier = {sigma: DPLSSGDClassifier(sigma=sigma, classes=[0, 1]).fit(X, labels).eta0_
+                  for sigma in (0.0, 1.0)}
+    assert classifier[0.0] == classifier[1.0]

@@ -84,10 +84,11 @@ def test_main_module_runs_and_prints_its_table():
     rows = [row.match(line) for line in lines[header + 2:header + 5]]
     assert all(rows), lines[header + 2:header + 5]
     # The defaults' choice is shown with the value it resolved to (64 dense
-    # features: 0.25), and why, before the table.
+    # features: an 8 x 8 image, 0.25), and why, before the table.
     assert [match[2] for match in rows] == ["auto (0.25)", "0", "1"]
-    assert re.search(r"^Smoothing chosen by the defaults: sigma='auto' chose 0\.25 for dense "
-                     r"input of 64 features", result.stdout, re.M)
+    assert re.search(r"^Smoothing chosen by the defaults: sigma='auto' chose 0\.25 for ordered "
+                     r"columns \(64 unnamed columns, the shape of a 8 x 8 image", result.stdout,
+                     re.M)
     for match in rows:
         epsilon, accuracy, spread, reached, z, eta0, seconds = map(
             float, match.group(1, 3, 4, 5, 6, 7, 8))

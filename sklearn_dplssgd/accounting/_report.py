@@ -112,6 +112,11 @@ def _noise_lines(estimator):
                   f"{multipliers.max():.3g} down to {multipliers.min():.3g}")
     smoothing = (f" The noisy gradient is smoothed (sigma {estimator.sigma_:g}), which "
                  "costs no privacy." if estimator.sigma_ > 0 else "")
+    # Why, from public inputs only (width, format, column names, the
+    # declaration); a model pickled before the reason was kept has none.
+    reason = getattr(estimator, "sigma_reason_", None)
+    if reason is not None:
+        smoothing += f" Smoothing: {reason}."
     return [
         f"Noise: {estimator.n_steps_} training steps, each on a random batch (every row "
         f"taken with probability {estimator.sample_rate_:.3g}); each row's gradient is "

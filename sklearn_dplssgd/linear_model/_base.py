@@ -15,7 +15,7 @@ from ..backends import (
 )
 from ..mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ..training import (
-    AUTO, optimizer_error, random_state_error, warn_about_seed, check_noise_schedule,
+    AUTO, ORDERED, optimizer_error, random_state_error, warn_about_seed, check_noise_schedule,
     LEARNING_RATES,
 )
 from ..utils import (
@@ -54,7 +54,7 @@ class BaseDPLSSGD(BaseEstimator):
         # Beyond about 1e12 the smoothing is already a projection onto the
         # mean of the coefficients, and past about 1e16 the O(d) solve loses
         # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
-        "sigma": [Interval("real", 0, 1e12, closed="both"), Options(str, (AUTO,))],
+        "sigma": [Interval("real", 0, 1e12, closed="both"), Options(str, (AUTO, ORDERED))],
         "clip_norm": [Interval("real", 0, None, closed="neither")],
         "mechanism": [Options(str, frozenset(MECHANISMS))],
         "row_norm_bound": [Interval("real", 0, None, closed="neither")],
@@ -103,7 +103,7 @@ class BaseDPLSSGD(BaseEstimator):
         validate_parameters(self)
         for name in ("sigma", "clip_norm", "max_sample_weight", "eta0", "alpha",
                      "row_norm_bound", "weight_norm_bound"):
-            if getattr(self, name) not in (AUTO, None) and not math.isfinite(
+            if getattr(self, name) not in (AUTO, ORDERED, None) and not math.isfinite(
                     getattr(self, name)):
                 raise ValueError(
                     f"The {name!r} parameter of {type(self).__name__} must be finite; "
@@ -174,9 +174,15 @@ class BaseDPLSSGD(BaseEstimator):
     # encoded for the kernels (``_encode_targets(y) -> (y float64, K)``; it
     # also sets ``classes_`` for classifiers) and the loss threshold.
     _y_numeric = True
-    # What sigma="auto" smooths dense input with, by its number of features:
-    # (min_features, sigma) pairs (see _defaults.resolve_sigma).
+    # What sigma="auto" smooths ordered input with (see _feature_layout), by
+    # its number of features: (min_features, sigma) pairs (see
+    # _defaults.resolve_sigma).
     _auto_sigma_levels = ((1, 1.0),)
+    # The sigma the regressor's eta0="auto" was measured with (diabetes,
+    # smoothed with 1): a fit smoothed otherwise keeps the noise that
+    # reaches its weights (_defaults.smoothed_noise_share). None: no
+    # adjustment (the classifier's rule was measured per width level).
+    _step_reference_sigma = 1.0
 
     def _average_tail(self, n_features):
         """The share of the steps ``average="auto"`` and ``True`` average.
@@ -353,6 +359,7 @@ class BaseDPLSSGD(BaseEstimator):
             # Training sees [-1, 1]; fold back below.
             X = X.map_blocks(mapping.rows, dtype=X.dtype) if distributed else mapping.rows(X)
         self.sigma_ = mechanism.smoothing(self, X.shape[1], sp.issparse(X))
+        self.sigma_reason_ = mechanism.smoothing_reason(self, X.shape[1], sp.issparse(X))
         if not distributed:
             y_encoded, n_outputs = self._encode_targets(y, classes)
         if series is not None and series.classes is not None and not np.array_equal(

@@ -170,6 +170,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     }
     _y_numeric = False
     _auto_sigma_levels = ((10, 0.25), (100, 1.0))
+    _step_reference_sigma = None
 
     def _average_tail(self, n_features):
         # Its weights may still drift at the end of a noisy run, the more so

@@ -26,16 +26,21 @@ SHARED_PARAMETER_DOCS = {
         ``1 / n_samples``; a :class:`PrivacyLeakWarning` is issued otherwise
         (for finite epsilon).
 
-    sigma : float or "auto", default="auto"
+    sigma : float, "auto" or "ordered", default="auto"
         Strength of the Laplacian smoothing of the noisy gradient, in
         [0, 1e12] (0 gives plain DP-SGD). Smoothing is post-processing and costs no privacy. It
-        acts along the feature axis, so it helps most when neighbouring
-        features are related (pixels, time series). Intercepts are not
-        smoothed. ``"auto"`` is 0 for sparse input (columns without an
-        order); for dense input the regressor uses 1 and the classifier 0
-        below 10 features, 0.25 from 10 and 1 from 100 (tables, where full
-        smoothing measured worse; images, spectra, signals); the value used
-        is ``sigma_``.
+        acts along the feature axis, so it helps only where neighbouring
+        features are related (pixels, spectra, time series) and biases the
+        steps where the columns have no order (a one-hot table). Intercepts
+        are not smoothed. ``"auto"`` smooths only columns found ordered from
+        public information: a width only an image has (``s * s`` or
+        ``3 * s * s`` columns, ``s >= 8``), unnamed or named as one numbered
+        sequence (``pixel1`` .. ``pixel784``); never sparse input, named
+        columns of a table or an encoder (``age``, ``cat__sex_Male``), or
+        other dense tables. ``"ordered"`` declares the columns ordered.
+        Ordered columns get, by width, 1 for the regressor, and for the
+        classifier 0 below 10 features, 0.25 from 10 and 1 from 100. The
+        value used is ``sigma_``; ``privacy_report()`` says why.
 
     clip_norm : float, default=1.0
         Per-sample clipping bound C on the L2 norm of each sample's gradient
@@ -261,8 +266,13 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         depends on the data: it is for the person running the fit, not
         covered; do not publish it). Never a loss on the private data.""",
     "fitted_attributes": """sigma_ : float
-        The smoothing strength used: ``sigma``, or what ``"auto"`` resolved
-        to from the number of features and the input's format.
+        The smoothing strength used: ``sigma``, or what ``"auto"`` or
+        ``"ordered"`` resolved to from the input's width, format and column
+        names.
+
+    sigma_reason_ : str
+        Why ``sigma_`` has its value, from the same public inputs (quoted by
+        ``privacy_report()``).
 
     noise_multipliers_ : ndarray of shape (n_blocks,)
         The noise multiplier of each block of the noise schedule (one value

@@ -24,9 +24,9 @@ from ..backends import (
 )
 from ..training import (
     step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
-    resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer, make_generator,
-    learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series, compose_events,
-    series_average, series_epsilon, TrainingPlan,
+    explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer,
+    make_generator, learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series,
+    compose_events, series_average, series_epsilon, smoothed_noise_share, TrainingPlan,
 )
 from ..utils import warn_once
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord
@@ -405,13 +405,24 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             alpha=float(estimator.alpha), max_step=LOSSES[estimator.loss].noise_free_step,
             # The first call of a series bounds the noise of the whole series.
             partial=partial,
+            # The noise that reaches the weights after smoothing, against
+            # the smoothing the estimator's step rule was measured with.
+            noise_share=smoothed_noise_share(n_features, estimator.sigma_,
+                                             estimator._step_reference_sigma),
             n_features=n_features, optimizer=check_optimizer(estimator.optimizer),
         )
 
     def smoothing(self, estimator, n_features, sparse):
-        # From the input's public shape and format only (see _defaults).
+        # From the input's public shape, format and column names only (see
+        # _feature_layout).
         return resolve_sigma(estimator.sigma, n_features, sparse,
-                             estimator._auto_sigma_levels)
+                             estimator._auto_sigma_levels,
+                             getattr(estimator, "feature_names_in_", None))
+
+    def smoothing_reason(self, estimator, n_features, sparse):
+        return explain_sigma(estimator.sigma, n_features, sparse,
+                             estimator._auto_sigma_levels,
+                             getattr(estimator, "feature_names_in_", None))
 
     def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
         X, namespace = data.X, data.namespace

@@ -166,6 +166,10 @@ class ReleaseMechanism:
         """The Laplacian smoothing strength ``sigma_`` of the fit."""
         return 0.0
 
+    def smoothing_reason(self, estimator, n_features, sparse):
+        """Why :meth:`smoothing` gives what it gives, in a phrase (``sigma_reason_``)."""
+        return "no smoothing: the noise is added to the trained weights, not to the steps"
+
     def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
         """Train on ``data``, add the noise, and report.
 

@@ -8,8 +8,9 @@ The modules are private; the names other layers use are re-exported here.
 from ._backend import TrainingBackend
 from ._defaults import (
     AUTO, averaging_tail, explain_sigma, nominal_batch_size, resolve_average_start, resolve_delta,
-    resolve_eta0, resolve_schedule, resolve_sigma,
+    resolve_eta0, resolve_schedule, resolve_sigma, smoothed_noise_share,
 )
+from ._feature_layout import feature_layout, ORDERED
 from ._loop import run_training, TrainingPlan
 from ._losses import (
     CLASSIFICATION_LOSSES, loss_code, loss_derivative, LOSSES, multiclass_residual,
@@ -40,6 +41,7 @@ __all__ = [
     "LOSSES",
     "Momentum",
     "NON_SMOOTH_LOSSES",
+    "ORDERED",
     "Optimizer",
     "REGRESSION_LOSSES",
     "RelativeNoise",
@@ -56,6 +58,7 @@ __all__ = [
     "compiled_update",
     "compose_events",
     "explain_sigma",
+    "feature_layout",
     "is_constant_schedule",
     "learning_rate_schedule",
     "loss_code",
@@ -77,6 +80,7 @@ __all__ = [
     "series_average",
     "series_epsilon",
     "single_output_residual",
+    "smoothed_noise_share",
     "smoothing_eigenvalues",
     "step_levels",
     "warn_about_seed",

@@ -63,6 +63,19 @@ only, never a value of the rows, so it cannot tell features in ``[0, 1]``
 features in ``[-1, 1]``, nor two classes from ten; the rule is the
 compromise between them.
 
+The regressor's target was measured on fits smoothed with sigma 1, which
+leaves each weight ``sqrt(beta)`` of the step's noise (0.52 from 10
+features; :func:`smoothed_noise_share`). Since ``sigma="auto"`` no longer
+smooths unordered tables, an unsmoothed regressor's estimate of the
+accumulated noise is scaled by ``sqrt(beta(sigma_) / beta(1))`` (1.93 at
+sigma 0), so the noise that reaches its weights stays where it was
+measured: on diabetes at replace-one epsilon 1 (16 held-out splits,
+``benchmarks/results/regime_layout.md``) R2 0.298 against 0.288 for the
+smoothed fit (0.17 unsmoothed with the unscaled step), 0.441 against 0.436
+at epsilon 3. The classifier's rule was measured per width level and is not
+adjusted (its unsmoothed cells of 10 to 99 columns lost at most 0.8 point
+against sigma 0.25 and gained up to 4.5 on the same page).
+
 Averaging. The returned model is the mean of the iterates of the last
 share of the steps (tail averaging), for ``average="auto"`` and
 ``average=True`` alike; as a function of the noisy iterates it is
@@ -114,26 +127,35 @@ protects only that block's rows, so a series has about ``1 / sqrt(k)`` of
 the signal-to-noise ratio of ``fit`` on all rows at the same epsilon
 (``benchmarks/results/streaming.md``).
 
-Smoothing. ``sigma="auto"`` is 0 for sparse input (one-hot and hashed
-columns have no order to smooth along). For dense input it follows the
-number of features d, by the estimator's own levels: the classifier does
-not smooth below 10 features, smooths lightly (sigma 0.25) from 10 and fully
-(sigma 1) from 100; the regressor always smooths (sigma 1). Laplacian
-smoothing averages each coordinate of the noisy gradient with its
-neighbours along the feature axis: it pays where neighbouring features are
-related (pixels, spectra, time series, which come in hundreds) and biases
-the step where the columns have no order; a light smoothing removes part of
-the noise at a small bias. Chosen by measurement with the other defaults
-(``benchmarks/results/width_rules.md``; 100 seeds, replace-one epsilon 2 /
-add/remove epsilon 1): for the classifier, sigma 0.25 against 0 gave 0.903
-/ 0.907 against 0.896 / 0.900 on digits (d = 64), 0.944 / 0.948 against
-0.937 / 0.939 on wine (13) and 0.936 / 0.938 against 0.936 / 0.939 on
-breast cancer (30); 6 seeds of sigma 0 against 1 gave 0.838 against 0.785
-on iris (4); on MNIST (784) sigma 1 gave 88.8 against 87.6 percent at
-epsilon 1 (``benchmarks/results/utility.md``); for the regressor, where
-smoothing pulls the coefficients of one target towards each other (a
-shrinkage that suits the correlated serum columns of diabetes), R2 0.350
-against 0.283 on diabetes (10 features).
+Smoothing. ``sigma="auto"`` smooths only columns that are ordered, and
+decides that from public information only (``_feature_layout``): the
+declaration ``sigma="ordered"``, the input's format, its width and the
+column names a DataFrame or ColumnTransformer passes. Sparse input and
+named columns that are not one numbered sequence (a table's names, one-hot
+names such as ``x0_a`` or ``cat__sex_Male``) are not smoothed; a width that
+only an image has (``s * s`` or ``3 s * s`` columns, ``s >= 8``) is; any
+other dense table is not. The reason is in ``privacy_report()``
+(:func:`explain_sigma`). Laplacian smoothing averages each coordinate of
+the noisy gradient with its neighbours along the feature axis: it pays
+where neighbouring features are related (pixels, spectra, time series) and
+biases the step where the columns have no order. The width used to mean
+"ordered" (dense input from 10 columns on was smoothed), and a dense
+one-hot table paid for it: on 2,500 rows of UCI Adult (100 one-hot columns
+and 6 numeric ones, ``benchmarks/results/regime_layout.md``) sigma 1 gave the
+majority class. Ordered columns are smoothed by the estimator's own levels,
+by width: the classifier not below 10 features, lightly (sigma 0.25) from
+10 and fully (sigma 1) from 100; the regressor always (sigma 1). Chosen by
+measurement with the other defaults (``benchmarks/results/width_rules.md``;
+100 seeds, replace-one epsilon 2 / add/remove epsilon 1): for the
+classifier, sigma 0.25 against 0 gave 0.903 / 0.907 against 0.896 / 0.900
+on digits (d = 64, an 8 x 8 image); on MNIST (784) sigma 1 gave 88.8 against
+87.6 percent at epsilon 1 (``benchmarks/results/utility.md``). Unordered
+tables measured about even without the light smoothing: on the 14 cells
+of ``bench_regime.py``'s map whose ``sigma_`` changed (10 to 99 columns,
+replace-one epsilon 1, 16 fits on held-out splits and seeds,
+``benchmarks/results/regime_layout.md``) sigma 0 lost at most 0.8 point
+against 0.25 and gained up to 4.5 (features in ``[0, 1]``); the regressor
+keeps its measured noise through its step (see "Step size").
 
 delta. ``min(1e-5, 1 / (10 n))``: far below ``1 / n`` for any ``n`` (a
 mechanism that publishes one random row with probability ``delta`` meets a
@@ -144,11 +166,14 @@ import math
 
 import numpy as np
 
+from ._feature_layout import feature_layout, ORDERED
 from ._schedules import learning_rate_schedule
+from ._smoothing import smoothing_beta
 
 __all__ = [
     "ASSUMED_CALLS",
     "AUTO",
+    "ORDERED",
     "averaging_tail",
     "nominal_batch_size",
     "resolve_average_start",
@@ -157,6 +182,7 @@ __all__ = [
     "resolve_schedule",
     "resolve_sigma",
     "explain_sigma",
+    "smoothed_noise_share",
     "weight_noise_target",
 ]
 
@@ -286,8 +312,40 @@ def weight_noise_target(n_features, max_step):
     return float(min(_MAX_WEIGHT_NOISE, max(_MIN_WEIGHT_NOISE * max_step, target)))
 
 
+def smoothed_noise_share(n_features, sigma, reference_sigma):
+    """The noise reaching the weights, relative to the smoothing a step rule was measured with.
+
+    Smoothing with ``sigma`` leaves each coordinate of the step's Gaussian
+    noise ``sqrt(beta)`` of its standard deviation, with ``beta`` the mean
+    of ``1 / lambda_k^2`` over the eigenvalues of ``A_sigma``
+    (:func:`.smoothing_beta`; 0.52 at sigma 1 from 10 features). A rule for
+    ``eta0`` whose noise target was measured on fits smoothed with
+    ``reference_sigma`` keeps the noise that reaches the weights when the fit
+    smooths with another ``sigma`` by scaling its estimate of the
+    accumulated noise by ``sqrt(beta(sigma) / beta(reference_sigma))``.
+    From public quantities only (d and the two sigmas).
+
+    Parameters
+    ----------
+    n_features : int
+    sigma : float
+        The fit's ``sigma_``.
+    reference_sigma : float or None
+        The sigma the estimator's step rule was measured with; None: no
+        adjustment (1.0 returned).
+
+    Returns
+    -------
+    share : float
+    """
+    if reference_sigma is None or n_features < 2 or sigma == reference_sigma:
+        return 1.0
+    return math.sqrt(smoothing_beta(n_features, sigma)
+                     / smoothing_beta(n_features, reference_sigma))
+
+
 def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, batch_size,
-                 alpha, max_step, n_features, optimizer=None, partial=False):
+                 alpha, max_step, n_features, optimizer=None, partial=False, noise_share=1.0):
     """``eta0``, with ``"auto"`` resolved from the calibrated noise.
 
     SGD: the accumulated noise on each weight, ``eta0 (C / b) ||z s||_2``
@@ -326,6 +384,10 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
         The checked optimizer (:func:`.check_optimizer`); None is plain SGD.
     partial : bool, default=False
         The first call of a release series (``partial_fit``).
+    noise_share : float, default=1.0
+        The share of the accumulated noise that reaches the weights,
+        relative to the smoothing the rule was measured with
+        (:func:`smoothed_noise_share`).
 
     Returns
     -------
@@ -340,7 +402,7 @@ def resolve_eta0(eta0, *, learning_rate, power_t, noise_multipliers, clip_norm, 
     eta0 = max_step / clip_norm
     if (noise_multipliers > 0).any():
         # In this order: clip_norm / batch_size alone can underflow.
-        accumulated = (calls * float(np.linalg.norm(noise_multipliers * shape))
+        accumulated = (calls * noise_share * float(np.linalg.norm(noise_multipliers * shape))
                        * clip_norm / batch_size)
         eta0 = min(eta0, weight_noise / accumulated)
     if optimizer is not None:
@@ -405,12 +467,17 @@ def resolve_average_start(average, n_steps, *, tail=0.5):
     return min(int(average), n_steps - 1)
 
 
-def resolve_sigma(sigma, n_features, sparse, levels):
-    """``sigma``, with ``"auto"`` resolved from the public shape of the input.
+def resolve_sigma(sigma, n_features, sparse, levels, feature_names=None):
+    """``sigma``, with ``"auto"`` and ``"ordered"`` resolved from public information.
+
+    ``"auto"`` smooths only columns that :func:`.feature_layout` finds
+    ordered (an image's shape, numbered names; never sparse input or a
+    table's named columns), ``"ordered"`` declares them ordered; ordered
+    columns are smoothed by the estimator's levels, by width.
 
     Parameters
     ----------
-    sigma : float or "auto"
+    sigma : float, "auto" or "ordered"
     n_features : int
         d.
     sparse : bool
@@ -418,25 +485,29 @@ def resolve_sigma(sigma, n_features, sparse, levels):
         no order to smooth along).
     levels : tuple of (int, float)
         The estimator's ``_auto_sigma_levels``: ``(min_features, sigma)``
-        pairs in increasing order; dense input of d features is smoothed
+        pairs in increasing order; ordered input of d features is smoothed
         with the sigma of the last pair whose ``min_features <= d``, and
         not at all below the first.
+    feature_names : array-like of str or None, default=None
+        The column names (``feature_names_in_``: schema, public).
 
     Returns
     -------
     sigma : float
     """
-    if sigma != AUTO:
+    if sigma not in (AUTO, ORDERED):
         return float(sigma)
+    ordered, _ = feature_layout(n_features, sparse, feature_names,
+                                declared_ordered=sigma == ORDERED)
     resolved = 0.0
-    if not sparse:
+    if ordered:
         for min_features, level in levels:
             if n_features >= min_features:
                 resolved = level
     return float(resolved)
 
 
-def explain_sigma(sigma, n_features, sparse, levels):
+def explain_sigma(sigma, n_features, sparse, levels, feature_names=None):
     """Why ``sigma`` resolves to the value it does, in one sentence.
 
     The same inputs as :func:`resolve_sigma`, all public: what a report or a
@@ -444,21 +515,23 @@ def explain_sigma(sigma, n_features, sparse, levels):
 
     Parameters
     ----------
-    sigma : float or "auto"
+    sigma : float, "auto" or "ordered"
     n_features : int
     sparse : bool
     levels : tuple of (int, float)
+    feature_names : array-like of str or None, default=None
 
     Returns
     -------
     reason : str
     """
-    resolved = resolve_sigma(sigma, n_features, sparse, levels)
-    if sigma != AUTO:
+    resolved = resolve_sigma(sigma, n_features, sparse, levels, feature_names)
+    if sigma not in (AUTO, ORDERED):
         return f"sigma={resolved:g} was given"
-    if sparse:
-        return ("sigma='auto' chose 0: sparse input (one-hot or hashed columns have no "
-                "order to smooth along)")
+    ordered, why = feature_layout(n_features, sparse, feature_names,
+                                  declared_ordered=sigma == ORDERED)
+    if not ordered:
+        return f"sigma={sigma!r} chose 0: {why}"
     rule = ", ".join(f"{level:g} from {min_features} features" for min_features, level in levels)
-    return (f"sigma='auto' chose {resolved:g} for dense input of {n_features} features "
-            f"(the rule, from the shape only: {rule}; 0 below)")
+    return (f"sigma={sigma!r} chose {resolved:g} for ordered columns ({why}; by width: "
+            f"{rule}; 0 below)")
