@@ -92,12 +92,17 @@ def _declare_row_count(model, n_rows):
 
 
 def _default_rows(obj):
-    """Small rows for ``obj``: few enough that caps by the row count would bind."""
+    """Small rows for ``obj``: few enough that caps by the row count would bind.
+
+    64 rows, compared with 63: ``n // k`` differs between the two for every
+    power of two ``k`` up to 64, so a cap at any such share of the row count
+    shows.
+    """
     rng = np.random.default_rng(0)
     if isinstance(obj, DPBoundedScaler):
-        return rng.normal(size=(40, 3)), None
+        return rng.normal(size=(64, 3)), None
     if isinstance(obj, DPOneHotEncoder):
-        return rng.choice(np.array(["a", "b", "c"], dtype=object), size=(40, 2)), None
+        return rng.choice(np.array(["a", "b", "c"], dtype=object), size=(64, 2)), None
     estimator = final_estimator(obj.estimator)[0] if isinstance(
         obj, DPRandomizedSearch) else obj
     return default_data(estimator, n_rows=60)
