@@ -146,7 +146,44 @@ def _without_values(message, inputs):
         kind = type(inputs[name]).__name__ if name in inputs else "another type"
         return (f"Expected an array-like (array or non-string sequence) for {name}; got "
                 f"{kind} ({VALUES_NOT_SHOWN}).")
-    return message
+    if VALUES_NOT_SHOWN in message or any(
+            pattern.match(message) for pattern in _MESSAGES_WITHOUT_VALUES):
+        return message
+    # A message not known to be free of values may quote the data: fail
+    # closed, with the inputs' names and what to check.
+    return (f"{' or '.join(inputs)} did not pass input validation; the message of the check "
+            f"is not shown, since it may quote the data ({VALUES_NOT_SHOWN}). Check the "
+            "inputs' shapes, types and missing values.")
+
+
+# The validation messages (scikit-learn's, NumPy's and the library's own checks
+# that run inside validate_hiding_values) known to quote no value of the data:
+# only the problem, shapes, dtypes, counts, type names and feature names
+# (schema). Any other message is replaced by a generic one.
+_MESSAGES_WITHOUT_VALUES = tuple(re.compile(pattern) for pattern in (
+    r"Input (\w+ )?contains (NaN|infinity)",
+    r"X has \d+ features?, but \w+ is expecting \d+ features? as input\.",
+    r"Found input variables with inconsistent numbers of samples: \[[\d, ]*\]\Z",
+    r"Found array with \d+ (sample|feature)\(s\) \(shape=\([\d, ]*\)\) while a minimum of "
+    r"\d+ is required",
+    r"Found array with dim \d+, while dim <= \d+ is required",
+    r"This \w+ estimator requires y to be passed, but the target y is None\.",
+    r"y should be a 1d array, got an array of shape \([\d, ]*\) instead\.",
+    r"Unknown label type: [\w-]+\. ",
+    r"Support for labels represented as bytes is not supported",
+    r"float\(\) argument must be a string or a (real )?number, not '\w+'\Z",
+    r"The DType <class '[\w.]+'> could not be promoted by <class '[\w.]+'>",
+    r"dtype='numeric' is not compatible with arrays of bytes/strings",
+    r"Feature names are only supported if all input features have string names",
+    r"The feature names should match those that were passed during fit",
+    r"X (has|does not have) (valid )?feature names",
+    r"(A sparse matrix|Sparse data) was passed",
+    r"setting an array element with a sequence\.",
+    r"sample_weight must (be a 1-d array with one weight per row of X \(\d+\); got shape "
+    r"\([\d, ]*\)\.\Z|not be negative\.\Z)",
+    r"The sample weights are all zero\.\Z",
+    r"Some rows weigh more than max_sample_weight=",
+))
 
 
 def validate_hiding_values(inputs, check, *args, **kwargs):
