@@ -32,13 +32,13 @@ import warnings
 
 import numpy as np
 
-from ..training import apply_weight_decay, run_training
+from ..training import run_training
 from ._kernels import (
     compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum, smooth_rows,
     smoothing_omega,
 )
-from ._numpy import LONG_ROWS_MESSAGE, chunk_noise, gaussian_noise, poisson_batches, \
-    without_long_rows
+from ._numpy import HostWeightSteps, LONG_ROWS_MESSAGE, chunk_noise, gaussian_noise, \
+    poisson_batches, without_long_rows
 
 __all__ = [
     "DaskTraining",
@@ -215,7 +215,7 @@ class _Closure:
         return self.function(*self.args)
 
 
-class DaskTraining:
+class DaskTraining(HostWeightSteps):
     """The Dask backend of the training loop: partial sums on the partitions, the rest here.
 
     Parameters
@@ -275,6 +275,7 @@ class DaskTraining:
             bool(plan.fit_intercept), float(plan.sample_rate))
         self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
         self._omega = smoothing_omega(plan.sigma) if plan.sigma > 0 else 0.0
+        self._smooth = smooth_rows
 
     @property
     def n_partitions(self):
@@ -308,34 +309,6 @@ class DaskTraining:
         for partial, _ in results:
             grad += partial
         return grad
-
-    def smooth(self, grad):
-        if self.plan.sigma > 0:
-            smooth_rows(grad, self.n_features, self._omega, self.plan.sigma)
-        return grad
-
-    def decay(self, params, shrink):
-        apply_weight_decay(params, shrink, self.n_features)
-        return params
-
-    def project(self, params):
-        return params
-
-    def new_average(self):
-        return np.zeros(self.params.shape, dtype=np.float64)
-
-    def add_to_average(self, averaged, params, count):
-        averaged += (params - averaged) / count
-        return averaged
-
-    def all_finite(self, params):
-        return bool(np.isfinite(params).all())
-
-    def to_host(self, params):
-        return params
-
-    def finish(self, params):
-        return params.astype(self.params.dtype, copy=False)
 
     def compiled_steps(self, update):
         # Every step is a round trip to the partitions: nothing to compile.

@@ -149,7 +149,46 @@ def row_norms_of(X, n_threads=1):
     return compute_row_norms(X)
 
 
-class NumpyTraining:
+class HostWeightSteps:
+    """The steps on weights held on the host as a NumPy array, after the gradient sum.
+
+    Shared by the backends whose weights live in this process (the NumPy and
+    the Dask backends): smoothing, weight decay, averaging and the checks.
+    A subclass sets ``plan``, ``params`` (K x (d + 1)), ``n_features``,
+    ``_omega`` and ``_smooth`` (the smoothing kernel).
+    """
+
+    def smooth(self, grad):
+        if self.plan.sigma > 0:
+            self._smooth(grad, self.n_features, self._omega, self.plan.sigma)
+        return grad
+
+    def decay(self, params, shrink):
+        apply_weight_decay(params, shrink, self.n_features)
+        return params
+
+    def project(self, params):
+        return params
+
+    def new_average(self):
+        # The running mean is accumulated in float64 whatever the dtype.
+        return np.zeros(self.params.shape, dtype=np.float64)
+
+    def add_to_average(self, averaged, params, count):
+        averaged += (params - averaged) / count
+        return averaged
+
+    def all_finite(self, params):
+        return bool(np.isfinite(params).all())
+
+    def to_host(self, params):
+        return params
+
+    def finish(self, params):
+        return params.astype(self.params.dtype, copy=False)
+
+
+class NumpyTraining(HostWeightSteps):
     """The NumPy backend of the training loop: compiled kernels, in place.
 
     Dense rows go through :func:`._kernels.noisy_clipped_gradient_sum`, CSR
@@ -320,35 +359,6 @@ class NumpyTraining:
             return params, averaged
 
         return run
-
-    def smooth(self, grad):
-        if self.plan.sigma > 0:
-            self._smooth(grad, self.n_features, self._omega, self.plan.sigma)
-        return grad
-
-    def decay(self, params, shrink):
-        apply_weight_decay(params, shrink, self.n_features)
-        return params
-
-    def project(self, params):
-        return params
-
-    def new_average(self):
-        # The running mean is accumulated in float64 whatever the dtype.
-        return np.zeros(self.params.shape, dtype=np.float64)
-
-    def add_to_average(self, averaged, params, count):
-        averaged += (params - averaged) / count
-        return averaged
-
-    def all_finite(self, params):
-        return bool(np.isfinite(params).all())
-
-    def to_host(self, params):
-        return params
-
-    def finish(self, params):
-        return params.astype(self.params.dtype, copy=False)
 
 
 # The class that runs NumPy fits in the current context (thread, task).
