@@ -181,3 +181,37 @@ def test_shared_docs_are_filled_in(estimator):
     for doc in (estimator.__doc__, estimator.fit.__doc__, estimator.partial_fit.__doc__):
         assert not re.findall(r"\{[a-z_]+\}", doc)
     assert "Each call is a release" in estimator.partial_fit.__doc__
+
+
+def _inventory(name):
+    """``{name: uri}`` of a committed intersphinx inventory (``docs/_inventories``)."""
+    import zlib
+
+    data = (DOCS / "_inventories" / name).read_bytes()
+    body = zlib.decompress(data.split(b"\n", 4)[4]).decode()
+    entries = {}
+    for line in body.splitlines():
+        target, _role, _priority, uri, _label = line.split(" ", 4)
+        entries[target] = uri[:-1] + target if uri.endswith("$") else uri
+    return entries
+
+
+@pytest.mark.parametrize("inventory, name, uri", [
+    # The built-in types documented on the "Built-in Types" page, the
+    # functions and the other types on "Built-in Functions".
+    ("python.inv", "dict", "library/stdtypes.html#dict"),
+    ("python.inv", "list", "library/stdtypes.html#list"),
+    ("python.inv", "str", "library/stdtypes.html#str"),
+    ("python.inv", "int", "library/functions.html#int"),
+    ("python.inv", "isinstance", "library/functions.html#isinstance"),
+    ("python.inv", "ValueError", "library/exceptions.html#ValueError"),
+    ("python.inv", "warnings", "library/warnings.html#module-warnings"),
+    # NumPy's generator has a page of its own; legacy functions one each.
+    ("numpy.inv", "numpy.random.Generator",
+     "reference/random/generator.html#numpy.random.Generator"),
+    ("numpy.inv", "numpy.random.default_rng",
+     "reference/random/generator.html#numpy.random.default_rng"),
+    ("numpy.inv", "numpy.ndarray", "reference/generated/numpy.ndarray.html#numpy.ndarray"),
+])
+def test_committed_inventories_point_at_the_documented_pages(inventory, name, uri):
+    assert _inventory(inventory)[name] == uri

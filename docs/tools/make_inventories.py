@@ -125,6 +125,14 @@ def _entries(package, pattern):
     return entries
 
 
+# The built-in types that the "Built-in Types" page documents; the functions
+# page has only a pointer to them (an anchor ``func-dict``, not ``dict``).
+PYTHON_STDTYPES = {
+    "bytearray", "bytes", "dict", "frozenset", "list", "memoryview", "range", "set", "str",
+    "tuple",
+}
+
+
 def _python_entries():
     """The standard library's modules and the built-in functions, types and exceptions."""
     entries = {}
@@ -137,6 +145,8 @@ def _python_entries():
             continue
         if inspect.isclass(obj) and issubclass(obj, BaseException):
             entries[name] = ("py:exception", "library/exceptions.html#$")
+        elif inspect.isclass(obj) and name in PYTHON_STDTYPES:
+            entries[name] = ("py:class", "library/stdtypes.html#$")
         elif inspect.isclass(obj):
             entries[name] = ("py:class", "library/functions.html#$")
         elif callable(obj):
