@@ -13,13 +13,18 @@ privacy argument (docs/privacy_argument.rst, "Exact noise"):
    Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020)
    summed over the independent coordinates. It is the continuous Gaussian's
    RDP with multiplier ``s / sqrt(B)``.
-2. Poisson sampling with rate ``q``: the general upper bound of Zhu and Wang,
-   "Poisson Subsampled Renyi Differential Privacy" (ICML 2019, Theorem 6),
-   valid for any base mechanism whose RDP at the integer orders is known,
-   in both directions of add/remove neighbours. The tight sampled-Gaussian
-   formula of Mironov, Talwar and Zhang (2019), which dp-accounting's
-   ``PoissonSampledDpEvent(q, GaussianDpEvent(z))`` evaluates, uses the
-   continuous Gaussian's structure for the "remove" direction and is not used.
+2. Poisson sampling with rate ``q``, at integer orders: the "add" direction
+   ``D_alpha((1 - q) Q + q P || Q)`` expands into
+   ``sum_l C(alpha, l) (1 - q)^(alpha - l) q^l exp((l - 1) D_l(P || Q))``, bounded
+   term by term by 1.; the "remove" direction ``D_alpha(Q || (1 - q) Q + q P)``
+   is at most the "add" one because the pair is symmetric (``y -> mu - y``
+   exchanges ``P`` and ``Q``): Lemma 3 of the privacy argument. The bound is
+   then the sampled Gaussian's RDP of Mironov, Talwar and Zhang (2019) at the
+   multiplier ``s / sqrt(B)``, at integer orders (the tests check it against
+   dp-accounting's). Zhu and Wang's general bound ("Poisson Subsampled Renyi
+   Differential Privacy", ICML 2019, Theorem 6: a factor 3 on the terms
+   ``l >= 3``, for any base mechanism) is kept for comparison
+   (``symmetric=False``).
 3. ``T`` steps compose additively in RDP; dp-accounting's public
    ``rdp_privacy_accountant.compute_epsilon`` converts to ``(epsilon, delta)``.
 4. Replace-one: without sampling the shift is the difference of two rows'
@@ -72,15 +77,19 @@ def discrete_gaussian_rdp(orders, sensitivity_squared, variance):
                                                    / (2.0 * float(variance)))
 
 
-def poisson_subsampled_rdp(orders, sample_rate, base_rdp):
-    """Zhu and Wang's general RDP bound of Poisson sampling, at integer orders.
+def poisson_subsampled_rdp(orders, sample_rate, base_rdp, symmetric=True):
+    """An RDP bound of Poisson sampling at integer orders, from the base mechanism's RDP.
 
     For an integer order ``alpha >= 2`` and a base mechanism with RDP
     ``eps(l)`` at the orders ``l = 2 .. alpha``::
 
         (1 / (alpha - 1)) log[ (1 - q)^(alpha - 1) (alpha q - q + 1)
             + C(alpha, 2) q^2 (1 - q)^(alpha - 2) exp(eps(2))
-            + 3 sum_{l=3}^{alpha} C(alpha, l) q^l (1 - q)^(alpha - l) exp((l - 1) eps(l)) ]
+            + c sum_{l=3}^{alpha} C(alpha, l) q^l (1 - q)^(alpha - l) exp((l - 1) eps(l)) ]
+
+    with ``c = 1`` for a symmetric base pair (the privacy argument's Lemma 3:
+    the "remove" direction is then at most the "add" one, whose binomial
+    expansion this is) and ``c = 3`` otherwise (Zhu and Wang's general bound).
 
     Parameters
     ----------
@@ -90,6 +99,9 @@ def poisson_subsampled_rdp(orders, sample_rate, base_rdp):
         ``q`` in ``(0, 1)``.
     base_rdp : callable
         ``base_rdp(l)`` for an int array ``l``: the base mechanism's RDP at those orders.
+    symmetric : bool, default=True
+        Whether an involution of the outputs exchanges the base mechanism's two
+        neighbouring laws (the discrete and the continuous Gaussian's do).
 
     Returns
     -------
@@ -108,7 +120,8 @@ def poisson_subsampled_rdp(orders, sample_rate, base_rdp):
                      - special.gammaln(alpha - ells + 1)
                      + ells * math.log(q) + (alpha - ells) * math.log1p(-q)
                      + (ells - 1) * np.asarray(base_rdp(ells), dtype=np.float64))
-        log_terms[1:] += math.log(3.0)
+        if not symmetric:
+            log_terms[1:] += math.log(3.0)
         head = (alpha - 1) * math.log1p(-q) + math.log1p((alpha - 1) * q)
         values.append(float(special.logsumexp(np.append(log_terms, head))) / (alpha - 1))
     return np.array(values)
@@ -125,7 +138,7 @@ class _ComposedRdp:
 
 
 def exact_noise_epsilon(*, variance, sensitivity_squared, sample_rate, n_steps, delta,
-                        neighboring="replace_one"):
+                        neighboring="replace_one", symmetric=True):
     """Epsilon of ``n_steps`` Poisson-sampled steps of the exact-noise mode.
 
     Parameters
@@ -141,6 +154,9 @@ def exact_noise_epsilon(*, variance, sensitivity_squared, sample_rate, n_steps, 
     delta : float
         In ``(0, 1)``.
     neighboring : {"replace_one", "add_remove"}
+    symmetric : bool, default=True
+        Use the symmetric pair's subsampling bound (see the module's
+        docstring); False gives Zhu and Wang's general one, for comparison.
 
     Returns
     -------
@@ -169,7 +185,8 @@ def exact_noise_epsilon(*, variance, sensitivity_squared, sample_rate, n_steps, 
         return float(rdp_privacy_accountant.compute_epsilon(orders, rdp, delta)[0])
     rdp = n_steps * poisson_subsampled_rdp(
         orders, sample_rate,
-        lambda ells: discrete_gaussian_rdp(ells, sensitivity_squared, variance))
+        lambda ells: discrete_gaussian_rdp(ells, sensitivity_squared, variance),
+        symmetric=symmetric)
     composed = _ComposedRdp(orders, rdp)
     if neighboring == "add_remove":
         return float(composed.get_epsilon(delta))
