@@ -28,7 +28,7 @@ from pathlib import Path
 
 from sklearn_dplssgd.accounting import calibrate_noise, compute_epsilon, exact_noise_epsilon
 from sklearn_dplssgd.backends import (
-    DiscreteGaussianScale, SecureWords, grid_norm_bound, sample_discrete_gaussian,
+    ChaChaWords, DiscreteGaussianScale, SecureWords, grid_norm_bound, sample_discrete_gaussian,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -51,6 +51,20 @@ def sampler_rows(n_samples, scales, repeats):
         words_time = time.perf_counter() - start
         rows.append((std, 1e9 * best / n_samples, 1e9 * words_time / n_samples))
     return rows
+
+
+def word_source_rows(n_words, repeats):
+    """MB/s of each secure word source, alternated (the machine's load moves between runs)."""
+    sources = {"os.urandom (SecureWords)": SecureWords(), "ChaCha20 (ChaChaWords)": ChaChaWords()}
+    best = dict.fromkeys(sources, 0.0)
+    for source in sources.values():
+        source.words(1024)  # compile / load
+    for _ in range(repeats):
+        for name, source in sources.items():
+            start = time.perf_counter()
+            source.words(n_words)
+            best[name] = max(best[name], 8e-6 * n_words / (time.perf_counter() - start))
+    return list(best.items())
 
 
 def accounting_rows(settings, grid_bits_list):
@@ -93,10 +107,12 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     if args.quick:
         sampler = sampler_rows(20_000, [1.0, 1000.0], 1)
+        sources = word_source_rows(100_000, 1)
         settings = [("MNIST-shaped", 60_000, 784, 10, 256, 2)]
         grid_bits_list = [16]
     else:
         sampler = sampler_rows(1_000_000, [0.5, 1.0, 3.0, 1000.0, 2.0 ** 20], 3)
+        sources = word_source_rows(2_000_000, 5)
         settings = [("MNIST-shaped", 60_000, 784, 10, 256, 20),
                     ("MNIST-shaped", 60_000, 784, 10, 4096, 20),
                     ("MNIST-shaped", 60_000, 784, 10, 1875, 32),
@@ -120,6 +136,9 @@ def main(argv=None):
         "|---|---|---|",
     ]
     lines += [f"| {std:g} | {total:.0f} | {words:.0f} |" for std, total, words in sampler]
+    lines += ["", "Word sources (best of the runs, alternated):", "",
+              "| source | MB/s |", "|---|---|"]
+    lines += [f"| {name} | {rate:.0f} |" for name, rate in sources]
     lines += [
         "",
         "## Epsilon of the exact mode at the ordinary mode's noise (target epsilon 1, "

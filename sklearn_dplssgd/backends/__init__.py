@@ -13,6 +13,7 @@ from ._array_api import (
 from ._array_api_predict import (
     check_fitted_namespace, class_labels, class_probabilities, copy_params, decision_values,
 )
+from ._chacha import ChaChaWords
 from ._discrete_gaussian import DiscreteGaussianScale, SecureWords, sample_discrete_gaussian
 from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
@@ -27,6 +28,7 @@ from ._sparse import as_canonical_csr
 
 __all__ = [
     "ArrayApiTraining",
+    "ChaChaWords",
     "DaskTraining",
     "DiscreteGaussianScale",
     "MAX_GRID_BITS",
