@@ -223,3 +223,12 @@ def test_bench_cores_quick(tmp_path):
         for section in ("quiet", "under load"):
             assert f"### {table} ({section}): n = 20,000" in text
     assert "| 1 | " in text and "| 1.00x | - |" in text
+
+
+def test_bench_exact_noise_quick(tmp_path):
+    _run("bench_exact_noise.py", tmp_path)
+    text = (tmp_path / "exact_noise.md").read_text()
+    assert "| std s | ns per sample | of which os.urandom (16 words) |" in text
+    assert "| ChaCha20 (ChaChaWords) |" in text
+    assert "| MNIST-shaped | 256 | 469 | replace_one |" in text
+    assert "| MNIST-shaped | 256 | 469 | add_remove |" in text

@@ -24,7 +24,7 @@ from sklearn_dplssgd import (
     PrivacyLeakWarning,
 )
 from sklearn_dplssgd.model_selection import _search
-from sklearn_dplssgd.accounting._events import _group_of_two_epsilon, _rdp_orders
+from sklearn_dplssgd.accounting._events import group_of_two_epsilon, _rdp_orders
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_epsilon_is_recomputed_from_dp_event_with_dp_accounting(data, neighborin
     if neighboring == "add_remove":
         recomputed = accountant.get_epsilon(1e-5)
     else:
-        recomputed = _group_of_two_epsilon(accountant, 1e-5)
+        recomputed = group_of_two_epsilon(accountant, 1e-5)
         # The group-of-two condition, checked with dp-accounting alone.
         d_ar = 1e-5 / (1 + math.exp(recomputed / 2))
         assert 2 * accountant.get_epsilon(d_ar) <= recomputed * (1 + 1e-9)

@@ -85,6 +85,7 @@ __all__ = [
     "EpsilonDeltaDpEvent",
     "event_epsilon",
     "EVENT_EPSILONS",
+    "group_of_two_epsilon",
     "NEIGHBORING_RELATIONS",
     "pld_grid_points",
     "PLD_INTERVAL_BOUNDS",
@@ -254,7 +255,7 @@ _RDP_ORDERS = tuple(sorted(set(
 )))
 
 
-def _group_of_two_epsilon(accountant, delta):
+def group_of_two_epsilon(accountant, delta):
     """Epsilon under replace-one from an add/remove RDP accountant.
 
     Group privacy for a group of 2: if the mechanism is (e, d)-DP under
@@ -323,7 +324,7 @@ def cached_epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighb
             if neighboring == "replace_one" and sample_rate < 1.0:
                 # dp-accounting's RDP accountant does not support Poisson
                 # sampling under REPLACE_ONE: sound group-privacy reduction.
-                return _group_of_two_epsilon(accountant, delta)
+                return group_of_two_epsilon(accountant, delta)
             return float(accountant.get_epsilon(delta))
         # dp-accounting's public PLD accountant: both relations natively (and
         # the q = 1 Gaussian with sensitivity 2C under REPLACE_ONE).
@@ -485,7 +486,7 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pl
     PLD (under the given adjacency, pessimistic) when it supports every part of
     ``event``; otherwise RDP with the dense orders of :func:`_rdp_orders` under
     add/remove, turned into replace-one by the group-of-two reduction of
-    :func:`_group_of_two_epsilon`. ``RepeatAndSelectDpEvent`` (private
+    :func:`group_of_two_epsilon`. ``RepeatAndSelectDpEvent`` (private
     hyperparameter search) is supported by RDP only.
 
     Every event here means what the estimators mean by it: one row moves each
@@ -551,7 +552,7 @@ def _event_epsilon(event, delta, neighboring, pld_interval):
             raise ValueError(f"dp-accounting cannot account for {event!r}.")
         rdp.compose(event)
         if neighboring == "replace_one":
-            rdp_epsilon = _group_of_two_epsilon(rdp, delta)
+            rdp_epsilon = group_of_two_epsilon(rdp, delta)
         else:
             rdp_epsilon = float(rdp.get_epsilon(delta))
         if not math.isfinite(rdp_epsilon) or rdp_epsilon == 0.0:

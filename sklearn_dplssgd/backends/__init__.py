@@ -1,5 +1,6 @@
 """Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
-training backend, and the array API backend with its prediction helpers.
+training backend, and the array API backend with its prediction helpers; the exact discrete
+Gaussian sampler and the integer grid sum of the exact-noise mode.
 
 The modules are private; the names other layers use are re-exported here.
 """
@@ -12,9 +13,12 @@ from ._array_api import (
 from ._array_api_predict import (
     check_fitted_namespace, class_labels, class_probabilities, copy_params, decision_values,
 )
+from ._chacha import ChaChaWords
+from ._discrete_gaussian import DiscreteGaussianScale, SecureWords, sample_discrete_gaussian
 from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
 )
+from ._grid_sum import MAX_GRID_BITS, grid_norm_bound, rounded_clipped_sum
 from ._kernels import compute_row_norms
 from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, row_norms_of, train_dp_lssgd,
@@ -24,9 +28,13 @@ from ._sparse import as_canonical_csr
 
 __all__ = [
     "ArrayApiTraining",
+    "ChaChaWords",
     "DaskTraining",
+    "DiscreteGaussianScale",
+    "MAX_GRID_BITS",
     "NonFiniteRowsError",
     "NumpyTraining",
+    "SecureWords",
     "WorkerLostError",
     "array_api_namespace",
     "as_canonical_csr",
@@ -37,10 +45,13 @@ __all__ = [
     "compute_row_norms",
     "copy_params",
     "decision_values",
+    "grid_norm_bound",
     "initial_gradient_norms",
     "is_dask_collection",
     "numpy_backend",
+    "rounded_clipped_sum",
     "row_norms_of",
+    "sample_discrete_gaussian",
     "to_device",
     "to_numpy",
     "train_dp_lssgd",
