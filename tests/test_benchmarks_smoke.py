@@ -223,3 +223,15 @@ def test_bench_cores_quick(tmp_path):
         for section in ("quiet", "under load"):
             assert f"### {table} ({section}): n = 20,000" in text
     assert "| 1 | " in text and "| 1.00x | - |" in text
+
+
+def test_bench_dask_quick(tmp_path):
+    pytest.importorskip("distributed")
+    pytest.importorskip("dask_ml")
+    _run("bench_dask.py", tmp_path)
+    accuracy = (tmp_path / "dask_accuracy.md").read_text()
+    for mode in ("| in memory |", "| Dask array |", "| Incremental |"):
+        assert mode in accuracy
+    assert "| X.compute() on the client | fit |" in (tmp_path / "dask_memory.md").read_text()
+    assert "| the cluster's per-step overhead (ms) |" in (
+        tmp_path / "dask_speed.md").read_text()

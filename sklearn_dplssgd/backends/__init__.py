@@ -1,5 +1,6 @@
 """Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
-training backend, and the array API backend with its prediction helpers.
+training backend, the array API backend with its prediction helpers, the Dask backend, and
+the selection of a backend for an input (``backend_for``).
 
 The modules are private; the names other layers use are re-exported here.
 """
@@ -20,16 +21,21 @@ from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, row_norms_of, train_dp_lssgd,
     use_numpy_backend,
 )
+from ._selection import ArrayApiInput, DaskInput, NumpyInput, backend_for
 from ._sparse import as_canonical_csr
 
 __all__ = [
+    "ArrayApiInput",
     "ArrayApiTraining",
+    "DaskInput",
     "DaskTraining",
     "NonFiniteRowsError",
+    "NumpyInput",
     "NumpyTraining",
     "WorkerLostError",
     "array_api_namespace",
     "as_canonical_csr",
+    "backend_for",
     "blas_controller",
     "check_fitted_namespace",
     "class_labels",
