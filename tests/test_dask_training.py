@@ -197,3 +197,56 @@ def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch):
     with pytest.raises(WorkerLostError, match="released nothing"):
         estimator.fit(X_dask, y_dask)
     assert "coef_" not in estimator.__dict__ and len(ledger.records) == 1
+
+
+def test_search_trains_and_scores_on_the_cluster(client, monkeypatch):
+    from sklearn_dplssgd import DPRandomizedSearch
+
+    X, y = _table(n=1200, d=4, seed=2)
+    X_dask, y_dask = _chunked(X, y, rows=200)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the search gathered rows on the client")
+
+    original_compute = da.Array.compute
+
+    def compute_scalars_only(self, *args, **kwargs):
+        # Only a trial's score sum (a 0-d array) may come back.
+        if self.ndim:
+            refuse()
+        return original_compute(self, *args, **kwargs)
+
+    monkeypatch.setattr(da.Array, "compute", compute_scalars_only)
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+    ledger = PrivacyLedger()
+    search = DPRandomizedSearch(
+        DPLSSGDClassifier(classes=[0, 1], batch_size=200, max_iter=2),
+        {"alpha": [1e-4]}, epsilon=2.0, n_trials=1, trials_shape=np.inf,
+        ledger=ledger).fit(X_dask, y_dask)
+    monkeypatch.undo()
+    assert len(ledger.records) == 1 and search.n_trials_ == len(search.trials_) >= 1
+    assert np.isfinite(search.epsilon_) and search.best_estimator_.n_features_in_ == 4
+    assert search.score(X, y) > 0.6
+
+
+@pytest.mark.parametrize("search_settings, message", [
+    ({"n_jobs": 2}, "n_jobs must be None or 1"),
+    ({"pipeline": True}, "not a Pipeline"),
+])
+def test_search_refuses_what_would_gather_before_the_charge(search_settings, message):
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dplssgd import BoundedScaler, DPRandomizedSearch
+
+    X, y = _table(n=400, d=3)
+    estimator = DPLSSGDClassifier(classes=[0, 1])
+    space = {"alpha": [0.0, 1e-4]}
+    if search_settings.pop("pipeline", False):
+        estimator = make_pipeline(BoundedScaler(lower=-1.0, upper=1.0), estimator)
+        space = {"dplssgdclassifier__alpha": [0.0, 1e-4]}
+    ledger = PrivacyLedger()
+    search = DPRandomizedSearch(estimator, space, epsilon=1.0, ledger=ledger,
+                                **search_settings)
+    with pytest.raises((TypeError, ValueError), match=message):
+        search.fit(*_chunked(X, y, rows=100))
+    assert ledger.records == []
