@@ -177,7 +177,11 @@ def test_nan_on_a_worker_fails_closed_and_the_ledger_is_charged(client):
     assert len(ledger.records) == 1
 
 
-def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch):
+@pytest.mark.parametrize("how", ["restarted", "crashed"])
+def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch, how):
+    import os
+    import time
+
     X, y = _table(n=600)
     X_dask, y_dask = _chunked(X, y, rows=100)
     original = DaskTraining.gradient_sum
@@ -186,9 +190,18 @@ def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch):
     def lose_a_worker(self, params, draws, local_step):
         calls.append(local_step)
         if len(calls) == 3:
-            # The worker holding the first partition goes away (and comes back empty).
+            # The worker holding the first partition goes away (and comes back empty):
+            # restarted by the client, or its process exiting while the fit goes on.
             holder = next(iter(client.who_has(self._partitions[:1]).values()))[0]
-            client.restart_workers([holder])
+            if how == "restarted":
+                client.restart_workers([holder])
+            else:
+                client.submit(os._exit, 1, workers=[holder], pure=False)
+                # Until the scheduler has seen it go (no more than a few seconds).
+                for _ in range(200):
+                    if holder not in client.scheduler_info()["workers"]:
+                        break
+                    time.sleep(0.05)
         return original(self, params, draws, local_step)
 
     monkeypatch.setattr(DaskTraining, "gradient_sum", lose_a_worker)

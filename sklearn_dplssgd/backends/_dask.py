@@ -209,7 +209,11 @@ class _DistributedRunner:
             actors.append(self.client.submit(
                 _PartitionHolder, seeds[indices], settings,
                 *[partitions[index] for index in indices],
-                actor=True, workers=[worker], allow_other_workers=False, pure=False))
+                # Where its partitions are; if that worker is lost, the actor
+                # may be rebuilt elsewhere (a call waits for it rather than
+                # for a worker that will not return), over rebuilt
+                # partitions, whose new tokens fail the fit.
+                actor=True, workers=[worker], allow_other_workers=True, pure=False))
             self._order.extend(indices)
         self._holders = [actor.result() for actor in actors]
         self._actor_futures = actors
