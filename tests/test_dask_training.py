@@ -234,7 +234,7 @@ def test_search_trains_and_scores_on_the_cluster(client, monkeypatch):
     ledger = PrivacyLedger()
     search = DPRandomizedSearch(
         DPLSSGDClassifier(classes=[0, 1], batch_size=200, max_iter=2),
-        {"alpha": [1e-4]}, epsilon=2.0, n_trials=1, trials_shape=np.inf,
+        {"alpha": [1e-4]}, epsilon=2.0, n_trials=1,
         ledger=ledger).fit(X_dask, y_dask)
     monkeypatch.undo()
     assert len(ledger.records) == 1 and search.n_trials_ == len(search.trials_) >= 1
