@@ -232,3 +232,15 @@ def test_bench_exact_noise_quick(tmp_path):
     assert "| ChaCha20 (ChaChaWords) |" in text
     assert "| MNIST-shaped | 256 | 469 | replace_one |" in text
     assert "| MNIST-shaped | 256 | 469 | add_remove |" in text
+
+
+def test_bench_dask_quick(tmp_path):
+    pytest.importorskip("distributed")
+    pytest.importorskip("dask_ml")
+    _run("bench_dask.py", tmp_path)
+    accuracy = (tmp_path / "dask_accuracy.md").read_text()
+    for mode in ("| in memory |", "| Dask array |", "| Incremental |"):
+        assert mode in accuracy
+    assert "| X.compute() on the client | fit |" in (tmp_path / "dask_memory.md").read_text()
+    assert "| the cluster's per-step overhead (ms) |" in (
+        tmp_path / "dask_speed.md").read_text()

@@ -177,7 +177,11 @@ def test_nan_on_a_worker_fails_closed_and_the_ledger_is_charged(client):
     assert len(ledger.records) == 1
 
 
-def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch):
+@pytest.mark.parametrize("how", ["restarted", "crashed"])
+def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch, how):
+    import os
+    import time
+
     X, y = _table(n=600)
     X_dask, y_dask = _chunked(X, y, rows=100)
     original = DaskTraining.gradient_sum
@@ -186,9 +190,18 @@ def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch):
     def lose_a_worker(self, params, draws, local_step):
         calls.append(local_step)
         if len(calls) == 3:
-            # The worker holding the first partition goes away (and comes back empty).
+            # The worker holding the first partition goes away (and comes back empty):
+            # restarted by the client, or its process exiting while the fit goes on.
             holder = next(iter(client.who_has(self._partitions[:1]).values()))[0]
-            client.restart_workers([holder])
+            if how == "restarted":
+                client.restart_workers([holder])
+            else:
+                client.submit(os._exit, 1, workers=[holder], pure=False)
+                # Until the scheduler has seen it go (no more than a few seconds).
+                for _ in range(200):
+                    if holder not in client.scheduler_info()["workers"]:
+                        break
+                    time.sleep(0.05)
         return original(self, params, draws, local_step)
 
     monkeypatch.setattr(DaskTraining, "gradient_sum", lose_a_worker)
@@ -197,3 +210,56 @@ def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch):
     with pytest.raises(WorkerLostError, match="released nothing"):
         estimator.fit(X_dask, y_dask)
     assert "coef_" not in estimator.__dict__ and len(ledger.records) == 1
+
+
+def test_search_trains_and_scores_on_the_cluster(client, monkeypatch):
+    from sklearn_dplssgd import DPRandomizedSearch
+
+    X, y = _table(n=1200, d=4, seed=2)
+    X_dask, y_dask = _chunked(X, y, rows=200)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the search gathered rows on the client")
+
+    original_compute = da.Array.compute
+
+    def compute_scalars_only(self, *args, **kwargs):
+        # Only a trial's score sum (a 0-d array) may come back.
+        if self.ndim:
+            refuse()
+        return original_compute(self, *args, **kwargs)
+
+    monkeypatch.setattr(da.Array, "compute", compute_scalars_only)
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+    ledger = PrivacyLedger()
+    search = DPRandomizedSearch(
+        DPLSSGDClassifier(classes=[0, 1], batch_size=200, max_iter=2),
+        {"alpha": [1e-4]}, epsilon=2.0, n_trials=1,
+        ledger=ledger).fit(X_dask, y_dask)
+    monkeypatch.undo()
+    assert len(ledger.records) == 1 and search.n_trials_ == len(search.trials_) >= 1
+    assert np.isfinite(search.epsilon_) and search.best_estimator_.n_features_in_ == 4
+    assert search.score(X, y) > 0.6
+
+
+@pytest.mark.parametrize("search_settings, message", [
+    ({"n_jobs": 2}, "n_jobs must be None or 1"),
+    ({"pipeline": True}, "not a Pipeline"),
+])
+def test_search_refuses_what_would_gather_before_the_charge(search_settings, message):
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dplssgd import BoundedScaler, DPRandomizedSearch
+
+    X, y = _table(n=400, d=3)
+    estimator = DPLSSGDClassifier(classes=[0, 1])
+    space = {"alpha": [0.0, 1e-4]}
+    if search_settings.pop("pipeline", False):
+        estimator = make_pipeline(BoundedScaler(lower=-1.0, upper=1.0), estimator)
+        space = {"dplssgdclassifier__alpha": [0.0, 1e-4]}
+    ledger = PrivacyLedger()
+    search = DPRandomizedSearch(estimator, space, epsilon=1.0, ledger=ledger,
+                                **search_settings)
+    with pytest.raises((TypeError, ValueError), match=message):
+        search.fit(*_chunked(X, y, rows=100))
+    assert ledger.records == []

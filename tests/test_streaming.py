@@ -14,7 +14,7 @@ from sklearn_dplssgd import (
     PrivacyBudgetExceededError,
     PrivacyLedger,
 )
-from sklearn_dplssgd.mechanisms import _gradient
+from sklearn_dplssgd.backends import NumpyInput
 from sklearn_dplssgd.training._schedules import learning_rate_schedule
 from sklearn_dplssgd.training._streaming import compose_events
 
@@ -187,13 +187,14 @@ def test_a_decaying_learning_rate_continues_across_calls(binary, monkeypatch):
     np.testing.assert_allclose(learning_rate_schedule("invscaling", 2.0, 0.5, 3, first_step=2),
                                2.0 / np.sqrt([3.0, 4.0, 5.0]))
     recorded = []
-    real = _gradient.train_dp_lssgd
+    real = NumpyInput.trainer
 
     def recording(*args, **kwargs):
         recorded.append(args[3].learning_rates)  # the TrainingPlan
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_gradient, "train_dp_lssgd", recording)
+    # The training function the selected backend (NumPy rows) runs.
+    monkeypatch.setattr(NumpyInput, "trainer", staticmethod(recording))
     X, y = binary
     clf = DPLSSGDRegressor(learning_rate="inverse_time", batch_size=100, **SEEDED)
     clf.partial_fit(X[:300], y[:300])

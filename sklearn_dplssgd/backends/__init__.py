@@ -1,6 +1,7 @@
 """Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
-training backend, and the array API backend with its prediction helpers; the exact discrete
-Gaussian sampler and the integer grid sum of the exact-noise mode.
+training backend, the array API backend with its prediction helpers, the Dask backend, the
+selection of a backend for an input (``backend_for``), and the exact discrete Gaussian sampler
+and the integer grid sum of the exact-noise mode.
 
 The modules are private; the names other layers use are re-exported here.
 """
@@ -24,20 +25,25 @@ from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, row_norms_of, train_dp_lssgd,
     use_numpy_backend,
 )
+from ._selection import ArrayApiInput, DaskInput, NumpyInput, backend_for
 from ._sparse import as_canonical_csr
 
 __all__ = [
+    "ArrayApiInput",
     "ArrayApiTraining",
     "ChaChaWords",
+    "DaskInput",
     "DaskTraining",
     "DiscreteGaussianScale",
     "MAX_GRID_BITS",
     "NonFiniteRowsError",
+    "NumpyInput",
     "NumpyTraining",
     "SecureWords",
     "WorkerLostError",
     "array_api_namespace",
     "as_canonical_csr",
+    "backend_for",
     "blas_controller",
     "check_fitted_namespace",
     "class_labels",

@@ -14,7 +14,11 @@ of shape ``(K, d + 1)`` back; no row leaves its partition.
 The partitions are prepared once per fit (made C-contiguous, checked finite,
 their norms computed) and held where they are computed: on the workers of
 the active ``dask.distributed`` client, or in this process under Dask's
-local scheduler when no client is active.
+local scheduler when no client is active. On a cluster, each worker's
+partitions are then handed to one Dask actor on that worker, so that a step
+is one direct call per worker (the weights out, the worker's partial sums
+back) rather than one scheduled task per partition: the scheduler's per-task
+cost, paid every step, was most of a step's time.
 
 The sampling randomness of partition k at step t comes from a generator
 seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
@@ -153,24 +157,81 @@ def _active_client():
         return None
 
 
+class _PartitionHolder:
+    """A worker's partitions of a fit, held by one Dask actor for the whole fit.
+
+    A step is one call per worker, straight from the client to the worker
+    (no scheduler in between), carrying the weights and bringing back the
+    sums of the worker's partitions, in their order.
+    """
+
+    def __init__(self, seeds, settings, *partitions):
+        self.seeds, self.settings, self.partitions = seeds, settings, partitions
+
+    def sums(self, params, step):
+        return [_partition_sum(partition, seed, params, step, self.settings)
+                for partition, seed in zip(self.partitions, self.seeds)]
+
+
 class _DistributedRunner:
-    """Partitions held on the workers of a ``dask.distributed`` client, as futures."""
+    """Partitions held on the workers of a ``dask.distributed`` client.
+
+    The partitions are prepared as tasks (in parallel, where their rows
+    are), then each worker's are handed to one actor on that worker: a step
+    costs one direct call per worker instead of one scheduled task per
+    partition.
+    """
 
     def __init__(self, client):
         self.client = client
+        self._holders = []
 
     def hold(self, tasks):
-        return self.client.compute(tasks)
+        from distributed import wait
+
+        partitions = self.client.compute(tasks)
+        wait(partitions)
+        return partitions
 
     def map(self, function, partitions, *args):
         futures = [self.client.submit(function, partition, *args, pure=False)
                    for partition in partitions]
         return self.client.gather(futures)
 
-    def map_each(self, function, partitions, per_partition, *args):
-        futures = [self.client.submit(function, partition, extra, *args, pure=False)
-                   for partition, extra in zip(partitions, per_partition)]
-        return self.client.gather(futures)
+    def bind(self, partitions, seeds, settings):
+        """One actor per worker, holding that worker's partitions (and their seeds)."""
+        holders = self.client.who_has(partitions)
+        by_worker = {}
+        for index, partition in enumerate(partitions):
+            by_worker.setdefault(holders[partition.key][0], []).append(index)
+        self._order, actors = [], []
+        for worker, indices in by_worker.items():
+            actors.append(self.client.submit(
+                _PartitionHolder, seeds[indices], settings,
+                *[partitions[index] for index in indices],
+                # Where its partitions are; if that worker is lost, the actor
+                # may be rebuilt elsewhere (a call waits for it rather than
+                # for a worker that will not return), over rebuilt
+                # partitions, whose new tokens fail the fit.
+                actor=True, workers=[worker], allow_other_workers=True, pure=False))
+            self._order.extend(indices)
+        self._holders = [actor.result() for actor in actors]
+        self._actor_futures = actors
+
+    def sums(self, params, step):
+        """Each partition's ``(sum, token)`` at this step, in the partitions' order."""
+        if any(future.status != "finished" for future in self._actor_futures):
+            raise WorkerLostError(WORKER_LOST_MESSAGE)
+        try:
+            calls = [holder.sums(params, step) for holder in self._holders]
+            by_holder = [call.result() for call in calls]
+        except (OSError, RuntimeError, KeyError) as error:
+            # The actor's worker went away, or came back without it.
+            raise WorkerLostError(WORKER_LOST_MESSAGE) from error
+        results = [None] * len(self._order)
+        for index, result in zip(self._order, (r for part in by_holder for r in part)):
+            results[index] = result
+        return results
 
 
 class _LocalRunner:
@@ -195,6 +256,14 @@ class _LocalRunner:
     def map(self, function, partitions, *args):
         return self.map_each(lambda partition, _, *rest: function(partition, *rest),
                              partitions, [None] * len(partitions), *args)
+
+    def bind(self, partitions, seeds, settings):
+        self._partitions, self._seeds, self._settings = partitions, seeds, settings
+
+    def sums(self, params, step):
+        """Each partition's ``(sum, token)`` at this step, in the partitions' order."""
+        return self.map_each(_partition_sum, self._partitions, self._seeds, params, step,
+                             self._settings)
 
     def map_each(self, function, partitions, per_partition, *args):
         keys = [f"dplssgd-partition-{k}" for k in range(len(partitions))]
@@ -276,6 +345,7 @@ class DaskTraining(HostWeightSteps):
         self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
         self._omega = smoothing_omega(plan.sigma) if plan.sigma > 0 else 0.0
         self._smooth = smooth_rows
+        self._runner.bind(self._partitions, self._seeds, self._settings)
 
     @property
     def n_partitions(self):
@@ -299,9 +369,7 @@ class DaskTraining(HostWeightSteps):
 
     def gradient_sum(self, params, draws, local_step):
         chunk_start, noise = draws
-        results = self._runner.map_each(
-            _partition_sum, self._partitions, self._seeds, params, chunk_start + local_step,
-            self._settings)
+        results = self._runner.sums(params, chunk_start + local_step)
         if [token for _, token in results] != self._tokens:
             raise WorkerLostError(WORKER_LOST_MESSAGE)
         # The noise once, on the sum of the partitions' sums (added in order).

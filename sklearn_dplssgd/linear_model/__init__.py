@@ -6,10 +6,12 @@ The modules are private; the names other layers use are re-exported here.
 
 from ._base import BaseDPLSSGD
 from ._classifier import DPLSSGDClassifier
+from ._dask_input import dask_arrays
 from ._regressor import DPLSSGDRegressor
 
 __all__ = [
     "BaseDPLSSGD",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
+    "dask_arrays",
 ]

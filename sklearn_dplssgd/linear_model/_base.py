@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, ledger_error, estimator_report
 from ..backends import (
     array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
-    as_canonical_csr, is_dask_collection,
+    as_canonical_csr, backend_for,
 )
 from ..mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ..training import (
@@ -289,7 +289,8 @@ class BaseDPLSSGD(BaseEstimator):
         mechanism = self._release_mechanism()
         # A Dask array or DataFrame trains where its partitions are (see
         # _dask_input): its shape and dtype are read from metadata only.
-        distributed = is_dask_collection(X)
+        backend = backend_for(X)
+        distributed = backend.rows_are_remote
         if distributed:
             if not mechanism.accepts_dask:
                 raise TypeError(
@@ -298,7 +299,7 @@ class BaseDPLSSGD(BaseEstimator):
             X, y, sample_weight, feature_names = dask_arrays(X, y, sample_weight)
         # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
         # device (see _array_api); everything else takes the NumPy path.
-        namespace = None if distributed else array_api_namespace(X)
+        namespace = backend.namespace
         # Declared feature bounds: checked against X's format and public
         # width before the ledger is charged.
         feature_map(self, X, namespace=namespace)

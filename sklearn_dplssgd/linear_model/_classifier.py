@@ -11,7 +11,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..backends import (
-    array_api_namespace, is_dask_collection, class_labels, class_probabilities, copy_params,
+    backend_for, class_labels, class_probabilities, copy_params,
 )
 from ..training import averaging_tail, CLASSIFICATION_LOSSES, LOSSES
 from ..utils import (
@@ -51,10 +51,10 @@ def _check_label_values(y):
     """
     if y is None:
         return  # validate_data says that y is required
-    if array_api_namespace(y) is not None:
-        return  # numeric arrays of another namespace: no None, no mixed types
-    if is_dask_collection(y):
-        return  # checked on its partitions, by the encoding, without gathering it
+    if not backend_for(y).labels_checked_on_host:
+        # Numeric arrays of another namespace (no None, no mixed types), or a
+        # Dask collection (checked on its partitions by the encoding).
+        return
     if isinstance(y, (list, tuple)):
         labels = [label for label in y if np.ndim(label) == 0]
     else:

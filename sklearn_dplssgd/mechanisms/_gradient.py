@@ -18,10 +18,7 @@ from ..accounting import (
     PLD_MAX_POINTS, pld_grid_points, PrivacyCalibration, compute_epsilon, dp_event, event_epsilon,
     calibrate_noise, smallest_noise_for,
 )
-from ..backends import (
-    initial_gradient_norms, to_device, train_dp_lssgd_array_api, row_norms_of, train_dp_lssgd,
-    is_dask_collection, train_dp_lssgd_dask,
-)
+from ..backends import backend_for, initial_gradient_norms, to_device
 from ..training import (
     step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
     explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer,
@@ -437,25 +434,21 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                          resolve_average_start(estimator.average, plan.n_steps,
                                                tail=estimator._average_tail(X.shape[1])))
         estimator._warn_before_training(calibration.delta, n_samples)
-        distributed = is_dask_collection(X)
-        # The rows' norms, once, for the warning and the clip (NumPy path).
-        # A Dask array's rows stay on the workers: no warning, and each
-        # partition computes its own norms.
-        row_norms = (None if namespace is not None or distributed
-                     else row_norms_of(X, estimator._n_threads()))
-        if not distributed:
+        backend = backend_for(X)
+        # The rows' norms, once, for the warning and the clip, where the rows
+        # are here (None otherwise: each partition or device forms its own).
+        row_norms = backend.row_norms(X, estimator._n_threads())
+        if not backend.rows_are_remote:
+            # A cluster's rows stay on its workers: no warning from them.
             warn_if_mostly_clipped(estimator, data, row_norms)
-        trainer = (train_dp_lssgd_dask if distributed else
-                   train_dp_lssgd if namespace is None else train_dp_lssgd_array_api)
-        # The NumPy and Dask paths' own settings: threads and a starting point
-        # (the array API path refuses the latter, check_release).
-        extra = {} if namespace is not None else {
-            "n_threads": estimator._n_threads(),
-            "initial_params": estimator._start_params(
+        trainer = backend.trainer
+        # The backend's own settings (threads, a starting point: the array
+        # API path refuses the latter, check_release).
+        extra = backend.trainer_arguments(
+            estimator._n_threads(),
+            None if namespace is not None else estimator._start_params(
                 series, data.coef_init, data.intercept_init, data.n_outputs, X.shape[1]),
-        }
-        if not distributed and namespace is None:
-            extra["row_norms"] = row_norms
+            row_norms)
         steps = TrainingPlan(
             loss_code=loss_code(estimator.loss, data.n_outputs),
             loss_threshold=LOSSES[estimator.loss].threshold(estimator),

@@ -28,12 +28,14 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..accounting import ledger_error, search_report
-from ..linear_model import BaseDPLSSGD
+from ..backends import backend_for
+from ..linear_model import BaseDPLSSGD, dask_arrays
 from ..mechanisms import RandomSearchSelection
 from ..training import (
     resolve_schedule, noise_schedule_blocks, number_of_steps, make_generator, random_state_error,
 )
 from ..utils import Interval, Options, PrivacyLeakWarning, public_row_count, validate_parameters
+from ._dask_trials import check_dask_search_input, fit_trial_on_cluster
 from ._search_steps import (
     frozen_private_steps, is_public_transformer, refuse_budget_spending_steps,
 )
@@ -495,7 +497,10 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
+        X : array-like, DataFrame, or Dask array or DataFrame of shape (n_samples, n_features)
+            On Dask input every trial trains and is scored on the cluster
+            (only its score sum comes back); the estimator must then be a
+            DP-LSSGD estimator, not a Pipeline, and ``n_jobs`` None or 1.
         y : array-like of shape (n_samples,)
 
         Returns
@@ -514,6 +519,12 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         ledger = self.ledger if self.ledger is not None else final.ledger
         self._refuse_private_steps(final, prefix, spaces)
         self._warn_about_preprocessing()
+        on_cluster = backend_for(X).rows_are_remote or backend_for(y).rows_are_remote
+        if on_cluster:
+            # Trained and scored where the partitions are (_dask_trials),
+            # refused before the charge where that cannot be done.
+            check_dask_search_input(self.estimator, self.n_jobs)
+            X, y, _, _ = dask_arrays(X, y, None)
         n_rows = public_row_count(X)
         if n_rows is None:
             raise TypeError("X must be an array-like with a shape (rows first).")
@@ -573,10 +584,15 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
                 f"exp(-{self.n_trials:g})): the search released nothing, and spent its "
                 "budget. Fit again (a new budget), or use trials_shape < inf.")
 
-        fitted = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_trial)(model, X, y, train, validation, scoring, score_range)
-            for model, _, train, validation in trials
-        )
+        if on_cluster:
+            fitted = [fit_trial_on_cluster(model, X, y, train, validation, scoring,
+                                           score_range, _per_row_scores)
+                      for model, _, train, validation in trials]
+        else:
+            fitted = Parallel(n_jobs=self.n_jobs)(
+                delayed(_fit_trial)(model, X, y, train, validation, scoring, score_range)
+                for model, _, train, validation in trials
+            )
 
         self.trials_ = []
         best, best_score = None, -math.inf

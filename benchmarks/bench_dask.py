@@ -1,0 +1,310 @@
+"""``fit`` on a Dask array: accounting, accuracy, memory and speed on a LocalCluster.
+
+Three parts, each written to its own results file:
+
+* ``dask_accuracy.md``: on a ``LocalCluster`` of two worker processes, ``fit``
+  on a Dask array of the training rows (10 chunks) against ``fit`` on the same
+  rows in memory, and ``dask_ml.wrappers.Incremental`` over the same chunks
+  (one ``partial_fit`` per chunk): test accuracy, mean and sd over the seeds
+  (a seed is a 75/25 split and fresh noise), every setting at its default.
+  For each Dask fit the script checks that ``dp_event_`` and ``epsilon_`` are
+  the in-memory fit's (same T, q, C, z: the same mechanism).
+* ``dask_memory.md``: a client process whose address space is capped
+  (``resource.setrlimit(RLIMIT_AS)``, in a subprocess) fits on a Dask array
+  created on the workers with ``da.random`` and at least 4 times larger than
+  the room the cap leaves the client; as a control, computing the array on
+  that client fails.
+* ``dask_speed.md``: n = 2,000,000, d = 100, binary, batch 4,096: the fit of
+  one epoch on a 2-worker LocalCluster (one thread each) against the
+  in-memory fit with ``n_jobs=2``, alternated; the time of a step from the
+  difference between fits of 1 and 3 epochs, and the cluster's per-step
+  overhead (the Dask step minus the in-memory step).
+
+Run from the repository root::
+
+    python benchmarks/bench_dask.py          # about 15 min (n_jobs=2 needs 2 Numba threads)
+    python benchmarks/bench_dask.py --quick  # a smoke run
+
+Writes to ``--out`` (default ``benchmarks/results``; ``--quick`` defaults to
+a temporary folder).
+"""
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _data  # noqa: E402
+import bench_regime  # noqa: E402
+
+EPSILON = 1.0
+N_CHUNKS = 10
+# (table, seeds): 10 chunks each; "linear 12000x16 K2" has 9,000 training
+# rows, so 10 chunks of 900.
+CASES = (("breast_cancer", tuple(range(8))), ("digits", tuple(range(8))),
+         ("linear 12000x16 K2", tuple(range(8))))
+QUICK_CASES = (("breast_cancer", (0,)),)
+# --quick: few steps (the defaults take 1,001 on breast cancer).
+QUICK_SETTINGS = dict(max_iter=2, batch_size=64)
+SPEED = dict(n=2_000_000, d=100, batch=4096, chunk=200_000, repeats=3)
+QUICK_SPEED = dict(n=40_000, d=20, batch=1024, chunk=10_000, repeats=1)
+MEMORY = dict(room_mb=400, n=1_000_000, d=256, chunk=50_000)
+QUICK_MEMORY = dict(room_mb=400, n=200_000, d=128, chunk=50_000)
+
+
+def _model(n_classes, delta, **settings):
+    from sklearn_dplssgd import DPLSSGDClassifier
+
+    return DPLSSGDClassifier(epsilon=EPSILON, delta=delta, classes=np.arange(n_classes),
+                             **settings)
+
+
+def run_accuracy(client, cases, log, settings):
+    import dask.array as da
+    from dask_ml.wrappers import Incremental
+
+    rows = []
+    for name, seeds in cases:
+        scores = {"in memory": [], "Dask array": [], "Incremental": []}
+        began = time.perf_counter()
+        for seed in seeds:
+            X_train, X_test, y_train, y_test = bench_regime.load_table(name, seed, "[-1, 1]")
+            n_classes = int(max(y_train.max() + 1, 2))
+            delta = min(1e-5, 1.0 / (10 * len(y_train)))
+            chunk = math.ceil(len(y_train) / N_CHUNKS)
+            X_dask = da.from_array(X_train, chunks=(chunk, X_train.shape[1]))
+            y_dask = da.from_array(y_train, chunks=chunk)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the known privacy-workflow notes
+                in_memory = _model(n_classes, delta, **settings).fit(X_train, y_train)
+                on_dask = _model(n_classes, delta, **settings).fit(X_dask, y_dask)
+                wrapper = Incremental(_model(n_classes, delta, **settings), shuffle_blocks=False)
+                wrapper.fit(X_dask, y_dask, classes=np.arange(n_classes),
+                            disjoint_batches=True)
+            if (on_dask.dp_event_ != in_memory.dp_event_
+                    or on_dask.epsilon_ != in_memory.epsilon_):
+                raise AssertionError(f"{name}: the Dask fit's accounting differs")
+            for label, model in (("in memory", in_memory), ("Dask array", on_dask),
+                                 ("Incremental", wrapper.estimator_)):
+                scores[label].append(model.score(X_test, y_test))
+        for label, values in scores.items():
+            rows.append(dict(table=name, n=len(y_train), chunk=chunk, mode=label,
+                             seeds=len(seeds), mean=float(np.mean(values)),
+                             sd=float(np.std(values)), epsilon=in_memory.epsilon_,
+                             steps=in_memory.n_steps_))
+        log(f"{name}: " + "; ".join(f"{r['mode']} {r['mean']:.3f}" for r in rows[-3:])
+            + f" ({time.perf_counter() - began:.0f} s)")
+    return rows
+
+
+# The capped client: connects to the cluster, checks that X cannot be
+# computed here, then fits on it.
+_MEMORY_CLIENT = textwrap.dedent("""
+    import resource, sys, time, warnings
+    import numpy as np
+    import dask.array as da
+    import distributed
+    from sklearn_dplssgd import DPLSSGDClassifier
+
+    address, n, d, chunk, room = sys.argv[1], *map(int, sys.argv[2:6])
+    warnings.simplefilter("ignore")
+    client = distributed.Client(address)
+    X = da.random.RandomState(0).uniform(-1, 1, size=(n, d), chunks=(chunk, d))
+    y = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
+    X, y = client.persist([X, y])
+    distributed.wait([X, y])
+    # Warm the kernels before the cap (compiling needs room of its own).
+    DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(np.zeros((8, d)), np.arange(8) % 2)
+    used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (used + room, used + room))
+    try:
+        X.compute()
+        gathered = "completed"
+    except MemoryError:
+        gathered = "MemoryError"
+    began = time.perf_counter()
+    model = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], max_iter=1,
+                              random_state=0).fit(X, y)
+    elapsed = time.perf_counter() - began
+    print("RESULT", gathered, X.nbytes, used, elapsed, model.n_steps_, model.epsilon_)
+    client.close()
+""")
+
+
+def run_memory(cluster, settings, log):
+    env = dict(os.environ, MALLOC_ARENA_MAX="2")
+    command = [sys.executable, "-c", _MEMORY_CLIENT, cluster.scheduler_address,
+               str(settings["n"]), str(settings["d"]), str(settings["chunk"]),
+               str(settings["room_mb"] * 2**20)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env,
+                          cwd=str(Path(__file__).resolve().parent.parent), timeout=1800)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError("the capped client failed:\n" + done.stderr[-3000:])
+    _, gathered, nbytes, used, elapsed, steps, epsilon = lines[-1].split()
+    result = dict(gathered=gathered, nbytes=int(nbytes), used=int(used),
+                  elapsed=float(elapsed), steps=int(steps), epsilon=float(epsilon),
+                  room=settings["room_mb"] * 2**20, n=settings["n"], d=settings["d"])
+    log(f"memory: X {result['nbytes'] / 2**30:.2f} GiB, room {settings['room_mb']} MiB, "
+        f"compute on the client: {gathered}, fit {result['elapsed']:.1f} s")
+    return result
+
+
+def _timed_fit(X, y, settings, max_iter, n_jobs=None):
+    from sklearn_dplssgd import DPLSSGDClassifier
+
+    model = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], batch_size=settings["batch"],
+                              max_iter=max_iter, random_state=0, n_jobs=n_jobs)
+    began = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, y)
+    return time.perf_counter() - began, model.n_steps_
+
+
+def run_speed(client, settings, log):
+    import dask.array as da
+    import distributed
+
+    n, d, chunk = settings["n"], settings["d"], settings["chunk"]
+    X_dask = da.random.RandomState(0).uniform(-1, 1, size=(n, d), chunks=(chunk, d))
+    y_dask = (X_dask[:, 0] + X_dask[:, 1] > 0).astype(np.int64)
+    X_dask, y_dask = client.persist([X_dask, y_dask])
+    distributed.wait([X_dask, y_dask])
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(n, d))
+    y = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
+    # Warm both paths (kernels, the cluster's imports) before timing.
+    _timed_fit(X[:4096], y[:4096], settings, 1, n_jobs=2)
+    _timed_fit(X_dask[:4 * chunk], y_dask[:4 * chunk], settings, 1)
+    times = {key: [] for key in ("memory 1", "memory 3", "dask 1", "dask 3")}
+    steps = {}
+    loads = []
+    for _ in range(settings["repeats"]):
+        # Alternated: the machine is shared, its load drifts.
+        for epochs in (1, 3):
+            elapsed, steps[epochs] = _timed_fit(X, y, settings, epochs, n_jobs=2)
+            times[f"memory {epochs}"].append(elapsed)
+            elapsed, _ = _timed_fit(X_dask, y_dask, settings, epochs)
+            times[f"dask {epochs}"].append(elapsed)
+            loads.append(os.getloadavg()[0])
+    medians = {key: float(np.median(values)) for key, values in times.items()}
+    extra_steps = steps[3] - steps[1]
+    step = {kind: (medians[f"{kind} 3"] - medians[f"{kind} 1"]) / extra_steps
+            for kind in ("memory", "dask")}
+    result = dict(medians=medians, step=step, steps=steps[1], loads=loads, **settings)
+    log(f"speed: fit of one epoch in memory {medians['memory 1']:.2f} s, on Dask "
+        f"{medians['dask 1']:.2f} s; a step {1e3 * step['memory']:.2f} ms against "
+        f"{1e3 * step['dask']:.2f} ms")
+    return result
+
+
+def write_reports(out, accuracy, memory, speed, elapsed, quick):
+    header = ("Generated by `python benchmarks/bench_dask.py`"
+              + (" --quick (a smoke run: NOT the reported figures)" if quick else "") + ". "
+              f"{_data.machine_note()} at the end; {elapsed:.0f} s in all. Measured on a "
+              "shared machine (other people's jobs running): times are disturbed, "
+              "accuracies are not.")
+    lines = [
+        "# fit on a Dask array: accounting and accuracy", "", header, "",
+        f"A LocalCluster of 2 worker processes (1 thread each). Epsilon {EPSILON:g}, "
+        "delta min(1e-5, 1/(10 n)), every other setting at its default. The training "
+        f"rows in {N_CHUNKS} chunks. `in memory`: `fit` on the NumPy rows; `Dask "
+        "array`: `fit` on the Dask array of the same rows (for every seed its "
+        "`dp_event_` and `epsilon_` equal the in-memory fit's: checked); "
+        "`Incremental`: `dask_ml.wrappers.Incremental` over the same chunks, one "
+        "`partial_fit(..., disjoint_batches=True)` per chunk (10 releases, each on a "
+        "tenth of the rows). Test accuracy, mean and sd over the seeds (a seed: a 75/25 "
+        "split and fresh noise).", "",
+        "| table | training rows | rows a chunk | mode | fits | accuracy | sd "
+        "| gap to in memory | epsilon_ | steps |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    reference = {r["table"]: r["mean"] for r in accuracy if r["mode"] == "in memory"}
+    for r in accuracy:
+        lines.append(
+            f"| {r['table']} | {r['n']:,} | {r['chunk']:,} | {r['mode']} | {r['seeds']} "
+            f"| {r['mean']:.3f} | {r['sd']:.3f} | {reference[r['table']] - r['mean']:+.3f} "
+            f"| {r['epsilon']:.3g} | {r['steps']} |")
+    (out / "dask_accuracy.md").write_text("\n".join(lines) + "\n")
+
+    lines = [
+        "# fit on a Dask array larger than the client may hold", "", header, "",
+        "A client process (a subprocess) connects to a LocalCluster of 2 workers, has "
+        "the workers create X with `da.random` (uniform on [-1, 1]) and y from two of "
+        "its columns, warms the kernels, then caps its own address space "
+        "(`resource.setrlimit(RLIMIT_AS)`) at what it uses plus the room below, and "
+        "fits one epoch at epsilon 1 on X.", "",
+        "| X (rows x columns, float64) | X's size | room left to the client | X / room "
+        "| X.compute() on the client | fit | steps | epsilon_ |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {memory['n']:,} x {memory['d']} | {memory['nbytes'] / 2**30:.2f} GiB "
+        f"| {memory['room'] / 2**20:.0f} MiB | {memory['nbytes'] / memory['room']:.1f}x "
+        f"| {memory['gathered']} | completed in {memory['elapsed']:.1f} s "
+        f"| {memory['steps']} | {memory['epsilon']:.3g} |",
+    ]
+    (out / "dask_memory.md").write_text("\n".join(lines) + "\n")
+
+    m, step = speed["medians"], speed["step"]
+    lines = [
+        "# fit on a Dask array: speed", "", header, "",
+        f"n = {speed['n']:,}, d = {speed['d']}, binary, batch {speed['batch']:,} "
+        f"({speed['steps']} steps an epoch), epsilon 1. `in memory`: `fit` on a NumPy "
+        "array with `n_jobs=2`; `Dask`: `fit` on a Dask array persisted on a "
+        f"LocalCluster of 2 worker processes (1 thread each), chunks of "
+        f"{speed['chunk']:,} rows. Medians of {speed['repeats']} fits each, the two "
+        "alternated. The fit's time includes its preparation (the finite check, the "
+        "rows' norms: on the workers for Dask); a step's time is (fit of 3 epochs - "
+        "fit of 1 epoch) / the extra steps; the cluster's per-step overhead is the "
+        "Dask step minus the in-memory step. Load average (1 min) during the runs: "
+        + ", ".join(f"{load:.1f}" for load in speed["loads"]) + ".", "",
+        "| | in memory (n_jobs=2) | Dask (2 workers) | Dask / in memory |",
+        "|---|---|---|---|",
+        f"| fit of 1 epoch (s) | {m['memory 1']:.2f} | {m['dask 1']:.2f} "
+        f"| {m['dask 1'] / m['memory 1']:.2f}x |",
+        f"| fit of 3 epochs (s) | {m['memory 3']:.2f} | {m['dask 3']:.2f} "
+        f"| {m['dask 3'] / m['memory 3']:.2f}x |",
+        f"| a step (ms) | {1e3 * step['memory']:.2f} | {1e3 * step['dask']:.2f} "
+        f"| {step['dask'] / step['memory']:.2f}x |",
+        f"| the cluster's per-step overhead (ms) | - "
+        f"| {1e3 * (step['dask'] - step['memory']):.2f} | - |",
+    ]
+    (out / "dask_speed.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run (seconds)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    out = args.out or (Path(tempfile.mkdtemp()) if args.quick
+                       else Path(__file__).resolve().parent / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    import distributed
+
+    def log(message):
+        print(message, flush=True)
+
+    began = time.perf_counter()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        accuracy = run_accuracy(client, QUICK_CASES if args.quick else CASES, log,
+                                QUICK_SETTINGS if args.quick else {})
+        memory = run_memory(cluster, QUICK_MEMORY if args.quick else MEMORY, log)
+        speed = run_speed(client, QUICK_SPEED if args.quick else SPEED, log)
+    write_reports(out, accuracy, memory, speed, time.perf_counter() - began, args.quick)
+    log(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
