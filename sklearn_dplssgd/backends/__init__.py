@@ -17,9 +17,9 @@ from ._dask import (
 )
 from ._kernels import compute_row_norms
 from ._numpy import (
-    NumpyTraining, blas_controller, numpy_backend, row_norms_of, train_dp_lssgd,
-    use_numpy_backend,
+    NumpyTraining, blas_controller, numpy_backend, train_dp_lssgd, use_numpy_backend,
 )
+from ._row_passes import check_finite_rows, row_norms_of
 from ._sparse import as_canonical_csr
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "WorkerLostError",
     "array_api_namespace",
     "as_canonical_csr",
+    "check_finite_rows",
     "blas_controller",
     "check_fitted_namespace",
     "class_labels",

@@ -21,7 +21,7 @@ keep their dtype) and cached on disk (``cache=True``).
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._clipping import (
     COEFFICIENT_RANGE, NORM_SLACK, clipped_residual, compute_feature_norms, feature_norm_of,
@@ -31,8 +31,7 @@ from ._row_norms import compute_row_norms
 from ..utils import CONTRACT_ONLY, FASTMATH
 from ._prefetch import CACHE_LINE, prefetch_address
 from ._threads import (
-    CHUNK_DONE, CHUNK_REDONE, add_blocks, block_bounds, chunk_rows, chunk_slot, finish_chunk,
-    sum_over_chunks, take_chunk,
+    CHUNK_DONE, CHUNK_REDONE, chunk_rows, chunk_slot, finish_chunk, sum_over_chunks, take_chunk,
 )
 
 __all__ = [
@@ -52,7 +51,6 @@ __all__ = [
     "single_output_gradient_sum",
     "single_output_sum_into",
     "smooth_rows",
-    "smooth_rows_team",
     "smoothing_omega",
     "NORM_SLACK",
     "PARALLEL_MIN_WORK",
@@ -328,32 +326,6 @@ def several_outputs_gradient_sum(
 _UNWEIGHTED = np.empty(0, dtype=np.float64)
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def _noisy_sum_team(
-    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad, weights, partial, zeros,
-):
-    """The sum over ``partial.shape[0]`` contiguous blocks of the batch, one per team thread.
-
-    Block b's sum goes to ``partial[b]`` (starting from ``zeros``); then
-    ``grad = noise + sum_b partial[b]``.
-    """
-    n_blocks = partial.shape[0]
-    bounds = block_bounds(rows.shape[0], n_blocks)
-    several = params.shape[0] > 1
-    for b in prange(n_blocks):
-        block = rows[bounds[b]:bounds[b + 1]]
-        if several:
-            several_outputs_gradient_sum(
-                X, y, block, params, row_norms, feature_norms, code, threshold, clip_norm,
-                fit_intercept, largest, tiny, zeros, partial[b], weights)
-        else:
-            single_output_gradient_sum(
-                X, y, block, params, row_norms, feature_norms, code, threshold, clip_norm,
-                fit_intercept, largest, tiny, zeros, partial[b], weights)
-    add_blocks(noise, partial, grad)
-
-
 @njit(cache=True, nogil=True)
 def _dense_chunks(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
@@ -520,13 +492,6 @@ def smooth_rows(grad, n_features, omega, sigma):
         Smoothing strength, > 0.
     """
     for k in range(grad.shape[0]):
-        _smooth_row(grad[k], n_features, omega, sigma)
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def smooth_rows_team(grad, n_features, omega, sigma):
-    """:func:`smooth_rows` with the rows (outputs) split over Numba's team."""
-    for k in prange(grad.shape[0]):
         _smooth_row(grad[k], n_features, omega, sigma)
 
 
