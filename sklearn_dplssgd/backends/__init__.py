@@ -19,7 +19,7 @@ from ._kernels import compute_row_norms
 from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, train_dp_lssgd, use_numpy_backend,
 )
-from ._row_passes import check_finite_rows, row_norms_of
+from ._row_passes import check_finite_rows, row_norms_of, share_of_rows
 from ._sparse import as_canonical_csr
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "is_dask_collection",
     "numpy_backend",
     "row_norms_of",
+    "share_of_rows",
     "to_device",
     "to_numpy",
     "train_dp_lssgd",
