@@ -384,9 +384,10 @@ def test_a_threaded_fit_checks_the_rows_on_its_threads(monkeypatch):
     monkeypatch.setattr(_base.os, "cpu_count", lambda: 4)
     X, y = _problem(seed=28, n=6000, d=100)
     _fit(X, y, 2, max_iter=1)
-    # The finiteness check, the norms, the share of rows clipped far down.
-    # (the last reads one number a row: one block at this size).
-    assert [n for _, n in passes] == [2, 2, 2] and passes[0][0] > 1 and passes[1][0] > 1
+    # The finiteness check, the targets' encoding, the norms, the share of
+    # rows clipped far down (the second and the last read one number a row:
+    # one block at this size).
+    assert [n for _, n in passes] == [2, 2, 2, 2] and passes[0][0] > 1 and passes[2][0] > 1
     X[17, 3] = np.nan
     with pytest.raises(ValueError, match="Input X contains NaN"):
         _fit(X, y, 2, max_iter=1)
@@ -405,3 +406,31 @@ def test_mostly_clipped_warning_on_threads(monkeypatch, scale, warned):
         warnings.simplefilter("always")
         DPLSSGDRegressor(max_iter=1, n_jobs=2).fit(X, y)
     assert bool([w for w in caught if "clipped" in str(w.message)]) == warned
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+@pytest.mark.parametrize("declared", [True, False])
+def test_target_encoding_on_threads_is_the_serial_one(monkeypatch, n_classes, declared):
+    monkeypatch.setattr(_base.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(30)
+    y = rng.choice(np.array([3, 7, 11, 20])[:n_classes], 400_000)
+    classes = [3, 7, 11, 20][:n_classes] if declared else None
+    blocks = []
+    original = _threads.blocks_on_threads
+
+    def counting(function, n_blocks, n_threads):
+        blocks.append(n_blocks)
+        return original(function, n_blocks, n_threads)
+
+    monkeypatch.setattr(_row_passes, "blocks_on_threads", counting)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        serial = DPLSSGDClassifier(classes=classes)._encode_targets(y)
+        threaded = DPLSSGDClassifier(classes=classes, n_jobs=2)._encode_targets(y)
+    assert blocks and blocks[0] > 1
+    np.testing.assert_array_equal(threaded[0], serial[0])
+    assert threaded[1] == serial[1] == (1 if n_classes == 2 else n_classes)
+    y[-1] = 5  # an unknown label, in the last block
+    if declared:
+        with pytest.raises(ValueError, match="labels that are not in classes"):
+            DPLSSGDClassifier(classes=classes, n_jobs=2)._encode_targets(y)

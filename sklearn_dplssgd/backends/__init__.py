@@ -19,7 +19,7 @@ from ._kernels import compute_row_norms
 from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, train_dp_lssgd, use_numpy_backend,
 )
-from ._row_passes import check_finite_rows, row_norms_of, share_of_rows
+from ._row_passes import check_finite_rows, on_row_blocks, row_norms_of, share_of_rows
 from ._sparse import as_canonical_csr
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "copy_params",
     "decision_values",
     "initial_gradient_norms",
+    "on_row_blocks",
     "is_dask_collection",
     "numpy_backend",
     "row_norms_of",

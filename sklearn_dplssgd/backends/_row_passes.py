@@ -20,7 +20,7 @@ from sklearn.utils import assert_all_finite
 from ._row_norms import compute_row_norms, compute_sparse_row_norms
 from ._threads import blocks_on_threads
 
-__all__ = ["check_finite_rows", "row_norms_of", "share_of_rows"]
+__all__ = ["check_finite_rows", "on_row_blocks", "row_norms_of", "share_of_rows"]
 
 # Values per block of a shared pass: enough that taking a block (a Python
 # call, a lock) is small beside reading it, few enough for several blocks
@@ -29,6 +29,9 @@ __all__ = ["check_finite_rows", "row_norms_of", "share_of_rows"]
 # beyond computing it alone: the calling thread's wait (blocks_on_threads).
 _BLOCK_VALUES = 1 << 18
 _BLOCKS_PER_THREAD = 8
+# What a per-row computation of a few whole-array operations on one number a
+# row (targets, norms) counts as, in values read, when its blocks are cut.
+_PER_ROW_OPERATIONS = 8
 
 
 def _row_blocks(n_rows, n_values, n_threads):
@@ -38,9 +41,31 @@ def _row_blocks(n_rows, n_values, n_threads):
     return np.linspace(0, n_rows, max(1, n_blocks) + 1).astype(np.int64)
 
 
-def _on_blocks(function, length, n_values, n_threads):
-    """``function(start, stop)`` for the blocks of ``range(length)``, on the threads."""
-    bounds = _row_blocks(length, n_values, n_threads)
+def on_row_blocks(function, n_rows, n_threads=1, values_per_row=1):
+    """``[function(start, stop) for each block of rows]``, the blocks on the threads.
+
+    Parameters
+    ----------
+    function : callable
+        ``function(start, stop)`` for the rows ``[start, stop)``; the same
+        result on any thread, and a row's part of it independent of the
+        block it falls in (so that the outcome is that of one block).
+    n_rows : int
+    n_threads : int, default=1
+        One call over all the rows when 1.
+    values_per_row : int, default=1
+        What a row costs, in values read (its width for a pass over ``X``,
+        a few for a per-row computation on several arrays): sets how many
+        blocks are worth their overhead.
+
+    Returns
+    -------
+    values : list
+        One per block, in row order.
+    """
+    if n_threads <= 1 or n_rows < 2:
+        return [function(0, n_rows)]
+    bounds = _row_blocks(n_rows, n_rows * values_per_row, n_threads)
     return blocks_on_threads(lambda b: function(bounds[b], bounds[b + 1]),
                              len(bounds) - 1, n_threads)
 
@@ -67,10 +92,7 @@ def check_finite_rows(X, n_threads=1, estimator_name=None):
         assert_all_finite(values[start:stop], allow_nan=False, estimator_name=estimator_name,
                           input_name="X")
 
-    if n_threads <= 1 or values.shape[0] < 2:
-        check(0, values.shape[0])
-        return
-    _on_blocks(check, values.shape[0], values.size, n_threads)
+    on_row_blocks(check, values.shape[0], n_threads, values.size // max(1, values.shape[0]))
 
 
 def row_norms_of(X, n_threads=1):
@@ -85,9 +107,8 @@ def row_norms_of(X, n_threads=1):
         return compute_sparse_row_norms(X)
     if n_threads <= 1 or X.shape[0] < 2:
         return compute_row_norms(X)
-    blocks = _on_blocks(lambda start, stop: compute_row_norms(X[start:stop]), X.shape[0],
-                        X.size, n_threads)
-    return np.concatenate(blocks)
+    return np.concatenate(on_row_blocks(lambda start, stop: compute_row_norms(X[start:stop]),
+                                        X.shape[0], n_threads, X.shape[1]))
 
 
 def share_of_rows(selected, n_rows, n_threads=1):
@@ -108,8 +129,7 @@ def share_of_rows(selected, n_rows, n_threads=1):
     """
     if n_rows == 0:
         return 0.0
-    if n_threads <= 1:
-        return float(np.count_nonzero(selected(0, n_rows))) / n_rows
-    counts = _on_blocks(lambda start, stop: np.count_nonzero(selected(start, stop)), n_rows,
-                        n_rows, n_threads)
+    # A few whole-array operations a row (residual, norm, product, test).
+    counts = on_row_blocks(lambda start, stop: np.count_nonzero(selected(start, stop)),
+                           n_rows, n_threads, _PER_ROW_OPERATIONS)
     return float(sum(counts)) / n_rows
