@@ -205,34 +205,44 @@ class _AbsentHelpers:
 
 
 class _StalledHelpers:
-    """Helpers that each take one chunk and then stall until released."""
+    """Helpers that each take ``n_taken`` chunks and then stall until released.
 
-    def __init__(self, n_helpers, release):
-        self.release, self.queues = release, [self] * n_helpers
+    Two: as a one-output helper holds its next chunk (taken ahead, to
+    prefetch its rows) while it computes the current one.
+    """
+
+    def __init__(self, n_helpers, release, n_taken=1):
+        self.release, self.queues, self.n_taken = release, [self] * n_helpers, n_taken
 
     def put(self, item):
         claim, args, job = item
         progress = args[-2]
 
         def stall():
-            chunk = _threads.take_chunk(progress)
+            chunks = [_threads.take_chunk(progress) for _ in range(self.n_taken)]
             self.release.wait(10)
-            if chunk >= 0:
-                claim(*args, chunk)  # too late: its sum is no longer read
+            for chunk in chunks:
+                if chunk >= 0:
+                    claim(*args, chunk)  # too late: its sum is no longer read
             job.release()
         threading.Thread(target=stall, daemon=True).start()
 
 
-@pytest.mark.parametrize("helpers", ["absent", "stalled"])
-def test_a_step_never_waits_for_a_thread_that_does_not_run(monkeypatch, helpers):
-    X, y, rows, params, noise = _chunked_problem(3, np.float64, False, seed=22)
+@pytest.mark.parametrize("n_outputs", [1, 3])
+@pytest.mark.parametrize("helpers", ["absent", "stalled", "stalled holding two"])
+def test_a_step_never_waits_for_a_thread_that_does_not_run(monkeypatch, helpers, n_outputs):
+    # Enough work for the batch to be split (batch * outputs * features).
+    X, y, rows, params, noise = _chunked_problem(n_outputs, np.float64, False, seed=22,
+                                                 n_features=200 // n_outputs)
+    assert rows.shape[0] * n_outputs * X.shape[1] >= PARALLEL_MIN_WORK
     expected = _chunked_sum(X, y, rows, params, noise, 3)
     release = threading.Event()
     if helpers == "absent":
         monkeypatch.setattr(_threads, "_helpers", _AbsentHelpers)
     else:
+        n_taken = 2 if helpers == "stalled holding two" else 1
         monkeypatch.setattr(_threads, "_helpers",
-                            lambda n: _StalledHelpers(n, release))
+                            lambda n: _StalledHelpers(n, release, n_taken))
     started = time.perf_counter()
     got = _chunked_sum(X, y, rows, params, noise, 3)
     elapsed = time.perf_counter() - started

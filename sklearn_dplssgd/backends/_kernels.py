@@ -335,24 +335,49 @@ def _dense_chunks(
 
     ``again = -1``: every chunk still free, taken one at a time; else chunk
     ``again`` once more, into its spare buffer. Returns the chunks computed.
+
+    With one output, a thread takes its next chunk before it starts the
+    current one and passes that chunk's rows as ``upcoming``, so that their
+    first block is prefetched while the current one computes, as within one
+    batch (:func:`single_output_sum_into`): without it every chunk began on
+    a block of cache misses, about 100 us of a 330 us step at d = 100 with 8
+    chunks. A chunk taken ahead by a thread that then stalls is computed
+    again by the calling thread like any other.
     """
     computed = 0
+    several = params.shape[0] > 1
+    gathered, per_row, coefficients, residual, scaled = single_output_buffers(
+        params, rows_per_chunk)
     chunk = take_chunk(progress) if again < 0 else again
+    following = -1
+    if again < 0 and chunk >= 0 and not several:
+        following = take_chunk(progress)
     while chunk >= 0:
         start = chunk * rows_per_chunk
         stop = min(start + rows_per_chunk, rows.shape[0])
         out = partial[chunk_slot(progress, chunk, again >= 0)]
-        if params.shape[0] > 1:
+        if several:
             several_outputs_gradient_sum(
                 X, y, rows[start:stop], params, row_norms, feature_norms, code, threshold,
                 clip_norm, fit_intercept, largest, tiny, zeros, out, weights)
         else:
-            single_output_gradient_sum(
+            upcoming = rows[:0]
+            if following >= 0:
+                ahead = following * rows_per_chunk
+                upcoming = rows[ahead:min(ahead + rows_per_chunk, rows.shape[0])]
+            single_output_sum_into(
                 X, y, rows[start:stop], params, row_norms, feature_norms, code, threshold,
-                clip_norm, fit_intercept, largest, tiny, zeros, out, weights)
+                clip_norm, fit_intercept, largest, tiny, zeros, out, weights, gathered,
+                per_row, coefficients, residual, scaled, upcoming)
         finish_chunk(progress, chunk, CHUNK_REDONE if again >= 0 else CHUNK_DONE)
         computed += 1
-        chunk = take_chunk(progress) if again < 0 else -1
+        if again >= 0:
+            chunk = -1
+        elif several:
+            chunk = take_chunk(progress)
+        else:
+            chunk = following
+            following = take_chunk(progress) if chunk >= 0 else -1
     return computed
 
 
