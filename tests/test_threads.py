@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import sklearn
 from sklearn.utils import assert_all_finite
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
@@ -372,6 +373,9 @@ def test_finite_check_on_threads_is_scikit_learns(sparse, bad, message):
         with pytest.raises(ValueError, match=message) as error:
             _row_passes.check_finite_rows(X, n_threads, "DPLSSGDClassifier")
         assert str(error.value) == str(whole.value)  # names the problem, never a value
+    # scikit-learn's setting, read in the calling thread (helpers have their own).
+    with sklearn.config_context(assume_finite=True):
+        _row_passes.check_finite_rows(X, 2)
     X = X.copy()
     if sparse:
         X.data[-1] = 1.0
