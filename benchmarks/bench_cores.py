@@ -11,6 +11,12 @@ gives the speed-up over ``n_jobs=1`` and the serial fraction it implies by
 Amdahl's law (``s = (p / S - 1) / (p - 1)`` for a speed-up ``S`` on ``p``
 threads).
 
+The timed region is the whole fit, as a user waits for it: the validation
+of ``X`` and ``y`` (with its finiteness check), the encoding of the targets,
+the rows' norms and the warning about clipped rows (passes over every row,
+once a fit) as well as the steps. With ``max_iter=1`` they are a large part of
+the epoch on narrow tables, and they are on the fit's threads too.
+
 ``--load`` repeats the measurement with one busy process per core beside the
 benchmark (pure Python loops, started before and stopped after), the case of
 a user who runs several jobs at once: there ``n_jobs = k`` should never be
@@ -38,8 +44,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# This tree's package first: run from a worktree, a plain ``python
+# benchmarks/bench_cores.py`` would otherwise time the copy an editable
+# install points at (the script's folder, not the working directory, heads
+# sys.path).
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent),
+                str(Path(__file__).resolve().parent)]
 
+import sklearn_dplssgd  # noqa: E402
 from bench_speed import dp_classifier, synthetic, timed, warm_calibration  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -155,7 +167,8 @@ def main(argv=None):
                                           *(sys.argv[1:] if argv is None else argv)])
              + "` on "
              f"{platform.machine()}, {cores} cores, Python {platform.python_version()}, "
-             f"NumPy {np.__version__}; load average {load_before[0]:.2f} at the start.", "",
+             f"NumPy {np.__version__}; load average {load_before[0]:.2f} at the start; "
+             f"package timed: `{Path(sklearn_dplssgd.__file__).parent}`.", "",
              "One epoch (a `max_iter=1` fit, calibration cached) of `DPLSSGDClassifier` "
              "(log loss, epsilon 1, sigma 1, clip 1, constant step), float32 rows; "
              f"medians of {args.rounds} epochs per `n_jobs`, the thread counts alternated.", ""]
@@ -164,7 +177,8 @@ def main(argv=None):
         batch = min(batch, max(n // 8, 1))
         X, y = synthetic(n, d, classes, seed=index, dtype=dtype)
         for section, loaded in sections:
-            print(f"{name}, n = {n:,} ({section}) ...", flush=True)
+            print(f"{name}, n = {n:,} ({section}, load average "
+                  f"{os.getloadavg()[0]:.2f}) ...", flush=True)
             if loaded:
                 with BusyCores(cores):
                     medians = epoch_medians(X, y, classes, batch, counts, args.rounds)
@@ -173,7 +187,9 @@ def main(argv=None):
             lines += table_lines(f"{name} ({section})", (n, d, classes, batch), medians, counts)
             print("\n".join(lines[-len(counts) - 4:]), flush=True)
         del X, y
-    lines.append(f"Took {(time.perf_counter() - started) / 60:.1f} min.")
+    lines.append(f"Load average {os.getloadavg()[0]:.2f} at the end (1 minute; other "
+                 "people's processes share the machine unless it says otherwise). "
+                 f"Took {(time.perf_counter() - started) / 60:.1f} min.")
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"cores_{cores}cores.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -22,17 +22,16 @@ Measured side by side in one run (repetitions interleaved, medians reported):
    and the Laplacian smoothing of one step's gradient alone: the compiled
    O(d) solver the fit uses (``_kernels.smooth_rows``) against the FFT
    reference (``_smoothing.apply_smoothing``).
-8. Many cores (``n_jobs``), 10 classes at batch 256 and 4096: the epoch with
-   1 thread and with 2 measured, every piece of a step measured (the kernel
-   on a block of b/p rows, the reduction of p blocks, the team's launch, the
-   draws, the rest of the step), and the epoch on p = 4 to 16 cores modelled
-   from them (``many_core_model``).
+
+What ``n_jobs`` buys is measured by ``benchmarks/bench_cores.py`` (one epoch
+at 1, 2, 4, ... all cores, quiet and under load). The section that modelled
+many cores from the pieces of a step (``--many-cores``) was dropped with the
+per-step thread team it modelled, which the library no longer uses.
 
 Run from the repository root::
 
     python benchmarks/bench_speed.py               # full run (under ~12 min)
     python benchmarks/bench_speed.py --quick       # seconds (smoke run)
-    python benchmarks/bench_speed.py --many-cores  # section 8 only (about 2 min)
 
 Writes ``speed.md`` and ``speed_scaling.png`` to ``--out`` (default
 ``benchmarks/results``; ``--quick`` defaults to a temporary folder). All
@@ -553,11 +552,11 @@ def step_timers():
     from sklearn_dplssgd.linear_model import _base
     from sklearn_dplssgd.mechanisms import _gradient as _mechanism
     from sklearn_dplssgd.training import _optimizers
-    from sklearn_dplssgd.backends import _numpy as _sgd
+    from sklearn_dplssgd.backends import _numpy as _sgd, _row_passes
     candidates = [
         (_base, "validate_data", "input validation (validate_data)"),
         (_mechanism, "calibrate_noise", "calibrate_noise (cached)"),
-        (_sgd, "compute_row_norms", "row norms (compute_row_norms)"),
+        (_row_passes, "compute_row_norms", "row norms (compute_row_norms)"),
         (_sgd, "poisson_batches", "Poisson batches (poisson_batches)"),
         (_sgd, "noisy_clipped_gradient_sum", "clipped gradient sums + noise (kernel)"),
         (_sgd, "smooth_rows", "smoothing (smooth_rows)"),
@@ -680,302 +679,6 @@ def profile_fit(X, y, n_classes, epochs, top=14):
     lines = [line for line in stream.getvalue().splitlines() if line.strip()]
     start = next(i for i, line in enumerate(lines) if "ncalls" in line)
     return "\n".join(lines[start:start + top + 1])
-
-
-# ---------------------------------------------------------------------------
-# 8. Many cores (n_jobs): measured on this machine, modelled for 16 cores
-# ---------------------------------------------------------------------------
-
-MODEL_THREADS = (1, 2, 4, 8, 16)
-# Team sizes t the model needs: n_jobs = p, and p - 1 from p = 3 on.
-TEAM_SIZES = (1, 2, 3, 4, 7, 8, 15, 16)
-
-
-def _per_call(fn, calls, statistic=np.median):
-    """Seconds per call over 5 rounds of ``calls`` calls (median of the rounds).
-
-    ``statistic=np.min`` for the costs of a few microseconds, which another
-    process's burst on a 2-core machine can double for a whole round.
-    """
-    fn()
-    rounds = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        rounds.append((time.perf_counter() - t0) / calls)
-    return float(statistic(rounds))
-
-
-def many_core_components(X, y, batch, reps, loop):
-    """The measured pieces of a 10-class epoch that the many-core model adds up.
-
-    Every timing is taken on this machine. Epochs: fits of 1 and 5 epochs
-    with 1 thread and with ``n_jobs=2`` (interleaved, medians); the marginal
-    epoch (t5 - t1) / 4 is the training loop, t1 - marginal the per-fit cost.
-    Per step, each piece on one core (BLAS held to one thread):
-
-    * ``block[t]``: the serial clipped-sum kernel on a block of b / t rows of
-      a Poisson batch, what each of t team threads does;
-    * ``reduce[t]``: adding t blocks' (K, d + 1) sums to the noise
-      (``_threads.add_blocks``, whose rows the team splits);
-    * ``team_empty[t]`` (t <= cores): the team function on an empty batch:
-      its launch, the blocks' starts and the reduction;
-    * ``smoothing``: ``smooth_rows`` on the (K, d + 1) gradient (the team
-      splits its rows too);
-    * ``draws``: one epoch's batches and noise, per step;
-    * ``loop`` (given): the rest of a step, the Python loop, weight decay
-      and update, from fits with negligible arithmetic (d = 8, b = 4);
-    * ``row_norms``: the rows' norms, per fit, serial and with the team.
-    """
-    from sklearn_dplssgd.backends import _kernels, _threads
-    from sklearn_dplssgd.backends._kernels import (
-        COEFFICIENT_RANGE,
-        _UNWEIGHTED,
-        compute_row_norms,
-        noisy_clipped_gradient_sum,
-        smooth_rows,
-        smoothing_omega,
-    )
-    from sklearn_dplssgd.training._schedules import number_of_steps
-    from sklearn_dplssgd.backends._numpy import poisson_batches
-    from sklearn_dplssgd.backends._threads import (
-        add_blocks, block_buffers, numba_team_available, team_threads)
-
-    n, d = X.shape
-    n_outputs = 10
-    steps = number_of_steps(n, batch, 1)
-    cores = os.cpu_count() or 1
-    out = {"steps": steps, "batch": batch, "cores": cores, "loop": loop,
-           "team": numba_team_available()}
-    for epochs in (1, 5):
-        warm_calibration(n, batch, epochs)
-    for jobs in (None, 2):
-        dp_classifier(n_outputs, 1, n_jobs=jobs, batch_size=batch).fit(X[:3000], y[:3000])
-    fits = {}
-    for jobs in (None, 2):
-        for epochs in (1, 5):
-            fits[(jobs, epochs)] = (lambda jobs=jobs, epochs=epochs: timed(
-                lambda: dp_classifier(n_outputs, epochs, n_jobs=jobs,
-                                      batch_size=batch).fit(X, y)))
-    medians, _ = interleaved(fits, reps)
-    for jobs in (None, 2):
-        t1, t5 = medians[(jobs, 1)], medians[(jobs, 5)]
-        marginal = (t5 - t1) / 4
-        out[f"marginal_{jobs or 1}"] = marginal
-        out[f"per_fit_{jobs or 1}"] = t1 - marginal
-        # What a 3-epoch fit / 3 takes (the epoch of the other sections).
-        out[f"epoch_{jobs or 1}"] = marginal + (t1 - marginal) / 3
-
-    rng = np.random.default_rng(0)
-    params = (rng.standard_normal((n_outputs, d + 1)) * 0.01).astype(X.dtype)
-    noise = rng.standard_normal(params.shape).astype(X.dtype)
-    grad = np.empty_like(params)
-    norms = compute_row_norms(X)
-    yf = y.astype(np.float64)
-    rows, offsets = poisson_batches(rng, n, batch / n, 200)
-    batches = [rows[offsets[t]:offsets[t + 1]] for t in range(200)]
-    largest, tiny = COEFFICIENT_RANGE[np.dtype(X.dtype)]
-    with blas_threads(1):
-        out["block"] = {}
-        for t in TEAM_SIZES:
-            blocks = [b[: max(1, len(b) // t)] for b in batches]
-            position = iter(range(10 ** 9))
-
-            def one_block(blocks=blocks, position=position):
-                noisy_clipped_gradient_sum(X, yf, blocks[next(position) % len(blocks)],
-                                           params, norms, 1, 0.0, 1.0, True, noise, grad, 1)
-            out["block"][t] = _per_call(one_block, 200)
-        out["reduce"], out["team_empty"] = {}, {}
-        if out["team"]:
-            with team_threads(1):
-                for t in TEAM_SIZES:
-                    partial = rng.standard_normal((t,) + params.shape).astype(X.dtype)
-                    out["reduce"][t] = _per_call(
-                        lambda partial=partial: add_blocks(noise, partial, grad), 300)
-            empty = np.empty(0, dtype=np.int64)
-            out["fork_join"] = {}
-            for t in sorted({1, 2} & set(range(1, cores + 1))):
-                with team_threads(t):
-                    partial, zeros = block_buffers(t, params.shape, params.dtype)
-                    out["team_empty"][t] = _per_call(
-                        lambda partial=partial, zeros=zeros: _kernels._noisy_sum_team(
-                            X, yf, empty, params, norms, _UNWEIGHTED, 1, 0.0, 1.0, True,
-                            largest, tiny, noise, grad, _UNWEIGHTED, partial, zeros), 1000,
-                        np.min)
-                    # A bare parallel loop of t iterations: the fork/join alone.
-                    slots = np.empty(t)
-                    out["fork_join"][t] = _per_call(lambda slots=slots: _threads._probe(slots),
-                                                    3000, np.min)
-        omega = smoothing_omega(SIGMA)
-        out["smoothing"] = _per_call(lambda: smooth_rows(grad, d, omega, SIGMA), 1000)
-
-    def one_epoch_draws():
-        draw_rng = np.random.default_rng(1)
-        poisson_batches(draw_rng, n, batch / n, steps)
-        draw_rng.standard_normal((steps, n_outputs, d + 1), dtype=X.dtype)
-    out["draws"] = _per_call(one_epoch_draws, 5) / steps
-    # One NumPy pass per fit, on one thread whatever n_jobs.
-    out["row_norms_1"] = _per_call(lambda: compute_row_norms(X), 5)
-    return out
-
-
-def many_core_model(c, threads=MODEL_THREADS, launch_growth="fork_join"):
-    """Seconds per epoch (a 3-epoch fit / 3) with ``n_jobs = p``, from the pieces.
-
-    The fit's rule: with p <= 2 threads all compute and the draws stay
-    inline; from p = 3 one thread draws ahead and a team of t = p - 1
-    computes. Per step, with t team threads and K = 10 rows::
-
-        team(t) = f * (block[t] + reduce[t] / min(t, K))
-                  + smoothing / min(t, K) + launch(t)
-        step(p) = loop + draws + team(p)               (p <= 2)
-                = max(loop + team(p - 1), draws)       (p >= 3)
-
-    ``launch(t)``: the team's own cost per step, i.e. the team function on
-    an empty batch beyond its reduction, plus the smoothing's fork/join, at
-    t = 1; what grows with t is the fork/join of the step's three parallel
-    loops (blocks, reduction, smoothing): with ``launch_growth="fork_join"``
-    by 3 (fork_join[2] - fork_join[1]) per extra thread (a bare parallel
-    loop, measured); with ``"linear"`` the whole measured launch grows by
-    (launch at t = 2 - launch at t = 1) per extra thread, a pessimistic
-    bound. ``f``, the inefficiency of blocks run at once (shared caches and
-    memory bandwidth, the operating system), is calibrated on the measured
-    n_jobs=2 training loop, so that the model equals the measurement at
-    p = 2, and is assumed the same beyond: it cannot be measured for more
-    threads than this machine has cores. Per fit: the measured 1-thread
-    per-fit cost, its row norms divided over p. p = 1 is the measured
-    1-thread epoch.
-    """
-    steps, k = c["steps"], 10
-    fork_join = c["fork_join"]
-    launch = {t: max(0.0, c["team_empty"][t] - c["reduce"][t] / t) + fork_join[t]
-              for t in (1, 2)}
-    if launch_growth == "linear":
-        per_thread = launch[2] - launch[1]
-    else:
-        per_thread = 3 * (fork_join[2] - fork_join[1])
-
-    def blocks(t):  # what t threads run at once
-        return c["block"][t] + c["reduce"][t] / min(t, k)
-
-    def compute(t, factor):
-        return (factor * blocks(t) + c["smoothing"] / min(t, k)
-                + launch[1] + per_thread * (t - 1))
-
-    measured_step_2 = c["marginal_2"] / steps
-    factor = (measured_step_2 - c["loop"] - c["draws"] - compute(2, 0.0)) / blocks(2)
-    per_fit_other = c["per_fit_1"] - c["row_norms_1"]
-    model, loops = {}, {1: c["marginal_1"]}
-    for p in threads:
-        if p == 1:
-            model[p] = c["epoch_1"]
-            continue
-        if p <= 2:
-            step = c["loop"] + c["draws"] + compute(p, factor)
-        else:
-            step = max(c["loop"] + compute(p - 1, factor), c["draws"])
-        model[p] = steps * step + (per_fit_other + c["row_norms_1"]) / 3
-        loops[p] = steps * step
-    return model, {"launch_1": launch[1], "launch_2": launch[2], "factor": factor,
-                   "per_thread": per_thread, "loops": loops}
-
-
-def many_core_lines(components):
-    """Markdown of the many-core section."""
-    lines = ["## Many cores (n_jobs)", "",
-             "A step's batch is split into p contiguous blocks, one per thread of Numba's "
-             "team (OpenMP or TBB layer; a Python thread pool where only the workqueue "
-             "layer exists); each block's clipped sum goes into its own buffer and the "
-             "buffers are added to the noise. The batches and the noise are drawn one chunk "
-             "ahead on a thread of their own (the same draws as inline), and the rows' "
-             "norms are split over the team. 10 classes, n = 60,000, d = 784, float64, "
-             "sigma = 1; an epoch is a 3-epoch fit / 3 (validation included).", ""]
-    for c in components:
-        model, fitted = many_core_model(c)
-        b = c["batch"]
-        lines += [f"### Batch {b} ({c['steps']} steps per epoch)", "",
-                  f"Measured on this machine ({c['cores']} cores, team available: "
-                  f"{c['team']}):", "",
-                  "| | 1 thread | n_jobs=2 | speed-up |", "|---|---|---|---|",
-                  f"| epoch (ms) | {1e3 * c['epoch_1']:.1f} | {1e3 * c['epoch_2']:.1f} | "
-                  f"{c['epoch_1'] / c['epoch_2']:.2f}x |",
-                  f"| marginal epoch, the training loop (ms) | {1e3 * c['marginal_1']:.1f} | "
-                  f"{1e3 * c['marginal_2']:.1f} | {c['marginal_1'] / c['marginal_2']:.2f}x |",
-                  f"| per-fit cost (ms) | {1e3 * c['per_fit_1']:.1f} | "
-                  f"{1e3 * c['per_fit_2']:.1f} | |", "",
-                  "Pieces, per step (us), each measured on one core:", "",
-                  "| t | kernel on a block of b/t rows | reduction of t blocks (all rows) |",
-                  "|---|---|---|"]
-        for p in TEAM_SIZES:
-            lines.append(f"| {p} | {1e6 * c['block'][p]:.1f} | "
-                         f"{1e6 * c['reduce'].get(p, math.nan):.1f} |")
-        team_text = ", ".join(f"t = {p}: {1e6 * v:.1f}" for p, v in c["team_empty"].items())
-        fork_text = ", ".join(f"t = {p}: {1e6 * v:.2f}" for p, v in c["fork_join"].items())
-        pessimistic, _ = many_core_model(c, launch_growth="linear")
-        # ... and no epoch faster than reading X once at this machine's speed
-        # (its row norms), plus a third of the per-fit cost.
-        read_x = c["row_norms_1"]
-        floor = read_x + c["per_fit_1"] / 3
-        pessimistic = {p: max(v, floor) if p > 2 else v for p, v in pessimistic.items()}
-        lines += ["", f"Team on an empty batch (launch, block starts, reduction; fastest "
-                  f"round): {team_text}. A bare parallel loop (fork/join): {fork_text}. "
-                  f"Team launch per step beyond the reduction: "
-                  f"{1e6 * fitted['launch_1']:.1f} (t = 1), {1e6 * fitted['launch_2']:.1f} "
-                  f"(t = 2). Draws (batches and noise): {1e6 * c['draws']:.1f}. Smoothing: "
-                  f"{1e6 * c['smoothing']:.1f}. The rest of a step (Python loop, weight "
-                  f"decay, update): {1e6 * c['loop']:.1f}. Inefficiency of blocks run at "
-                  f"once, calibrated at n_jobs=2: f = {fitted['factor']:.2f}. Row norms per "
-                  f"fit: {1e3 * c['row_norms_1']:.1f} ms (one thread).", "",
-                  "Modelled epoch with n_jobs = p (`many_core_model`; p = 1 is measured, "
-                  "the training loop at p = 2 equals the measured one by construction; from "
-                  "p = 3 one thread "
-                  "draws ahead and p - 1 form the team). The launch grows with the measured "
-                  "fork/join of three parallel loops per step; the last column lets the "
-                  "whole measured launch grow linearly instead and never lets an epoch beat "
-                  "reading X once at this machine's memory speed (a pessimistic bound):", "",
-                  "| n_jobs | modelled epoch (ms) | speed-up over 1 thread | training loop "
-                  "alone: speed-up | pessimistic bound: epoch (ms) | speed-up |",
-                  "|---|---|---|---|---|---|"]
-        loops = fitted["loops"]
-        for p, value in model.items():
-            lines.append(f"| {p} | {1e3 * value:.1f} | {c['epoch_1'] / value:.2f}x | "
-                         f"{loops[1] / loops[p]:.2f}x | {1e3 * pessimistic[p]:.1f} | "
-                         f"{c['epoch_1'] / pessimistic[p]:.2f}x |")
-        lines.append("")
-    lines += ["What the model cannot know from 2 cores: whether the inefficiency f of blocks "
-              "run at once stays what it is for 2 threads. At batch 256 and 16 threads a "
-              "step gathers 256 rows (1.6 MB in float64) in about 45 us, some 35 GB/s of "
-              "memory bandwidth: within a 16-core server socket's, but not free (float32 "
-              "input halves it); clock frequencies also drop with many busy cores. This "
-              "machine reads X at the speed of its row norms (see above: 376 MB in about "
-              "11 ms with 1 or 2 threads alike, some 33 GB/s), so here no epoch could go "
-              "below about 12 ms. The per-fit cost (input validation, the row norms, the "
-              "set-up: the same for 1 epoch or 100) is a third of a 3-epoch fit's in every "
-              "epoch above; with more epochs per fit the epoch tends to the training loop "
-              "alone.", ""]
-    return lines
-
-
-def many_cores(quick, reps):
-    """Components for batch 256 and 4096, logged; returns the markdown lines."""
-    n, d = (6000, 784) if quick else (60000, 784)
-    X, y = synthetic(n, d, 10)
-    # The Python loop, weight decay and update of one step: fits whose
-    # arithmetic is negligible, without noise (its draws are timed apart).
-    overhead = per_step_overhead(max(1, min(reps, 3)), quick)
-    loop = overhead.get((0.0, math.inf), min(overhead.values())) * 1e-6
-    components = []
-    for batch in ((256,) if quick else (256, 4096)):
-        log(f"Many cores, batch {batch} ({loadavg(f'many cores, batch {batch}')})")
-        c = many_core_components(X, y, batch, reps, loop)
-        model, _ = many_core_model(c)
-        log(f"    epoch 1 thread {1e3 * c['epoch_1']:.1f} ms, n_jobs=2 "
-            f"{1e3 * c['epoch_2']:.1f} ms; modelled: "
-            + ", ".join(f"p={p} {1e3 * v:.1f} ms ({c['epoch_1'] / v:.2f}x)"
-                        for p, v in model.items()))
-        components.append(c)
-    return many_core_lines(components)
 
 
 # ---------------------------------------------------------------------------
@@ -1217,9 +920,6 @@ def main(argv=None):
     parser.add_argument("--narrow", action="store_true",
                         help="only section 9 (binary narrow tables and the cost of a step), "
                              "written to speed_narrow.md")
-    parser.add_argument("--many-cores", action="store_true",
-                        help="only section 8 (n_jobs: measured here, modelled for 16 "
-                             "cores), written to speed_many_cores.md")
     args = parser.parse_args(argv)
     quick = args.quick
     out = Path(args.out) if args.out else (
@@ -1245,16 +945,6 @@ def main(argv=None):
             log(f"  {v}  {a}: {b} (goal {c})")
         log(f"Wrote {out / 'speed_narrow.md'}")
         return 0
-    if args.many_cores:
-        t_start = time.perf_counter()
-        header = (f"Generated by `python benchmarks/bench_speed.py --many-cores` "
-                  f"({_data.machine_note()} at the start)")
-        body = many_cores(quick, reps)
-        text = "\n".join([header + f", in {(time.perf_counter() - t_start) / 60:.1f} min.",
-                          ""] + body)
-        (out / "speed_many_cores.md").write_text("# Speed on many cores\n\n" + text)
-        log(f"Wrote {out / 'speed_many_cores.md'}")
-        return
 
     if quick:
         n, d, epochs = 3000, 784, 1
@@ -1332,9 +1022,6 @@ def main(argv=None):
         first = first_fit_times(reps_cached=3, reps_uncached=2)
         for key, value in first.items():
             log(f"    {key}: " + ", ".join(f"{k} {v:.3f} s" for k, v in value.items()))
-
-    # 8 ---------------------------------------------------------------------
-    many_core_text = many_cores(quick, reps)
 
     # Where the time goes -----------------------------------------------------
     log(f"Breakdown ({loadavg('breakdown')})")
@@ -1522,12 +1209,11 @@ def main(argv=None):
     else:
         lines += ["Skipped in --quick.", ""]
 
-    lines += many_core_text
     lines += ["## Where the time goes", "",
               f"Stage timings of one fit (10 classes, n = {n}, d = {d}, {epochs} epochs, "
               f"sigma = {SIGMA:g}, {number_of_steps(n, BATCH, epochs)} steps), measured by "
               "wrapping the functions the fit calls through module-level names "
-              "(`_base.validate_data`, `_sgd.compute_row_norms`, "
+              "(`_base.validate_data`, `_row_passes.compute_row_norms`, "
               "`_sgd.noisy_clipped_gradient_sum`, ...) and the generator's "
               "`standard_normal`; the stages do not overlap. Per-fit stages run once per "
               "fit whatever the number of epochs.", "",

@@ -24,6 +24,7 @@ from sklearn_dplssgd.mechanisms import GradientPerturbationMechanism
 import sklearn_dplssgd.linear_model._classifier as classifier_module
 import sklearn_dplssgd.model_selection._search as search_module
 import sklearn_dplssgd.backends._numpy as sgd_module
+import sklearn_dplssgd.backends._row_passes as _row_passes
 import sklearn_dplssgd.utils._validation as validation_module
 import sklearn_dplssgd.linear_model._weights as weights_module
 from sklearn_dplssgd import (
@@ -73,7 +74,8 @@ def test_every_check_passes_on_the_estimators(estimator):
 def test_clipping_check_catches_underflowing_float32_norms(monkeypatch):
     # The bug: float32 squares of tiny entries underflowed, so a row's norm
     # came out about 19 times too small and its gradient escaped the clip.
-    real = sgd_module.compute_row_norms
+    # Where the fit takes the rows' norms (its per-fit pass over the rows).
+    real = _row_passes.compute_row_norms
 
     def underflowing_norms(X):
         norms = real(X)
@@ -85,7 +87,7 @@ def test_clipping_check_catches_underflowing_float32_norms(monkeypatch):
             norms = np.where(np.isfinite(underflowed), underflowed, norms)
         return norms
 
-    monkeypatch.setattr(sgd_module, "compute_row_norms", underflowing_norms)
+    monkeypatch.setattr(_row_passes, "compute_row_norms", underflowing_norms)
     result = check_clipping(DPLSSGDRegressor())
     assert not result.passed
     assert result.measured > 10

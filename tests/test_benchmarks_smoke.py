@@ -89,7 +89,6 @@ def test_bench_speed_quick(tmp_path):
     text = (tmp_path / "speed.md").read_text()
     assert "## Targets" in text
     assert "compiled O(d) (smooth_rows)" in text and "FFT reference" in text
-    assert "## Many cores (n_jobs)" in text and "| 16 |" in text
     assert "PASS" in stdout or "MISS" in stdout
 
 
@@ -223,6 +222,8 @@ def test_bench_cores_quick(tmp_path):
         for section in ("quiet", "under load"):
             assert f"### {table} ({section}): n = 20,000" in text
     assert "| 1 | " in text and "| 1.00x | - |" in text
+    # The results say which copy of the package they timed.
+    assert f"package timed: `{REPO_ROOT / 'sklearn_dplssgd'}`" in text
 
 
 def test_bench_exact_noise_quick(tmp_path):

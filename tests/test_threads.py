@@ -1,4 +1,4 @@
-"""Many cores (``n_jobs``): the Numba team, the Python pool, drawing ahead.
+"""Many cores (``n_jobs``): chunks shared by threads, the per-fit passes, drawing ahead.
 
 A threaded fit must be the serial fit up to the order of the additions: the
 same batches and the same noise (drawn one chunk ahead on their own thread),
@@ -8,21 +8,20 @@ the same clip for every row, in every way the threads can be run.
 import concurrent.futures
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import sklearn
+from sklearn.utils import assert_all_finite
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
 from sklearn_dplssgd.linear_model import _base
-from sklearn_dplssgd.backends import _kernels, _numpy as _sgd, _sparse, _threads
+from sklearn_dplssgd.backends import _kernels, _numpy as _sgd, _row_passes, _sparse, _threads
 from sklearn_dplssgd.training import _loop as _training
 from sklearn_dplssgd.backends._kernels import PARALLEL_MIN_WORK
-from sklearn_dplssgd.backends._threads import block_bounds, draws_ahead, numba_team_available
-
-TEAM = numba_team_available()
-needs_team = pytest.mark.skipif(
-    not TEAM, reason="Numba has neither its OpenMP nor its TBB threading layer here")
+from sklearn_dplssgd.backends._threads import draws_ahead
 
 
 def _problem(seed=12, n=3000, d=64, n_classes=10):
@@ -92,7 +91,6 @@ def test_threaded_fit_is_the_serial_fit(monkeypatch, small_chunks, counted, spar
     assert not np.allclose(serial.coef_, 0.0)
 
 
-@needs_team
 def test_concurrent_threaded_fits_from_several_threads(small_chunks):
     # GridSearchCV's threading backend, Dask's threaded scheduler: several
     # threaded fits at once must each be the serial fit.
@@ -114,14 +112,6 @@ def test_regressor_and_weights_threaded(small_chunks):
     serial = DPLSSGDRegressor(**settings).fit(X, y, sample_weight=weights)
     threaded = DPLSSGDRegressor(n_jobs=2, **settings).fit(X, y, sample_weight=weights)
     np.testing.assert_allclose(threaded.coef_, serial.coef_, rtol=1e-9, atol=1e-12)
-
-
-def test_a_forked_child_uses_the_pool(monkeypatch):
-    # Numba stops a child forked after an OpenMP team started, so a child
-    # (another pid than the one that decided) never launches the team.
-    numba_team_available()
-    monkeypatch.setitem(_threads._TEAM, "pid", -1)
-    assert numba_team_available() is False
 
 
 def test_draws_ahead_draws_exactly_as_inline():
@@ -149,14 +139,6 @@ def test_draws_ahead_raises_the_draws_error():
         list(draws_ahead(range(5), draw))
 
 
-@pytest.mark.parametrize("n_rows, n_blocks", [(10, 3), (256, 16), (5, 5), (0, 2)])
-def test_block_bounds_cover_the_batch(n_rows, n_blocks):
-    bounds = block_bounds(n_rows, n_blocks)
-    assert bounds[0] == 0 and bounds[-1] == n_rows and len(bounds) == n_blocks + 1
-    sizes = np.diff(bounds)
-    assert (sizes >= 0).all() and sizes.max() - sizes.min() <= 1
-
-
 @pytest.mark.parametrize("work, n_rows, n_threads, expected", [
     (PARALLEL_MIN_WORK - 1, 256, 16, 1),
     (PARALLEL_MIN_WORK, 256, 1, 1),
@@ -166,26 +148,6 @@ def test_block_bounds_cover_the_batch(n_rows, n_blocks):
 ])
 def test_parallel_blocks(work, n_rows, n_threads, expected):
     assert _kernels.parallel_blocks(work, n_rows, n_threads) == expected
-
-
-@needs_team
-def test_team_smoothing_and_sum_are_the_serial_ones():
-    from sklearn_dplssgd.backends._kernels import smooth_rows, smooth_rows_team, smoothing_omega
-    from sklearn_dplssgd.backends._threads import add_blocks, team_threads
-
-    rng = np.random.default_rng(16)
-    grad = rng.normal(size=(10, 65))
-    serial, team = grad.copy(), grad.copy()
-    smooth_rows(serial, 64, smoothing_omega(2.0), 2.0)
-    with team_threads(2):
-        smooth_rows_team(team, 64, smoothing_omega(2.0), 2.0)
-    np.testing.assert_array_equal(team, serial)  # each row by the same solver
-    assert not np.allclose(serial, grad)
-    partial = rng.normal(size=(5,) + grad.shape)
-    summed = np.empty_like(grad)
-    with team_threads(2):
-        add_blocks(grad, partial, summed)
-    np.testing.assert_allclose(summed, grad + partial.sum(axis=0), rtol=1e-13, atol=1e-13)
 
 
 def _chunked_problem(n_outputs, dtype, sparse, seed=21, n_rows=3000, n_features=40):
@@ -244,34 +206,44 @@ class _AbsentHelpers:
 
 
 class _StalledHelpers:
-    """Helpers that each take one chunk and then stall until released."""
+    """Helpers that each take ``n_taken`` chunks and then stall until released.
 
-    def __init__(self, n_helpers, release):
-        self.release, self.queues = release, [self] * n_helpers
+    Two: as a one-output helper holds its next chunk (taken ahead, to
+    prefetch its rows) while it computes the current one.
+    """
+
+    def __init__(self, n_helpers, release, n_taken=1):
+        self.release, self.queues, self.n_taken = release, [self] * n_helpers, n_taken
 
     def put(self, item):
         claim, args, job = item
         progress = args[-2]
 
         def stall():
-            chunk = _threads.take_chunk(progress)
+            chunks = [_threads.take_chunk(progress) for _ in range(self.n_taken)]
             self.release.wait(10)
-            if chunk >= 0:
-                claim(*args, chunk)  # too late: its sum is no longer read
+            for chunk in chunks:
+                if chunk >= 0:
+                    claim(*args, chunk)  # too late: its sum is no longer read
             job.release()
         threading.Thread(target=stall, daemon=True).start()
 
 
-@pytest.mark.parametrize("helpers", ["absent", "stalled"])
-def test_a_step_never_waits_for_a_thread_that_does_not_run(monkeypatch, helpers):
-    X, y, rows, params, noise = _chunked_problem(3, np.float64, False, seed=22)
+@pytest.mark.parametrize("n_outputs", [1, 3])
+@pytest.mark.parametrize("helpers", ["absent", "stalled", "stalled holding two"])
+def test_a_step_never_waits_for_a_thread_that_does_not_run(monkeypatch, helpers, n_outputs):
+    # Enough work for the batch to be split (batch * outputs * features).
+    X, y, rows, params, noise = _chunked_problem(n_outputs, np.float64, False, seed=22,
+                                                 n_features=200 // n_outputs)
+    assert rows.shape[0] * n_outputs * X.shape[1] >= PARALLEL_MIN_WORK
     expected = _chunked_sum(X, y, rows, params, noise, 3)
     release = threading.Event()
     if helpers == "absent":
         monkeypatch.setattr(_threads, "_helpers", _AbsentHelpers)
     else:
+        n_taken = 2 if helpers == "stalled holding two" else 1
         monkeypatch.setattr(_threads, "_helpers",
-                            lambda n: _StalledHelpers(n, release))
+                            lambda n: _StalledHelpers(n, release, n_taken))
     started = time.perf_counter()
     got = _chunked_sum(X, y, rows, params, noise, 3)
     elapsed = time.perf_counter() - started
@@ -287,8 +259,8 @@ def test_row_norms_on_threads_are_the_serial_ones(dtype):
     X = rng.normal(size=(1001, 17)).astype(dtype)
     X[3] = np.finfo(dtype).max / 16  # overflows a plain sum of squares
     X[500] = 2.5e-23  # underflows one in float32
-    serial = _sgd.row_norms_of(X)
-    np.testing.assert_array_equal(_sgd.row_norms_of(X, 3), serial)
+    serial = _row_passes.row_norms_of(X)
+    np.testing.assert_array_equal(_row_passes.row_norms_of(X, 3), serial)
     assert np.isfinite(serial).all() and serial[500] > 0
 
 
@@ -303,3 +275,176 @@ def test_reproducible_threaded_fits_are_the_same_model(counted, sparse):
     assert first.coef_.dtype == np.float32 and not np.allclose(first.coef_, 0.0)
     np.testing.assert_array_equal(first.coef_, second.coef_)
     np.testing.assert_array_equal(first.intercept_, second.intercept_)
+
+
+def test_sparse_chunks_depend_on_public_quantities_only(monkeypatch):
+    # The chunks' sums are added in chunk order, so the cut of a CSR batch
+    # may set the rounding of its sum: it must follow from the batch's
+    # length, the parameters' shape and the threads, never the stored entries.
+    cuts = []
+
+    def recording(claim, X, y, rows, params, args, noise, grad, weights, n_threads,
+                  rows_per_chunk):
+        cuts.append(rows_per_chunk)
+        return _threads.sum_over_chunks(claim, X, y, rows, params, args, noise, grad,
+                                        weights, n_threads, rows_per_chunk)
+
+    monkeypatch.setattr(_sparse, "sum_over_chunks", recording)
+    rng = np.random.default_rng(26)
+    dense = rng.uniform(-1.0, 1.0, size=(4000, 100))
+    rows = np.sort(rng.choice(4000, size=3000, replace=False)).astype(np.int64)
+    params = rng.normal(scale=0.1, size=(5, 101))
+    noise = np.zeros_like(params)
+    y = rng.integers(0, 5, 4000).astype(np.float64)
+    for kept in (0.9, 0.05):
+        X = sp.csr_matrix(np.where(rng.random(dense.shape) < kept, dense, 0.0))
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        _sparse.noisy_clipped_gradient_sum_sparse(
+            X, y, rows, params, norms, _multinomial_code(), 0.0, 1.0, True, noise,
+            np.empty_like(params), 2)
+    expected = _sparse.sparse_chunk_rows(3000, 5, 100, 2)
+    assert cuts == [expected, expected] and expected < 3000
+
+
+@pytest.mark.parametrize("n_rows, n_outputs, n_features, n_threads, expected", [
+    (4096, 1, 20, 2, 4096),  # too little work: one thread
+    (4096, 1, 100, 2, 512),
+    (3000, 5, 5000, 2, 5001),  # a chunk's dense buffer would cost more than its rows
+    (1, 10, 784, 16, 1),
+])
+def test_sparse_chunk_rows(n_rows, n_outputs, n_features, n_threads, expected):
+    assert _sparse.sparse_chunk_rows(n_rows, n_outputs, n_features, n_threads) == expected
+
+
+class _StalledBlockHelpers:
+    """Helpers that each take one block of a per-fit pass and stall until released."""
+
+    def __init__(self, n_helpers, release):
+        self.release, self.queues = release, [self] * n_helpers
+
+    def put(self, item):
+        shared = item[2]
+
+        def stall():
+            block = shared._take()
+            self.release.wait(10)
+            if block >= 0:
+                shared.claim(block)  # too late: the first result is kept
+        threading.Thread(target=stall, daemon=True).start()
+
+
+@pytest.mark.parametrize("helpers", ["absent", "stalled", "running"])
+def test_a_per_fit_pass_never_waits_for_a_thread_that_does_not_run(monkeypatch, helpers):
+    release = threading.Event()
+    if helpers == "absent":
+        monkeypatch.setattr(_threads, "_helpers", _AbsentHelpers)
+    elif helpers == "stalled":
+        monkeypatch.setattr(_threads, "_helpers", lambda n: _StalledBlockHelpers(n, release))
+    started = time.perf_counter()
+    got = _threads.blocks_on_threads(lambda b: b * b, 9, 3)
+    elapsed = time.perf_counter() - started
+    release.set()
+    assert got == [b * b for b in range(9)] and elapsed < 5.0
+    assert _threads.blocks_on_threads(lambda b: b, 0, 3) == []
+
+
+def test_a_helpers_error_is_raised_by_the_calling_thread():
+    def failing(block):
+        if block == 5:
+            raise ValueError("block five")
+        return block
+
+    with pytest.raises(ValueError, match="block five"):
+        _threads.blocks_on_threads(failing, 8, 2)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("bad, message", [(np.nan, "contains NaN"),
+                                          (np.inf, "contains infinity")])
+def test_finite_check_on_threads_is_scikit_learns(sparse, bad, message):
+    rng = np.random.default_rng(27)
+    X = rng.uniform(0.5, 1.0, size=(4000, 70)).astype(np.float32)
+    X[3999, 69] = bad  # in the last block
+    if sparse:
+        X = sp.csr_matrix(X)
+    with pytest.raises(ValueError) as whole:
+        assert_all_finite(X, estimator_name="DPLSSGDClassifier", input_name="X")
+    for n_threads in (1, 2, 3):
+        with pytest.raises(ValueError, match=message) as error:
+            _row_passes.check_finite_rows(X, n_threads, "DPLSSGDClassifier")
+        assert str(error.value) == str(whole.value)  # names the problem, never a value
+    # scikit-learn's setting, read in the calling thread (helpers have their own).
+    with sklearn.config_context(assume_finite=True):
+        _row_passes.check_finite_rows(X, 2)
+    X = X.copy()
+    if sparse:
+        X.data[-1] = 1.0
+    else:
+        X[3999, 69] = 1.0
+    _row_passes.check_finite_rows(X, 2)
+
+
+def test_a_threaded_fit_checks_the_rows_on_its_threads(monkeypatch):
+    # The finiteness check and the rows' norms: passes over every row, once
+    # a fit, on the fit's threads (on one thread they bound n_jobs's gain).
+    passes = []
+    original = _threads.blocks_on_threads
+
+    def counting(function, n_blocks, n_threads):
+        passes.append((n_blocks, n_threads))
+        return original(function, n_blocks, n_threads)
+
+    monkeypatch.setattr(_row_passes, "blocks_on_threads", counting)
+    monkeypatch.setattr(_base.os, "cpu_count", lambda: 4)
+    X, y = _problem(seed=28, n=6000, d=100)
+    _fit(X, y, 2, max_iter=1)
+    # The finiteness check, the targets' encoding, the norms, the share of
+    # rows clipped far down (the second and the last read one number a row:
+    # one block at this size).
+    assert [n for _, n in passes] == [2, 2, 2, 2] and passes[0][0] > 1 and passes[2][0] > 1
+    X[17, 3] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        _fit(X, y, 2, max_iter=1)
+
+
+@pytest.mark.parametrize("scale, warned", [(1000.0, True), (1.0, False)])
+def test_mostly_clipped_warning_on_threads(monkeypatch, scale, warned):
+    from sklearn_dplssgd.utils import forget_warnings
+
+    monkeypatch.setattr(_base.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(29)
+    X = rng.uniform(0, scale, (3000, 4))
+    y = X @ [1.0, 2.0, 0.0, 0.0]
+    forget_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLSSGDRegressor(max_iter=1, n_jobs=2).fit(X, y)
+    assert bool([w for w in caught if "clipped" in str(w.message)]) == warned
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+@pytest.mark.parametrize("declared", [True, False])
+def test_target_encoding_on_threads_is_the_serial_one(monkeypatch, n_classes, declared):
+    monkeypatch.setattr(_base.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(30)
+    y = rng.choice(np.array([3, 7, 11, 20])[:n_classes], 400_000)
+    classes = [3, 7, 11, 20][:n_classes] if declared else None
+    blocks = []
+    original = _threads.blocks_on_threads
+
+    def counting(function, n_blocks, n_threads):
+        blocks.append(n_blocks)
+        return original(function, n_blocks, n_threads)
+
+    monkeypatch.setattr(_row_passes, "blocks_on_threads", counting)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        serial = DPLSSGDClassifier(classes=classes)._encode_targets(y)
+        threaded = DPLSSGDClassifier(classes=classes, n_jobs=2)._encode_targets(y)
+    assert blocks and blocks[0] > 1
+    np.testing.assert_array_equal(threaded[0], serial[0])
+    assert threaded[1] == serial[1] == (1 if n_classes == 2 else n_classes)
+    y[-1] = 5  # an unknown label, in the last block
+    if declared:
+        with pytest.raises(ValueError, match="labels that are not in classes"):
+            DPLSSGDClassifier(classes=classes, n_jobs=2)._encode_targets(y)

@@ -22,9 +22,9 @@ from ._dask import (
 from ._grid_sum import MAX_GRID_BITS, grid_norm_bound, rounded_clipped_sum
 from ._kernels import compute_row_norms
 from ._numpy import (
-    NumpyTraining, blas_controller, numpy_backend, row_norms_of, train_dp_lssgd,
-    use_numpy_backend,
+    NumpyTraining, blas_controller, numpy_backend, train_dp_lssgd, use_numpy_backend,
 )
+from ._row_passes import check_finite_rows, on_row_blocks, row_norms_of, share_of_rows
 from ._selection import ArrayApiInput, DaskInput, NumpyInput, backend_for
 from ._sparse import as_canonical_csr
 
@@ -44,6 +44,7 @@ __all__ = [
     "array_api_namespace",
     "as_canonical_csr",
     "backend_for",
+    "check_finite_rows",
     "blas_controller",
     "check_fitted_namespace",
     "class_labels",
@@ -53,11 +54,13 @@ __all__ = [
     "decision_values",
     "grid_norm_bound",
     "initial_gradient_norms",
+    "on_row_blocks",
     "is_dask_collection",
     "numpy_backend",
     "rounded_clipped_sum",
     "row_norms_of",
     "sample_discrete_gaussian",
+    "share_of_rows",
     "to_device",
     "to_numpy",
     "train_dp_lssgd",

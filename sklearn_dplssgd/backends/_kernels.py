@@ -21,7 +21,7 @@ keep their dtype) and cached on disk (``cache=True``).
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._clipping import (
     COEFFICIENT_RANGE, NORM_SLACK, clipped_residual, compute_feature_norms, feature_norm_of,
@@ -31,8 +31,7 @@ from ._row_norms import compute_row_norms
 from ..utils import CONTRACT_ONLY, FASTMATH
 from ._prefetch import CACHE_LINE, prefetch_address
 from ._threads import (
-    CHUNK_DONE, CHUNK_REDONE, add_blocks, block_bounds, chunk_rows, chunk_slot, finish_chunk,
-    sum_over_chunks, take_chunk,
+    CHUNK_DONE, CHUNK_REDONE, chunk_rows, chunk_slot, finish_chunk, sum_over_chunks, take_chunk,
 )
 
 __all__ = [
@@ -52,7 +51,6 @@ __all__ = [
     "single_output_gradient_sum",
     "single_output_sum_into",
     "smooth_rows",
-    "smooth_rows_team",
     "smoothing_omega",
     "NORM_SLACK",
     "PARALLEL_MIN_WORK",
@@ -328,32 +326,6 @@ def several_outputs_gradient_sum(
 _UNWEIGHTED = np.empty(0, dtype=np.float64)
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def _noisy_sum_team(
-    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad, weights, partial, zeros,
-):
-    """The sum over ``partial.shape[0]`` contiguous blocks of the batch, one per team thread.
-
-    Block b's sum goes to ``partial[b]`` (starting from ``zeros``); then
-    ``grad = noise + sum_b partial[b]``.
-    """
-    n_blocks = partial.shape[0]
-    bounds = block_bounds(rows.shape[0], n_blocks)
-    several = params.shape[0] > 1
-    for b in prange(n_blocks):
-        block = rows[bounds[b]:bounds[b + 1]]
-        if several:
-            several_outputs_gradient_sum(
-                X, y, block, params, row_norms, feature_norms, code, threshold, clip_norm,
-                fit_intercept, largest, tiny, zeros, partial[b], weights)
-        else:
-            single_output_gradient_sum(
-                X, y, block, params, row_norms, feature_norms, code, threshold, clip_norm,
-                fit_intercept, largest, tiny, zeros, partial[b], weights)
-    add_blocks(noise, partial, grad)
-
-
 @njit(cache=True, nogil=True)
 def _dense_chunks(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
@@ -363,24 +335,49 @@ def _dense_chunks(
 
     ``again = -1``: every chunk still free, taken one at a time; else chunk
     ``again`` once more, into its spare buffer. Returns the chunks computed.
+
+    With one output, a thread takes its next chunk before it starts the
+    current one and passes that chunk's rows as ``upcoming``, so that their
+    first block is prefetched while the current one computes, as within one
+    batch (:func:`single_output_sum_into`): without it every chunk began on
+    a block of cache misses, about 100 us of a 330 us step at d = 100 with 8
+    chunks. A chunk taken ahead by a thread that then stalls is computed
+    again by the calling thread like any other.
     """
     computed = 0
+    several = params.shape[0] > 1
+    gathered, per_row, coefficients, residual, scaled = single_output_buffers(
+        params, rows_per_chunk)
     chunk = take_chunk(progress) if again < 0 else again
+    following = -1
+    if again < 0 and chunk >= 0 and not several:
+        following = take_chunk(progress)
     while chunk >= 0:
         start = chunk * rows_per_chunk
         stop = min(start + rows_per_chunk, rows.shape[0])
         out = partial[chunk_slot(progress, chunk, again >= 0)]
-        if params.shape[0] > 1:
+        if several:
             several_outputs_gradient_sum(
                 X, y, rows[start:stop], params, row_norms, feature_norms, code, threshold,
                 clip_norm, fit_intercept, largest, tiny, zeros, out, weights)
         else:
-            single_output_gradient_sum(
+            upcoming = rows[:0]
+            if following >= 0:
+                ahead = following * rows_per_chunk
+                upcoming = rows[ahead:min(ahead + rows_per_chunk, rows.shape[0])]
+            single_output_sum_into(
                 X, y, rows[start:stop], params, row_norms, feature_norms, code, threshold,
-                clip_norm, fit_intercept, largest, tiny, zeros, out, weights)
+                clip_norm, fit_intercept, largest, tiny, zeros, out, weights, gathered,
+                per_row, coefficients, residual, scaled, upcoming)
         finish_chunk(progress, chunk, CHUNK_REDONE if again >= 0 else CHUNK_DONE)
         computed += 1
-        chunk = take_chunk(progress) if again < 0 else -1
+        if again >= 0:
+            chunk = -1
+        elif several:
+            chunk = take_chunk(progress)
+        else:
+            chunk = following
+            following = take_chunk(progress) if chunk >= 0 else -1
     return computed
 
 
@@ -520,13 +517,6 @@ def smooth_rows(grad, n_features, omega, sigma):
         Smoothing strength, > 0.
     """
     for k in range(grad.shape[0]):
-        _smooth_row(grad[k], n_features, omega, sigma)
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def smooth_rows_team(grad, n_features, omega, sigma):
-    """:func:`smooth_rows` with the rows (outputs) split over Numba's team."""
-    for k in prange(grad.shape[0]):
         _smooth_row(grad[k], n_features, omega, sigma)
 
 

@@ -23,12 +23,13 @@ from threadpoolctl import ThreadpoolController
 from . import _kernels
 from ..training import apply_weight_decay, run_training
 from ._kernels import (
-    COEFFICIENT_RANGE, compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum,
-    smooth_rows, smoothing_omega,
+    COEFFICIENT_RANGE, compute_feature_norms, noisy_clipped_gradient_sum, smooth_rows,
+    smoothing_omega,
 )
-from ._sparse import as_canonical_csr, compute_sparse_row_norms, noisy_clipped_gradient_sum_sparse
+from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse
 from ._steps import dense_several_outputs_steps, dense_single_output_steps, sparse_steps
-from ._threads import draws_ahead, on_threads
+from ._row_passes import row_norms_of
+from ._threads import draws_ahead
 
 __all__ = [
     "NumpyTraining",
@@ -132,21 +133,6 @@ def chunk_noise(noise_source, rng, chunk_std, shape, n_noisy_columns, dtype):
             rng, (chunk_steps, shape[0], n_noisy_columns), dtype)
         noise *= chunk_std.astype(dtype)[:, None, None]
     return noise
-
-
-def row_norms_of(X, n_threads=1):
-    """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip.
-
-    With ``n_threads > 1``, a dense ``X``'s rows are split into that many
-    blocks computed at once (NumPy releases the GIL while it sums): a pass
-    over every row, once a fit, that would otherwise run on one core. A
-    row's norm does not depend on the block it falls in.
-    """
-    if sp.issparse(X):
-        return compute_sparse_row_norms(X)
-    if n_threads > 1 and X.shape[0] >= 2 * n_threads:
-        return on_threads(compute_row_norms, np.array_split(X, n_threads), np.concatenate)
-    return compute_row_norms(X)
 
 
 class HostWeightSteps:

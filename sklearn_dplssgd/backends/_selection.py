@@ -12,7 +12,8 @@ as one more class here and one more case of :func:`backend_for`.
 
 from ._array_api import array_api_namespace, train_dp_lssgd_array_api
 from ._dask import is_dask_collection, train_dp_lssgd_dask
-from ._numpy import row_norms_of, train_dp_lssgd
+from ._numpy import train_dp_lssgd
+from ._row_passes import row_norms_of
 
 __all__ = ["ArrayApiInput", "DaskInput", "NumpyInput", "backend_for"]
 

@@ -24,7 +24,7 @@ would read out of bounds) are refused.
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._clipping import COEFFICIENT_RANGE, clipped_residual, feature_norm_of
 from ._kernels import check_feature_norms, check_weights, copy_rows, parallel_blocks
@@ -32,8 +32,7 @@ from ..training import multiclass_residual, single_output_residual
 from ..utils import CONTRACT_ONLY, FASTMATH
 from ._row_norms import compute_sparse_row_norms
 from ._threads import (
-    CHUNK_DONE, CHUNK_REDONE, add_blocks, block_bounds, chunk_slot, finish_chunk,
-    sum_over_chunks, take_chunk,
+    CHUNK_DONE, CHUNK_REDONE, chunk_rows, chunk_slot, finish_chunk, sum_over_chunks, take_chunk,
 )
 
 __all__ = [
@@ -44,6 +43,7 @@ __all__ = [
     "csr_several_outputs_gradient_sum",
     "csr_single_output_gradient_sum",
     "noisy_clipped_gradient_sum_sparse",
+    "sparse_chunk_rows",
 ]
 
 # Outcomes of the structure check.
@@ -213,8 +213,8 @@ def csr_single_output_gradient_sum(
 ):
     """``grad = noise + clipped sum`` for one output; ``X`` is ``(data, indices, indptr)``.
 
-    The argument order of the dense kernels, so that the Python thread pool
-    (:func:`~sklearn_dplssgd.backends._threads.pooled_blocks`) runs this one unchanged.
+    The argument order of the dense kernels, so that the chunks of a batch
+    (``_csr_chunks``) and the compiled steps call it as they call those.
     """
     _csr_rows_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
                   fit_intercept, largest, tiny, noise, grad, weights, False)
@@ -237,7 +237,7 @@ def csr_gradient_sum(
 ):
     """The kernel for ``params.shape[0]`` outputs, chosen when the steps run.
 
-    For the compiled runs of steps and the team, which compile both kernels;
+    For the compiled runs of steps and the chunks, which compile both kernels;
     a Python caller picks one (:func:`csr_kernel_for`) and compiles only it.
     """
     if params.shape[0] > 1:
@@ -253,6 +253,41 @@ def csr_gradient_sum(
 def csr_kernel_for(n_outputs):
     """The sparse kernel of ``n_outputs`` outputs (each compiles only its losses)."""
     return csr_several_outputs_gradient_sum if n_outputs > 1 else csr_single_output_gradient_sum
+
+
+def sparse_chunk_rows(n_rows, n_outputs, n_features, n_threads):
+    """Rows per chunk of a CSR batch, from public quantities only.
+
+    The batch's length, the parameters' shape and the thread count decide
+    how a batch is cut, never its stored entries: the chunks' sums are added
+    in chunk order, so the rounding of a step's sum may depend on the cut,
+    and the cut must not depend on the data. As for dense rows
+    (:func:`~sklearn_dplssgd.backends._threads.chunk_rows`), with two
+    differences: whether to split is decided on the work of dense rows of
+    ``n_features`` columns (:func:`~sklearn_dplssgd.backends._kernels.parallel_blocks`),
+    and a chunk holds at least ``n_features + 1`` rows, so that the dense
+    ``(K, d + 1)`` buffer each chunk fills and adds costs no more than its
+    rows when each holds one stored entry or more.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of the batch.
+    n_outputs : int
+        K.
+    n_features : int
+        d.
+    n_threads : int
+
+    Returns
+    -------
+    rows_per_chunk : int
+        ``n_rows`` or more when the batch stays on one thread.
+    """
+    work = n_rows * n_outputs * n_features
+    if n_rows <= 1 or parallel_blocks(work, n_rows, n_threads) <= 1:
+        return max(1, n_rows)
+    return max(chunk_rows(n_rows, n_outputs * (n_features + 1), n_threads), n_features + 1)
 
 
 def noisy_clipped_gradient_sum_sparse(
@@ -297,16 +332,11 @@ def noisy_clipped_gradient_sum_sparse(
     csr = (X.data, X.indices, X.indptr)
     largest, tiny = COEFFICIENT_RANGE[np.dtype(params.dtype)]
     args = (row_norms, feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny)
-    n_blocks = 1
-    if n_threads > 1 and rows.shape[0] > 1:
-        work = int(np.sum(X.indptr[rows + 1] - X.indptr[rows])) * params.shape[0]
-        # Each extra block also fills and adds a dense (K, d + 1) buffer:
-        # below that much work per block the split costs more than it saves.
-        n_blocks = min(parallel_blocks(work, rows.shape[0], n_threads),
-                       max(1, work // params.size))
-    if n_blocks > 1:
+    rows_per_chunk = sparse_chunk_rows(rows.shape[0], params.shape[0], params.shape[1] - 1,
+                                       n_threads)
+    if rows_per_chunk < rows.shape[0]:
         sum_over_chunks(_csr_chunks, csr, y, rows, params, args, noise, grad, weights,
-                        n_threads, -(-rows.shape[0] // n_blocks))
+                        n_threads, rows_per_chunk)
     else:
         csr_kernel_for(params.shape[0])(csr, y, rows, params, *args, noise, grad, weights)
 
@@ -329,18 +359,3 @@ def _csr_chunks(
         computed += 1
         chunk = take_chunk(progress) if again < 0 else -1
     return computed
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def _noisy_sum_csr_team(
-    X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
-    largest, tiny, noise, grad, weights, partial, zeros,
-):
-    """The sparse form of ``_kernels._noisy_sum_team`` (the same blocks and buffers)."""
-    n_blocks = partial.shape[0]
-    bounds = block_bounds(rows.shape[0], n_blocks)
-    for b in prange(n_blocks):
-        csr_gradient_sum(X, y, rows[bounds[b]:bounds[b + 1]], params, row_norms,
-                         feature_norms, code, threshold, clip_norm, fit_intercept, largest,
-                         tiny, zeros, partial[b], weights)
-    add_blocks(noise, partial, grad)

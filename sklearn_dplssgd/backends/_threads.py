@@ -16,10 +16,15 @@ chunks only, never on which thread computed which: a fit is reproducible for
 a fixed ``n_jobs`` however the threads were scheduled.
 
 This replaced a Numba team launched per step (``parallel=True``, one static
-block per thread; the team's kernels and :func:`sum_over_blocks` remain for
-``benchmarks/bench_speed.py --many-cores``, which models that design): its
-join waited for every thread of the team, so with another busy process on
-the cores ``n_jobs=2`` ran 2.7 to 9 times slower than one thread.
+block per thread): its join waited for every thread of the team, so with
+another busy process on the cores ``n_jobs=2`` ran 2.7 to 9 times slower
+than one thread.
+
+The passes over every row that a fit makes once (the finiteness check of
+``X``, the rows' norms) are shared the same way (:func:`blocks_on_threads`):
+blocks of rows taken one at a time by the calling thread and the helpers,
+a block a stalled helper holds computed again by the calling thread. A
+pool's ``future.result()`` would wait for a thread the system does not run.
 
 The random draws of a fit (batches and noise, chunk by chunk) do not depend
 on the weights, so with several threads they are drawn one chunk ahead on a
@@ -33,9 +38,8 @@ import queue
 import threading
 import time
 
-import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 
 __all__ = [
@@ -47,178 +51,9 @@ __all__ = [
     "finish_chunk",
     "sum_over_chunks",
     "take_chunk",
-    "add_blocks",
-    "block_bounds",
-    "block_buffers",
     "draws_ahead",
-    "numba_team_available",
-    "on_threads",
-    "pooled_blocks",
-    "sum_over_blocks",
-    "team_threads",
+    "blocks_on_threads",
 ]
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def _probe(out):
-    for i in prange(out.shape[0]):
-        out[i] = i
-
-
-_TEAM_LOCK = threading.Lock()
-_TEAM = {"pid": None, "safe": False}
-
-
-def numba_team_available():
-    """Whether Numba's threading layer is safe and fast for a per-step team.
-
-    Decided at the first call in each process (a tiny parallel launch makes
-    Numba choose its layer): True for the ``omp`` and ``tbb`` layers, False
-    for ``workqueue`` (not thread-safe, slow to launch), and False in a child
-    forked from a process that had decided already (its team's threads did
-    not survive the fork).
-    """
-    pid = os.getpid()
-    with _TEAM_LOCK:
-        if _TEAM["pid"] is None:
-            _probe(np.empty(2))
-            _TEAM["safe"] = numba.threading_layer() in ("omp", "tbb")
-            _TEAM["pid"] = pid
-        elif _TEAM["pid"] != pid:
-            return False
-        return _TEAM["safe"]
-
-
-class team_threads:
-    """Context: Numba's thread count for this thread set to ``n`` (restored after)."""
-
-    def __init__(self, n_threads):
-        self.n_threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
-
-    def __enter__(self):
-        self.previous = numba.get_num_threads()
-        numba.set_num_threads(self.n_threads)
-        return self.n_threads
-
-    def __exit__(self, *exc):
-        numba.set_num_threads(self.previous)
-
-
-@njit(cache=True, nogil=True)
-def block_bounds(n_rows, n_blocks):
-    """Start of each of ``n_blocks`` contiguous blocks of ``n_rows``, and the end."""
-    bounds = np.empty(n_blocks + 1, dtype=np.int64)
-    for b in range(n_blocks + 1):
-        bounds[b] = b * n_rows // n_blocks
-    return bounds
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def add_blocks(noise, partial, grad):
-    """``grad = noise + sum_b partial[b]``, the outputs' rows split over the team."""
-    n_outputs, n_columns = grad.shape
-    for k in prange(n_outputs):
-        for j in range(n_columns):
-            grad[k, j] = noise[k, j]
-        for b in range(partial.shape[0]):
-            for j in range(n_columns):
-                grad[k, j] += partial[b, k, j]
-
-
-_BUFFERS = threading.local()
-
-
-def block_buffers(n_blocks, shape, dtype):
-    """``(partial, zeros)``: room for ``n_blocks`` block sums and a zero start.
-
-    Kept per calling thread and reused from step to step (a fresh megabyte
-    per step for 16 blocks cost page faults on every step); ``zeros`` is
-    only ever read. Concurrent fits in different threads get their own.
-    """
-    key = (tuple(shape), np.dtype(dtype))
-    cached = getattr(_BUFFERS, "arrays", None)
-    if cached is None or cached[0] != key or cached[1].shape[0] < n_blocks + 1:
-        store = np.zeros((n_blocks + 1,) + key[0], dtype=key[1])
-        _BUFFERS.arrays = cached = (key, store)
-    store = cached[1]
-    return store[:n_blocks], store[store.shape[0] - 1]
-
-
-# One pool per thread count, kept for the life of the process. Plain threads
-# running the GIL-free serial kernel on parts of the batch behave well on a
-# loaded machine, where a spinning team can be slowed down while it waits
-# for cores.
-_POOLS = {}
-
-
-def _pool(n_threads):
-    # Per process: a forked child has none of its parent's threads.
-    key = (os.getpid(), n_threads)
-    with _TEAM_LOCK:
-        if key not in _POOLS:
-            _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
-                max_workers=n_threads, thread_name_prefix="dplssgd"
-            )
-        return _POOLS[key]
-
-
-def on_threads(function, parts, combine):
-    """``combine([function(part) for part in parts])``, the parts computed at once.
-
-    The calling thread computes the first part; the others go to the pool of
-    ``len(parts) - 1`` threads. ``function`` must release the GIL to gain.
-    """
-    pool = _pool(max(1, len(parts) - 1))
-    futures = [pool.submit(function, part) for part in parts[1:]]
-    first = function(parts[0])
-    return combine([first] + [future.result() for future in futures])
-
-
-def pooled_blocks(kernel, X, y, rows, params, *args, noise, grad, weights, n_threads):
-    """Run ``kernel`` on ``n_threads`` blocks of ``rows`` on the Python pool.
-
-    ``kernel(X, y, rows, params, *args, start, out, weights)`` writes
-    ``out = start + (the clipped sum over rows)``; block 0 starts from the
-    noise and writes into ``grad``, the others start from zeros.
-    """
-    bounds = block_bounds(rows.shape[0], n_threads)
-    partial = np.empty((n_threads - 1,) + grad.shape, dtype=grad.dtype)
-    zeros = np.zeros_like(grad)
-    outputs = [grad] + list(partial)
-    starts = [noise] + [zeros] * (n_threads - 1)
-    futures = [
-        _pool(n_threads).submit(
-            kernel, X, y, rows[bounds[i]:bounds[i + 1]], params, *args,
-            starts[i], outputs[i], weights,
-        )
-        for i in range(1, n_threads)
-    ]
-    # The calling thread takes the first block itself.
-    kernel(X, y, rows[bounds[0]:bounds[1]], params, *args, starts[0], outputs[0], weights)
-    for future in futures:
-        future.result()
-    grad += partial.sum(axis=0)
-
-
-def sum_over_blocks(team_kernel, kernel, X, y, rows, params, args, noise, grad, weights,
-                    n_blocks):
-    """``grad = noise + clipped sum over rows``, the batch split into ``n_blocks``.
-
-    ``kernel(X, y, rows, params, *args, start, out, weights)`` is a serial
-    kernel; ``team_kernel(X, y, rows, params, *args, noise, grad, weights,
-    partial, zeros)`` runs it over the blocks on Numba's team. One block:
-    the serial kernel; several: the team where it is available
-    (:func:`numba_team_available`), else the Python pool.
-    """
-    if n_blocks > 1 and numba_team_available():
-        with team_threads(n_blocks) as n_blocks:
-            partial, zeros = block_buffers(n_blocks, params.shape, params.dtype)
-            team_kernel(X, y, rows, params, *args, noise, grad, weights, partial, zeros)
-    elif n_blocks > 1:
-        pooled_blocks(kernel, X, y, rows, params, *args, noise=noise, grad=grad,
-                      weights=weights, n_threads=n_blocks)
-    else:
-        kernel(X, y, rows, params, *args, noise, grad, weights)
 
 
 def draws_ahead(chunks, draw):
@@ -361,10 +196,12 @@ class _Helpers:
 
 
 _HELPERS = {}
+_HELPERS_LOCK = threading.Lock()
 
 
 def _helpers(n_helpers):
-    with _TEAM_LOCK:
+    # Per process: a forked child has none of its parent's threads.
+    with _HELPERS_LOCK:
         key = (os.getpid(), n_helpers)
         if key not in _HELPERS:
             _HELPERS[key] = _Helpers(n_helpers)
@@ -447,3 +284,85 @@ def sum_over_chunks(claim, X, y, rows, params, args, noise, grad, weights, n_thr
             if job.progress[1 + chunk] == CHUNK_PENDING:
                 claim(*call, int(chunk))
     add_chunks(noise, job.partial, job.progress, grad)
+
+
+class _SharedBlocks:
+    """Blocks ``0 .. n_blocks - 1`` of a pass, each taken once by whichever thread asks.
+
+    ``claim(-1)`` computes blocks until none is left to take; ``claim(b)``
+    computes block ``b`` again. The first result of a block is kept (a
+    block's function gives the same result on any thread).
+    """
+
+    def __init__(self, function, n_blocks):
+        self.function, self.n_blocks = function, n_blocks
+        self.results = [None] * n_blocks
+        self.done = [False] * n_blocks
+        self.next_block = 0
+        self.n_done = 0
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+
+    def _take(self):
+        with self.lock:
+            block = self.next_block
+            self.next_block += 1
+        return block if block < self.n_blocks else -1
+
+    def claim(self, again):
+        computed = 0
+        block = self._take() if again < 0 else again
+        while block >= 0:
+            value = self.function(block)
+            with self.lock:
+                if not self.done[block]:
+                    self.results[block], self.done[block] = value, True
+                    self.n_done += 1
+                    if self.n_done == self.n_blocks:
+                        self.finished.set()
+            computed += 1
+            block = self._take() if again < 0 else -1
+        return computed
+
+    def release(self):
+        """What a helper calls when it is done (nothing to free here)."""
+
+
+def blocks_on_threads(function, n_blocks, n_threads):
+    """``[function(b) for b in range(n_blocks)]``, the blocks shared by ``n_threads`` threads.
+
+    The calling thread and ``n_threads - 1`` helpers (those of the steps'
+    chunks) take the blocks one at a time; when the calling thread finds
+    none left, it waits for the blocks helpers hold at most half again its
+    own mean time per block, then computes the unfinished ones itself. So a
+    pass never waits long for a thread the system does not run, and its
+    result does not depend on which thread computed what. An error raised
+    on a helper is raised again when the calling thread computes that block.
+    ``function`` must release the GIL for most of its time to gain
+    (NumPy's whole-array operations do).
+
+    Parameters
+    ----------
+    function : callable
+        ``function(block) -> value``; the same value on any thread.
+    n_blocks : int
+    n_threads : int
+
+    Returns
+    -------
+    values : list
+        ``function(b)`` for every block, in block order.
+    """
+    shared = _SharedBlocks(function, n_blocks)
+    if n_threads > 1 and n_blocks > 1:
+        for work in _helpers(n_threads - 1).queues:
+            work.put((shared.claim, (), shared))
+    started = time.perf_counter()
+    taken = shared.claim(-1)
+    if not shared.finished.is_set() and n_blocks > 0:
+        waited = _PATIENCE * (time.perf_counter() - started) / max(1, taken)
+        shared.finished.wait(waited)
+        for block in range(n_blocks):
+            if not shared.done[block]:
+                shared.claim(block)
+    return shared.results

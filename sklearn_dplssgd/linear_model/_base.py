@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, ledger_error, estimator_report
 from ..backends import (
     array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
-    as_canonical_csr, backend_for,
+    as_canonical_csr, backend_for, check_finite_rows,
 )
 from ..mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ..training import (
@@ -341,7 +341,11 @@ class BaseDPLSSGD(BaseEstimator):
                 y_numeric=self._y_numeric,
                 reset=series is None,
                 ensure_min_samples=min_rows,
+                # Checked below, on the fit's threads: one pass over every row.
+                ensure_all_finite=False,
             )
+            validate_hiding_values({"X": X}, check_finite_rows, X, self._n_threads(),
+                                   type(self).__name__)
         else:
             # The targets are encoded on the host (labels, bounds), whatever
             # their namespace; X keeps its namespace, device and float dtype.

@@ -11,7 +11,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..backends import (
-    backend_for, class_labels, class_probabilities, copy_params,
+    backend_for, class_labels, class_probabilities, copy_params, on_row_blocks,
 )
 from ..training import averaging_tail, CLASSIFICATION_LOSSES, LOSSES
 from ..utils import (
@@ -265,6 +265,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         validate_hiding_values({"y": y}, check_classification_targets, y)
         if classes is None:
             classes = self.classes
+        declared = classes is not None
         if classes is None:
             warn_once(
                 "classes was not given, so classes_ is read from the private labels: "
@@ -281,17 +282,29 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
                 )
         else:
             classes = np.unique(np.asarray(classes))
-            unknown = ~np.isin(y, classes)
-            if unknown.any():
-                # Neither the labels nor their number: both are private data.
-                raise ValueError(
-                    f"y contains labels that are not in classes ({VALUES_NOT_SHOWN}).")
+        binary = len(classes) <= 2
+        if binary:
+            negative, positive = LOSSES[self.loss].binary_targets
+
+        def encoded(start, stop):
+            # Passes over every label: in blocks, on the fit's threads.
+            labels = y[start:stop]
+            # Read from the labels themselves, the label set holds them all.
+            if declared and not np.isin(labels, classes).all():
+                return False, None
+            indices = np.searchsorted(classes, labels).astype(np.float64)
+            return True, np.where(indices > 0, positive, negative) if binary else indices
+
+        # A few whole-array operations a label: counted as 8 values read.
+        blocks = on_row_blocks(encoded, len(y), self._n_threads(), values_per_row=8)
+        if not all(known for known, _ in blocks):
+            # Neither the labels nor their number: both are private data.
+            raise ValueError(
+                f"y contains labels that are not in classes ({VALUES_NOT_SHOWN}).")
         self.classes_ = classes
-        indices = np.searchsorted(classes, y).astype(np.float64)
-        if len(classes) > 2:
-            return indices, len(classes)
-        negative, positive = LOSSES[self.loss].binary_targets
-        return np.where(indices > 0, positive, negative), 1
+        targets = blocks[0][1] if len(blocks) == 1 else np.concatenate(
+            [values for _, values in blocks])
+        return targets, 1 if binary else len(classes)
 
     def fit(self, X, y, sample_weight=None, *, coef_init=None, intercept_init=None):
         """Train the model with (epsilon, delta)-differential privacy.

@@ -18,7 +18,7 @@ from ..accounting import (
     PLD_MAX_POINTS, pld_grid_points, PrivacyCalibration, compute_epsilon, dp_event, event_epsilon,
     calibrate_noise, smallest_noise_for,
 )
-from ..backends import backend_for, initial_gradient_norms, to_device
+from ..backends import backend_for, initial_gradient_norms, share_of_rows, to_device
 from ..training import (
     step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
     explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer,
@@ -541,20 +541,28 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
     code = loss_code(estimator.loss, data.n_outputs)
     threshold = LOSSES[estimator.loss].threshold(estimator)
     fit_intercept = bool(estimator.fit_intercept)
+    limit = CLIPPED_FACTOR * float(estimator.clip_norm)
     if row_norms is not None:
-        # Extreme but valid rows may overflow these squares: an infinite
-        # norm is simply "far above the limit" here.
+        def clipped_far(start, stop):
+            # Extreme but valid rows may overflow these squares: an infinite
+            # norm is simply "far above the limit" here.
+            with np.errstate(all="ignore"):
+                residual_norms = residual_norms_at_zero(
+                    code, data.y_encoded[start:stop], data.n_outputs, threshold)
+                return residual_norms * np.sqrt(
+                    row_norms[start:stop]**2 + float(fit_intercept)) > limit
+
+        # A pass over every row: on the fit's threads.
+        share = share_of_rows(clipped_far, len(row_norms), estimator._n_threads())
+        if not share >= CLIPPED_SHARE:
+            return
         with np.errstate(all="ignore"):
-            residual_norms = residual_norms_at_zero(code, data.y_encoded, data.n_outputs,
-                                                    threshold)
             row_norms = np.sqrt(row_norms**2 + float(fit_intercept))
-            norms = residual_norms * row_norms
     else:
         norms, row_norms = initial_gradient_norms(
             data.X, data.y_encoded, data.n_outputs, code, threshold, fit_intercept)
-    limit = CLIPPED_FACTOR * float(estimator.clip_norm)
-    if not np.mean(norms > limit) >= CLIPPED_SHARE:
-        return
+        if not np.mean(norms > limit) >= CLIPPED_SHARE:
+            return
     causes = []
     if np.median(row_norms) > CLIPPED_FACTOR:
         causes.append(
