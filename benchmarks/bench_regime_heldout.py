@@ -71,7 +71,7 @@ ADULT_SIZES = (500, 1000, 2500, 5000)
 UNIT_TABLE = ("linear", 800, 20, 2)  # the issue's synthetic [0, 1] table
 WIDE_TABLES = (("linear", 2000, 100, 2), ("heavy", 2000, 100, 2))
 # (feature scaler epsilon, target scaler epsilon) of a total of 3.
-BUDGET_SPLITS = ((1.5, 0.5), (1.0, 0.3), (2.0, 0.5))
+BUDGET_SPLITS = ((1.5, 0.5), (1.0, 0.3), (2.0, 0.5), (1.0, 0.5))
 MISS = 0.02
 
 
@@ -215,30 +215,75 @@ def cross_fit(cells):
     return halves, rows
 
 
+def _synthetic_loader(kind, n, d, k):
+    """Split seed -> train/test parts of a generated table, features in [-1, 1]."""
+    from sklearn.model_selection import train_test_split
+    X, (lower, upper), y = generate(kind, n, d, k, seed=100 + d)
+    X = 2.0 * (X - lower) / (upper - lower) - 1.0
+    return lambda split: train_test_split(X, y, test_size=TEST_SHARE, random_state=split,
+                                          stratify=y)
+
+
+def _auto_against_zero(label, load, n_classes, splits, draws, epsilon):
+    """A table row: ``sigma="auto"`` (and the ``sigma_`` it chose) against ``sigma=0``."""
+    scores, sigma = {"auto": [], 0.0: []}, None
+    for split in range(splits):
+        X_train, X_test, y_train, y_test = load(SEED_BASE + split)
+        for draw in range(draws):
+            seed = SEED_BASE + 100 * split + draw
+            for value in scores:
+                score, model = _fit(X_train, y_train, X_test, y_test, n_classes, epsilon,
+                                    seed, sigma=value)
+                scores[value].append(score)
+                sigma = model.sigma_ if value == "auto" else sigma
+    return (f"| {label} | {np.mean(scores['auto']):.3f} ({sigma:g}) | "
+            f"{np.mean(scores[0.0]):.3f} | "
+            f"{np.mean(scores['auto']) - np.mean(scores[0.0]):+.3f} |")
+
+
 def wide_tables(splits, draws, epsilon, quick):
     """``sigma="auto"`` (10 x 10: smoothed) against 0 on non-image 100-column tables."""
-    from sklearn.model_selection import train_test_split
     lines = ["", "## Non-image tables of 100 columns (unnamed, dense)", "",
              f"Replace-one epsilon {epsilon:g}; features in [-1, 1] by the generator's public "
              "bound; 100 unrelated columns, which `sigma=\"auto\"` reads as a 10 x 10 image.", "",
              "| table | auto (sigma_) | sigma=0 | auto - 0 |", "|---|---|---|---|"]
     for kind, n, d, k in WIDE_TABLES[:1] if quick else WIDE_TABLES:
-        X, (lower, upper), y = generate(kind, n, d, k, seed=100 + d)
-        X = 2.0 * (X - lower) / (upper - lower) - 1.0
-        scores, sigma = {"auto": [], 0.0: []}, None
-        for split in range(splits):
-            X_train, X_test, y_train, y_test = train_test_split(
-                X, y, test_size=TEST_SHARE, random_state=SEED_BASE + split, stratify=y)
-            for draw in range(draws):
-                seed = SEED_BASE + 100 * split + draw
-                for value in scores:
-                    score, model = _fit(X_train, y_train, X_test, y_test, k, epsilon, seed,
-                                        sigma=value)
-                    scores[value].append(score)
-                    sigma = model.sigma_ if value == "auto" else sigma
-        lines.append(f"| {kind} {n}x{d} | {np.mean(scores['auto']):.3f} ({sigma:g}) | "
-                     f"{np.mean(scores[0.0]):.3f} | "
-                     f"{np.mean(scores['auto']) - np.mean(scores[0.0]):+.3f} |")
+        lines.append(_auto_against_zero(f"{kind} {n}x{d}", _synthetic_loader(kind, n, d, k),
+                                        k, splits, draws, epsilon))
+    return lines
+
+
+# Unnamed dense tables of a square width: ordered (images) and not (a table's
+# or an embedding's columns, whose widths are often powers of two).
+SQUARE_WIDTHS = (
+    ("not ordered", "linear 2000x64", ("linear", 2000, 64, 2)),
+    ("not ordered", "heavy 2000x100", ("heavy", 2000, 100, 2)),
+    ("not ordered", "linear 4000x256 K5", ("linear", 4000, 256, 5)),
+    ("image", "digits, [-1, 1]", ("digits", "[-1, 1]")),
+    ("image", "digits, [0, 1]", ("digits", "[0, 1]")),
+    ("image", "pixel-like 2500x196 K10, [0, 1]", ("pixel-like 2500x196 K10", "[0, 1]")),
+    ("image", "MNIST, pixels / 255", ("MNIST", "[0, 1]")),
+)
+
+
+def square_widths(splits, draws, epsilon, quick):
+    """``sigma="auto"`` against 0 on unnamed tables whose width is an image's."""
+    tables = Tables(None)
+    lines = ["", f"## Square widths, unnamed: auto against sigma=0 (replace-one epsilon "
+             f"{epsilon:g})", "",
+             f"{splits} splits x {draws} noise draws (seeds from {SEED_BASE}); `sigma=\"auto\"` "
+             "reads every one of these widths as an image's.", "",
+             "| columns | table | auto (sigma_) | sigma=0 | auto - 0 |", "|---|---|---|---|---|"]
+    for kind, label, spec in SQUARE_WIDTHS[:1] if quick else SQUARE_WIDTHS:
+        if len(spec) == 4:
+            load, n_classes = _synthetic_loader(*spec), spec[3]
+        else:
+            if spec[0] == "MNIST" and not _data.mnist_available():
+                continue
+            load = (lambda name, scaling: lambda split: tables.load(name, scaling, split))(*spec)
+            n_classes = int(load(SEED_BASE)[2].max() + 1)
+        lines.append(f"| {kind} " + _auto_against_zero(label, load, n_classes, splits, draws,
+                                                       epsilon))
     return lines
 
 
@@ -256,10 +301,15 @@ def diabetes_raw(n_splits, quick):
              "`target_bounds` (bench_dp_preprocessing.py's), epsilon 3 to the regressor. "
              "Private: `DPBoundedScaler` (features) and a `DPBoundedScaler` of the target, "
              "the rest to the regressor, every other setting `\"auto\"`.", "",
+             "Declared, same model epsilon: the declared pipeline with only the private "
+             "one's model epsilon (the cost of the budget spent on bounds, not of the bounds "
+             "themselves).", "",
              "| features / target epsilon | private | declared | private - declared | "
-             "worst split difference |", "|---|---|---|---|---|"]
+             "worst split difference | declared, same model epsilon |",
+             "|---|---|---|---|---|---|"]
     for scaler_epsilon, target_epsilon in BUDGET_SPLITS[:1] if quick else BUDGET_SPLITS:
-        private, declared = [], []
+        private, declared, same_budget = [], [], []
+        model_epsilon = total - scaler_epsilon - target_epsilon
         for split in range(n_splits):
             seed = SEED_BASE + split
             X_train, X_test, y_train, y_test = train_test_split(
@@ -271,25 +321,27 @@ def diabetes_raw(n_splits, quick):
                     dp.DPLSSGDRegressor(epsilon=total, target_bounds=DIABETES_TARGET_BOUNDS,
                                         random_state=seed, reproducible=True))
                 declared.append(model.fit(X_train, y_train).score(X_test, y_test))
+                model.set_params(dplssgdregressor__epsilon=model_epsilon)
+                same_budget.append(model.fit(X_train, y_train).score(X_test, y_test))
                 target = dp.DPBoundedScaler(epsilon=target_epsilon, random_state=seed,
                                             reproducible=True).fit(y_train.reshape(-1, 1))
                 model = make_pipeline(
                     dp.DPBoundedScaler(epsilon=scaler_epsilon, random_state=seed,
                                        reproducible=True),
-                    dp.DPLSSGDRegressor(epsilon=total - scaler_epsilon - target_epsilon,
+                    dp.DPLSSGDRegressor(epsilon=model_epsilon,
                                         target_bounds=(target.lower_[0], target.upper_[0]),
                                         random_state=seed, reproducible=True))
                 private.append(model.fit(X_train, y_train).score(X_test, y_test))
         difference = np.array(private) - np.array(declared)
         lines.append(f"| {scaler_epsilon:g} / {target_epsilon:g} | {np.mean(private):.3f} | "
                      f"{np.mean(declared):.3f} | {difference.mean():+.3f} | "
-                     f"{difference.min():+.3f} |")
+                     f"{difference.min():+.3f} | {np.mean(same_budget):.3f} |")
     return lines
 
 
 MNIST_LEVERS = (("defaults", {}), ("sigma=3", {"sigma": 3.0}),
                 ("eta0 x 2", {"eta0_scale": 2.0}), ("eta0 x 0.5", {"eta0_scale": 0.5}),
-                ("last iterate", {"average": False}),
+                ("last iterate", {"average": False}), ("sigma=0", {"sigma": 0.0}),
                 ("sigma=3, eta0 x 2", {"sigma": 3.0, "eta0_scale": 2.0}))
 
 
@@ -371,6 +423,11 @@ def main(argv=None):
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--tables", nargs="*", default=None,
                         help="a subset of the tables (names as in the report)")
+    parser.add_argument("--diabetes", action="store_true",
+                        help="only diabetes in raw units (regime_heldout_diabetes.md), and stop")
+    parser.add_argument("--square-widths", action="store_true",
+                        help="only unnamed tables of a square width, auto against sigma=0 "
+                        "(regime_heldout_square.md), and stop")
     parser.add_argument("--mnist-levers", action="store_true",
                         help="only the MNIST levers (regime_heldout_mnist.md), and stop")
     args = parser.parse_args(argv)
@@ -378,6 +435,24 @@ def main(argv=None):
                        Path(__file__).resolve().parent / "results")
     out.mkdir(parents=True, exist_ok=True)
     splits, draws = (1, 2) if args.quick else (args.splits, args.draws)
+    if args.diabetes:
+        command = "NUMBA_NUM_THREADS=1 python benchmarks/bench_regime_heldout.py " + " ".join(
+            argv if argv is not None else sys.argv[1:])
+        lines = ["# Diabetes in raw units: private bounds against declared ones", "",
+                 f"Generated by `{command}`. {_data.machine_note()} (a shared machine)."]
+        lines += diabetes_raw(splits * draws, args.quick)
+        print("\n".join(lines))
+        (out / "regime_heldout_diabetes.md").write_text("\n".join(lines) + "\n")
+        return 0
+    if args.square_widths:
+        command = "NUMBA_NUM_THREADS=1 python benchmarks/bench_regime_heldout.py " + " ".join(
+            argv if argv is not None else sys.argv[1:])
+        lines = ["# Smoothing unnamed tables of an image's width", "",
+                 f"Generated by `{command}`. {_data.machine_note()} (a shared machine)."]
+        lines += square_widths(splits, draws, args.epsilon, args.quick)
+        print("\n".join(lines))
+        (out / "regime_heldout_square.md").write_text("\n".join(lines) + "\n")
+        return 0
     if args.mnist_levers:
         command = "NUMBA_NUM_THREADS=1 python benchmarks/bench_regime_heldout.py " + " ".join(
             argv if argv is not None else sys.argv[1:])
