@@ -132,9 +132,11 @@ decides that from public information only (``_feature_layout``): the
 declaration ``sigma="ordered"``, the input's format, its width and the
 column names a DataFrame or ColumnTransformer passes. Sparse input and
 named columns that are not one numbered sequence (a table's names, one-hot
-names such as ``x0_a`` or ``cat__sex_Male``) are not smoothed; a width that
-only an image has (``s * s`` or ``3 s * s`` columns, ``s >= 8``) is; any
-other dense table is not. The reason is in ``privacy_report()``
+names such as ``x0_a`` or ``cat__sex_Male``) are not smoothed; an image's
+width (``s * s`` or ``3 s * s`` columns, ``s >= 16``, not a power of two:
+MNIST's 784, 32 x 32 colour images) is; any other dense table is not (a
+square width is weak evidence: ``_feature_layout`` says why the rule is
+narrow). The reason is in ``privacy_report()``
 (:func:`explain_sigma`). Laplacian smoothing averages each coordinate of
 the noisy gradient with its neighbours along the feature axis: it pays
 where neighbouring features are related (pixels, spectra, time series) and
@@ -148,7 +150,8 @@ by width: the classifier not below 10 features, lightly (sigma 0.25) from
 measurement with the other defaults (``benchmarks/results/width_rules.md``;
 100 seeds, replace-one epsilon 2 / add/remove epsilon 1): for the
 classifier, sigma 0.25 against 0 gave 0.903 / 0.907 against 0.896 / 0.900
-on digits (d = 64, an 8 x 8 image); on MNIST (784) sigma 1 gave 88.8 against
+on digits (d = 64, an 8 x 8 image: smoothed when declared ordered, as its
+width is a table's too); on MNIST (784) sigma 1 gave 88.8 against
 87.6 percent at epsilon 1 (``benchmarks/results/utility.md``). Unordered
 tables measured about even without the light smoothing: on the 14 cells
 of ``bench_regime.py``'s map whose ``sigma_`` changed (10 to 99 columns,
