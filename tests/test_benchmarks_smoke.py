@@ -187,6 +187,15 @@ def test_bench_regime_heldout_quick(tmp_path):
     assert len(cells) == 3 and all(len(cell["scores"]["tuned"]) == 2 for cell in cells)
 
 
+def test_bench_regime_heldout_square_widths_and_diabetes_quick(tmp_path):
+    _run("bench_regime_heldout.py", tmp_path, "--square-widths")
+    text = (tmp_path / "regime_heldout_square.md").read_text()
+    assert "| not ordered | linear 2000x64 | " in text and "(0)" in text
+    _run("bench_regime_heldout.py", tmp_path, "--diabetes")
+    text = (tmp_path / "regime_heldout_diabetes.md").read_text()
+    assert "| 1.5 / 0.5 |" in text and "declared, same model epsilon" in text
+
+
 def test_bench_regime_sigma_quick(tmp_path):
     _run("bench_regime.py", tmp_path, "--sigma")
     text = (tmp_path / "regime_sigma.md").read_text()
