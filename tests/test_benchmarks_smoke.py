@@ -185,6 +185,15 @@ def test_bench_regime_heldout_quick(tmp_path):
     assert "## Diabetes in raw units" in text and "| 1.5 / 0.5 |" in text
     cells = __import__("json").loads((tmp_path / "regime_heldout.json").read_text())
     assert len(cells) == 3 and all(len(cell["scores"]["tuned"]) == 2 for cell in cells)
+    # The price of a private step selection, against the cells just written.
+    _run("bench_regime_heldout.py", tmp_path, "--adult-dir", str(tmp_path / "none"),
+         "--selection-price", "0.2")
+    text = (tmp_path / "regime_heldout_selection.md").read_text()
+    assert "| unit 800x20 K2 | [0, 1] |" in text and "Best case gain over 3 cells" in text
+    _run("bench_regime_heldout.py", tmp_path, "--adult-dir", str(tmp_path / "none"),
+         "--clip-sweep")
+    text = (tmp_path / "regime_heldout_clip.md").read_text()
+    assert "| unit 800x20 K2 | [0, 1] |" in text and "Best fixed clip over 3 cells" in text
 
 
 def test_bench_regime_heldout_square_widths_and_diabetes_quick(tmp_path):
