@@ -40,6 +40,19 @@ the reported epsilon is inf). Run from the repository root, at one thread::
 
 Writes ``regime_heldout.md`` and ``regime_heldout.json`` to ``--out``
 (default ``benchmarks/results``; ``--quick`` defaults to a temporary folder).
+Modes that write one section on its own, and stop::
+
+    --square-widths      unnamed tables of an image's width, auto against sigma=0
+                         (regime_heldout_square.md)
+    --mnist-levers       MNIST on random splits, one lever of the defaults at a time
+                         (regime_heldout_mnist.md)
+    --diabetes           the raw-unit pipeline over six budget splits
+                         (regime_heldout_diabetes.md)
+    --selection-price S  the defaults at (1 - S) epsilon: what a private step
+                         selection spending S would have to win back
+                         (regime_heldout_selection.md; reads regime_heldout.json)
+    --clip-sweep         the defaults at clip_norm 0.25 and 4 against 1
+                         (regime_heldout_clip.md; reads regime_heldout.json)
 """
 
 import argparse
