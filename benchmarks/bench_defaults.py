@@ -206,8 +206,10 @@ def write_report(path, names, results, baselines, claims, details, elapsed, quic
         f"{_data.machine_note()}; {elapsed:.0f} s in all.",
         "",
         "Every fit uses the estimators' defaults (`batch_size`, `max_iter`, `eta0`, "
-        "`average`: 'auto'; `sigma`: 'auto', i.e. 1 except for the classifier: 0 below "
-        "10 features, 0.25 below 100 (`sigma_` below); `clip_norm=1`, `alpha=1e-4`, "
+        "`average`: 'auto'; `sigma`: 'auto', which smooths only columns whose order "
+        "public facts imply (an image's width, numbered names), by width for the "
+        "classifier: 0 below 10 features, 0.25 below 100, 1 from 100 (`sigma_` below); "
+        "`clip_norm=1`, `alpha=1e-4`, "
         "PLD accountant; "
         f"{DELTA_NOTE}); only `epsilon`, `neighboring` (with `public_n_samples` = the "
         "number of training rows under add/remove), `classes` and, for diabetes, "

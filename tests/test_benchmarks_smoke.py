@@ -174,6 +174,36 @@ def test_bench_regime_quick(tmp_path):
     assert len(cells) == 8 and all(0 <= cell["defaults"] <= 1 for cell in cells)
 
 
+def test_bench_regime_heldout_quick(tmp_path):
+    # Without the Adult files its cells are skipped; the rest runs.
+    stdout = _run("bench_regime_heldout.py", tmp_path, "--adult-dir", str(tmp_path / "none"))
+    assert "cells are skipped" in stdout
+    text = (tmp_path / "regime_heldout.md").read_text()
+    assert "| unit 800x20 K2 | [0, 1] | 20 |" in text and "adult 500" not in text
+    assert "## Fit on half, report the other half" in text and "| half 0 |" in text
+    assert "## Diabetes in raw units" in text and "| 1.5 / 0.5 |" in text
+    cells = __import__("json").loads((tmp_path / "regime_heldout.json").read_text())
+    assert len(cells) == 3 and all(len(cell["scores"]["tuned"]) == 2 for cell in cells)
+    # The price of a private step selection, against the cells just written.
+    _run("bench_regime_heldout.py", tmp_path, "--adult-dir", str(tmp_path / "none"),
+         "--selection-price", "0.2")
+    text = (tmp_path / "regime_heldout_selection.md").read_text()
+    assert "| unit 800x20 K2 | [0, 1] |" in text and "Best case gain over 3 cells" in text
+    _run("bench_regime_heldout.py", tmp_path, "--adult-dir", str(tmp_path / "none"),
+         "--clip-sweep")
+    text = (tmp_path / "regime_heldout_clip.md").read_text()
+    assert "| unit 800x20 K2 | [0, 1] |" in text and "Best fixed clip over 3 cells" in text
+
+
+def test_bench_regime_heldout_square_widths_and_diabetes_quick(tmp_path):
+    _run("bench_regime_heldout.py", tmp_path, "--square-widths")
+    text = (tmp_path / "regime_heldout_square.md").read_text()
+    assert "| not ordered | linear 2000x64 | " in text and "(0)" in text
+    _run("bench_regime_heldout.py", tmp_path, "--diabetes")
+    text = (tmp_path / "regime_heldout_diabetes.md").read_text()
+    assert "| 1.5 / 0.5 |" in text and "declared, same model epsilon" in text
+
+
 def test_bench_regime_sigma_quick(tmp_path):
     _run("bench_regime.py", tmp_path, "--sigma")
     text = (tmp_path / "regime_sigma.md").read_text()

@@ -315,20 +315,23 @@ def test_each_warning_cause_is_shown_once_per_process():
 
 
 @pytest.mark.parametrize("estimator, n_features, sparse, expected", [
-    # Dense and unnamed: smoothed only at a width only an image has
-    # (s * s or 3 s * s columns, s >= 8), by the estimator's levels.
+    # Dense and unnamed: smoothed only at an image's width (s * s or
+    # 3 s * s columns, s >= 16, not a power of two), by the estimator's levels.
     (DPLSSGDClassifier, 4, False, 0.0),
     (DPLSSGDClassifier, 13, False, 0.0),
     (DPLSSGDClassifier, 49, False, 0.0),
-    (DPLSSGDClassifier, 64, False, 0.25),
+    (DPLSSGDClassifier, 64, False, 0.0),
     (DPLSSGDClassifier, 99, False, 0.0),
-    (DPLSSGDClassifier, 100, False, 1.0),
+    (DPLSSGDClassifier, 100, False, 0.0),
     (DPLSSGDClassifier, 106, False, 0.0),
-    (DPLSSGDClassifier, 192, False, 1.0),
+    (DPLSSGDClassifier, 192, False, 0.0),
+    (DPLSSGDClassifier, 400, False, 1.0),
+    (DPLSSGDClassifier, 768, False, 1.0),
     (DPLSSGDClassifier, 64, True, 0.0),
     (DPLSSGDClassifier, 196, True, 0.0),
     (DPLSSGDRegressor, 4, False, 0.0),
-    (DPLSSGDRegressor, 64, False, 1.0),
+    (DPLSSGDRegressor, 64, False, 0.0),
+    (DPLSSGDRegressor, 400, False, 1.0),
     (DPLSSGDRegressor, 196, True, 0.0),
 ])
 def test_auto_sigma_follows_the_public_shape(estimator, n_features, sparse, expected):
@@ -353,7 +356,7 @@ def test_auto_sigma_reads_no_value_of_the_rows():
     # The same shape and format give the same sigma_, whatever the values.
     rng = np.random.default_rng(10)
     for scale in (1e-3, 1.0):
-        X = rng.uniform(-scale, scale, (50, 121))
+        X = rng.uniform(-scale, scale, (50, 784))
         fitted = DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X, rng.integers(0, 2, 50))
         assert fitted.sigma_ == 1.0
     with pytest.raises(ValueError, match="sigma"):
@@ -371,15 +374,17 @@ def _named_fit(names, sigma="auto", estimator=DPLSSGDClassifier):
 
 @pytest.mark.parametrize("names, expected", [
     # A table's or an encoder's names: no order, even at an image's width
-    # (100 = 10 x 10, 64 = 8 x 8).
-    ([f"sex_{i}" if i % 2 else f"race_{i}" for i in range(100)], 0.0),
-    ([f"x0_{i}" for i in range(100)], 0.0),  # one-hot columns of the unnamed x0
-    ([f"cat__col_{i}" for i in range(64)], 0.0),  # a ColumnTransformer's prefix
-    ([f"pixel{i + 1}" for i in range(64)][::-1], 0.0),  # numbered, not in order
+    # (400 = 20 x 20).
+    ([f"sex_{i}" if i % 2 else f"race_{i}" for i in range(400)], 0.0),
+    ([f"x0_{i}" for i in range(400)], 0.0),  # one-hot columns of the unnamed x0
+    ([f"cat__col_{i}" for i in range(400)], 0.0),  # a ColumnTransformer's prefix
+    ([f"pixel{i + 1}" for i in range(400)][::-1], 0.0),  # numbered, not in order
     # One numbered sequence at an image's width: pixels.
-    ([f"pixel{i + 1}" for i in range(100)], 1.0),
-    ([f"t_{i}" for i in range(64)], 0.25),
-    # Numbered, but not an image's width: not declared, not smoothed.
+    ([f"pixel{i + 1}" for i in range(400)], 1.0),
+    # Numbered, but not an image's width: not declared, not smoothed (64 and
+    # 100 are squares, but tables' widths too; 120 is no square).
+    ([f"t_{i}" for i in range(64)], 0.0),
+    ([f"pixel{i + 1}" for i in range(100)], 0.0),
     ([f"t_{i}" for i in range(120)], 0.0),
 ])
 def test_auto_sigma_reads_the_column_names(names, expected):
@@ -388,10 +393,32 @@ def test_auto_sigma_reads_the_column_names(names, expected):
     assert ("chose 0:" in fitted.sigma_reason_) == (expected == 0.0)
 
 
+@pytest.mark.parametrize("n_features, ordered", [
+    # Tables' widths that are squares: tables of 64 to 225 columns, and
+    # embeddings and hashed features in powers of two (64, 256, 1024).
+    (64, False), (100, False), (121, False), (196, False), (225, False), (256, False),
+    (1024, False), (4096, False),
+    # Images: MNIST's 28 x 28, 20 x 20, 32 x 32 x 3 colour images.
+    (784, True), (400, True), (3072, True),
+])
+def test_a_square_width_alone_is_an_image_only_where_tables_seldom_are(n_features, ordered):
+    from sklearn_dplssgd.training import feature_layout
+    assert feature_layout(n_features, False)[0] is ordered
+    assert feature_layout(n_features, False, declared_ordered=True)[0] is True
+    # An unnamed dense table of 100 unrelated columns is not smoothed.
+    if n_features == 100:
+        rng = np.random.default_rng(15)
+        X, y = rng.uniform(-1, 1, (60, 100)), rng.integers(0, 2, 60)
+        fitted = DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X, y)
+        assert fitted.sigma_ == 0.0 and "chose 0: dense input of 100 columns" in (
+            fitted.sigma_reason_)
+
+
 def test_a_column_transformer_one_hot_table_is_not_smoothed():
     # What the issue's Adult pipeline passes: a dense one-hot block and
     # numeric columns, as a DataFrame whose names carry the transformers'
-    # prefixes. Unnamed, the same 100 columns would be read as a 10 x 10 image.
+    # prefixes. Unnamed, the same 100 columns are not read as a 10 x 10 image
+    # either (a square width is a table's too).
     import pandas as pd
     from sklearn.compose import ColumnTransformer
     from sklearn.preprocessing import OneHotEncoder
@@ -413,7 +440,7 @@ def test_a_column_transformer_one_hot_table_is_not_smoothed():
     assert named.sigma_ == 0.0
     assert "column names are not one numbered sequence" in named.privacy_report()
     unnamed = DPLSSGDClassifier(classes=[0, 1], max_iter=1).fit(X.to_numpy(), y)
-    assert unnamed.sigma_ == 1.0 and "10 x 10 image" in unnamed.sigma_reason_
+    assert unnamed.sigma_ == 0.0 and "dense input of 100 columns" in unnamed.sigma_reason_
 
 
 def test_sigma_ordered_declares_the_layout():

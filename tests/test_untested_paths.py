@@ -67,7 +67,7 @@ def test_main_module_runs_and_prints_its_table():
         [str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     )
     result = subprocess.run(
-        [sys.executable, "-m", "sklearn_dplssgd", "--epsilons", "1", "--sigmas", "auto", "0",
+        [sys.executable, "-m", "sklearn_dplssgd", "--epsilons", "1", "--sigmas", "ordered", "0",
          "1", "--seeds", "2"],
         capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=120,
         stdin=subprocess.DEVNULL,
@@ -79,16 +79,16 @@ def test_main_module_runs_and_prints_its_table():
                                      "fit", "(s)"]
     assert set(lines[header + 1]) == {"-"}
     number = r"[-+0-9.eEinf]+"
-    row = re.compile(rf"^\s*({number})\s+(auto \({number}\)|{number})\s+({number}) "
+    row = re.compile(rf"^\s*({number})\s+(ordered \({number}\)|{number})\s+({number}) "
                      rf"\+- ({number})\s+({number})\s+({number})\s+({number})\s+({number})\s*$")
     rows = [row.match(line) for line in lines[header + 2:header + 5]]
     assert all(rows), lines[header + 2:header + 5]
-    # The defaults' choice is shown with the value it resolved to (64 dense
-    # features: an 8 x 8 image, 0.25), and why, before the table.
-    assert [match[2] for match in rows] == ["auto (0.25)", "0", "1"]
-    assert re.search(r"^Smoothing chosen by the defaults: sigma='auto' chose 0\.25 for ordered "
-                     r"columns \(64 unnamed columns, the shape of a 8 x 8 image", result.stdout,
-                     re.M)
+    # The defaults' choice for the digits declared ordered (64 columns: a
+    # table's width too, which "auto" alone does not smooth) is shown with the
+    # value it resolved to, and why, before the table.
+    assert [match[2] for match in rows] == ["ordered (0.25)", "0", "1"]
+    assert re.search(r"^Smoothing chosen by the defaults: sigma='ordered' chose 0\.25 for "
+                     r"ordered columns \(the columns were declared ordered", result.stdout, re.M)
     for match in rows:
         epsilon, accuracy, spread, reached, z, eta0, seconds = map(
             float, match.group(1, 3, 4, 5, 6, 7, 8))
@@ -97,10 +97,10 @@ def test_main_module_runs_and_prints_its_table():
         assert 0.0 < reached <= 1.0 + 1e-9 and z > 0.0 and eta0 > 0.0 and seconds > 0.0
     # Each smoothing against plain DP-SGD, with a standard error and a verdict
     # that says whether the difference is more than the spread between fits.
-    differences = re.findall(r"^  epsilon 1, sigma (auto \(0\.25\)|1): ([-+][0-9.]+) \+- "
+    differences = re.findall(r"^  epsilon 1, sigma (ordered \(0\.25\)|1): ([-+][0-9.]+) \+- "
                              r"([0-9.]+) points \((within the spread|a gain|a loss)\)$",
                              result.stdout, re.M)
-    assert [found[0] for found in differences] == ["auto (0.25)", "1"]
+    assert [found[0] for found in differences] == ["ordered (0.25)", "1"]
     for _, difference, error, verdict in differences:
         within = abs(float(difference)) <= 2 * float(error) + 0.1  # printed to 0.1
         assert within or verdict != "within the spread"
@@ -109,7 +109,7 @@ def test_main_module_runs_and_prints_its_table():
     assert "columns:" in result.stdout and "non-private baseline" in result.stdout
     assert result.stdout.index("compiles the Numba kernels once") < header_position(result)
     # The first fit (the one that compiles) is timed apart, before the table.
-    first = re.search(r"^first fit \(epsilon 1, sigma auto\): ([0-9.]+) s, ", result.stdout,
+    first = re.search(r"^first fit \(epsilon 1, sigma ordered\): ([0-9.]+) s, ", result.stdout,
                       re.M)
     assert first and float(first[1]) > 0.0 and first.start() < header_position(result)
     assert "When smoothing helps" in result.stdout

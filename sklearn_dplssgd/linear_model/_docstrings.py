@@ -33,11 +33,12 @@ SHARED_PARAMETER_DOCS = {
         features are related (pixels, spectra, time series) and biases the
         steps where the columns have no order (a one-hot table). Intercepts
         are not smoothed. ``"auto"`` smooths only columns found ordered from
-        public information: a width only an image has (``s * s`` or
-        ``3 * s * s`` columns, ``s >= 8``), unnamed or named as one numbered
-        sequence (``pixel1`` .. ``pixel784``); never sparse input, named
-        columns of a table or an encoder (``age``, ``cat__sex_Male``), or
-        other dense tables. ``"ordered"`` declares the columns ordered.
+        public information: an image's width (``s * s`` or ``3 * s * s``
+        columns, ``s >= 16``, not a power of two: a square width below that
+        is a table's too), unnamed or named as one numbered sequence
+        (``pixel1`` .. ``pixel784``); never sparse input, named columns of a
+        table or an encoder (``age``, ``cat__sex_Male``), or other dense
+        tables. ``"ordered"`` declares the columns ordered (an 8 x 8 image).
         Ordered columns get, by width, 1 for the regressor, and for the
         classifier 0 below 10 features, 0.25 from 10 and 1 from 100. The
         value used is ``sigma_``; ``privacy_report()`` says why.
