@@ -207,18 +207,18 @@ def model_loss(loss, params, X, y):
 def epoch_callback(callback):
     """Route the estimator's training loop through ``epoch_callback``.
 
-    The gradient mechanism calls ``train_dp_lssgd`` (looked up in
-    ``sklearn_dplssgd.mechanisms._gradient``) without a callback; patch that
-    name for the duration of the block.
+    The gradient mechanism calls the trainer of the NumPy input's backend
+    (``sklearn_dplssgd.backends.NumpyInput.trainer``) without a callback;
+    replace it for the duration of the block.
     """
-    import sklearn_dplssgd.mechanisms._gradient as base
+    from sklearn_dplssgd.backends import NumpyInput
 
-    original = base.train_dp_lssgd
-    base.train_dp_lssgd = functools.partial(original, epoch_callback=callback)
+    original = NumpyInput.trainer
+    NumpyInput.trainer = staticmethod(functools.partial(original, epoch_callback=callback))
     try:
         yield
     finally:
-        base.train_dp_lssgd = original
+        NumpyInput.trainer = staticmethod(original)
 
 
 def loss_curves(loss, epsilon, sigma, eta0, settings, data):

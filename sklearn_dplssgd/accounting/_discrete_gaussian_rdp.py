@@ -26,7 +26,7 @@ privacy argument (docs/privacy_argument.rst, "Exact noise"):
    ``l >= 3``, for any base mechanism) is kept for comparison
    (``symmetric=False``).
 3. ``T`` steps compose additively in RDP; dp-accounting's public
-   ``rdp_privacy_accountant.compute_epsilon`` converts to ``(epsilon, delta)``.
+   ``dp_accounting.rdp.compute_epsilon`` converts to ``(epsilon, delta)``.
 4. Replace-one: without sampling the shift is the difference of two rows'
    vectors, ``||mu||**2 <= 4 B``; with sampling, the group-of-two reduction of
    the add/remove guarantee (:func:`group_of_two_epsilon`, as the ordinary
@@ -41,7 +41,7 @@ independent discrete Gaussians), so that PLD is not a bound here.
 import math
 
 import numpy as np
-from dp_accounting.rdp import rdp_privacy_accountant
+from dp_accounting import rdp as dp_rdp
 from scipy import special
 
 from ._events import group_of_two_epsilon
@@ -134,7 +134,7 @@ class _ComposedRdp:
         self.orders, self.rdp = list(orders), list(rdp)
 
     def get_epsilon(self, delta):
-        return rdp_privacy_accountant.compute_epsilon(self.orders, self.rdp, delta)[0]
+        return dp_rdp.compute_epsilon(self.orders, self.rdp, delta)[0]
 
 
 def exact_noise_epsilon(*, variance, sensitivity_squared, sample_rate, n_steps, delta,
@@ -182,7 +182,7 @@ def exact_noise_epsilon(*, variance, sensitivity_squared, sample_rate, n_steps, 
         # or the difference of two (replace-one, norm at most twice).
         factor = 4.0 if neighboring == "replace_one" else 1.0
         rdp = n_steps * discrete_gaussian_rdp(orders, factor * sensitivity_squared, variance)
-        return float(rdp_privacy_accountant.compute_epsilon(orders, rdp, delta)[0])
+        return float(dp_rdp.compute_epsilon(orders, rdp, delta)[0])
     rdp = n_steps * poisson_subsampled_rdp(
         orders, sample_rate,
         lambda ells: discrete_gaussian_rdp(ells, sensitivity_squared, variance),
