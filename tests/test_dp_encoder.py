@@ -6,6 +6,8 @@ import re
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import sklearn
+from packaging.version import Version
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -204,8 +206,19 @@ def test_audit_refutes_a_threshold_not_calibrated_to_delta(monkeypatch):
     assert refuted > 3 * epsilon
 
 
+def _checks_broken_upstream(estimator):
+    # scikit-learn 1.6's check_positive_only_tag_during_fit subtracts a
+    # float mean in place from the integer categories its own helper makes
+    # for a categorical estimator, and fails before it calls fit; later
+    # releases keep the dtype.
+    if Version(sklearn.__version__) < Version("1.7"):
+        return {"check_positive_only_tag_during_fit":
+                "the check itself fails on integer categories (scikit-learn < 1.7)"}
+    return {}
+
+
 @parametrize_with_checks([DPOneHotEncoder(random_state=0, reproducible=True)],
-                         expected_failed_checks=lambda estimator: {})
+                         expected_failed_checks=_checks_broken_upstream)
 def test_sklearn_compatible_transformer(estimator, check):
     check(estimator)
 

@@ -20,6 +20,8 @@ KNOWN = [
     "Found array with 0 sample(s) (shape=(0, 3)) while a minimum of 1 is required by "
     "BoundedScaler.",
     "Found array with dim 3, while dim <= 2 is required by DPLSSGDRegressor.",
+    # scikit-learn 1.6's wording of the same check.
+    "Found array with dim 3. DPLSSGDRegressor expected <= 2.",
     "This DPLSSGDRegressor estimator requires y to be passed, but the target y is None.",
     "float() argument must be a string or a real number, not 'dict'",
     "sample_weight must be a 1-d array with one weight per row of X (16); got shape (32,).",

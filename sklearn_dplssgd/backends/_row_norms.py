@@ -112,14 +112,16 @@ def row_norms(xp, X, dtype):
     blocks = []
     for start in range(0, n_rows, block_rows):
         rows = X[start:min(start + block_rows, n_rows), :]
-        # Overflow is expected and handled below (NumPy-backed namespaces
-        # would warn about it).
+        # Overflow is expected (NumPy-backed namespaces would warn about it):
+        # of the sum of squares, handled by rescaling; and of a rescaled
+        # norm past the dtype's largest value, which is infinite, as it is
+        # (the hostile-input tests saw NumPy 2.0 warn there).
         with np.errstate(over="ignore"):
             total = _sum_of_squares(xp, rows, dtype)
-        norms = xp.sqrt(total)
-        unsafe = ~((total > smallest_safe) & (total < math.inf))
-        if bool(xp.any(unsafe)) and n_features > 0:
-            norms = _rescaled_norms(xp, rows, unsafe, norms, dtype)
+            norms = xp.sqrt(total)
+            unsafe = ~((total > smallest_safe) & (total < math.inf))
+            if bool(xp.any(unsafe)) and n_features > 0:
+                norms = _rescaled_norms(xp, rows, unsafe, norms, dtype)
         blocks.append(norms)
     if not blocks:
         return xp.zeros(0, dtype=dtype, device=getattr(X, "device", None))

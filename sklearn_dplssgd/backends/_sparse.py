@@ -148,19 +148,18 @@ def _sparse_margin_float64(weights, values, columns, n_features):
 def _sparse_row_margins(params, values, columns, n_features, margins):
     """``margins[k] = params[k, columns] . values + params[k, d]``.
 
-    As the dense ``_kernels._gathered_margins``: summed in the parameters' dtype, a float32
-    sum that overflowed recomputed in float64, and compiled apart from the
-    clipping arithmetic (its reassociation must not reach it).
+    Summed in the parameters' dtype, compiled apart from the clipping
+    arithmetic (its reassociation must not reach it). A float32 sum that
+    overflowed is recomputed in float64 by the caller, outside these fastmath
+    flags: with them, Numba 0.60 let an infinite sum through its own
+    ``isfinite`` check.
     """
     for k in range(params.shape[0]):
         weights = params[k]
         acc = weights[n_features]
         for p in range(values.shape[0]):
             acc += weights[columns[p]] * values[p]
-        if math.isfinite(acc):
-            margins[k] = acc
-        else:
-            margins[k] = _sparse_margin_float64(weights, values, columns, n_features)
+        margins[k] = acc
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -187,6 +186,9 @@ def _csr_rows_sum(
         values = data[indptr[i]:indptr[i + 1]]
         columns = indices[indptr[i]:indptr[i + 1]]
         _sparse_row_margins(params, values, columns, n_features, margins)
+        for k in range(n_outputs):
+            if not math.isfinite(margins[k]):
+                margins[k] = _sparse_margin_float64(params[k], values, columns, n_features)
         if several:
             multiclass_residual(code, margins, y[i], threshold, residual)
         else:

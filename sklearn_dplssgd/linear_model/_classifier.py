@@ -42,6 +42,13 @@ def _label_kinds(labels):
     }
 
 
+def _refuse_bytes():
+    # scikit-learn refuses bytes labels from 1.7 on (1.6 only warns), in
+    # these words: the library refuses them with every version.
+    raise TypeError("Support for labels represented as bytes is not supported. Convert the "
+                    "labels to a string or integer format.")
+
+
 def _check_label_values(y):
     """Refuse missing labels and labels of mixed types before NumPy coerces them.
 
@@ -59,12 +66,16 @@ def _check_label_values(y):
         labels = [label for label in y if np.ndim(label) == 0]
     else:
         array = np.asarray(y)
+        if array.dtype.kind == "S":
+            _refuse_bytes()
         if array.dtype.kind != "O":
             return
         labels = array.ravel().tolist()
     if any(_is_missing(label) for label in labels):
         raise ValueError("y contains missing labels (None, NaN or pd.NA).")
     kinds = _label_kinds(labels)
+    if "bytes" in kinds:
+        _refuse_bytes()
     if len(kinds) > 1:
         raise TypeError(
             f"y contains labels of mixed types ({', '.join(sorted(kinds))}); "

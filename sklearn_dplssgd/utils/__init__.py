@@ -1,10 +1,11 @@
 """What every layer shares: input validation that hides private values, warnings, the compile
-notice and the Numba flags.
+notice, the Numba flags and the check of the Numba caches.
 
 The modules are private; the names other layers use are re-exported here.
 """
 
 from ._compile_notice import install_compile_notice
+from ._compiled_cache import forget_stale_compiled_code, module_sources
 from ._legacy_paths import install_legacy_paths
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._validation import (
@@ -30,9 +31,11 @@ __all__ = [
     "check_noise_multiplier",
     "check_positive_int",
     "check_sample_rate",
+    "forget_stale_compiled_code",
     "forget_warnings",
     "install_compile_notice",
     "install_legacy_paths",
+    "module_sources",
     "public_row_count",
     "score_hiding_values",
     "validate_hiding_values",

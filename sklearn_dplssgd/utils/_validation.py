@@ -167,6 +167,8 @@ _MESSAGES_WITHOUT_VALUES = tuple(re.compile(pattern) for pattern in (
     r"Found array with \d+ (sample|feature)\(s\) \(shape=\([\d, ]*\)\) while a minimum of "
     r"\d+ is required",
     r"Found array with dim \d+, while dim <= \d+ is required",
+    # scikit-learn < 1.7 words the same check so.
+    r"Found array with dim \d+\. \w+ expected <= \d+\.\Z",
     r"This \w+ estimator requires y to be passed, but the target y is None\.",
     r"y should be a 1d array, got an array of shape \([\d, ]*\) instead\.",
     r"Unknown label type: [\w-]+\. ",
