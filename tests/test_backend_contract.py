@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from sklearn_dplssgd.audit import SubstitutedKernelTraining
-from sklearn_dplssgd.backends import ArrayApiTraining, DaskTraining, NumpyTraining
+from sklearn_dplssgd.backends import (
+    ArrayApiTraining, DaskTraining, ExactNoiseTraining, NumpyTraining,
+)
 from sklearn_dplssgd.mechanisms import NoiseFreeDescent
 from sklearn_dplssgd.training import TrainingBackend
 from sklearn_dplssgd.training import _loop
 
-BACKENDS = (NumpyTraining, ArrayApiTraining, DaskTraining, NoiseFreeDescent,
+BACKENDS = (NumpyTraining, ArrayApiTraining, DaskTraining, ExactNoiseTraining, NoiseFreeDescent,
             SubstitutedKernelTraining)
 ATTRIBUTES = ("xp", "params")
 

@@ -524,10 +524,11 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pl
     if pure_epsilon or pure_delta:
         # Basic composition of the (epsilon, delta) parts with the rest: a valid
         # bound for any mechanisms (Dwork and Roth 2014, Theorem 3.16).
+        if not rest:
+            # An (epsilon, delta')-DP mechanism is (epsilon, delta)-DP for delta >= delta'.
+            return pure_epsilon if pure_delta <= delta else math.inf
         if pure_delta >= delta:
             return math.inf
-        if not rest:
-            return pure_epsilon
         return pure_epsilon + event_epsilon(
             dp_accounting.ComposedDpEvent(rest), delta - pure_delta, neighboring,
             pld_interval=pld_interval, pld_only=pld_only)

@@ -15,6 +15,7 @@ from ._array_api_predict import (
     check_fitted_namespace, class_labels, class_probabilities, copy_params, decision_values,
 )
 from ._chacha import ChaChaWords
+from ._exact import ExactNoise, ExactNoiseTraining, train_dp_lssgd_exact
 from ._discrete_gaussian import DiscreteGaussianScale, SecureWords, sample_discrete_gaussian
 from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
@@ -35,6 +36,8 @@ __all__ = [
     "DaskInput",
     "DaskTraining",
     "DiscreteGaussianScale",
+    "ExactNoise",
+    "ExactNoiseTraining",
     "MAX_GRID_BITS",
     "NonFiniteRowsError",
     "NumpyInput",
@@ -66,6 +69,7 @@ __all__ = [
     "train_dp_lssgd",
     "train_dp_lssgd_array_api",
     "train_dp_lssgd_dask",
+    "train_dp_lssgd_exact",
     "use_numpy_backend",
     "without_autograd",
 ]

@@ -48,9 +48,13 @@ SHARED_PARAMETER_DOCS = {
         with respect to all parameters together (every output's coefficients
         and intercepts). Choose it without looking at the private data.
 
-    mechanism : {"gradient", "output"}, default="gradient"
+    mechanism : {"gradient", "gradient_exact", "output"}, default="gradient"
         What is made private. ``"gradient"``: DP-LSSGD, noise on every
-        step's clipped gradient sum. ``"output"``: output perturbation
+        step's clipped gradient sum. ``"gradient_exact"``: the same steps
+        released as integers (clipped gradients rounded onto a public grid,
+        plus discrete Gaussian noise sampled exactly), safe from the
+        floating-point attacks on noise samplers; dense NumPy input, one
+        ``fit`` per release, a finite epsilon. ``"output"``: output perturbation
         (Chen, Lee and Kifer, AISTATS 2019; see the user guide's page on
         it): rows are clipped to
         ``row_norm_bound``, noise-free mini-batch descent with a constant

@@ -3,12 +3,14 @@
 One module (or small subpackage) per mechanism holds what it releases and how
 it is accounted for: gradient perturbation (:mod:`._gradient`: the
 :class:`GradientPerturbation` value and the DP-LSSGD release), output
-perturbation (:mod:`.output_perturbation`), and the private search's
+perturbation (:mod:`.output_perturbation`), gradient perturbation with exact
+(integer, discrete Gaussian) noise (:mod:`._exact_gradient`), and the private search's
 selection (:mod:`._search_selection`). :mod:`._release` holds the interface
 they answer. :data:`MECHANISMS` maps each value of the estimators'
 ``mechanism`` parameter to its mechanism; :func:`mechanism_named` looks one up.
 """
 
+from ._exact_gradient import ExactGradientPerturbation, ExactGradientPerturbationMechanism
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism, ReleasePlan
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord, TrainingData
 from ._search_selection import RandomSearchSelection
@@ -17,6 +19,8 @@ from .output_perturbation import (
 )
 
 __all__ = [
+    "ExactGradientPerturbation",
+    "ExactGradientPerturbationMechanism",
     "GradientPerturbation",
     "GradientPerturbationMechanism",
     "MECHANISMS",
@@ -35,7 +39,8 @@ __all__ = [
 
 MECHANISMS = {
     mechanism.name: mechanism
-    for mechanism in (GradientPerturbationMechanism(), OutputPerturbationMechanism())
+    for mechanism in (GradientPerturbationMechanism(), ExactGradientPerturbationMechanism(),
+                      OutputPerturbationMechanism())
 }
 
 

@@ -306,7 +306,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     def plan_before_reading(self, estimator, n_rows, series, partial):
         return self.plan(estimator, n_rows, series, partial) if n_rows else None
 
-    def plan(self, estimator, n_samples, series=None, partial=False):
+    def plan(self, estimator, n_samples, series=None, partial=False, n_coordinates=None):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
 
         The ``"auto"`` hyperparameters are resolved here, from the accounted
@@ -323,6 +323,10 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             releases compose at one delta).
         partial : bool, default=False
             A ``partial_fit`` call: one epoch over its rows.
+        n_coordinates : int or None, default=None
+            The public number of noisy coordinates of a step, ``K (d + 1)``
+            (``K d`` without intercept), where the mechanism plans once X is
+            validated (:meth:`calibrated_mechanism`); None before.
 
         Returns
         -------
@@ -360,18 +364,9 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                 fixed.noise_multiplier, math.nan, delta, sample_rate, n_steps,
                 "rdp", estimator.neighboring)
         else:
-            mechanism, calibration = GradientPerturbation.calibrated(
-                estimator.epsilon,
-                delta,
-                sample_rate=sample_rate,
-                n_steps=n_steps,
-                accountant=estimator.accountant,
-                neighboring=estimator.neighboring,
-                clip_norm=float(estimator.clip_norm),
-                n_samples=n_accounted,
-                noise_schedule=schedule,
-                max_sample_weight=float(estimator.max_sample_weight),
-            )
+            mechanism, calibration = self.calibrated_mechanism(
+                estimator, delta, sample_rate=sample_rate, n_steps=n_steps,
+                n_samples=n_accounted, noise_schedule=schedule, n_coordinates=n_coordinates)
         rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
         if seeded:
             # A seeded fit's noise is reproducible: it claims nothing.
@@ -384,6 +379,33 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             max_iter=max_iter,
             n_samples=n_samples,
         )
+
+    def calibrated_mechanism(self, estimator, delta, *, sample_rate, n_steps, n_samples,
+                             noise_schedule, n_coordinates=None):
+        """The mechanism of a fit whose noise meets the estimator's epsilon, and its calibration.
+
+        From public quantities only; a mechanism with another noise (the
+        exact-noise mode) answers its own.
+        """
+        return GradientPerturbation.calibrated(
+            estimator.epsilon,
+            delta,
+            sample_rate=sample_rate,
+            n_steps=n_steps,
+            accountant=estimator.accountant,
+            neighboring=estimator.neighboring,
+            clip_norm=float(estimator.clip_norm),
+            n_samples=n_samples,
+            noise_schedule=noise_schedule,
+            max_sample_weight=float(estimator.max_sample_weight),
+        )
+
+    def training_function(self, backend, plan):
+        """The function that runs the release's steps on ``backend``'s input.
+
+        The backend's own trainer; a mechanism with its own noise passes it here.
+        """
+        return backend.trainer
 
     def resolve_step(self, estimator, plan, n_features, series=None, partial=False):
         """``eta0`` for a fit of ``plan`` over ``n_features`` columns.
@@ -425,7 +447,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         X, namespace = data.X, data.namespace
         n_samples = X.shape[0]
         if plan is None or plan.n_samples != n_samples:
-            plan = self.plan(estimator, n_samples, series, partial)
+            plan = self.plan(estimator, n_samples, series, partial, n_coordinates=(
+                data.n_outputs * (X.shape[1] + int(bool(estimator.fit_intercept)))))
         mechanism, calibration = plan.mechanism, plan.calibration
         eta0 = self.resolve_step(estimator, plan, X.shape[1], series, partial)
         # Like eta0, from the plan and the public width of X; a call of a
@@ -441,7 +464,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         if not backend.rows_are_remote:
             # A cluster's rows stay on its workers: no warning from them.
             warn_if_mostly_clipped(estimator, data, row_norms)
-        trainer = backend.trainer
+        trainer = self.training_function(backend, plan)
         # The backend's own settings (threads, a starting point: the array
         # API path refuses the latter, check_release).
         extra = backend.trainer_arguments(

@@ -1,0 +1,134 @@
+"""mechanism="gradient_exact": integer gradient sums plus discrete Gaussian noise."""
+
+import math
+import warnings
+
+import dp_accounting
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from dp_accounting import rdp as dp_rdp
+
+from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger
+from sklearn_dplssgd.accounting import event_epsilon
+from sklearn_dplssgd.accounting._discrete_gaussian_rdp import EXACT_NOISE_ORDERS
+from sklearn_dplssgd.backends import (
+    ChaChaWords, DiscreteGaussianScale, ExactNoise, ExactNoiseTraining, grid_norm_bound,
+)
+from sklearn_dplssgd.mechanisms import ExactGradientPerturbation
+from sklearn_dplssgd.training import TrainingPlan, loss_code
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-1, 1, (600, 6))
+    return X, (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+
+
+def fit(X, y, **settings):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return DPLSSGDClassifier(mechanism="gradient_exact", classes=[0, 1], max_iter=3,
+                                 **settings).fit(X, y)
+
+
+def test_fit_meets_the_target_and_learns(data):
+    X, y = data
+    model = fit(X, y, epsilon=2.0)
+    assert model.epsilon_ <= 2.0
+    assert model.epsilon_ > 1.9  # calibrated, not overly noisy
+    assert model.score(X, y) > 0.7
+    assert isinstance(model.dp_event_, dp_accounting.DpEvent)
+
+
+def test_dp_event_recomputes_epsilon_and_matches_dp_accounting_at_integer_orders(data):
+    X, y = data
+    model = fit(X, y, epsilon=1.0, neighboring="add_remove", public_n_samples=len(X))
+    assert event_epsilon(model.dp_event_, model.delta_, "add_remove") == model.epsilon_
+    mechanism = ExactGradientPerturbation.calibrated(
+        1.0, model.delta_, sample_rate=model.sample_rate_, n_steps=model.n_steps_,
+        neighboring="add_remove", clip_norm=1.0, n_coordinates=X.shape[1] + 1)[0]
+    bound = grid_norm_bound(mechanism.grid_bits, X.shape[1] + 1)
+    assert bound == mechanism.sensitivity_squared
+    # The bound is the sampled Gaussian's RDP at multiplier s / sqrt(B),
+    # at integer orders only: dp-accounting's own accountant restricted to them.
+    accountant = dp_rdp.RdpAccountant(orders=list(EXACT_NOISE_ORDERS))
+    multiplier = math.sqrt(mechanism.scale.variance_at_most() / bound)
+    accountant.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
+        model.sample_rate_, dp_accounting.GaussianDpEvent(multiplier)), model.n_steps_))
+    assert model.epsilon_ == pytest.approx(accountant.get_epsilon(model.delta_), rel=1e-6)
+    # Never below dp-accounting's continuous answer with all its orders.
+    full = dp_rdp.RdpAccountant()
+    full.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(
+        model.sample_rate_, dp_accounting.GaussianDpEvent(multiplier)), model.n_steps_))
+    assert model.epsilon_ >= full.get_epsilon(model.delta_) - 1e-12
+
+
+def test_the_ledger_states_no_less_than_the_fit(data, tmp_path):
+    X, y = data
+    ledger = PrivacyLedger(delta=1e-5, neighboring="replace_one")
+    model = fit(X, y, epsilon=1.0, delta=1e-5, ledger=ledger)
+    assert ledger.epsilon() >= model.epsilon_
+
+
+@pytest.mark.parametrize("form", ["sparse", "coef_init", "infinite_epsilon"])
+def test_refusals_come_before_the_ledger_is_charged(data, form):
+    X, y = data
+    ledger = PrivacyLedger(delta=1e-5)
+    model = DPLSSGDClassifier(mechanism="gradient_exact", classes=[0, 1], ledger=ledger,
+                              epsilon=math.inf if form == "infinite_epsilon" else 1.0)
+    with pytest.raises((TypeError, ValueError, AttributeError), match="gradient_exact"):
+        if form == "sparse":
+            model.fit(sp.csr_matrix(X), y)
+        elif form == "coef_init":
+            model.fit(X, y, coef_init=np.zeros((1, X.shape[1])))
+        else:
+            model.fit(X, y)
+    assert ledger.records == []
+    assert not hasattr(model, "partial_fit")
+
+
+def test_reproducible_fits_repeat_and_claim_nothing(data):
+    X, y = data
+    first = fit(X, y, epsilon=1.0, reproducible=True, random_state=3)
+    second = fit(X, y, epsilon=1.0, reproducible=True, random_state=3)
+    assert first.epsilon_ == math.inf
+    assert isinstance(first.dp_event_, dp_accounting.NonPrivateDpEvent)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
+    other = fit(X, y, epsilon=1.0)
+    assert not np.array_equal(first.coef_, other.coef_)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_each_step_is_the_grid_step_times_integers(data, dtype):
+    X, y = data
+    X = X.astype(dtype)
+    n_steps = 2
+    plan = TrainingPlan(
+        loss_code=loss_code("log_loss", 1), loss_threshold=0.0, fit_intercept=True,
+        clip_norm=0.5, noise_multiplier=np.full(n_steps, 1.0), sample_rate=0.1,
+        batch_size=60, n_steps=n_steps, n_epochs=1, learning_rates=np.full(n_steps, 0.1),
+        alpha=0.0, sigma=0.0, average_start=None, optimizer=None, max_sample_weight=1.0)
+    exact = ExactNoise(10, DiscreteGaussianScale.at_least(3.0), ChaChaWords(bytes(32), bytes(8)))
+    backend = ExactNoiseTraining(X, y.astype(np.float64), 1, plan, np.random.default_rng(1),
+                                 noise_source=exact)
+    backend.params[:] = 0.25
+    for _, _, draws in backend.chunks([0], n_steps, np.ones(n_steps)):
+        grad = np.array(backend.gradient_sum(backend.params, draws, 0), dtype=np.float64)
+    units = grad / (0.5 * 2.0 ** -10)
+    np.testing.assert_array_equal(units, np.rint(units))
+    assert np.abs(units).max() > 0
+
+
+def test_regressor_and_multiclass(data):
+    X, _ = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DPLSSGDRegressor(mechanism="gradient_exact", epsilon=2.0, max_iter=3).fit(
+            X, X[:, 0])
+        labels = (3 * (X[:, 0] + 1)).astype(int) % 3
+        multi = DPLSSGDClassifier(mechanism="gradient_exact", epsilon=2.0, max_iter=3,
+                                  classes=[0, 1, 2]).fit(X, labels)
+    assert model.epsilon_ <= 2.0 and multi.epsilon_ <= 2.0
+    assert np.all(np.isfinite(model.coef_)) and multi.coef_.shape == (3, X.shape[1])
