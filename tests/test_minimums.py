@@ -83,3 +83,13 @@ def test_a_drifted_bound_is_caught():
     tested, _ = _declared()
     drifted = dict(tested, numpy=version.Version("2.1"))
     assert _pinned() != drifted
+
+
+def test_ci_runs_the_minimums_on_test_files_that_exist():
+    """``.ci/run`` names the version-sensitive test files it runs at the minimums."""
+    script = (ROOT / ".ci" / "run").read_text()
+    assert "bash .ci/run-minimums" in script
+    named = re.findall(r"tests/test_\w+\.py", script.split("bash .ci/run-minimums", 1)[1])
+    assert named and "tests/test_minimums.py" in named
+    for name in named:
+        assert (ROOT / name).is_file(), name
