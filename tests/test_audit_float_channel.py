@@ -95,6 +95,8 @@ def test_the_estimator_is_not_changed():
     assert estimator.get_params() == before
     with pytest.raises(ValueError, match="n_runs"):
         check_float_channel(estimator, n_runs=1)
+    with pytest.raises(ValueError, match="output perturbation"):
+        check_float_channel(DPLSSGDRegressor(mechanism="output", alpha=0.01), n_runs=2)
 
 
 def test_audit_implementation_runs_it_for_integer_releases_only(monkeypatch):

@@ -33,6 +33,7 @@ import math
 import numpy as np
 from sklearn.base import clone, is_classifier
 
+from ..mechanisms import mechanism_named
 from ._check_result import (
     CheckResult, declare_public_n, declared_labels, private_clone, set_existing,
 )
@@ -153,10 +154,20 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0)
     CheckResult
         ``measured`` is the epsilon lower bound, ``limit`` the configured
         epsilon.
+
+    Raises
+    ------
+    ValueError
+        For output perturbation (no gradient step to craft), or an
+        ``n_runs`` below 2.
     """
     if isinstance(n_runs, bool) or not isinstance(n_runs, (int, np.integer)) or n_runs < 2:
         raise ValueError(f"n_runs must be an integer of at least 2; got {n_runs!r}.")
     check_confidence(confidence)
+    if mechanism_named(estimator.get_params()["mechanism"]).perturbs_weights:
+        raise ValueError(
+            "check_float_channel crafts one noisy gradient step: it audits the gradient "
+            "mechanisms ('gradient', 'gradient_exact'), not output perturbation.")
     model = _one_step_configuration(estimator)
     without, with_canary = _neighbours(model)
     noise_free = clone(model).set_params(epsilon=math.inf, mechanism="gradient")
