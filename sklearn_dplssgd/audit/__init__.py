@@ -84,7 +84,15 @@ runs direct checks, each aimed at one class of such bugs:
   (:func:`check_search_private_steps`);
 * a fitted attribute, other than the noisy output, that depends on the
   private row count (:func:`check_public_attributes`, which also takes the
-  private transformers and :class:`~sklearn_dplssgd.DPRandomizedSearch`).
+  private transformers and :class:`~sklearn_dplssgd.DPRandomizedSearch`);
+* for a mechanism whose noisy values are integers (``mechanism="gradient_exact"``),
+  a floating-point channel in the low bits of one noisy step
+  (:func:`check_float_channel`).
+
+:func:`check_float_channel` also runs on the ordinary mechanisms, which fail
+it: float64 Gaussian noise added to a float64 sum leaks through the low bits
+of the output (Mironov 2012), a channel outside their guarantee; it is
+therefore not part of their :func:`audit_implementation`.
 
 :func:`check_category_representation` checks that no row decides how a
 category released by :class:`~sklearn_dplssgd.DPOneHotEncoder` is shown.
@@ -118,6 +126,7 @@ from ._attribute_checks import check_category_representation, check_public_attri
 from ._canary import canary_score, make_canary_dataset
 from ._check_result import CheckResult, ImplementationAudit
 from ._epsilon_audit import audit_epsilon
+from ._float_channel import check_float_channel, off_grid
 from ._release_checks import (
     check_clipping, check_clone_independence, check_overflow_row, check_row_count,
     check_seed_replay,
@@ -127,7 +136,8 @@ from ._stored_state_checks import check_ledger_file_format, check_planted_cache_
 from ._substitutes import SubstitutedKernelTraining, substituted_gradient_kernel
 from ._search_checks import check_search_private_steps
 from ._statistics import (
-    clopper_pearson_upper, epsilon_lower_bound, gdp_delta, gdp_epsilon, mu_lower_bound,
+    clopper_pearson_upper, epsilon_lower_bound, epsilon_lower_bound_of_event, gdp_delta,
+    gdp_epsilon, mu_lower_bound,
 )
 from ._workflow_checks import (
     audit_implementation, check_error_messages, check_error_outcomes, check_ledger_continuity,
@@ -145,6 +155,7 @@ __all__ = [
     "check_clone_independence",
     "check_error_messages",
     "check_error_outcomes",
+    "check_float_channel",
     "check_ledger_continuity",
     "check_ledger_file_format",
     "check_overflow_row",
@@ -157,11 +168,13 @@ __all__ = [
     "CheckResult",
     "clopper_pearson_upper",
     "epsilon_lower_bound",
+    "epsilon_lower_bound_of_event",
     "gdp_delta",
     "gdp_epsilon",
     "ImplementationAudit",
     "make_canary_dataset",
     "mu_lower_bound",
+    "off_grid",
     "SubstitutedKernelTraining",
     "substituted_gradient_kernel",
 ]

@@ -15,6 +15,7 @@ __all__ = [
     "check_score_sample",
     "clopper_pearson_upper",
     "epsilon_lower_bound",
+    "epsilon_lower_bound_of_event",
     "epsilon_selection",
     "gdp_delta",
     "gdp_epsilon",
@@ -333,3 +334,48 @@ def mu_lower_bound(scores_without, scores_with, confidence=0.95):
     with_ = check_score_sample(scores_with, "scores_with")
     check_confidence(confidence)
     return mu_selection(without, with_, confidence).bound
+
+
+def epsilon_lower_bound_of_event(count_without, n_without, count_with, n_with, delta,
+                                 confidence=0.95):
+    """Lower bound on epsilon from how often an event fixed in advance occurred.
+
+    The event (a set of outputs) must be chosen before the runs it is
+    counted on, so that no selection half is needed: every run bounds its
+    rate. Exact Clopper-Pearson upper bounds on ``P[E]`` and ``P[not E]``
+    under both data sets, each one-sided at ``1 - (1 - confidence) / 4``
+    (jointly at ``confidence`` by the union bound), turn the four
+    inequalities of (epsilon, delta)-DP, ``P_D[S] <= e^eps P_D'[S] + delta``
+    for ``S`` the event or its complement and both orders of D and D', into
+    lower bounds on epsilon; the largest is returned.
+
+    Parameters
+    ----------
+    count_without, count_with : int
+        Runs on D (without the canary) and on D' (with it) whose output was
+        in the event.
+    n_without, n_with : int
+        Runs on each data set (independent).
+    delta : float
+        The delta of the guarantee being audited.
+    confidence : float, default=0.95
+
+    Returns
+    -------
+    epsilon : float
+        The lower bound, at least 0.
+    """
+    check_confidence(confidence)
+    check_delta(delta, allow_zero=True)
+    each = 1.0 - (1.0 - confidence) / 4.0
+    in_without = clopper_pearson_upper(count_without, n_without, each)
+    out_without = clopper_pearson_upper(n_without - count_without, n_without, each)
+    in_with = clopper_pearson_upper(count_with, n_with, each)
+    out_with = clopper_pearson_upper(n_with - count_with, n_with, each)
+    # The event as the test "the canary is absent" (its false positive rate is
+    # its rate under D', its false negative rate the complement's under D),
+    # then as the test "the canary is present".
+    bounds = (_epsilon_from_rates(np.array([in_with]), np.array([out_without]), delta),
+              _epsilon_from_rates(np.array([in_without]), np.array([out_with]), delta))
+    best = max(float(bound[0]) for bound in bounds)
+    return 0.0 if math.isnan(best) else max(best, 0.0)

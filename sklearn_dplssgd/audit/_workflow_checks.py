@@ -14,9 +14,11 @@ from sklearn.base import clone, is_classifier
 
 from ..linear_model import BaseDPLSSGD
 from ..accounting import LedgerFileError, PrivacyLedger
+from ..mechanisms import mechanism_named
 from ..model_selection import DPRandomizedSearch, final_estimator
 from ..utils import public_row_count
 from ._attribute_checks import check_public_attributes
+from ._float_channel import check_float_channel
 from ._check_result import (
     CLIP_TOLERANCE, CheckResult, ImplementationAudit, declare_public_n, declared_labels,
     default_data, private_clone, quietly, set_existing,
@@ -383,7 +385,10 @@ def audit_implementation(estimator, X=None, y=None):
     :func:`check_overflow_row`, :func:`check_rounding`,
     :func:`check_error_outcomes`, :func:`check_ledger_continuity`,
     :func:`check_planted_cache_entry`, :func:`check_search_private_steps`,
-    :func:`check_error_messages` and :func:`check_public_attributes`.
+    :func:`check_error_messages` and :func:`check_public_attributes`; for a
+    mechanism whose noisy values are integers (``mechanism="gradient_exact"``)
+    also :func:`check_float_channel` (a few seconds), which the ordinary
+    mechanisms fail by design (their float64 noise is outside it).
 
     Parameters
     ----------
@@ -422,4 +427,6 @@ def audit_implementation(estimator, X=None, y=None):
         check_error_messages(estimator),
         check_public_attributes(estimator, X, y),
     )
+    if mechanism_named(estimator.get_params()["mechanism"]).releases_integers:
+        checks += (check_float_channel(estimator),)
     return ImplementationAudit(type(estimator).__name__, checks)

@@ -198,6 +198,7 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
         "composes with others by basic composition only, which a series would need "
         "stated. Use fit, or mechanism='gradient'.")
     searchable = False
+    releases_integers = True
 
     def check_settings(self, estimator):
         super().check_settings(estimator)

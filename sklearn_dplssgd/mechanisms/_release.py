@@ -119,6 +119,10 @@ class ReleaseMechanism:
     searchable : bool
         Whether :class:`~sklearn_dplssgd.DPRandomizedSearch` can calibrate
         its trials jointly.
+    releases_integers : bool
+        Whether its noisy values are integers times a public grid step, whose
+        law involves no floating-point arithmetic: the claim that
+        :func:`~sklearn_dplssgd.audit.check_float_channel` audits.
     """
 
     name = None
@@ -129,6 +133,7 @@ class ReleaseMechanism:
     partial_fit_refusal = ""
     perturbs_weights = False
     searchable = False
+    releases_integers = False
 
     def check_settings(self, estimator):
         """Refuse, before any row is read, settings the mechanism cannot honour."""

@@ -1,0 +1,192 @@
+"""The floating-point channel of a noisy release: a distinguishing test on the low bits.
+
+The guarantee of the Gaussian mechanism is proved for real-valued noise. A
+float64 release ``fl(s + fl(z * std))`` is not that: its low bits depend on
+``s``. Mironov ("On significance of the least significant bits for
+differential privacy", CCS 2012) broke the Laplace mechanism of several
+libraries this way; Jin et al. ("Are we there yet? Timing and floating-point
+attacks on differential privacy systems", IEEE S&P 2022) and Haney et al.
+("Precision-based attacks and interval refining: how to break, then fix,
+differential privacy on finite computers", 2022) did the same for Gaussian
+samplers.
+
+The test here needs no knowledge of the sampler. If ``s`` lies in the binade
+``[2**e, 2**(e + 1))``, every float64 value of ``fl(s + n)``, whatever the
+float ``n``, is a multiple of ``2**(e - 53)``: where ``|n| >= 2**(e - 1)``,
+both terms are multiples of it and rounding to a float of magnitude at least
+``2**(e - 1)`` keeps it; where ``|n| < 2**(e - 1)``, the sum exceeds
+``2**(e - 1)`` and rounds onto a grid no finer. With ``s = 0`` the output is
+the noise itself, whose values below ``2**(e - 1)`` carry finer bits: a
+share of them are off that grid. The event "the output is not a multiple of
+``2**(e - 53)``" then has probability about ``0.27 / z`` for a noise
+multiplier ``z`` without the canary and exactly 0 with it, and the
+epsilon lower bound of its counts exceeds any claim once the runs are enough
+(about a thousand per side at ``epsilon = 1``).
+
+The exact-noise mode releases ``gamma (S + Y)`` with ``S + Y`` an integer and
+``gamma = 2**-k C``: the same lattice under both neighbours, so the event's
+rate moves only as the discrete Gaussian's shift allows.
+"""
+
+import math
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+
+from ..mechanisms import mechanism_named
+from ._check_result import (
+    CheckResult, declare_public_n, declared_labels, private_clone, set_existing,
+)
+from ._fits import seeded_fit
+from ._statistics import check_confidence, epsilon_lower_bound_of_event
+
+__all__ = ["check_float_channel", "off_grid"]
+
+# Rows of the crafted data sets: a power of two, so that dividing the step by
+# the batch size is exact.
+_N_ROWS = 4
+# The canary's feature: large enough that its gradient is clipped to the
+# clip norm for every loss (residuals at zero margin are at least 1/2).
+_CANARY_SCALE = 4.0
+
+
+def off_grid(values, exponent):
+    """Whether each value is not a multiple of ``2**(exponent - 53)``.
+
+    A float64 ``fl(s + n)`` with ``s`` in ``[2**exponent, 2**(exponent + 1))``
+    is always such a multiple; this is the event of :func:`check_float_channel`.
+
+    Parameters
+    ----------
+    values : array-like of float64
+    exponent : int
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    # Scaling by a power of two is exact (far from the subnormals and
+    # overflow at the magnitudes the check produces).
+    scaled = np.ldexp(np.asarray(values, dtype=np.float64), 53 - int(exponent))
+    return scaled != np.round(scaled)
+
+
+def _one_step_configuration(estimator):
+    """A clone that releases one noisy step of one coordinate, divided by a power of two.
+
+    One feature, no intercept, the full batch of :data:`_N_ROWS` rows (``q =
+    1``), one step of size 1 from zero weights, no smoothing, decay or
+    averaging: the coefficient is ``-(s + noise) / b`` exactly.
+    """
+    model = private_clone(estimator)
+    set_existing(
+        model, batch_size=_N_ROWS, max_iter=1, eta0=1.0, learning_rate="constant",
+        optimizer="sgd", alpha=0.0, sigma=0.0, average=False, fit_intercept=False,
+        noise_schedule="constant", warm_start=False, ledger=None, n_jobs=1,
+        feature_bounds=None, target_bounds=None, weight_norm_bound=None,
+    )
+    if is_classifier(model):
+        model.set_params(classes=declared_labels(estimator)[:2])
+    return declare_public_n(model, _N_ROWS)
+
+
+def _neighbours(model):
+    """The background rows (zero gradients) and the data set with the canary.
+
+    Under replace-one the canary replaces a background row; under add/remove
+    it is added.
+    """
+    clip = float(model.clip_norm)
+    X = np.zeros((_N_ROWS, 1))
+    if is_classifier(model):
+        labels = declared_labels(model)
+        y, canary_label, canary_x = np.full(_N_ROWS, labels[0]), labels[-1], _CANARY_SCALE * clip
+    else:
+        y, canary_label, canary_x = np.zeros(_N_ROWS), -_CANARY_SCALE * clip, 1.0
+    if model.get_params()["neighboring"] == "add_remove":
+        X_with = np.vstack([X, [[canary_x]]])
+        y_with = np.concatenate([y, [canary_label]])
+    else:
+        X_with, y_with = X.copy(), y.copy()
+        X_with[-1, 0], y_with[-1] = canary_x, canary_label
+    return (X, y), (X_with, y_with)
+
+
+def _released_sums(models):
+    """``s + noise`` of each one-step model: ``-b`` times its coefficient (exact)."""
+    return np.array([-float(np.ravel(model.coef_)[0]) * _N_ROWS for model in models])
+
+
+def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0):
+    """The low bits of one noisy step do not tell the canary apart.
+
+    A crafted release of one step on one coordinate (see
+    ``_one_step_configuration``): background rows of zero gradient, and a
+    canary whose clipped gradient ``s`` is at the clip norm. The binade of
+    ``s`` is read from a noise-free step (``epsilon=inf``, the ordinary
+    mechanism) on the canary's data set: the auditor's own rows, so nothing
+    private. Then ``n_runs`` seeded fits on each data set are classified by
+    whether their released ``s + noise`` is a multiple of ``2**(e - 53)``
+    (:func:`off_grid`): a float64 sum with the canary always is; the noise
+    alone, often not. :func:`epsilon_lower_bound_of_event` turns the counts
+    into a lower bound on epsilon, which must not exceed the configured
+    ``epsilon`` (its delta is the fits' own ``delta_``).
+
+    The ordinary mechanism (float64 Gaussian noise added to a float64 sum)
+    fails it: this is the floating-point side channel its guarantee does not
+    cover. ``mechanism="gradient_exact"`` releases ``gamma`` times integers,
+    on one lattice under both data sets, and passes.
+
+    Parameters
+    ----------
+    estimator : DPLSSGDClassifier or DPLSSGDRegressor
+        The configuration (mechanism, epsilon, delta, adjacency, clip norm)
+        to check; it is cloned, never fitted itself.
+    n_runs : int, default=1000
+        Fits on each data set.
+    confidence : float, default=0.95
+        Confidence of the epsilon lower bound.
+    random_state : int, default=0
+        Seeds the fits' seeds.
+
+    Returns
+    -------
+    CheckResult
+        ``measured`` is the epsilon lower bound, ``limit`` the configured
+        epsilon.
+
+    Raises
+    ------
+    ValueError
+        For output perturbation (no gradient step to craft), or an
+        ``n_runs`` below 2.
+    """
+    if isinstance(n_runs, bool) or not isinstance(n_runs, (int, np.integer)) or n_runs < 2:
+        raise ValueError(f"n_runs must be an integer of at least 2; got {n_runs!r}.")
+    check_confidence(confidence)
+    if mechanism_named(estimator.get_params()["mechanism"]).perturbs_weights:
+        raise ValueError(
+            "check_float_channel crafts one noisy gradient step: it audits the gradient "
+            "mechanisms ('gradient', 'gradient_exact'), not output perturbation.")
+    model = _one_step_configuration(estimator)
+    without, with_canary = _neighbours(model)
+    noise_free = clone(model).set_params(epsilon=math.inf, mechanism="gradient")
+    probe = seeded_fit(noise_free, 0, *with_canary)
+    clipped_sum = abs(_released_sums([probe])[0])
+    exponent = math.frexp(clipped_sum)[1] - 1
+    seeds = np.random.default_rng(random_state).integers(0, 2 ** 63 - 1, size=(2, n_runs))
+    counts, delta = [], None
+    for side_seeds, (X, y) in zip(seeds, (without, with_canary)):
+        models = [seeded_fit(model, seed, X, y) for seed in side_seeds]
+        delta = float(models[0].delta_)
+        counts.append(int(off_grid(_released_sums(models), exponent).sum()))
+    claim = float(model.epsilon)
+    bound = epsilon_lower_bound_of_event(counts[0], n_runs, counts[1], n_runs, delta,
+                                         confidence)
+    return CheckResult(
+        "floating-point channel", bound <= claim, bound, claim,
+        f"epsilon lower bound at delta {delta:.3g} ({confidence:.0%} confidence) from one "
+        f"noisy step of one coordinate, {model.get_params()['mechanism']} mechanism: "
+        f"outputs off the 2**{exponent - 53} grid in {counts[0]} of {n_runs} runs without "
+        f"the canary and {counts[1]} of {n_runs} with it",
+    )
