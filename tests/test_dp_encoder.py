@@ -99,7 +99,9 @@ def test_event_epsilon_and_delta():
     assert encoder.dp_event_.event == EpsilonDeltaDpEvent(0.3 / 3 / 2, 3e-6 / 3 / 2)
     assert encoder.epsilon_ == pytest.approx(0.3) and encoder.delta_ == pytest.approx(3e-6)
     assert event_epsilon(encoder.dp_event_, 1e-5) == pytest.approx(0.3)
-    assert event_epsilon(encoder.dp_event_, 3e-6) == math.inf  # nothing left for the rest
+    # At exactly its own delta the encoder's epsilon holds; below it, no epsilon does.
+    assert event_epsilon(encoder.dp_event_, 3e-6) == pytest.approx(0.3)
+    assert event_epsilon(encoder.dp_event_, 2.9e-6) == math.inf
     add_remove = DPOneHotEncoder(epsilon=0.3, neighboring="add_remove").fit(_people(500))
     assert add_remove.dp_event_.count == 3
 
