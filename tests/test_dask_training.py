@@ -95,6 +95,53 @@ def test_non_numeric_dataframe_and_output_perturbation_are_refused():
         DPLSSGDClassifier(classes=[0, 1], mechanism="output").fit(*_chunked(X, y, rows=50))
 
 
+# Predictions and scores on Dask input: blockwise, lazily, nothing gathered.
+
+
+def _fitted_models(n=600, d=5):
+    X, y = _table(n=n, d=d, classes=3)
+    classifier = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1, 2], random_state=0,
+                                   max_iter=2).fit(X, y)
+    targets = X @ np.linspace(-1.0, 1.0, d)
+    regressor = DPLSSGDRegressor(epsilon=1.0, target_bounds=(-2.0, 2.0), random_state=0,
+                                 max_iter=2).fit(X, targets)
+    return X, y, targets, classifier, regressor
+
+
+def test_unknown_row_chunks_are_predicted_and_a_nan_fails_when_computed():
+    X, y, _, classifier, _ = _fitted_models()
+    X_dask = da.from_array(X, chunks=(130, 2))
+    keep = X_dask[:, 0] < 0.3  # rows of unknown chunk sizes (nan)
+    labels = classifier.predict(X_dask[keep])
+    assert isinstance(labels, da.Array) and np.isnan(labels.chunks[0][0])
+    np.testing.assert_array_equal(labels.compute(), classifier.predict(X[X[:, 0] < 0.3]))
+    # Columns of unknown sizes: the width is not known, refused at once.
+    one_column_chunk = da.from_array(X, chunks=(130, 5))
+    unknown_width = one_column_chunk.map_blocks(
+        lambda block: block, chunks=(one_column_chunk.chunks[0], (np.nan,)), dtype=X.dtype)
+    with pytest.raises(ValueError, match="unknown chunk sizes .* columns"):
+        classifier.predict(unknown_width)
+    with_nan = X.copy()
+    with_nan[457, 2] = np.nan
+    # Lazy: the partition holding the NaN raises when computed, quoting no value.
+    proba = classifier.predict_proba(da.from_array(with_nan, chunks=(130, 5)))
+    with pytest.raises(ValueError, match="Input X contains NaN") as raised:
+        proba.compute()
+    assert "nan," not in str(raised.value).lower()
+
+
+def test_float32_rows_and_a_wrong_width_under_the_local_scheduler():
+    X, _, _, classifier, _ = _fitted_models()
+    X32 = X.astype(np.float32)
+    margins = classifier.decision_function(da.from_array(X32, chunks=(200, 5)))
+    assert margins.dtype == np.float32
+    np.testing.assert_allclose(margins.compute(), classifier.decision_function(X32),
+                               rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="X has 4 features, but DPLSSGDClassifier is "
+                                         "expecting 5 features"):
+        classifier.predict(da.from_array(X[:, :4], chunks=(200, 4)))
+
+
 @pytest.fixture(scope="module")
 def client():
     # Two worker processes: the partitions really live in other processes.
@@ -263,3 +310,76 @@ def test_search_refuses_what_would_gather_before_the_charge(search_settings, mes
     with pytest.raises((TypeError, ValueError), match=message):
         search.fit(*_chunked(X, y, rows=100))
     assert ledger.records == []
+
+
+def _refusing_gathers(monkeypatch, n_rows):
+    """Make computing a Dask array of as many values as rows (or more) fail on the client."""
+    original_compute = da.Array.compute
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("X or a prediction was gathered on the client")
+
+    def compute_sums_only(self, *args, **kwargs):
+        if self.size >= n_rows:
+            refuse()
+        return original_compute(self, *args, **kwargs)
+
+    monkeypatch.setattr(da.Array, "compute", compute_sums_only)
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+
+
+def test_predictions_run_blockwise_on_the_cluster(client, monkeypatch):
+    X, _, _, classifier, regressor = _fitted_models()
+    X_dask = da.from_array(X, chunks=(130, 3))
+    methods = [(classifier, "predict"), (classifier, "decision_function"),
+               (classifier, "predict_proba"), (classifier, "predict_log_proba"),
+               (regressor, "predict")]
+    with monkeypatch.context() as patched:
+        _refusing_gathers(patched, len(X))
+        lazy = [getattr(model, method)(X_dask) for model, method in methods]
+    for (model, method), result in zip(methods, lazy):
+        assert isinstance(result, da.Array) and result.chunks[0] == X_dask.chunks[0]
+        # Computed on the workers; only this test brings the predictions back.
+        computed = client.compute(result).result()
+        np.testing.assert_allclose(computed, getattr(model, method)(X), rtol=1e-12,
+                                   err_msg=method)
+
+
+def test_scores_add_the_partitions_sums_and_equal_scikit_learns(client, monkeypatch):
+    from sklearn.metrics import accuracy_score, r2_score
+
+    X, y, targets, classifier, regressor = _fitted_models()
+    weights = np.random.default_rng(4).uniform(0.0, 2.0, size=len(X))
+    X_dask = da.from_array(X, chunks=(130, 5))
+    y_dask, targets_dask = da.from_array(y, chunks=130), da.from_array(targets, chunks=100)
+    with monkeypatch.context() as patched:
+        _refusing_gathers(patched, len(X))
+        accuracy = classifier.score(X_dask, y_dask, sample_weight=weights)
+        r2 = regressor.score(X_dask, targets_dask, sample_weight=da.from_array(weights, 150))
+        unweighted_r2 = regressor.score(X_dask, targets)
+    assert isinstance(accuracy, float) and isinstance(r2, float)
+    assert accuracy == pytest.approx(
+        accuracy_score(y, classifier.predict(X), sample_weight=weights), rel=1e-12)
+    assert r2 == pytest.approx(
+        r2_score(targets, regressor.predict(X), sample_weight=weights), rel=1e-9)
+    assert unweighted_r2 == pytest.approx(regressor.score(X, targets), rel=1e-9)
+
+
+def test_dataframe_predictions_and_score_on_the_cluster(client, monkeypatch):
+    pd = pytest.importorskip("pandas")
+    X, y = _table(n=800, d=3)
+    columns = ["a", "b", "c"]
+    model = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], random_state=0, max_iter=2).fit(
+        pd.DataFrame(X, columns=columns), y)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=columns), npartitions=4)
+    labels = dd.from_pandas(pd.Series(y), npartitions=4)
+    with monkeypatch.context() as patched:
+        _refusing_gathers(patched, len(X))
+        predicted = model.predict(frame)
+        score = model.score(frame, labels)
+    np.testing.assert_array_equal(client.compute(predicted).result(), model.predict(X))
+    assert score == pytest.approx(model.score(pd.DataFrame(X, columns=columns), y), rel=1e-12)
+    # The columns are checked on the client, from the DataFrame's metadata.
+    renamed = dd.from_pandas(pd.DataFrame(X, columns=["a", "b", "z"]), npartitions=4)
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.predict(renamed)

@@ -1,5 +1,6 @@
 """Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
-training backend, the array API backend with its prediction helpers, the Dask backend, the
+training backend, the array API backend with its prediction helpers, the Dask backend
+(training, and blockwise predictions and scores), the
 selection of a backend for an input (``backend_for``), and the exact discrete Gaussian sampler
 and the integer grid sum of the exact-noise mode.
 
@@ -20,6 +21,7 @@ from ._discrete_gaussian import DiscreteGaussianScale, SecureWords, sample_discr
 from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
 )
+from ._dask_rows import as_dask_array
 from ._grid_sum import MAX_GRID_BITS, grid_norm_bound, rounded_clipped_sum
 from ._kernels import compute_row_norms
 from ._numpy import (
@@ -46,6 +48,7 @@ __all__ = [
     "WorkerLostError",
     "array_api_namespace",
     "as_canonical_csr",
+    "as_dask_array",
     "backend_for",
     "check_finite_rows",
     "blas_controller",

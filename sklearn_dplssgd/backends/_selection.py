@@ -8,10 +8,16 @@ their norms can be read on this host (for the clip warning and the NumPy
 kernels), which training function runs the steps and with which of its own
 arguments. A new backend (a GPU kernel, another cluster framework) plugs in
 as one more class here and one more case of :func:`backend_for`.
+
+A fitted model's predictions and scores ask the same objects where they run:
+``predict_rows`` and ``score_rows`` call the model's in-memory methods on
+rows held here, and run them blockwise, on the workers, for a Dask
+collection (:mod:`._dask_predict`).
 """
 
 from ._array_api import array_api_namespace, train_dp_lssgd_array_api
 from ._dask import is_dask_collection, train_dp_lssgd_dask
+from ._dask_predict import predict_blockwise, score_blockwise
 from ._numpy import train_dp_lssgd
 from ._row_passes import row_norms_of
 
@@ -38,6 +44,43 @@ class NumpyInput:
         """The training function's own keyword arguments (beyond the plan and the rows)."""
         return {"n_threads": n_threads, "initial_params": initial_params,
                 "row_norms": row_norms}
+
+    def predict_rows(self, model, method, X):
+        """A fitted model's prediction of ``X``, where its rows are.
+
+        Parameters
+        ----------
+        model : fitted estimator
+        method : str
+            Name of the model's in-memory method (rows held here in, an array
+            with one value or one row per row out).
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        array of shape (n_samples,) or (n_samples, k)
+            Here: the method's own result.
+        """
+        return getattr(model, method)(X)
+
+    def score_rows(self, score, metric, model, X, y, sample_weight=None):
+        """A fitted model's score on ``(X, y)``, where the rows are: one float.
+
+        Parameters
+        ----------
+        score : callable
+            The in-memory score, ``score(X, y, sample_weight)``.
+        metric : {"accuracy", "r2"}
+            What ``score`` computes (for a backend that adds it up otherwise).
+        model : fitted estimator
+        X, y, sample_weight :
+            The score's arguments.
+
+        Returns
+        -------
+        score : float
+        """
+        return score(X, y, sample_weight)
 
 
 class ArrayApiInput(NumpyInput):
@@ -74,6 +117,14 @@ class DaskInput(NumpyInput):
 
     def trainer_arguments(self, n_threads, initial_params, row_norms):
         return {"n_threads": n_threads, "initial_params": initial_params}
+
+    def predict_rows(self, model, method, X):
+        # Blockwise on the workers: a lazy Dask array, no row gathered.
+        return predict_blockwise(model, method, X)
+
+    def score_rows(self, score, metric, model, X, y, sample_weight=None):
+        # Each partition's sums on its worker; only those reach the client.
+        return score_blockwise(model, X, y, sample_weight, metric)
 
 
 def backend_for(X):

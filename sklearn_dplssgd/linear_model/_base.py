@@ -433,6 +433,19 @@ class BaseDPLSSGD(BaseEstimator):
         check_is_fitted(self)
         return estimator_report(self)
 
+    def _on_rows(self, method, X):
+        """The in-memory prediction ``method`` applied to ``X`` where its rows are.
+
+        The input's backend (:func:`~sklearn_dplssgd.backends.backend_for`)
+        calls it here on rows held here, and blockwise on the workers for a
+        Dask collection, whose result is then a lazy Dask array.
+        """
+        return backend_for(X).predict_rows(self, method, X)
+
+    def _score_on_rows(self, score, metric, X, y, sample_weight):
+        """``score(X, y, sample_weight)`` (in memory) where the rows are: one float."""
+        return backend_for(X).score_rows(score, metric, self, X, y, sample_weight)
+
     def _decision_values(self, X, method="predict"):
         """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X.
 

@@ -418,14 +418,21 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
+                (n_samples, n_features)
+            The samples. A Dask collection is predicted blockwise on the
+            workers holding its partitions; the result is then a lazy Dask
+            array chunked as X's rows.
 
         Returns
         -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        scores : ndarray or dask.array.Array of shape (n_samples,) or (n_samples, n_classes)
             For two classes, positive scores favour ``classes_[1]``.
         """
+        return self._on_rows("_decision_function_rows", X)
+
+    def _decision_function_rows(self, X):
+        # NumPy, sparse or array API rows held here.
         margins = self._decision_values(X, "decision_function")
         return margins[:, 0] if margins.shape[1] == 1 else margins
 
@@ -434,14 +441,21 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
+                (n_samples, n_features)
+            The samples. A Dask collection is predicted blockwise on the
+            workers holding its partitions; the result is then a lazy Dask
+            array chunked as X's rows.
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
+        y_pred : ndarray or dask.array.Array of shape (n_samples,)
             Predicted class labels, from ``classes_``.
         """
+        return self._on_rows("_predict_rows", X)
+
+    def _predict_rows(self, X):
+        # NumPy, sparse or array API rows held here.
         margins = self._decision_values(X, "predict")
         if not isinstance(margins, np.ndarray):
             return class_labels(array_namespace(margins), margins, self.classes_)
@@ -463,14 +477,21 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
+                (n_samples, n_features)
+            The samples. A Dask collection is predicted blockwise on the
+            workers holding its partitions; the result is then a lazy Dask
+            array chunked as X's rows.
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_classes)
+        proba : ndarray or dask.array.Array of shape (n_samples, n_classes)
             Columns follow ``classes_``.
         """
+        return self._on_rows("_predict_proba_rows", X)
+
+    def _predict_proba_rows(self, X):
+        # NumPy, sparse or array API rows held here.
         margins = self._decision_values(X, "predict_proba")
         if not isinstance(margins, np.ndarray):
             return class_probabilities(array_namespace(margins), margins)
@@ -485,14 +506,21 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
+                (n_samples, n_features)
+            The samples. A Dask collection is predicted blockwise on the
+            workers holding its partitions; the result is then a lazy Dask
+            array chunked as X's rows.
 
         Returns
         -------
-        log_proba : ndarray of shape (n_samples, n_classes)
+        log_proba : ndarray or dask.array.Array of shape (n_samples, n_classes)
             Natural logarithm of the probabilities; columns follow ``classes_``.
         """
+        return self._on_rows("_predict_log_proba_rows", X)
+
+    def _predict_log_proba_rows(self, X):
+        # NumPy, sparse or array API rows held here.
         margins = self._decision_values(X, "predict_log_proba")
         if not isinstance(margins, np.ndarray):
             return class_probabilities(array_namespace(margins), margins, log=True)
@@ -508,9 +536,11 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Test samples.
-        y : array-like of shape (n_samples,)
+        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
+                (n_samples, n_features)
+            Test samples. On a Dask collection each partition is scored on
+            its worker, and only the partitions' sums reach the client.
+        y : array-like, Dask array or Series of shape (n_samples,)
             True labels for ``X``.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
@@ -520,6 +550,10 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         score : float
             Mean accuracy of ``self.predict(X)`` with respect to ``y``.
         """
+        return self._score_on_rows(self._score_rows, "accuracy", X, y, sample_weight)
+
+    def _score_rows(self, X, y, sample_weight):
+        # Rows held here (a Dask partition's labels are checked by its own sums).
         _check_label_values(y)  # as in fit: mixed or missing labels, said clearly
         return score_hiding_values(super().score, X, y, sample_weight)
 

@@ -10,51 +10,13 @@ workers, by the estimator's own methods; the label set is the declared
 the set of labels, with the same warning).
 """
 
-import math
-
 import numpy as np
 from sklearn.base import clone
 
-from ..backends import is_dask_collection
+from ..backends import as_dask_array
 from ..utils import warn_once, PrivacyLeakWarning
 
 __all__ = ["dask_arrays", "dask_training_rows"]
-
-UNKNOWN_CHUNKS_MESSAGE = (
-    "{name} has unknown chunk sizes (nan), so its number of rows, a public quantity "
-    "that fixes the sample rate and the number of steps, is not known. Call "
-    "{name}.compute_chunk_sizes() (or to_dask_array(lengths=True) on a DataFrame) "
-    "before the fit."
-)
-
-
-def _as_dask_array(value, name, rows_like=None):
-    """A Dask array from a Dask array, DataFrame or Series (a NumPy array when ``rows_like``)."""
-    import dask.array as da
-
-    if value is None:
-        return None
-    if hasattr(value, "to_dask_array"):
-        # A Dask DataFrame comes with pandas, whose test takes its extension dtypes.
-        from pandas.api.types import is_numeric_dtype
-
-        if name == "X" and not all(is_numeric_dtype(kind) for kind in value.dtypes):
-            raise TypeError(
-                "A Dask DataFrame X must have numeric columns only: encode the others "
-                "first (for example with DPOneHotEncoder's public categories).")
-        # The partitions' lengths: the row count, public (it sets q and T).
-        value = value.to_dask_array(lengths=True)
-    elif not is_dask_collection(value):
-        if rows_like is None:
-            raise TypeError(f"{name} must be a Dask array or DataFrame.")
-        value = np.asarray(value)
-        chunks = (rows_like.chunks[0],) + tuple((size,) for size in value.shape[1:])
-        return da.from_array(value, chunks=chunks)
-    if not isinstance(value, da.Array):
-        raise TypeError(f"{name} must be a Dask array, DataFrame or Series.")
-    if any(math.isnan(size) for size in value.chunks[0]):
-        raise ValueError(UNKNOWN_CHUNKS_MESSAGE.format(name=name))
-    return value
 
 
 def dask_arrays(X, y, sample_weight):
@@ -78,7 +40,7 @@ def dask_arrays(X, y, sample_weight):
     feature_names = None
     if columns is not None and all(isinstance(name, str) for name in columns):
         feature_names = np.asarray(list(columns), dtype=object)
-    X = _as_dask_array(X, "X")
+    X = as_dask_array(X, "X")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-d (n_samples, n_features); got {X.ndim} dimensions.")
     if X.dtype not in (np.float64, np.float32):
@@ -88,7 +50,7 @@ def dask_arrays(X, y, sample_weight):
     if X.numblocks[1] > 1:
         # A row's norm and gradient need all its features in one block.
         X = X.rechunk({1: -1})
-    y = _as_dask_array(y, "y", rows_like=X)
+    y = as_dask_array(y, "y", rows_like=X)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.reshape(-1)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
@@ -98,7 +60,7 @@ def dask_arrays(X, y, sample_weight):
     if y.chunks[0] != X.chunks[0]:
         y = y.rechunk((X.chunks[0],))
     if sample_weight is not None and not np.isscalar(sample_weight):
-        sample_weight = _as_dask_array(sample_weight, "sample_weight", rows_like=X)
+        sample_weight = as_dask_array(sample_weight, "sample_weight", rows_like=X)
         if sample_weight.ndim != 1 or sample_weight.shape[0] != X.shape[0]:
             raise ValueError(
                 f"sample_weight must be a 1-d array with one weight per row of X "

@@ -272,14 +272,21 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
+                (n_samples, n_features)
+            The samples. A Dask collection is predicted blockwise on the
+            workers holding its partitions; the result is then a lazy Dask
+            array chunked as X's rows.
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
+        y_pred : ndarray or dask.array.Array of shape (n_samples,)
             Predicted targets.
         """
+        return self._on_rows("_predict_rows", X)
+
+    def _predict_rows(self, X):
+        # NumPy, sparse or array API rows held here.
         return self._decision_values(X, "predict")[:, 0]
 
     def score(self, X, y, sample_weight=None):
@@ -290,9 +297,11 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Test samples.
-        y : array-like of shape (n_samples,)
+        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
+                (n_samples, n_features)
+            Test samples. On a Dask collection each partition is scored on
+            its worker, and only the partitions' sums reach the client.
+        y : array-like, Dask array or Series of shape (n_samples,)
             True targets for ``X``.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
@@ -302,6 +311,10 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         score : float
             R^2 of ``self.predict(X)`` with respect to ``y``.
         """
+        return self._score_on_rows(self._score_rows, "r2", X, y, sample_weight)
+
+    def _score_rows(self, X, y, sample_weight):
+        # Rows held here.
         return score_hiding_values(super().score, X, y, sample_weight)
 
     def __sklearn_tags__(self):
