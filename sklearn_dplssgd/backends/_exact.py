@@ -78,10 +78,7 @@ class ExactNoiseTraining(NumpyTraining):
             # The batches from the fit's generator, as the ordinary mode
             # draws them; the noise from the word source.
             chunk_steps = min(chunk, n_steps - chunk_start)
-            rows = offsets = None
-            if self._all_rows is None:
-                rows, offsets = self.batch_sampler(self.rng, self.X.shape[0],
-                                                   self.plan.sample_rate, chunk_steps)
+            rows, offsets = self.chunk_batches(chunk_steps)
             noise = exact.draw(chunk_steps * n_outputs * n_noisy).reshape(
                 chunk_steps, n_outputs, n_noisy)
             return chunk_start, chunk_steps, (rows, offsets, noise)

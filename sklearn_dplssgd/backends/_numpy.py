@@ -270,16 +270,21 @@ class NumpyTraining(HostWeightSteps):
         stack.enter_context(blas_controller().limit(limits=1, user_api="blas"))
         return stack
 
+    def chunk_batches(self, chunk_steps):
+        """The Poisson batches of a chunk of steps: ``(rows, offsets)``, or
+        ``(None, None)`` when every step takes every row."""
+        if self._all_rows is not None:
+            return None, None
+        return self.batch_sampler(self.rng, self.X.shape[0], self.plan.sample_rate,
+                                  chunk_steps)
+
     def chunks(self, chunk_starts, chunk, noise_std):
         n_steps, shape, dtype = self.plan.n_steps, self.params.shape, self.params.dtype
 
         def draw(chunk_start):
             # A chunk's batches, then its noise: the order of the draws.
             chunk_steps = min(chunk, n_steps - chunk_start)
-            rows = offsets = None
-            if self._all_rows is None:
-                rows, offsets = self.batch_sampler(self.rng, self.X.shape[0],
-                                                   self.plan.sample_rate, chunk_steps)
+            rows, offsets = self.chunk_batches(chunk_steps)
             noise = chunk_noise(self.noise_source, self.rng,
                                 noise_std[chunk_start:chunk_start + chunk_steps], shape,
                                 self._n_noisy_columns, dtype)
