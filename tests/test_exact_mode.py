@@ -72,21 +72,31 @@ def test_the_ledger_states_no_less_than_the_fit(data, tmp_path):
     assert ledger.epsilon() >= model.epsilon_
 
 
-@pytest.mark.parametrize("form", ["sparse", "coef_init", "infinite_epsilon"])
+@pytest.mark.parametrize("form", ["sparse", "coef_init"])
 def test_refusals_come_before_the_ledger_is_charged(data, form):
     X, y = data
     ledger = PrivacyLedger(delta=1e-5)
     model = DPLSSGDClassifier(mechanism="gradient_exact", classes=[0, 1], ledger=ledger,
-                              epsilon=math.inf if form == "infinite_epsilon" else 1.0)
+                              epsilon=1.0)
     with pytest.raises((TypeError, ValueError, AttributeError), match="gradient_exact"):
         if form == "sparse":
             model.fit(sp.csr_matrix(X), y)
-        elif form == "coef_init":
-            model.fit(X, y, coef_init=np.zeros((1, X.shape[1])))
         else:
-            model.fit(X, y)
+            model.fit(X, y, coef_init=np.zeros((1, X.shape[1])))
     assert ledger.records == []
     assert not hasattr(model, "partial_fit")
+
+
+def test_infinite_epsilon_adds_no_noise_and_claims_nothing(data):
+    X, y = data
+    first = fit(X, y, epsilon=math.inf)
+    second = fit(X, y, epsilon=math.inf)
+    assert first.epsilon_ == math.inf and first.noise_multiplier_ == 0.0
+    assert isinstance(first.dp_event_, dp_accounting.NonPrivateDpEvent)
+    # The batches differ between fits; the sum of a fixed batch does not.
+    full = dict(batch_size=len(X), epsilon=math.inf)
+    np.testing.assert_array_equal(fit(X, y, **full).coef_, fit(X, y, **full).coef_)
+    assert np.isfinite(second.coef_).all()
 
 
 def test_reproducible_fits_repeat_and_claim_nothing(data):

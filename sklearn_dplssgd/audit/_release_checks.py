@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 from sklearn.base import clone
 
+from ..mechanisms import mechanism_named
 from ..training import nominal_batch_size
 from ..utils import public_row_count
 from ._check_result import (
@@ -29,7 +30,10 @@ def check_clipping(estimator, dtypes=(np.float32, np.float64)):
     For each adversarial row, one noise-free step (``epsilon=inf``,
     ``sigma=0``, ``alpha=0``, constant step 1, full batch) is taken from zero
     weights on that row alone; the weights after it are ``-1/b`` times the
-    row's clipped gradient, so ``b ||weights|| / clip_norm`` must be at most 1.
+    row's clipped gradient, so ``b ||weights|| / clip_norm`` must be at most 1,
+    or, for a mechanism that rounds the clipped gradient onto a grid (the
+    exact-noise mode), the bound its sensitivity argument states for the
+    rounded row (its mechanism's ``noise_free_contribution_bound``).
 
     Parameters
     ----------
@@ -41,11 +45,13 @@ def check_clipping(estimator, dtypes=(np.float32, np.float64)):
     -------
     CheckResult
         ``measured`` is the largest ratio of a clipped gradient's norm to
-        ``clip_norm``.
+        ``clip_norm`` over the mechanism's bound (1 for a clip alone);
+        ``limit`` is 1 plus the float rounding tolerance.
     """
     batch_size = 2
     worst = 0.0
     worst_case = ""
+    mechanism = mechanism_named(estimator.get_params()["mechanism"])
     cases = [(dtype, row, target, fit_intercept)
              for dtype in dtypes
              for row, target in adversarial_rows(estimator, dtype)
@@ -61,8 +67,8 @@ def check_clipping(estimator, dtypes=(np.float32, np.float64)):
         y = np.asarray([target])
         fitted = quietly(model.fit, row[np.newaxis, :], y)
         weights = np.concatenate([np.ravel(fitted.coef_), np.ravel(fitted.intercept_)])
-        ratio = batch_size * float(np.linalg.norm(weights.astype(np.float64))) / float(
-            model.clip_norm)
+        ratio = batch_size * float(np.linalg.norm(weights.astype(np.float64))) / (
+            float(model.clip_norm) * mechanism.noise_free_contribution_bound(weights.size))
         if not math.isfinite(ratio):
             ratio = math.inf
         if ratio > worst:
@@ -72,7 +78,8 @@ def check_clipping(estimator, dtypes=(np.float32, np.float64)):
     limit = 1.0 + CLIP_TOLERANCE
     return CheckResult(
         "clipping", worst <= limit, worst, limit,
-        f"largest clipped gradient norm / clip_norm over {len(dtypes)} dtypes of "
+        f"largest clipped gradient norm / (clip_norm x the mechanism's rounding bound) "
+        f"over {len(dtypes)} dtypes of "
         f"adversarial rows (worst: {worst_case})",
     )
 

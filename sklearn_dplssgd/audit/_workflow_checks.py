@@ -243,7 +243,11 @@ def check_rounding(estimator, dtypes=(np.float32, np.float64)):
     gradient norm. The step reveals the stored coefficient times the row; its
     norm over the clip norm must not exceed 1. Losses without such a residual
     (hinge, epsilon-insensitive: residuals of 0 or 1) are reported as not
-    applicable.
+    applicable. The steps are the estimator's mechanism's (gradient
+    perturbation's under output perturbation), in the formats it trains on;
+    a mechanism that rounds onto a grid is held to its own bound on a
+    rounded row, and one that trains from zero weights only skips the cases
+    that need an initial intercept (the classifier's).
 
     Returns
     -------
@@ -252,6 +256,15 @@ def check_rounding(estimator, dtypes=(np.float32, np.float64)):
     """
     batch_size = 2
     worst, worst_case, n_cases = 0.0, "", 0
+    # The steps of the estimator's own mechanism where it takes steps
+    # (output perturbation has none: its steps are gradient perturbation's),
+    # in the input formats that mechanism trains on.
+    mechanism = mechanism_named(estimator.get_params()["mechanism"])
+    if mechanism.perturbs_weights:
+        mechanism = mechanism_named("gradient")
+    formats = {name: convert for name, convert in _rounding_formats().items()
+               if (name != "csr" or mechanism.accepts_sparse)
+               and (name != "torch" or mechanism.accepts_array_api)}
     for dtype in dtypes:
         case = _tiny_residual_case(estimator, dtype)
         if case is None:
@@ -262,14 +275,14 @@ def check_rounding(estimator, dtypes=(np.float32, np.float64)):
         X[0, 0] = big
         feature_norm = math.hypot(float(X[0, 0]), 1.0)
         clip_norm = 1.0001 * residual_norm * feature_norm
-        for name, convert in _rounding_formats().items():
-            if name == "torch" and fit_params:
-                continue  # the array API path starts from zero weights only
+        for name, convert in formats.items():
+            if fit_params and (name == "torch" or not mechanism.supports_partial_fit):
+                continue  # these paths start from zero weights only
             model = private_clone(estimator)
             set_existing(
                 model, epsilon=math.inf, sigma=0.0, alpha=0.0, learning_rate="constant",
                 eta0=1.0, batch_size=batch_size, max_iter=1, public_n_samples=1,
-                fit_intercept=True, clip_norm=clip_norm, mechanism="gradient",
+                fit_intercept=True, clip_norm=clip_norm, mechanism=mechanism.name,
                 optimizer="sgd", average=False,
             )
             if name == "torch":
@@ -281,7 +294,9 @@ def check_rounding(estimator, dtypes=(np.float32, np.float64)):
             # The step is -coefficient * x / b: read the coefficient back
             # from the coordinate of the row's one non-zero feature.
             stored = coef[:, 0] * batch_size / float(X[0, 0])
-            ratio = float(np.linalg.norm(stored)) * feature_norm / clip_norm
+            ratio = float(np.linalg.norm(stored)) * feature_norm / (
+                clip_norm * mechanism.noise_free_contribution_bound(
+                    coef.shape[0] * (X.shape[1] + 1)))
             n_cases += 1
             if not math.isfinite(ratio) or ratio > worst:
                 worst = ratio if math.isfinite(ratio) else math.inf
@@ -290,7 +305,8 @@ def check_rounding(estimator, dtypes=(np.float32, np.float64)):
     detail = (f"largest stored gradient norm / clip_norm over {n_cases} dtype and format "
               f"cases of a residual that rounds up to a subnormal"
               + (f" (worst: {worst_case})" if worst_case else "")
-              if n_cases else "not applicable: the loss has no residual near a subnormal")
+              if n_cases else "not applicable: no case of a residual near a subnormal for this "
+              "loss and mechanism")
     return CheckResult("rounding", worst <= limit, worst, limit, detail)
 
 

@@ -36,22 +36,25 @@ class ExactNoise:
     ----------
     grid_bits : int
         ``k``: the grid step is ``2**-k`` times the sensitivity ``w_max C``.
-    scale : DiscreteGaussianScale
-        The noise's variance on the grid (grid units).
+    scale : DiscreteGaussianScale or None
+        The noise's variance on the grid (grid units); None for no noise
+        (``epsilon=inf``: the integer sums released as they are).
     word_source : object with ``words(count)``
         Uniform 64-bit words (``ChaChaWords`` keyed from the operating
         system for a private fit).
     """
 
     def __init__(self, grid_bits, scale, word_source):
-        if not isinstance(scale, DiscreteGaussianScale):
-            raise TypeError("ExactNoise: scale must be a DiscreteGaussianScale.")
+        if scale is not None and not isinstance(scale, DiscreteGaussianScale):
+            raise TypeError("ExactNoise: scale must be a DiscreteGaussianScale or None.")
         if not 0 <= int(grid_bits) <= MAX_GRID_BITS:
             raise ValueError(f"ExactNoise: grid_bits must be in [0, {MAX_GRID_BITS}].")
         self.grid_bits, self.scale, self.word_source = int(grid_bits), scale, word_source
 
     def draw(self, count):
-        """``count`` discrete Gaussian draws (int64)."""
+        """``count`` discrete Gaussian draws (int64); zeros without noise."""
+        if self.scale is None:
+            return np.zeros(count, dtype=np.int64)
         return sample_discrete_gaussian(count, self.scale, self.word_source)
 
 

@@ -81,8 +81,9 @@ class ExactGradientPerturbation(GradientPerturbation):
     ----------
     grid_bits : int
         ``k``: the grid step is ``2**-k`` times ``max_sample_weight * clip_norm``.
-    noise_scale : tuple of int
-        ``(t, m, q)`` of the :class:`~sklearn_dplssgd.backends.DiscreteGaussianScale`.
+    noise_scale : tuple of int or None
+        ``(t, m, q)`` of the :class:`~sklearn_dplssgd.backends.DiscreteGaussianScale`;
+        None for a noise-free fit (``epsilon=inf``, not private).
     n_coordinates : int
         ``D``, the noisy coordinates of a step.
     delta : float
@@ -96,7 +97,9 @@ class ExactGradientPerturbation(GradientPerturbation):
 
     @property
     def scale(self):
-        """The noise's variance on the grid, as a DiscreteGaussianScale."""
+        """The noise's variance on the grid, as a DiscreteGaussianScale (None without noise)."""
+        if self.noise_scale is None:
+            return None
         return DiscreteGaussianScale(*self.noise_scale)
 
     @property
@@ -125,10 +128,17 @@ class ExactGradientPerturbation(GradientPerturbation):
         mechanism : ExactGradientPerturbation
         calibration : PrivacyCalibration
         """
-        if not math.isfinite(epsilon):
-            raise ValueError("mechanism='gradient_exact' needs a finite epsilon.")
         start = calibrate_noise(epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
                                 accountant="rdp", neighboring=neighboring, n_samples=n_samples)
+        if epsilon == math.inf:
+            # No noise, as in the ordinary mode: the integer sums on the
+            # finest grid, released as they are, and epsilon_ = inf.
+            mechanism = cls(
+                noise_multiplier=0.0, grid_bits=FINEST_GRID_BITS, noise_scale=None,
+                sample_rate=float(sample_rate), n_steps=int(n_steps), neighboring=neighboring,
+                clip_norm=float(clip_norm), max_sample_weight=float(max_sample_weight),
+                n_coordinates=int(n_coordinates), delta=float(delta))
+            return mechanism, start
         bits = grid_bits_for(start.noise_multiplier, n_coordinates)
         bound = grid_norm_bound(bits, n_coordinates)
 
@@ -165,14 +175,11 @@ class ExactGradientPerturbation(GradientPerturbation):
             sample_rate=self.sample_rate, n_steps=self.n_steps, delta=delta,
             neighboring=self.neighboring)
 
-    @property
-    def private(self):
-        return not self.seeded
-
     def dp_event(self):
         """``EpsilonDeltaDpEvent(epsilon, delta)`` of the release (see the module's docstring).
 
-        ``NonPrivateDpEvent`` for a seeded fit, whose noise can be regenerated.
+        ``NonPrivateDpEvent`` without noise or for a seeded fit, whose noise
+        can be regenerated.
         """
         if not self.private:
             return dp_accounting.NonPrivateDpEvent()
@@ -200,12 +207,11 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
     searchable = False
     releases_integers = True
 
-    def check_settings(self, estimator):
-        super().check_settings(estimator)
-        if not math.isfinite(estimator.epsilon):
-            raise ValueError(
-                "mechanism='gradient_exact' is a private release: give a finite epsilon "
-                "(epsilon=inf trains without noise; use mechanism='gradient').")
+    def noise_free_contribution_bound(self, n_coordinates):
+        # Without noise (epsilon=inf) the grid is the finest one, and a
+        # rounded row's norm is at most sqrt(B) grid steps.
+        return math.sqrt(grid_norm_bound(FINEST_GRID_BITS, n_coordinates)) * 2.0 ** (
+            -FINEST_GRID_BITS)
 
     def check_release(self, estimator, X, *, namespace, sparse, continued):
         if sparse or namespace is not None:

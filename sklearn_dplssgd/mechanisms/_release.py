@@ -135,6 +135,18 @@ class ReleaseMechanism:
     searchable = False
     releases_integers = False
 
+    def noise_free_contribution_bound(self, n_coordinates):
+        """The largest norm one row may add to a noise-free step, over ``w_max C``.
+
+        What the mechanism's sensitivity argument allows a row's contribution
+        to a step of an ``epsilon=inf`` fit over ``n_coordinates``
+        coordinates, relative to ``max_sample_weight * clip_norm``: 1 for a
+        clip alone; more where a rounding after the clip is accounted for
+        (the exact-noise mode's grid). :func:`~sklearn_dplssgd.audit.check_clipping`
+        holds the stored weights to it.
+        """
+        return 1.0
+
     def check_settings(self, estimator):
         """Refuse, before any row is read, settings the mechanism cannot honour."""
 
