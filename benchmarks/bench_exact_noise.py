@@ -17,13 +17,14 @@ Two measurements, written to ``exact_noise.md``:
 
 With ``--accuracy``, instead, ``exact_noise_accuracy.md``: the test accuracy
 of the ordinary and the exact mode at the estimator's defaults (epsilon 1,
-replace-one), the same fits on the same split with the same seeds (the
-batches alike, the noise each mode's own), on MNIST (8,000 training and 2,000
+replace-one), the same number of fits on the same split, the modes
+alternated (each fit private: its batches and noise fresh from the operating
+system), on MNIST (8,000 training and 2,000
 test digits of ``benchmarks/_data.py``) and UCI Adult (the 32,561 training
 rows, 4,000 test rows, encoded as ``bench_layout.py`` encodes them; from
-``--adult-dir``): mean, standard deviation, the paired difference with its
-standard error, and each mode's ``epsilon_``. Accuracy is not disturbed by
-load; run it with ``NUMBA_NUM_THREADS=1``.
+``--adult-dir``): mean, standard deviation, the difference of the means with
+its standard error, and each mode's ``epsilon_`` and ``noise_multiplier_``.
+Accuracy is not disturbed by load; run it with ``NUMBA_NUM_THREADS=1``.
 
 Run from the repository root::
 
@@ -140,21 +141,27 @@ def accuracy_tables(adult_dir, quick):
 
 
 def accuracy_rows(tables, n_fits):
-    """Per table and mode: test accuracies and epsilon_ of ``n_fits`` fits, modes alternated."""
+    """Per table and mode: test accuracies and epsilon_ of ``n_fits`` private fits.
+
+    The modes alternate; no seed is given (a private fit draws its batches
+    and noise from the operating system).
+    """
     from sklearn_dplssgd import DPLSSGDClassifier
     rows = []
     for name, X, y, X_test, y_test, classes in tables:
         scores = {mode: [] for mode in MODES}
         epsilons = {mode: [] for mode in MODES}
-        for seed in range(n_fits):
+        for fit in range(n_fits):
             for mode in MODES:
                 model = DPLSSGDClassifier(epsilon=1.0, mechanism=mode, classes=classes,
-                                          neighboring="replace_one", random_state=seed)
+                                          neighboring="replace_one")
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     model.fit(X, y)
                 scores[mode].append(model.score(X_test, y_test))
-                epsilons[mode].append(model.epsilon_)
+                epsilons[mode].append((model.epsilon_, model.noise_multiplier_))
+                print(f"{name} fit {fit + 1} {mode}: accuracy {scores[mode][-1]:.4f}",
+                      flush=True)
         rows.append((name, len(y), len(y_test), scores, epsilons))
     return rows
 
@@ -168,28 +175,31 @@ def accuracy_report(rows, n_fits, quick):
         "",
         "DPLSSGDClassifier at its defaults, epsilon 1, replace-one adjacency; "
         "`mechanism=\"gradient\"` (ordinary) and `mechanism=\"gradient_exact\"` (exact) "
-        "fitted with the same seeds on the same split, the modes alternated (the batches "
-        "alike, the noise each mode's own). Accuracy in percent on the held-out rows; "
-        "difference = exact - ordinary, paired by seed, with its standard error "
-        "(sd of the differences / sqrt(fits)). Accuracy is not disturbed by the load of the "
-        "shared machine it ran on (" + _data.machine_note() + ").",
+        "fitted on the same split, the modes alternated, each fit private (its batches and "
+        "noise fresh from the operating system). Accuracy in percent on the held-out rows; "
+        "difference = exact mean - ordinary mean, with its standard error "
+        "sqrt(sd_ordinary^2 / fits + sd_exact^2 / fits). Accuracy is not disturbed by the "
+        "load of the shared machine it ran on (" + _data.machine_note() + ").",
         "",
         "| data | train / test rows | ordinary mean (sd) | exact mean (sd) "
-        "| difference (s.e.) | ordinary epsilon_ | exact epsilon_ |",
-        "|---|---|---|---|---|---|---|",
+        "| difference (s.e.) | ordinary epsilon_ | exact epsilon_ "
+        "| noise_multiplier_ ordinary / exact |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, n_train, n_test, scores, epsilons in rows:
         ordinary, exact = (100 * np.asarray(scores[mode]) for mode in MODES)
-        difference = exact - ordinary
         spread = [float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-                  for values in (ordinary, exact, difference)]
-        eps = [max(epsilons[mode]) for mode in MODES]
+                  for values in (ordinary, exact)]
+        standard_error = math.sqrt((spread[0] ** 2 + spread[1] ** 2) / len(exact))
+        eps = [max(epsilon for epsilon, _ in epsilons[mode]) for mode in MODES]
+        noise = [epsilons[mode][0][1] for mode in MODES]
         lines.append(
             f"| {name} | {n_train:,} / {n_test:,} | {ordinary.mean():.2f} ({spread[0]:.2f}) "
-            f"| {exact.mean():.2f} ({spread[1]:.2f}) | {difference.mean():+.2f} "
-            f"({spread[2] / math.sqrt(len(difference)):.2f}) | {eps[0]:.4f} | {eps[1]:.4f} |")
+            f"| {exact.mean():.2f} ({spread[1]:.2f}) | {exact.mean() - ordinary.mean():+.2f} "
+            f"({standard_error:.2f}) | {eps[0]:.4f} | {eps[1]:.4f} "
+            f"| {noise[0]:.4f} / {noise[1]:.4f} |")
     if not rows:
-        lines.append("| (no data: MNIST and Adult absent) | | | | | | |")
+        lines.append("| (no data: MNIST and Adult absent) | | | | | | | |")
     return lines
 
 
