@@ -367,6 +367,8 @@ class NumpyTraining(HostWeightSteps):
         team's size), so the run gives the model of the Python steps.
         """
         n_threads = self._team_size
+        if local_stop <= local_start:
+            return
         if offsets is None:
             sizes = np.full(local_stop - local_start, self.X.shape[0], dtype=np.int64)
         else:
