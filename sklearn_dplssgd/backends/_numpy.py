@@ -315,14 +315,22 @@ class NumpyTraining(HostWeightSteps):
         compiled update, and the gradients on one thread or, for dense rows
         with one output, on a team (:func:`_team_steps`), for fits of at least
         ``COMPILED_RUN_MIN_STEPS`` steps or ``COMPILED_RUN_MIN_ROWS`` rows
-        visited (where what it saves outweighs compiling it).
+        visited (where what it saves outweighs compiling it), or shared by a
+        team whose typical batch is split.
         """
         optimizer = update.optimizer
         plan = self.plan
         rows_visited = plan.n_steps * min(1.0, plan.sample_rate) * self.X.shape[0]
+        # A team's steps from Python hand each batch's chunks to the helpers
+        # (a wake-up and a call each, tens of us a step): wherever a typical
+        # batch is split, the compiled team run pays at any length of fit.
+        typical_rows = int(min(1.0, plan.sample_rate) * self.X.shape[0])
+        team_pays = self._team_size > 1 and _kernels.parallel_blocks(
+            typical_rows * self.params.shape[0] * self.n_features, typical_rows,
+            self._team_size) > 1
         if (not self.supports_compiled_runs or optimizer.compiled_code is None
                 or (self._team_size > 1 and self._steps is not dense_single_output_steps)
-                or (plan.n_steps < COMPILED_RUN_MIN_STEPS
+                or (plan.n_steps < COMPILED_RUN_MIN_STEPS and not team_pays
                     and rows_visited < COMPILED_RUN_MIN_ROWS)):
             return None
         largest, tiny = COEFFICIENT_RANGE[np.dtype(self.params.dtype)]

@@ -335,6 +335,10 @@ def sum_over_chunks(claim, X, y, rows, params, args, noise, grad, weights, n_thr
     add_chunks(noise, job.partial, job.progress, grad)
 
 
+# Seconds a team run's helper sleeps once it has waited long for a step.
+_TEAM_IDLE_SLEEP = 1e-4
+
+
 class _TeamShare:
     """One helper's part in a team run: the compiled helper, called until the run is over."""
 
@@ -346,8 +350,11 @@ class _TeamShare:
         while seen >= 0:
             seen = self.helper(*self.args, self.thread, seen)
             if seen >= 0:
-                # No step for a while: let the processor run another thread.
-                time.sleep(0)
+                # No step for a while: the calling thread is not running (the
+                # steps of a run follow each other within microseconds), so
+                # leave the processor to it and to other processes for a
+                # moment rather than spin (it computes any chunk left).
+                time.sleep(_TEAM_IDLE_SLEEP)
 
     def release(self):
         """What a helper calls when it is done (nothing to free: the run's buffers are its own)."""
