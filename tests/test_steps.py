@@ -176,3 +176,31 @@ def test_rounding_unit_is_the_dtypes_epsilon():
     for dtype in (np.float32, np.float64):
         largest = COEFFICIENT_RANGE[np.dtype(dtype)][0]
         assert _rounding_unit(largest) == np.finfo(dtype).eps
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("batch_size", [64, 400])
+def test_team_compiled_steps_are_the_python_steps(monkeypatch, dtype, batch_size):
+    # With n_jobs=2, a one-output dense fit runs its steps compiled, the
+    # helper joining the whole run; each step's chunks are those of the
+    # Python step, added in chunk order, so the models agree bit for bit.
+    from sklearn_dplssgd.backends import _kernels
+    monkeypatch.setattr(_kernels, "PARALLEL_MIN_WORK", 200)
+    X, y, _ = _data(seed=11, n=400, d=9)
+    X = X.astype(dtype)
+    runs = []
+    standard = _sgd.dense_single_output_team_steps
+
+    def counted(*args):
+        runs.append(1)
+        return standard(*args)
+
+    monkeypatch.setattr(_sgd, "dense_single_output_team_steps", counted)
+
+    def make():
+        return DPLSSGDClassifier(epsilon=1.0, max_iter=3, batch_size=batch_size, n_jobs=2,
+                                 random_state=4, reproducible=True)
+
+    compiled, stepped = _fit_both_ways(monkeypatch, make, X, y)
+    assert runs
+    np.testing.assert_array_equal(compiled, stepped)

@@ -6,6 +6,7 @@ the same clip for every row, in every way the threads can be run.
 """
 
 import concurrent.futures
+import queue
 import threading
 import time
 import warnings
@@ -448,3 +449,28 @@ def test_target_encoding_on_threads_is_the_serial_one(monkeypatch, n_classes, de
     if declared:
         with pytest.raises(ValueError, match="labels that are not in classes"):
             DPLSSGDClassifier(classes=classes, n_jobs=2)._encode_targets(y)
+
+
+def test_team_run_never_waits_for_a_helper_that_does_not_run(monkeypatch):
+    # Helpers whose queues nobody serves (threads the system never runs): a
+    # compiled team run computes every chunk itself, finishes, and gives the
+    # model of a run whose helper did run.
+    monkeypatch.setattr(_kernels, "PARALLEL_MIN_WORK", 200)
+    monkeypatch.setattr(_sgd, "COMPILED_RUN_MIN_STEPS", 0)
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-1, 1, (300, 6))
+    y = (X[:, 0] > 0).astype(int)
+
+    def fit():
+        return DPLSSGDClassifier(epsilon=1.0, max_iter=2, batch_size=60, n_jobs=2,
+                                 random_state=2, reproducible=True).fit(X, y)
+
+    served = fit()
+
+    class Unserved:
+        queues = [queue.SimpleQueue()]
+
+    monkeypatch.setattr(_threads, "_helpers", lambda n_helpers: Unserved)
+    unserved = fit()
+    np.testing.assert_array_equal(unserved.coef_, served.coef_)
+    np.testing.assert_array_equal(unserved.intercept_, served.intercept_)

@@ -27,9 +27,12 @@ from ._kernels import (
     smoothing_omega,
 )
 from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse
-from ._steps import dense_several_outputs_steps, dense_single_output_steps, sparse_steps
+from ._steps import (
+    dense_several_outputs_steps, dense_single_output_steps, dense_single_output_team_helper,
+    dense_single_output_team_steps, sparse_steps,
+)
 from ._row_passes import row_norms_of
-from ._threads import draws_ahead
+from ._threads import chunk_rows, draws_ahead, run_with_team
 
 __all__ = [
     "NumpyTraining",
@@ -309,17 +312,26 @@ class NumpyTraining(HostWeightSteps):
 
         Available where the backend supports compiled runs (its own gradient
         kernels are the standard ones), with an optimizer that has a
-        compiled update, and the gradients on one thread (the team's split of
-        each batch is decided per step, in Python), for fits of at least
+        compiled update, and the gradients on one thread or, for dense rows
+        with one output, on a team (:func:`_team_steps`), for fits of at least
         ``COMPILED_RUN_MIN_STEPS`` steps or ``COMPILED_RUN_MIN_ROWS`` rows
-        visited (where what it saves outweighs compiling it).
+        visited (where what it saves outweighs compiling it), or shared by a
+        team whose typical batch is split.
         """
         optimizer = update.optimizer
         plan = self.plan
         rows_visited = plan.n_steps * min(1.0, plan.sample_rate) * self.X.shape[0]
+        # A team's steps from Python hand each batch's chunks to the helpers
+        # (a wake-up and a call each, tens of us a step): wherever a typical
+        # batch is split, the compiled team run pays at any length of fit.
+        typical_rows = int(min(1.0, plan.sample_rate) * self.X.shape[0])
+        team_pays = self._team_size > 1 and _kernels.parallel_blocks(
+            typical_rows * self.params.shape[0] * self.n_features, typical_rows,
+            self._team_size) > 1
         if (not self.supports_compiled_runs or optimizer.compiled_code is None
-                or self._team_size > 1 or (plan.n_steps < COMPILED_RUN_MIN_STEPS
-                                           and rows_visited < COMPILED_RUN_MIN_ROWS)):
+                or (self._team_size > 1 and self._steps is not dense_single_output_steps)
+                or (plan.n_steps < COMPILED_RUN_MIN_STEPS and not team_pays
+                    and rows_visited < COMPILED_RUN_MIN_ROWS)):
             return None
         largest, tiny = COEFFICIENT_RANGE[np.dtype(self.params.dtype)]
         X = (self.X.data, self.X.indices, self.X.indptr) if sp.issparse(self.X) else self.X
@@ -338,7 +350,7 @@ class NumpyTraining(HostWeightSteps):
         def run(params, averaged, draws, chunk_start, local_start, local_stop):
             rows, offsets, noise = draws
             full_batch = rows is None
-            self._steps(
+            arguments = (
                 X, self.y, self._all_rows if full_batch else rows,
                 self._no_offsets if full_batch else offsets, full_batch, params,
                 self.row_norms, self.feature_norms, code, threshold, clip_norm, fit_intercept,
@@ -346,10 +358,52 @@ class NumpyTraining(HostWeightSteps):
                 local_start, local_stop, alpha, sigma, self._omega, inv_batch,
                 optimizer.compiled_code, factor, state,
                 no_average if averaged is None else averaged, average_start)
+            if self._team_size > 1:
+                self._team_steps(arguments, offsets, local_start, local_stop)
+            else:
+                self._steps(*arguments)
             update.n_updates += local_stop - local_start
             return params, averaged
 
         return run
+
+    def _team_steps(self, arguments, offsets, local_start, local_stop):
+        """A compiled run of one-output steps, each batch's chunks shared by the team.
+
+        Each step's chunks are those :func:`noisy_clipped_gradient_sum`
+        would cut (from the batch's length, the parameters' shape and the
+        team's size), so the run gives the model of the Python steps.
+        """
+        n_threads = self._team_size
+        if local_stop <= local_start:
+            return
+        if offsets is None:
+            sizes = np.full(local_stop - local_start, self.X.shape[0], dtype=np.int64)
+        else:
+            sizes = np.diff(offsets)[local_start:local_stop]
+        params = self.params
+        chunk_sizes = np.array(
+            [chunk_rows(size, params.size, n_threads)
+             if _kernels.parallel_blocks(size * params.shape[0] * self.n_features, size,
+                                         n_threads) > 1 else 0
+             for size in sizes.tolist()], dtype=np.int64)
+        n_chunks = int(max([-(-size // rows) for size, rows
+                            in zip(sizes.tolist(), chunk_sizes.tolist()) if rows > 0],
+                           default=1))
+        # A buffer per thread and chunk, and one more left zero; a progress
+        # row per step, so that a late helper never touches a later step's.
+        partial = np.zeros((n_threads, n_chunks + 1) + params.shape, dtype=params.dtype)
+        progress = np.zeros((len(sizes), n_chunks + 1), dtype=np.int64)
+        control = np.zeros(2, dtype=np.int64)
+        (X, y, rows, offsets_arg, full_batch, run_params, row_norms, feature_norms, code,
+         threshold, clip_norm, fit_intercept, largest, tiny, _, _, weights) = arguments[:17]
+        helper_args = (X, y, rows, offsets_arg, full_batch, run_params, row_norms,
+                       feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny,
+                       weights, partial, progress, control, chunk_sizes, local_start)
+        run_with_team(
+            lambda: dense_single_output_team_steps(
+                *arguments, partial, progress, control, chunk_sizes),
+            dense_single_output_team_helper, helper_args, control, n_threads)
 
 
 # The class that runs NumPy fits in the current context (thread, task).

@@ -40,6 +40,7 @@ import time
 
 import numpy as np
 from numba import njit, types
+from llvmlite import ir
 from numba.extending import intrinsic
 
 __all__ = [
@@ -51,6 +52,11 @@ __all__ = [
     "finish_chunk",
     "sum_over_chunks",
     "take_chunk",
+    "atomic_read",
+    "cycle_count",
+    "atomic_add",
+    "run_with_team",
+    "team_add_chunks",
     "draws_ahead",
     "blocks_on_threads",
 ]
@@ -117,6 +123,30 @@ def _compare_exchange(typingctx, array, index, expected, value):
     return signature, codegen
 
 
+@intrinsic
+def cycle_count(typingctx):
+    """The processor's cycle counter (``llvm.readcyclecounter``; 0 where it has none)."""
+    signature = types.int64()
+
+    def codegen(context, builder, sig, args):
+        function = builder.module.declare_intrinsic(
+            "llvm.readcyclecounter", fnty=ir.FunctionType(ir.IntType(64), []))
+        return builder.call(function, [])
+    return signature, codegen
+
+
+@njit(cache=True, nogil=True)
+def atomic_read(array, index):
+    """``array[index]``, read afresh (a plain read in a wait loop may be hoisted out of it)."""
+    return _fetch_add(array, index, 0)
+
+
+@njit(cache=True, nogil=True)
+def atomic_add(array, index, value):
+    """Atomically ``array[index] += value``; the value it had."""
+    return _fetch_add(array, index, value)
+
+
 # progress[0] counts the chunks taken; progress[1 + c] is chunk c's state.
 CHUNK_PENDING, CHUNK_DONE, CHUNK_REDONE = 0, 1, 2
 
@@ -153,6 +183,25 @@ def add_chunks(noise, partial, progress, grad):
         for k in range(n_outputs):
             for j in range(n_columns):
                 grad[k, j] += partial[slot, k, j]
+
+
+@njit(cache=True, nogil=True)
+def team_add_chunks(noise, partial, states, n_chunks, grad):
+    """``grad = noise + sum_c partial[states[1 + c] - 1, c]``, in chunk order.
+
+    A team run's chunk ``c`` is held by the buffers of the thread whose
+    index plus one ``states[1 + c]`` is; the additions are those of
+    :func:`add_chunks`.
+    """
+    n_outputs, n_columns = grad.shape
+    for k in range(n_outputs):
+        for j in range(n_columns):
+            grad[k, j] = noise[k, j]
+    for c in range(n_chunks):
+        holder = atomic_read(states, 1 + c) - 1
+        for k in range(n_outputs):
+            for j in range(n_columns):
+                grad[k, j] += partial[holder, c, k, j]
 
 
 # Multiply-adds per chunk (rows * K * (d + 1)), and the rows a chunk holds:
@@ -284,6 +333,51 @@ def sum_over_chunks(claim, X, y, rows, params, args, noise, grad, weights, n_thr
             if job.progress[1 + chunk] == CHUNK_PENDING:
                 claim(*call, int(chunk))
     add_chunks(noise, job.partial, job.progress, grad)
+
+
+# Seconds a team run's helper sleeps once it has waited long for a step.
+_TEAM_IDLE_SLEEP = 1e-4
+
+
+class _TeamShare:
+    """One helper's part in a team run: the compiled helper, called until the run is over."""
+
+    def __init__(self, helper, args, thread):
+        self.helper, self.args, self.thread = helper, args, thread
+
+    def claim(self, _unused):
+        seen = 0
+        while seen >= 0:
+            seen = self.helper(*self.args, self.thread, seen)
+            if seen >= 0:
+                # No step for a while: the calling thread is not running (the
+                # steps of a run follow each other within microseconds), so
+                # leave the processor to it and to other processes for a
+                # moment rather than spin (it computes any chunk left).
+                time.sleep(_TEAM_IDLE_SLEEP)
+
+    def release(self):
+        """What a helper calls when it is done (nothing to free: the run's buffers are its own)."""
+
+
+def run_with_team(run, helper, helper_args, control, n_threads):
+    """``run()`` on this thread while ``n_threads - 1`` helpers run ``helper``.
+
+    ``helper(*helper_args, thread, seen)`` (thread 1, 2, ...) returns -1 once
+    ``control[1]`` is set, else the count of steps it has seen when it
+    waited long for the next (it is then called again after yielding the
+    processor). ``control[1]`` is set when ``run`` returns or raises, so no
+    helper outlives the run by more than the step it is computing. ``run``
+    must never wait for a helper (it computes again what a helper holds).
+    """
+    control[:] = 0
+    for thread, work in enumerate(_helpers(n_threads - 1).queues, start=1):
+        share = _TeamShare(helper, helper_args, thread)
+        work.put((share.claim, (), share))
+    try:
+        return run()
+    finally:
+        atomic_add(control, 1, 1)
 
 
 class _SharedBlocks:
