@@ -287,6 +287,14 @@ def test_search_trains_and_scores_on_the_cluster(client, monkeypatch):
     assert len(ledger.records) == 1 and search.n_trials_ == len(search.trials_) >= 1
     assert np.isfinite(search.epsilon_) and search.best_estimator_.n_features_in_ == 4
     assert search.score(X, y) > 0.6
+    # The best model predicts and scores the Dask rows on the workers too.
+    with monkeypatch.context() as patched:
+        _refusing_gathers(patched, len(X))
+        predicted = search.predict(X_dask)
+        score = search.score(X_dask, y_dask)
+    assert isinstance(predicted, da.Array)
+    np.testing.assert_array_equal(predicted.compute(), search.predict(X))
+    assert score == pytest.approx(search.score(X, y), rel=1e-12)
 
 
 @pytest.mark.parametrize("search_settings, message", [

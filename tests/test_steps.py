@@ -204,3 +204,27 @@ def test_team_compiled_steps_are_the_python_steps(monkeypatch, dtype, batch_size
     compiled, stepped = _fit_both_ways(monkeypatch, make, X, y)
     assert runs
     np.testing.assert_array_equal(compiled, stepped)
+
+
+@pytest.mark.parametrize("min_work, n_classes, team", [
+    (200, 2, True),        # a typical batch is split: the team run, even for a short fit
+    (10**9, 2, False),     # no batch is split: a short fit steps from Python
+    (200, 3, False),       # several outputs: their steps stay in Python at n_jobs >= 2
+])
+def test_team_runs_where_a_typical_batch_is_split(monkeypatch, min_work, n_classes, team):
+    from sklearn_dplssgd.backends import _kernels
+    monkeypatch.setattr(_kernels, "PARALLEL_MIN_WORK", min_work)
+    X, _, rng = _data(seed=12, n=400, d=9)
+    y = rng.integers(0, n_classes, X.shape[0])
+    runs = []
+    standard = _sgd.dense_single_output_team_steps
+
+    def counted(*args):
+        runs.append(1)
+        return standard(*args)
+
+    monkeypatch.setattr(_sgd, "dense_single_output_team_steps", counted)
+    model = DPLSSGDClassifier(epsilon=1.0, batch_size=200, max_iter=3, n_jobs=2,
+                              random_state=0).fit(X, y)
+    assert model.n_steps_ < _sgd.COMPILED_RUN_MIN_STEPS  # a short fit
+    assert bool(runs) == team
