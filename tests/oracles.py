@@ -24,8 +24,8 @@ from sklearn_dplssgd.training._losses import (
 )
 
 __all__ = ["clipped_gradient_sum_reference", "loss_derivative_reference",
-           "loss_value_reference", "squared_hinge_derivative_reference",
-           "squared_hinge_value_reference"]
+           "loss_value_reference", "rounded_clipped_sum_reference",
+           "squared_hinge_derivative_reference", "squared_hinge_value_reference"]
 
 
 def loss_derivative_reference(code, margins, y, threshold=0.0):
@@ -219,3 +219,36 @@ def squared_hinge_value_reference(margins, y, n_outputs):
     margins = np.asarray(margins, dtype=np.float64)
     targets = _squared_hinge_targets(y, n_outputs)
     return (np.maximum(0.0, 1.0 - targets * margins) ** 2).sum(axis=1)
+
+
+def rounded_clipped_sum_reference(rows, clipped_residuals, clip_norm, grid_bits,
+                                  intercept_term=1.0):
+    """The exact mode's integer sum, row by row with Python integers (the kernels' oracle).
+
+    Row ``i`` contributes ``rint(r_ik (2**k / C) x_ij)`` (the intercept's
+    column ``x_i,d = intercept_term``) if every product is finite and within
+    ``2**k + 2**17`` and the squared norm of its integers is at most
+    ``grid_norm_bound(k, D)``; returns ``(total, n_left_out)``.
+    """
+    from sklearn_dplssgd.backends import grid_norm_bound
+    n_rows, n_features = rows.shape
+    n_outputs = clipped_residuals.shape[1]
+    dimension = n_outputs * (n_features + (1 if intercept_term != 0 else 0))
+    bound = grid_norm_bound(grid_bits, dimension)
+    limit = float(2 ** grid_bits + 2 ** 17)
+    design = np.hstack([rows.astype(np.float64), np.full((n_rows, 1), float(intercept_term))])
+    scaled = np.asarray(clipped_residuals, dtype=np.float64) * (2.0 ** grid_bits / clip_norm)
+    total = np.zeros((n_outputs, n_features + 1), dtype=np.int64)
+    left_out = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for i in range(n_rows):
+            values = scaled[i][:, None] * design[i][None, :]
+            if not (np.abs(values) <= limit).all():
+                left_out += 1
+                continue
+            entries = np.rint(values).astype(np.int64)
+            if sum(int(e) * int(e) for e in entries.ravel()) > bound:
+                left_out += 1
+                continue
+            total += entries
+    return total, left_out

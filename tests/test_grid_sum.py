@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
+from oracles import rounded_clipped_sum_reference
 
 from sklearn_dplssgd.backends._discrete_gaussian import PROPOSAL_LIMIT_BITS
 from sklearn_dplssgd.backends._grid_sum import (
@@ -114,3 +115,62 @@ def test_bad_grid_settings_are_refused(grid_bits, n_coordinates, match):
 def test_a_bad_clip_norm_is_refused(clip_norm):
     with pytest.raises(ValueError, match="clip_norm"):
         rounded_clipped_sum(np.ones((2, 2)), np.ones((2, 1)), clip_norm, 4)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), n_rows=st.integers(1, 20), n_features=st.integers(1, 40),
+       n_outputs=st.integers(1, 4), grid_bits=st.integers(0, MAX_GRID_BITS),
+       intercept_term=st.sampled_from([0.0, 1.0]),
+       dtype=st.sampled_from([np.float32, np.float64]),
+       stretch=st.sampled_from([1.0, 1.0001, 1.01, 1.5, 1e30]))
+def test_the_vectorised_kernel_equals_the_integer_oracle(
+        seed, n_rows, n_features, n_outputs, grid_bits, intercept_term, dtype, stretch):
+    # The float64-held integers of the kernel against Python integers: the
+    # same totals and the same rows left out, with rows near and past the
+    # bound (stretch), half-way ties, NaN and infinite residuals.
+    rng = np.random.default_rng(seed)
+    clip_norm = float(rng.uniform(0.1, 10.0))
+    rows = (rng.normal(size=(n_rows, n_features)) * rng.uniform(0.1, 10.0)).astype(dtype)
+    # Entries on a coarse binary grid make exact half-way products common.
+    rows[:, ::2] = np.round(rows[:, ::2] * 4) / 4
+    residuals = clip_rows(rows, rng.normal(size=(n_rows, n_outputs)), clip_norm,
+                          intercept_term) * stretch
+    residuals[rng.random(n_rows) < 0.2] *= 0.5
+    if n_rows > 2:
+        residuals[1, 0], residuals[2, -1] = np.nan, np.inf
+    total, left_out = rounded_clipped_sum(rows, residuals, clip_norm, grid_bits, intercept_term)
+    expected, expected_left_out = rounded_clipped_sum_reference(rows, residuals, clip_norm,
+                                                                grid_bits, intercept_term)
+    np.testing.assert_array_equal(total, expected)
+    assert left_out == expected_left_out
+
+
+def test_the_vectorised_kernel_equals_the_oracle_on_an_mnist_shaped_batch():
+    rng = np.random.default_rng(7)
+    rows = rng.random((64, 784), dtype=np.float32)
+    residuals = clip_rows(rows, rng.normal(size=(64, 10)), 1.0, 1.0)
+    # Rows stretched past the clip by 0 to 3 %: the first within the bound's
+    # slack sqrt(D) / 2, the later ones past it, some at its edge.
+    residuals *= 1.0 + 0.0005 * np.arange(64)[:, None]
+    for grid_bits in (12, 16):
+        total, left_out = rounded_clipped_sum(rows, residuals, 1.0, grid_bits)
+        expected, expected_left_out = rounded_clipped_sum_reference(rows, residuals, 1.0,
+                                                                    grid_bits)
+        np.testing.assert_array_equal(total, expected)
+        assert left_out == expected_left_out
+        assert 0 < left_out < 64
+
+
+def test_half_way_entries_round_to_even_as_the_oracle_rounds_them():
+    # s = (1/32) 2**4 = 1/2 times odd integers: every entry is a tie (the
+    # intercept's 1/2 included), rounded half to even, negative ones too.
+    rng = np.random.default_rng(11)
+    rows = rng.choice([-7.0, -5.0, -3.0, -1.0, 1.0, 3.0, 5.0, 7.0], size=(30, 6))
+    residuals = rng.choice([-1 / 32, 1 / 32], size=(30, 3))
+    total, left_out = rounded_clipped_sum(rows, residuals, 1.0, 4)
+    expected, _ = rounded_clipped_sum_reference(rows, residuals, 1.0, 4)
+    assert left_out == 0
+    np.testing.assert_array_equal(total, expected)
+    design = np.hstack([rows, np.ones((30, 1))])
+    np.testing.assert_array_equal(
+        total, np.rint(residuals[:, :, None] * 16 * design[:, None, :]).sum(axis=0))

@@ -13,9 +13,12 @@ Rounding the *sum* instead would not be bounded by one row.
 :func:`grid_norm_bound` is that bound, squared and rounded up to an integer
 (with a relative slack of ``2**-30`` for the float64 evaluation of
 ``c_i / gamma``), and it is enforced, not assumed: the kernel computes each
-row's ``||n_i||**2`` exactly in int64 and leaves out any row above the bound
-(a row whose clipped values are not finite included), so the sensitivity in
-grid units is ``sqrt(grid_norm_bound(k, D))`` whatever the floats did.
+row's ``||n_i||**2`` exactly and leaves out any row above the bound (a row
+whose clipped values are not finite included), so the sensitivity in grid
+units is ``sqrt(grid_norm_bound(k, D))`` whatever the floats did. The
+integers are held in float64 where that is exact (below ``2**53``, argued in
+:func:`_add_rounded_rows`), so that the rounding, the norm and the sum run on
+vectors, and moved into int64 for the sum.
 
 Overflow is impossible by construction: every entry of an accepted ``n_i``
 is at most ``2**24 + 2**16`` in magnitude (``k <= MAX_GRID_BITS``,
@@ -32,6 +35,7 @@ from numba import njit
 __all__ = [
     "MAX_BATCH_ROWS",
     "MAX_GRID_BITS",
+    "add_rounded_rows",
     "grid_norm_bound",
     "rounded_clipped_sum",
 ]
@@ -114,56 +118,114 @@ def rounded_clipped_sum(rows, clipped_residuals, clip_norm, grid_bits, intercept
     n_outputs = clipped_residuals.shape[1]
     if clipped_residuals.shape[0] != n_rows:
         raise ValueError("rows and clipped_residuals must have the same number of rows.")
-    if n_rows > MAX_BATCH_ROWS:
-        raise ValueError("a batch of more than 2**36 rows could overflow the integer sum.")
     if not (math.isfinite(clip_norm) and clip_norm > 0):
         raise ValueError("clip_norm must be a positive finite number.")
-    with_intercept = intercept_term != 0
-    dimension = n_outputs * (n_features + (1 if with_intercept else 0))
-    bound = grid_norm_bound(grid_bits, dimension)
-    scale = 2.0 ** grid_bits / float(clip_norm)
+    # The design rows [x_i, b] in float64 (a float32 row converts exactly).
+    design = np.empty((n_rows, n_features + 1), dtype=np.float64)
+    design[:, :n_features] = rows
+    design[:, n_features] = intercept_term
+    scaled = np.ascontiguousarray(clipped_residuals, dtype=np.float64) * (
+        2.0 ** grid_bits / float(clip_norm))
     total = np.zeros((n_outputs, n_features + 1), dtype=np.int64)
-    contribution = np.empty((n_outputs, n_features + 1), dtype=np.int64)
-    left_out = _rounded_sum(rows, np.ascontiguousarray(clipped_residuals, dtype=np.float64),
-                            scale, float(intercept_term), np.int64(bound),
-                            float(2 ** grid_bits + 2 ** 17), contribution, total)
+    left_out = add_rounded_rows(design, scaled, grid_bits, intercept_term != 0, 0, n_rows,
+                                total)
     return total, int(left_out)
 
 
+def add_rounded_rows(design, scaled_residuals, grid_bits, with_intercept, start, stop, total):
+    """Add rows ``start .. stop - 1``'s rounded contributions to ``total``; how many were left out.
+
+    The compiled core of :func:`rounded_clipped_sum` and of the exact mode's
+    steps: row ``i`` contributes ``n_i[k, j] = rint(scaled_residuals[i, k] *
+    design[i, j])`` (round half to even) if ``||n_i||**2 <= grid_norm_bound(k, D)``
+    exactly, and nothing otherwise.
+
+    Parameters
+    ----------
+    design : ndarray of shape (b, d + 1), float32 or float64
+        The rows with the intercept's column (0 without an intercept).
+    scaled_residuals : ndarray of shape (b, K), float64
+        The clipped residuals times ``2**k / C`` (the product formed once,
+        as ``rint(r * (2**k / C) * x)`` rounds it).
+    grid_bits : int
+    with_intercept : bool
+        Whether the intercept's column counts in ``D``.
+    start, stop : int
+    total : ndarray of int64, shape (K, d + 1)
+        Added to in place.
+    """
+    n_rows = stop - start
+    if n_rows > MAX_BATCH_ROWS:
+        raise ValueError("a batch of more than 2**36 rows could overflow the integer sum.")
+    n_outputs, width = scaled_residuals.shape[1], design.shape[1]
+    dimension = n_outputs * (width if with_intercept else width - 1)
+    bound = grid_norm_bound(grid_bits, dimension)
+    return _add_rounded_rows(design, scaled_residuals, float(bound), int(start), int(stop),
+                             np.zeros(total.shape, dtype=np.float64), total)
+
+
+# Rows added into the float64 partial sum before it is moved into the int64
+# total: entries of accepted rows are below 2**25 in magnitude, so 2**20 rows
+# keep every partial sum below 2**45, where float64 holds integers exactly.
+_ROWS_PER_FLUSH = 2 ** 20
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _squared_rounded_norm(x, s):
+    """``sum_j rint(s x_j)**2`` in float64 (see :func:`_add_rounded_rows` for why it is exact).
+
+    Reassociated so that it runs on vectors: a sum of non-negative integers
+    is the same in any order while it stays below 2**53. Only a sum is
+    reassociated here (the product ``s x_j`` is one rounding in any order).
+    """
+    squared = 0.0
+    for j in range(x.shape[0]):
+        entry = np.rint(s * np.float64(x[j]))
+        squared += entry * entry
+    return squared
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _add_rounded(x, s, partial):
+    """``partial[j] += rint(s x_j)``: sums of integers below 2**53, exact in any order."""
+    for j in range(x.shape[0]):
+        partial[j] += np.rint(s * np.float64(x[j]))
+
+
 @njit(cache=True, nogil=True)
-def _rounded_sum(rows, residuals, scale, intercept_term, bound, entry_limit, contribution,
-                 total):
-    """Add each row's rounded contribution to ``total`` if its exact squared norm is within
-    ``bound``; return the number of rows left out."""
-    n_rows, n_features = rows.shape
-    n_outputs = residuals.shape[1]
+def _add_rounded_rows(design, scaled, bound, start, stop, partial, total):
+    """The rows' rounded contributions added to ``total``; the number left out.
+
+    Exactness, with every integer held in float64: an entry ``e = rint(v)``
+    is an integer (or not finite); ``e**2`` is exact below ``2**53``; a sum of
+    such non-negative integers is exact while it stays below ``2**53`` and
+    never decreases under rounding. So a computed squared norm ``<= bound``
+    (``bound < 2**50``) means every partial sum and every square was exact
+    and the norm is ``||n_i||**2`` exactly; a computed norm above ``bound``
+    (or NaN) means the exact one is above it too (the first inexact partial
+    sum already exceeds ``2**53``). The row is kept exactly when the integer
+    oracle keeps it: an entry beyond the oracle's limit ``2**k + 2**17``
+    squares above every bound. A kept row's entries are below ``2**25``, so
+    the float64 partial sums of up to ``_ROWS_PER_FLUSH`` rows are exact
+    integers, moved into the int64 ``total`` as such.
+    """
+    n_outputs = scaled.shape[1]
     left_out = 0
-    for i in range(n_rows):
-        squared = np.int64(0)
-        valid = True
+    for flush_start in range(start, stop, _ROWS_PER_FLUSH):
+        flush_stop = min(stop, flush_start + _ROWS_PER_FLUSH)
+        for i in range(flush_start, flush_stop):
+            x = design[i]
+            squared = 0.0
+            for k in range(n_outputs):
+                squared += _squared_rounded_norm(x, scaled[i, k])
+            # A NaN fails the comparison: the row is left out.
+            if not squared <= bound:
+                left_out += 1
+                continue
+            for k in range(n_outputs):
+                _add_rounded(x, scaled[i, k], partial[k])
         for k in range(n_outputs):
-            scaled = residuals[i, k] * scale
-            for j in range(n_features + 1):
-                value = scaled * (np.float64(rows[i, j]) if j < n_features else intercept_term)
-                # A NaN fails the comparison: the row is left out.
-                if not abs(value) <= entry_limit:
-                    valid = False
-                    break
-                entry = np.int64(np.rint(value))
-                contribution[k, j] = entry
-                squared += entry * entry
-                # Stop as soon as the bound is passed: before each addition
-                # squared <= bound < 2**50 and entry**2 < 2**50, so it never
-                # overflows.
-                if squared > bound:
-                    valid = False
-                    break
-            if not valid:
-                break
-        if not valid:
-            left_out += 1
-            continue
-        for k in range(n_outputs):
-            for j in range(n_features + 1):
-                total[k, j] += contribution[k, j]
+            for j in range(partial.shape[1]):
+                total[k, j] += np.int64(partial[k, j])
+                partial[k, j] = 0.0
     return left_out
