@@ -23,13 +23,12 @@ def test_every_check_runs_and_passes_on_the_exact_mode(estimator):
 
 
 def test_an_exact_sum_past_its_rounding_bound_fails_the_clipping_check(monkeypatch):
-    rounded_sum = _exact.rounded_clipped_sum
+    integer_sum = _exact.ExactNoiseTraining.integer_sum
 
-    def doubled(*args, **kwargs):
-        total, extra = rounded_sum(*args, **kwargs)
-        return 2 * total, extra
+    def doubled(self, *args, **kwargs):
+        return 2 * integer_sum(self, *args, **kwargs)
 
-    monkeypatch.setattr(_exact, "rounded_clipped_sum", doubled)
+    monkeypatch.setattr(_exact.ExactNoiseTraining, "integer_sum", doubled)
     result = check_clipping(DPLSSGDRegressor(mechanism="gradient_exact"), dtypes=(np.float64,))
     assert not result.passed
     assert result.measured == pytest.approx(2.0, rel=1e-3)

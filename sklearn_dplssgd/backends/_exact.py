@@ -3,7 +3,7 @@
 Each step of :class:`ExactNoiseTraining` releases ``S + Y`` in int64: ``S``
 the sum of the sampled rows' clipped gradients, each rounded onto the public
 grid ``gamma = 2**-k w_max C`` with its squared norm checked exactly
-(:func:`~._grid_sum.rounded_clipped_sum`), and ``Y`` independent discrete
+(:func:`~._grid_sum.add_rounded_rows`), and ``Y`` independent discrete
 Gaussians on every noisy coordinate, drawn with integer arithmetic from a
 cryptographic word source (:func:`~._discrete_gaussian.sample_discrete_gaussian`).
 The step's gradient is ``gamma (S + Y)``; everything after it (smoothing,
@@ -16,17 +16,25 @@ The batches are Poisson-sampled from the fit's generator as in the ordinary
 mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
 from ..training import multiclass_residual, run_training, single_output_residual
 from ._clipping import COEFFICIENT_RANGE, clipped_residual
 from ._discrete_gaussian import DiscreteGaussianScale, sample_discrete_gaussian
-from ._grid_sum import MAX_GRID_BITS, rounded_clipped_sum
-from ._kernels import check_weights
+from ._grid_sum import MAX_GRID_BITS, add_rounded_rows
+from ._kernels import check_weights, parallel_blocks
 from ._numpy import NumpyTraining
+from ._threads import blocks_on_threads
 
-__all__ = ["ExactNoise", "ExactNoiseTraining", "train_dp_lssgd_exact"]
+__all__ = ["ExactNoise", "ExactNoiseTraining", "NOISE_BLOCK_SAMPLES", "train_dp_lssgd_exact"]
+
+# Draws per block of noise, each block from its own stream of words: a public
+# constant, so that the noise never depends on the number of threads. About
+# 1 to 4 ms of sampling a block (a step at MNIST shape is 7,850 draws).
+NOISE_BLOCK_SAMPLES = 4096
 
 
 class ExactNoise:
@@ -50,12 +58,39 @@ class ExactNoise:
         if not 0 <= int(grid_bits) <= MAX_GRID_BITS:
             raise ValueError(f"ExactNoise: grid_bits must be in [0, {MAX_GRID_BITS}].")
         self.grid_bits, self.scale, self.word_source = int(grid_bits), scale, word_source
+        # The next stream of the word source a block of noise draws from.
+        self._next_stream = 0
 
-    def draw(self, count):
-        """``count`` discrete Gaussian draws (int64); zeros without noise."""
+    def draw(self, count, n_threads=1):
+        """``count`` discrete Gaussian draws (int64); zeros without noise.
+
+        With a word source that splits into independent streams (its
+        ``substream(i)``, as :class:`~._chacha.ChaChaWords`), the draws come
+        in blocks of :data:`NOISE_BLOCK_SAMPLES`, block ``b`` of the fit from
+        stream ``b`` alone, shared by ``n_threads`` threads: the draws do not
+        depend on the threads (nor on which computed what), and every block's
+        words are fresh. Another source is read in one stream, in order.
+        """
         if self.scale is None:
             return np.zeros(count, dtype=np.int64)
-        return sample_discrete_gaussian(count, self.scale, self.word_source)
+        source = self.word_source
+        if not hasattr(source, "substream"):
+            return self.sample(count, source)
+        n_blocks = -(-int(count) // NOISE_BLOCK_SAMPLES)
+        first_stream = self._next_stream
+        self._next_stream += n_blocks
+
+        def block(b):
+            size = min(NOISE_BLOCK_SAMPLES, count - b * NOISE_BLOCK_SAMPLES)
+            return self.sample(size, source.substream(first_stream + b))
+
+        if n_blocks == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate(blocks_on_threads(block, n_blocks, n_threads))
+
+    def sample(self, count, source):
+        """``count`` draws of the noise from the words of ``source``, in order."""
+        return sample_discrete_gaussian(count, self.scale, source)
 
 
 class ExactNoiseTraining(NumpyTraining):
@@ -82,7 +117,7 @@ class ExactNoiseTraining(NumpyTraining):
             # draws them; the noise from the word source.
             chunk_steps = min(chunk, n_steps - chunk_start)
             rows, offsets = self.chunk_batches(chunk_steps)
-            noise = exact.draw(chunk_steps * n_outputs * n_noisy).reshape(
+            noise = exact.draw(chunk_steps * n_outputs * n_noisy, self.n_threads).reshape(
                 chunk_steps, n_outputs, n_noisy)
             return chunk_start, chunk_steps, (rows, offsets, noise)
 
@@ -92,48 +127,95 @@ class ExactNoiseTraining(NumpyTraining):
         rows, offsets, noise = draws
         batch = (self._all_rows if rows is None
                  else rows[offsets[local_step]:offsets[local_step + 1]])
-        exact, plan = self.noise_source, self.plan
-        n_features = self.n_features
-        intercept_term = 1.0 if plan.fit_intercept else 0.0
-        gathered = self.X[batch]
-        # Margins in float64 (post-processing of earlier releases and the
-        # rows; only the clipped residuals' bound matters, and it is enforced
-        # on the integers below).
-        margins = gathered @ params[:, :n_features].T.astype(np.float64) + (
-            intercept_term * params[:, n_features].astype(np.float64))
-        clipped = np.empty((batch.shape[0], params.shape[0]), dtype=np.float64)
-        largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
-        _clipped_residuals(np.ascontiguousarray(margins, dtype=np.float64), self.y, batch,
-                           self.feature_norms, plan.loss_code, plan.loss_threshold,
-                           plan.clip_norm, self._weights, largest, tiny, clipped)
-        sensitivity = plan.max_sample_weight * plan.clip_norm
-        total, _ = rounded_clipped_sum(gathered, clipped, sensitivity, exact.grid_bits,
-                                       intercept_term)
-        n_noisy = self._n_noisy_columns
-        total[:, :n_noisy] += noise[local_step]
+        plan = self.plan
+        total = self.integer_sum(params, batch)
+        total[:, :self._n_noisy_columns] += noise[local_step]
         # gamma (S + Y): the integers times the public grid step.
-        self._grad[:] = total * (sensitivity * 2.0 ** -exact.grid_bits)
+        self._grad[:] = total * (plan.max_sample_weight * plan.clip_norm
+                                 * 2.0 ** -self.noise_source.grid_bits)
         return self._grad
+
+    def integer_sum(self, params, batch):
+        """``S``: the batch's clipped gradients rounded onto the grid and summed, in int64.
+
+        One compiled pass gathers the rows ``[x_i, b]`` in the parameters'
+        dtype, forms the margins by BLAS in that dtype (as the ordinary mode
+        does; a row whose float32 margins are not finite is recomputed in
+        float64) and clips each row's residual in float64; then the rows are
+        rounded, checked against the bound and summed
+        (:func:`~._grid_sum.add_rounded_rows`), in blocks of rows on the
+        fit's threads where the batch is large. The sum is of integers, so it
+        is the same whatever the blocks.
+        """
+        plan, grid_bits = self.plan, self.noise_source.grid_bits
+        n_rows, (n_outputs, width) = batch.shape[0], params.shape
+        intercept_term = 1.0 if plan.fit_intercept else 0.0
+        design = np.empty((n_rows, width), dtype=params.dtype)
+        scaled = np.empty((n_rows, n_outputs), dtype=np.float64)
+        largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
+        scale = 2.0 ** grid_bits / float(plan.max_sample_weight * plan.clip_norm)
+        _scaled_clipped_residuals(
+            self.X, self.y, batch, params, self.feature_norms, plan.loss_code,
+            plan.loss_threshold, plan.clip_norm, intercept_term, self._weights, largest, tiny,
+            scale, design, scaled)
+        with_intercept = bool(plan.fit_intercept)
+        n_blocks = parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads)
+        if n_blocks <= 1:
+            total = np.zeros(params.shape, dtype=np.int64)
+            add_rounded_rows(design, scaled, grid_bits, with_intercept, 0, n_rows, total)
+            return total
+        bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
+
+        def block(b):
+            part = np.zeros(params.shape, dtype=np.int64)
+            add_rounded_rows(design, scaled, grid_bits, with_intercept, bounds[b],
+                             bounds[b + 1], part)
+            return part
+
+        return sum(blocks_on_threads(block, n_blocks, self.n_threads))
 
 
 @njit(cache=True, nogil=True)
-def _clipped_residuals(margins, y, batch, feature_norms, code, threshold, clip_norm, weights,
-                       largest, tiny, out):
-    """Each batch row's residual clipped (and weighted) as the ordinary kernels clip it."""
-    n_outputs = margins.shape[1]
-    row_residual = np.empty(n_outputs, dtype=np.float64)
-    scaled = np.empty(n_outputs, dtype=np.float64)
-    for r in range(batch.shape[0]):
+def _scaled_clipped_residuals(X, y, batch, params, feature_norms, code, threshold, clip_norm,
+                              intercept_term, weights, largest, tiny, scale, design, scaled):
+    """``design[r] = [x_i, b]`` and ``scaled[r] = clip(r_i) * scale`` for the batch's rows.
+
+    The residuals are clipped (and weighted) as the ordinary kernels clip
+    them, in float64; only their bound matters to the guarantee, and it is
+    enforced on the integers.
+    """
+    n_rows, n_features = batch.shape[0], X.shape[1]
+    n_outputs = params.shape[0]
+    for r in range(n_rows):
+        # Element by element: a slice assignment compiles Numba's general
+        # broadcasting.
         i = batch[r]
+        for j in range(n_features):
+            design[r, j] = X[i, j]
+        design[r, n_features] = intercept_term
+    margins = np.dot(design, params.T)
+    row_margins = np.empty(n_outputs, dtype=np.float64)
+    row_residual = np.empty(n_outputs, dtype=np.float64)
+    clipped = np.empty(n_outputs, dtype=np.float64)
+    for r in range(n_rows):
+        i = batch[r]
+        for k in range(n_outputs):
+            row_margins[k] = margins[r, k]
+            if not math.isfinite(row_margins[k]):
+                # A float32 sum that overflowed: the margin in float64.
+                acc = np.float64(params[k, n_features]) * intercept_term
+                for j in range(n_features):
+                    acc += np.float64(params[k, j]) * np.float64(X[i, j])
+                row_margins[k] = acc
         if n_outputs == 1:
-            row_residual[0] = single_output_residual(code, margins[r, 0], y[i], threshold)
+            row_residual[0] = single_output_residual(code, row_margins[0], y[i], threshold)
         else:
-            multiclass_residual(code, margins[r], y[i], threshold, row_residual)
+            multiclass_residual(code, row_margins, y[i], threshold, row_residual)
         weight = weights[i] if weights.shape[0] > 0 else 1.0
         clipped_residual(row_residual, feature_norms[i], clip_norm, weight, largest, tiny,
-                         scaled)
+                         clipped)
         for k in range(n_outputs):
-            out[r, k] = scaled[k]
+            scaled[r, k] = clipped[k] * scale
 
 
 def train_dp_lssgd_exact(X, y, n_outputs, plan, rng, *, exact_noise, n_threads=1, verbose=0,
