@@ -26,11 +26,21 @@ rows, 4,000 test rows, encoded as ``bench_layout.py`` encodes them; from
 its standard error, and each mode's ``epsilon_`` and ``noise_multiplier_``.
 Accuracy is not disturbed by load; run it with ``NUMBA_NUM_THREADS=1``.
 
+With ``--speed``, instead, ``exact_noise_speed.md``: one epoch of each mode
+(epsilon 1) on synthetic float32 rows of MNIST's shape (60,000 x 784, 10
+classes) at batch 256 and 4,096, n_jobs 1 and 2, the modes alternated, the
+median of ``--rounds`` rounds of the training loop's time and of the whole
+fit's, with their ratio exact / ordinary; a profile of one exact step's parts
+(noise words, sampler, gather with margins and clip, rounding with the
+integer sum, smoothing); and the sampler's cost per draw at which the targets
+(1.5x at batch 256, 1.2x at 4,096) would be met.
+
 Run from the repository root::
 
     python benchmarks/bench_exact_noise.py [--quick] [--out benchmarks/results]
     NUMBA_NUM_THREADS=1 python benchmarks/bench_exact_noise.py --accuracy \
         [--fits 16] [--adult-dir PATH] [--quick]
+    python benchmarks/bench_exact_noise.py --speed [--rounds 3] [--quick]
 """
 
 import argparse
@@ -203,6 +213,251 @@ def accuracy_report(rows, n_fits, quick):
     return lines
 
 
+# --- Speed: one epoch of each mode, and where an exact step's time goes ---
+
+SPEED_SHAPE = (60_000, 784, 10)  # MNIST-shaped: n, d, K
+SPEED_BATCHES = (256, 4096)
+SPEED_JOBS = (1, 2)
+
+
+class _TrainingClock:
+    """Seconds spent in the training loop of each fit (calibration and checks left out).
+
+    Wall-clock seconds, and the process's processor seconds (all its threads:
+    on a loaded machine, less disturbed by the time others take).
+
+    The loop is the one ``run_training`` of both backends: wrapped where
+    each backend module looks it up, for the duration of the benchmark.
+    """
+
+    def __init__(self):
+        from sklearn_dplssgd.backends import _exact, _numpy
+        self.modules, self.seconds, self.cpu_seconds = (_numpy, _exact), [], []
+
+    def __enter__(self):
+        self.originals = [module.run_training for module in self.modules]
+
+        def timed(original):
+            def run(*args, **kwargs):
+                start, cpu_start = time.perf_counter(), time.process_time()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    self.seconds.append(time.perf_counter() - start)
+                    self.cpu_seconds.append(time.process_time() - cpu_start)
+            return run
+
+        for module, original in zip(self.modules, self.originals):
+            module.run_training = timed(original)
+        return self
+
+    def __exit__(self, *exc):
+        for module, original in zip(self.modules, self.originals):
+            module.run_training = original
+
+
+def speed_data(quick):
+    n_rows, n_features, n_classes = SPEED_SHAPE
+    if quick:
+        n_rows = 6_000
+    rng = np.random.default_rng(0)
+    X = rng.random((n_rows, n_features), dtype=np.float32)
+    return X, rng.integers(0, n_classes, n_rows), n_classes
+
+
+def speed_rows(X, y, n_classes, batches, jobs, rounds):
+    """Per (batch, n_jobs): each mode's one-epoch times (training loop; whole fit), alternated.
+
+    A first fit of each setting compiles the kernels and caches the
+    ordinary mode's calibration (the exact mode's is recomputed every fit:
+    it shows in the whole fit's time, not in the loop's).
+    """
+    from sklearn_dplssgd import DPLSSGDClassifier
+    rows = []
+    for batch in batches:
+        for n_jobs in jobs:
+            loop = {mode: [] for mode in MODES}
+            cpu = {mode: [] for mode in MODES}
+            whole = {mode: [] for mode in MODES}
+            for round_ in range(rounds + 1):
+                for mode in MODES:
+                    model = DPLSSGDClassifier(
+                        epsilon=1.0, mechanism=mode, batch_size=batch, max_iter=1,
+                        n_jobs=n_jobs, classes=list(range(n_classes)))
+                    with _TrainingClock() as clock, warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        start = time.perf_counter()
+                        model.fit(X, y)
+                        elapsed = time.perf_counter() - start
+                    if round_ > 0:  # the first round warms up
+                        loop[mode].append(sum(clock.seconds))
+                        cpu[mode].append(sum(clock.cpu_seconds))
+                        whole[mode].append(elapsed)
+            rows.append((batch, n_jobs, model.n_steps_, loop, whole, cpu))
+            print(f"batch {batch} n_jobs {n_jobs}: " + ", ".join(
+                f"{mode} {np.median(loop[mode]):.3f} s" for mode in MODES), flush=True)
+    return rows
+
+
+def step_profile_rows(X, y, n_classes, batches, repeats):
+    """Milliseconds of each part of one exact step (one thread), and of an ordinary step.
+
+    The parts: the step's noise as the fit draws it (``ExactNoise.draw``,
+    one thread), split into its words (ChaCha20, the 16 words a draw the
+    sampler asks for) and the sampler (the rest); the gather with the
+    margins and the clip; the rounding with the bound's check and the
+    integer sum; the smoothing. Median of ``repeats``.
+    """
+    from sklearn_dplssgd.backends import ExactNoise, _exact
+    from sklearn_dplssgd.backends._grid_sum import add_rounded_rows
+    from sklearn_dplssgd.backends._clipping import COEFFICIENT_RANGE
+    from sklearn_dplssgd.backends._kernels import (
+        compute_feature_norms, noisy_clipped_gradient_sum, smooth_rows, smoothing_omega,
+    )
+    from sklearn_dplssgd.training import loss_code
+    n_rows, n_features = X.shape
+    dimension = n_classes * (n_features + 1)
+    grid_bits, sigma = 16, 0.25
+    scale = DiscreteGaussianScale.at_least(8.0 * math.sqrt(grid_norm_bound(grid_bits,
+                                                                           dimension)))
+    rng = np.random.default_rng(1)
+    params = (rng.normal(size=(n_classes, n_features + 1)) * 0.01).astype(np.float32)
+    labels = y.astype(np.float64)
+    row_norms = np.linalg.norm(X.astype(np.float64), axis=1)
+    feature_norms = compute_feature_norms(row_norms, 1.0)
+    largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
+    code = loss_code("log_loss", n_classes)
+    omega = smoothing_omega(sigma)
+    no_weights = np.empty(0, dtype=np.float64)
+    rows = []
+    for batch_size in batches:
+        batch = np.sort(rng.choice(n_rows, min(batch_size, n_rows), replace=False))
+        design = np.empty((batch.size, n_features + 1), dtype=np.float32)
+        scaled = np.empty((batch.size, n_classes))
+        total = np.zeros((n_classes, n_features + 1), dtype=np.int64)
+        grad = np.zeros((n_classes, n_features + 1), dtype=np.float32)
+        noise = np.zeros_like(grad)
+        source = ChaChaWords()
+        exact_noise = ExactNoise(grid_bits, scale, ChaChaWords())
+        n_blocks = -(-dimension // _exact.NOISE_BLOCK_SAMPLES)
+        parts = {
+            "noise words (ChaCha20)": lambda: [
+                source.words(16 * _exact.NOISE_BLOCK_SAMPLES + 64) for _ in range(n_blocks)],
+            "sampler": lambda: exact_noise.draw(dimension),
+            "gather + margins + clip": lambda: _exact._scaled_clipped_residuals(
+                X, labels, batch, params, feature_norms, code, 0.0, 1.0, 1.0, no_weights,
+                largest, tiny, 2.0 ** grid_bits, design, scaled),
+            "rounding + bound + integer sum": lambda: add_rounded_rows(
+                design, scaled, grid_bits, True, 0, batch.size, total),
+            "smoothing": lambda: smooth_rows(grad, n_features, omega, sigma),
+            "ordinary step's noisy clipped sum": lambda: noisy_clipped_gradient_sum(
+                X, labels, batch, params, row_norms, code, 0.0, 1.0, True, noise, grad,
+                feature_norms=feature_norms),
+        }
+        timings = {}
+        for name, part in parts.items():
+            part()  # compile / load
+            runs = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                part()
+                runs.append(time.perf_counter() - start)
+            timings[name] = 1e3 * float(np.median(runs))
+        # The noise's time includes its words: the sampler is the rest.
+        timings["sampler"] -= timings["noise words (ChaCha20)"]
+        rows.append((batch.size, dimension, timings))
+    return rows
+
+
+def speed_report(rows, profile, quick, rounds):
+    n_rows, n_features, n_classes = SPEED_SHAPE
+    lines = [
+        "# Exact noise: time per epoch against the ordinary mode",
+        "",
+        "Written by `python benchmarks/bench_exact_noise.py --speed"
+        + (" --quick" if quick else "") + "`.",
+        "",
+        f"Measured on a shared machine ({_data.machine_note()}): the timings are disturbed "
+        "by others' work; the modes were alternated fit by fit and the medians of "
+        f"{rounds} rounds are given (after one round of warm-up).",
+        "",
+        f"DPLSSGDClassifier, epsilon 1, one epoch (max_iter=1) on synthetic float32 rows of "
+        f"MNIST's shape ({'6,000' if quick else f'{n_rows:,}'} rows, d = {n_features}, "
+        f"K = {n_classes}). Loop: the training loop alone (the steps, their batches and "
+        "noise; its processor seconds, all threads, are less disturbed by the load); fit: the "
+        "whole fit (validation, calibration: the ordinary mode's is "
+        "cached after the first fit, the exact mode's computed every fit). Ratio = exact / "
+        "ordinary.",
+        "",
+        "| batch | n_jobs | steps | ordinary loop s | exact loop s | ratio (loop) "
+        "| ratio (loop, processor s) | ordinary fit s | exact fit s | ratio (fit) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for batch, n_jobs, n_steps, loop, whole, cpu in rows:
+        ordinary, exact = (float(np.median(loop[mode])) for mode in MODES)
+        ordinary_cpu, exact_cpu = (float(np.median(cpu[mode])) for mode in MODES)
+        ordinary_fit, exact_fit = (float(np.median(whole[mode])) for mode in MODES)
+        lines.append(
+            f"| {batch} | {n_jobs} | {n_steps} | {ordinary:.3f} | {exact:.3f} "
+            f"| {exact / ordinary:.2f} | {exact_cpu / ordinary_cpu:.2f} | {ordinary_fit:.3f} "
+            f"| {exact_fit:.3f} | {exact_fit / ordinary_fit:.2f} |")
+    lines += [
+        "",
+        "## Where an exact step's time goes (one thread, milliseconds, median)",
+        "",
+        "One step's parts timed alone on the same data: the noise of a step is "
+        "K (d + 1) draws of the discrete Gaussian at the scale of z = 8 on the grid "
+        "2**-16 C, drawn as the fit draws it (blocks of 4,096 draws), less its words. The "
+        "ordinary "
+        "step's noisy clipped sum is given for comparison (its noise is drawn per chunk "
+        "by NumPy, not counted).",
+        "",
+        "| batch | draws | " + " | ".join(profile[0][2]) + " | ns per draw (words + sampler) |",
+        "|---|---|" + "---|" * (len(profile[0][2]) + 1),
+    ]
+    for batch, dimension, timings in profile:
+        per_draw = 1e6 * (timings["noise words (ChaCha20)"]
+                          + timings["sampler"]) / dimension
+        lines.append(f"| {batch} | {dimension} | "
+                     + " | ".join(f"{value:.3f}" for value in timings.values())
+                     + f" | {per_draw:.0f} |")
+    return lines
+
+
+def noise_budget_lines(rows, profile):
+    """The sampler's cost per draw at which the exact loop would meet the targets (1 thread)."""
+    per_draw = {batch: 1e-3 * (timings["noise words (ChaCha20)"]
+                               + timings["sampler"]) / dimension
+                for batch, dimension, timings in profile}
+    dimension = profile[0][1]
+    lines = [
+        "",
+        "## The noise's budget",
+        "",
+        "At n_jobs = 1: the exact loop's time less its noise (steps x draws x the measured "
+        "seconds per draw) is what the rest of the exact step costs; the noise may take "
+        "what the target leaves of the ordinary loop's time times the target ratio. "
+        "Required = that budget / (steps x draws), words and sampler together.",
+        "",
+        "| batch | target | measured ns per draw | exact loop less noise s "
+        "| required ns per draw |",
+        "|---|---|---|---|---|",
+    ]
+    for batch, n_jobs, n_steps, loop, _, _ in rows:
+        if n_jobs != 1 or batch not in per_draw:
+            continue
+        target = 1.5 if batch <= 256 else 1.2
+        ordinary, exact = (float(np.median(loop[mode])) for mode in MODES)
+        draws = n_steps * dimension
+        rest = exact - draws * per_draw[batch]
+        required = (target * ordinary - rest) / draws
+        lines.append(f"| {batch} | {target}x | {1e9 * per_draw[batch]:.0f} | {rest:.3f} "
+                     f"| {1e9 * required:.0f} |" if required > 0 else
+                     f"| {batch} | {target}x | {1e9 * per_draw[batch]:.0f} | {rest:.3f} "
+                     "| out of reach without the noise |")
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run: small and fast")
@@ -211,9 +466,23 @@ def main(argv=None):
                         help="the accuracy of both modes on MNIST and Adult instead")
     parser.add_argument("--fits", type=int, default=16, help="fits per mode (--accuracy)")
     parser.add_argument("--adult-dir", default=str(DEFAULT_ADULT_DIR))
+    parser.add_argument("--speed", action="store_true",
+                        help="time one epoch of each mode and profile an exact step instead")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per setting (--speed)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.speed:
+        X, y, n_classes = speed_data(args.quick)
+        batches, jobs, rounds = ((256,), (1,), 1) if args.quick else (
+            SPEED_BATCHES, SPEED_JOBS, args.rounds)
+        rows = speed_rows(X, y, n_classes, batches, jobs, rounds)
+        profile = step_profile_rows(X, y, n_classes, batches, 3 if args.quick else 9)
+        lines = speed_report(rows, profile, args.quick, rounds) + noise_budget_lines(
+            rows, profile)
+        (out / "exact_noise_speed.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        return 0
     if args.accuracy:
         n_fits = 2 if args.quick else args.fits
         rows = accuracy_rows(accuracy_tables(args.adult_dir, args.quick), n_fits)

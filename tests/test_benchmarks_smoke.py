@@ -265,6 +265,16 @@ def test_bench_exact_noise_quick(tmp_path):
     assert "| MNIST-shaped | 256 | 469 | add_remove |" in text
 
 
+
+def test_bench_exact_noise_speed_quick(tmp_path):
+    _run("bench_exact_noise.py", tmp_path, "--speed")
+    text = (tmp_path / "exact_noise_speed.md").read_text()
+    assert "| batch | n_jobs | steps | ordinary loop s | exact loop s | ratio (loop) " in text
+    assert "| 256 | 1 | 24 | " in text
+    assert "| batch | draws | noise words (ChaCha20) | sampler | gather + margins + clip " in text
+    assert "| batch | target | measured ns per draw |" in text
+    assert "load average" in text
+
 def test_bench_exact_noise_accuracy_quick(tmp_path):
     out = _run("bench_exact_noise.py", tmp_path, "--accuracy")
     text = (tmp_path / "exact_noise_accuracy.md").read_text()
