@@ -160,8 +160,12 @@ def add_rounded_rows(design, scaled_residuals, grid_bits, with_intercept, start,
     n_outputs, width = scaled_residuals.shape[1], design.shape[1]
     dimension = n_outputs * (width if with_intercept else width - 1)
     bound = grid_norm_bound(grid_bits, dimension)
-    return _add_rounded_rows(design, scaled_residuals, float(bound), int(start), int(stop),
-                             np.zeros(total.shape, dtype=np.float64), total)
+    # The quick test of a row's norm (see _add_rounded_rows) where its
+    # rounding errors are small enough: 0 turns it off.
+    quick_limit = (4.0 ** grid_bits * (1.0 + 2.0 ** -31)
+                   if n_outputs + 2 * width + 2 <= 2 ** 19 else 0.0)
+    return _add_rounded_rows(design, scaled_residuals, float(bound), quick_limit, int(start),
+                             int(stop), np.zeros(total.shape, dtype=np.float64), total)
 
 
 # Rows added into the float64 partial sum before it is moved into the int64
@@ -186,6 +190,16 @@ def _squared_rounded_norm(x, s):
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _squared_norm(x):
+    """``sum_j x_j**2`` in float64, in any order (a sum of non-negative terms)."""
+    squared = 0.0
+    for j in range(x.shape[0]):
+        value = np.float64(x[j])
+        squared += value * value
+    return squared
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _add_rounded(x, s, partial):
     """``partial[j] += rint(s x_j)``: sums of integers below 2**53, exact in any order."""
     for j in range(x.shape[0]):
@@ -193,8 +207,22 @@ def _add_rounded(x, s, partial):
 
 
 @njit(cache=True, nogil=True)
-def _add_rounded_rows(design, scaled, bound, start, stop, partial, total):
+def _add_rounded_rows(design, scaled, bound, quick_limit, start, stop, partial, total):
     """The rows' rounded contributions added to ``total``; the number left out.
+
+    The quick test first: a row whose computed ``||s||**2 ||x||**2`` (``s``
+    its scaled residuals, ``x`` its design row) is at most ``quick_limit =
+    4**k (1 + 2**-31)`` is kept without rounding it twice. Each of the ``m <=
+    K + 2 (d + 1) + 2`` float64 operations behind that number (squares, sums
+    in any order, the product) errs by a relative ``2**-53`` at most, so with
+    ``m <= 2**19`` (else the test is off) the exact ``||v||**2`` is at most
+    ``4**k (1 + 2**-31) (1 + 2**-32)``; the products ``s_k x_j`` as computed
+    are within ``2**-53`` of the exact ones, so their norm is at most
+    ``2**k (1 + 2**-30)``, and Lemma 1 bounds the rounded row by ``2**k (1 +
+    2**-30) + sqrt(D) / 2 <= sqrt(bound)``: the row is one the exact check
+    keeps. (A clipped row has ``||v|| <= 2**k`` up to ``2**-48``; the quick
+    test fails only for rows the clip did not bound, or not finite: they
+    take the exact check.)
 
     Exactness, with every integer held in float64: an entry ``e = rint(v)``
     is an integer (or not finite); ``e**2`` is exact below ``2**53``; a sum of
@@ -215,13 +243,18 @@ def _add_rounded_rows(design, scaled, bound, start, stop, partial, total):
         flush_stop = min(stop, flush_start + _ROWS_PER_FLUSH)
         for i in range(flush_start, flush_stop):
             x = design[i]
-            squared = 0.0
+            residual_norm = 0.0
             for k in range(n_outputs):
-                squared += _squared_rounded_norm(x, scaled[i, k])
-            # A NaN fails the comparison: the row is left out.
-            if not squared <= bound:
-                left_out += 1
-                continue
+                residual_norm += scaled[i, k] * scaled[i, k]
+            # A NaN fails the comparisons: the exact check, then the row is
+            # left out.
+            if not residual_norm * _squared_norm(x) <= quick_limit:
+                squared = 0.0
+                for k in range(n_outputs):
+                    squared += _squared_rounded_norm(x, scaled[i, k])
+                if not squared <= bound:
+                    left_out += 1
+                    continue
             for k in range(n_outputs):
                 _add_rounded(x, scaled[i, k], partial[k])
         for k in range(n_outputs):
