@@ -52,6 +52,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sklearn_dplssgd.accounting import calibrate_noise, compute_epsilon, exact_noise_epsilon
 from sklearn_dplssgd.backends import (
@@ -224,7 +225,8 @@ class _TrainingClock:
     """Seconds spent in the training loop of each fit (calibration and checks left out).
 
     Wall-clock seconds, and the process's processor seconds (all its threads:
-    on a loaded machine, less disturbed by the time others take).
+    on a loaded machine, less disturbed by the time others take); and the
+    wall-clock seconds of the exact noise's draws within it.
 
     The loop is the one ``run_training`` of both backends: wrapped where
     each backend module looks it up, for the duration of the benchmark.
@@ -233,9 +235,20 @@ class _TrainingClock:
     def __init__(self):
         from sklearn_dplssgd.backends import _exact, _numpy
         self.modules, self.seconds, self.cpu_seconds = (_numpy, _exact), [], []
+        self.noise_class, self.noise_seconds = _exact.ExactNoise, []
 
     def __enter__(self):
         self.originals = [module.run_training for module in self.modules]
+        self.original_draw = self.noise_class.draw
+
+        def timed_draw(noise, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return self.original_draw(noise, *args, **kwargs)
+            finally:
+                self.noise_seconds.append(time.perf_counter() - start)
+
+        self.noise_class.draw = timed_draw
 
         def timed(original):
             def run(*args, **kwargs):
@@ -254,6 +267,7 @@ class _TrainingClock:
     def __exit__(self, *exc):
         for module, original in zip(self.modules, self.originals):
             module.run_training = original
+        self.noise_class.draw = self.original_draw
 
 
 def speed_data(quick):
@@ -278,6 +292,7 @@ def speed_rows(X, y, n_classes, batches, jobs, rounds):
         for n_jobs in jobs:
             loop = {mode: [] for mode in MODES}
             cpu = {mode: [] for mode in MODES}
+            noise = []
             whole = {mode: [] for mode in MODES}
             for round_ in range(rounds + 1):
                 for mode in MODES:
@@ -293,7 +308,9 @@ def speed_rows(X, y, n_classes, batches, jobs, rounds):
                         loop[mode].append(sum(clock.seconds))
                         cpu[mode].append(sum(clock.cpu_seconds))
                         whole[mode].append(elapsed)
-            rows.append((batch, n_jobs, model.n_steps_, loop, whole, cpu))
+                        if mode == MODES[1]:
+                            noise.append(sum(clock.noise_seconds))
+            rows.append((batch, n_jobs, model.n_steps_, loop, whole, cpu, noise))
             print(f"batch {batch} n_jobs {n_jobs}: " + ", ".join(
                 f"{mode} {np.median(loop[mode]):.3f} s" for mode in MODES), flush=True)
     return rows
@@ -355,18 +372,27 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
                 feature_norms=feature_norms),
         }
         timings = {}
-        for name, part in parts.items():
-            part()  # compile / load
-            runs = []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                part()
-                runs.append(time.perf_counter() - start)
-            timings[name] = 1e3 * float(np.median(runs))
+        # One BLAS thread, as in a fit (its context holds BLAS to one).
+        with threadpool_limits(limits=1, user_api="blas"):
+            timings.update(_median_milliseconds(parts, repeats))
         # The noise's time includes its words: the sampler is the rest.
         timings["sampler"] -= timings["noise words (ChaCha20)"]
         rows.append((batch.size, dimension, timings))
     return rows
+
+
+def _median_milliseconds(parts, repeats):
+    """``{name: median milliseconds of part()}`` after one call to compile or load it."""
+    timings = {}
+    for name, part in parts.items():
+        part()
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            part()
+            runs.append(time.perf_counter() - start)
+        timings[name] = 1e3 * float(np.median(runs))
+    return timings
 
 
 def speed_report(rows, profile, quick, rounds):
@@ -393,7 +419,7 @@ def speed_report(rows, profile, quick, rounds):
         "| ratio (loop, processor s) | ordinary fit s | exact fit s | ratio (fit) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for batch, n_jobs, n_steps, loop, whole, cpu in rows:
+    for batch, n_jobs, n_steps, loop, whole, cpu, _ in rows:
         ordinary, exact = (float(np.median(loop[mode])) for mode in MODES)
         ordinary_cpu, exact_cpu = (float(np.median(cpu[mode])) for mode in MODES)
         ordinary_fit, exact_fit = (float(np.median(whole[mode])) for mode in MODES)
@@ -424,37 +450,32 @@ def speed_report(rows, profile, quick, rounds):
     return lines
 
 
-def noise_budget_lines(rows, profile):
-    """The sampler's cost per draw at which the exact loop would meet the targets (1 thread)."""
-    per_draw = {batch: 1e-3 * (timings["noise words (ChaCha20)"]
-                               + timings["sampler"]) / dimension
-                for batch, dimension, timings in profile}
-    dimension = profile[0][1]
+def noise_budget_lines(rows, dimension):
+    """The noise's cost per draw at which the exact loop would meet the targets."""
     lines = [
         "",
         "## The noise's budget",
         "",
-        "At n_jobs = 1: the exact loop's time less its noise (steps x draws x the measured "
-        "seconds per draw) is what the rest of the exact step costs; the noise may take "
-        "what the target leaves of the ordinary loop's time times the target ratio. "
-        "Required = that budget / (steps x draws), words and sampler together.",
+        "From the loop's own times (medians): the exact loop less its noise's draws is "
+        "what the rest of the exact steps costs; the noise may take what is left of the "
+        "ordinary loop's time times the target ratio. Per draw: that budget / (steps x "
+        "K (d + 1) draws), words and sampler together, on the fit's threads.",
         "",
-        "| batch | target | measured ns per draw | exact loop less noise s "
-        "| required ns per draw |",
-        "|---|---|---|---|---|",
+        "| batch | n_jobs | target | noise in the exact loop s | ns per draw now "
+        "| exact loop less noise s | ns per draw needed |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for batch, n_jobs, n_steps, loop, _, _ in rows:
-        if n_jobs != 1 or batch not in per_draw:
-            continue
+    for batch, n_jobs, n_steps, loop, _, _, noise in rows:
         target = 1.5 if batch <= 256 else 1.2
         ordinary, exact = (float(np.median(loop[mode])) for mode in MODES)
+        noise_seconds = float(np.median(noise))
         draws = n_steps * dimension
-        rest = exact - draws * per_draw[batch]
-        required = (target * ordinary - rest) / draws
-        lines.append(f"| {batch} | {target}x | {1e9 * per_draw[batch]:.0f} | {rest:.3f} "
-                     f"| {1e9 * required:.0f} |" if required > 0 else
-                     f"| {batch} | {target}x | {1e9 * per_draw[batch]:.0f} | {rest:.3f} "
-                     "| out of reach without the noise |")
+        rest = exact - noise_seconds
+        budget = target * ordinary - rest
+        needed = f"{1e9 * budget / draws:.0f}" if budget > 0 else (
+            "out of reach (the rest alone is over the target)")
+        lines.append(f"| {batch} | {n_jobs} | {target}x | {noise_seconds:.3f} "
+                     f"| {1e9 * noise_seconds / draws:.0f} | {rest:.3f} | {needed} |")
     return lines
 
 
@@ -479,7 +500,7 @@ def main(argv=None):
         rows = speed_rows(X, y, n_classes, batches, jobs, rounds)
         profile = step_profile_rows(X, y, n_classes, batches, 3 if args.quick else 9)
         lines = speed_report(rows, profile, args.quick, rounds) + noise_budget_lines(
-            rows, profile)
+            rows, n_classes * (X.shape[1] + 1))
         (out / "exact_noise_speed.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         return 0

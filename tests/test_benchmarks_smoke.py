@@ -272,7 +272,7 @@ def test_bench_exact_noise_speed_quick(tmp_path):
     assert "| batch | n_jobs | steps | ordinary loop s | exact loop s | ratio (loop) " in text
     assert "| 256 | 1 | 24 | " in text
     assert "| batch | draws | noise words (ChaCha20) | sampler | gather + margins + clip " in text
-    assert "| batch | target | measured ns per draw |" in text
+    assert "| batch | n_jobs | target | noise in the exact loop s | ns per draw now " in text
     assert "load average" in text
 
 def test_bench_exact_noise_accuracy_quick(tmp_path):
