@@ -265,7 +265,6 @@ def test_bench_exact_noise_quick(tmp_path):
     assert "| MNIST-shaped | 256 | 469 | add_remove |" in text
 
 
-
 def test_bench_exact_noise_speed_quick(tmp_path):
     _run("bench_exact_noise.py", tmp_path, "--speed")
     text = (tmp_path / "exact_noise_speed.md").read_text()
@@ -274,6 +273,7 @@ def test_bench_exact_noise_speed_quick(tmp_path):
     assert "| batch | draws | noise words (ChaCha20) | sampler | gather + margins + clip " in text
     assert "| batch | n_jobs | target | noise in the exact loop s | ns per draw now " in text
     assert "load average" in text
+
 
 def test_bench_exact_noise_accuracy_quick(tmp_path):
     out = _run("bench_exact_noise.py", tmp_path, "--accuracy")
