@@ -31,7 +31,7 @@ With ``--speed``, instead, ``exact_noise_speed.md``: one epoch of each mode
 classes) at batch 256 and 4,096, n_jobs 1 and 2, the modes alternated, the
 median of ``--rounds`` rounds of the training loop's time and of the whole
 fit's, with their ratio exact / ordinary; a profile of one exact step's parts
-(noise words, sampler, gather with margins and clip, rounding with the
+(noise words, sampler, gather with the margins, the clip, rounding with the
 integer sum, smoothing); and the sampler's cost per draw at which the targets
 (1.5x at batch 256, 1.2x at 4,096) would be met.
 
@@ -322,7 +322,7 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     The parts: the step's noise as the fit draws it (``ExactNoise.draw``,
     one thread), split into its words (ChaCha20, the 16 words a draw the
     sampler asks for) and the sampler (the rest); the gather with the
-    margins and the clip; the rounding with the bound's check and the
+    margins; the clip; the rounding with the bound's check and the
     integer sum; the smoothing. Median of ``repeats``.
     """
     from sklearn_dplssgd.backends import ExactNoise, _exact
@@ -350,6 +350,7 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     for batch_size in batches:
         batch = np.sort(rng.choice(n_rows, min(batch_size, n_rows), replace=False))
         design = np.empty((batch.size, n_features + 1), dtype=np.float32)
+        margins = _exact._gather_margins(X, batch, params, 1.0, design)
         scaled = np.empty((batch.size, n_classes))
         total = np.zeros((n_classes, n_features + 1), dtype=np.int64)
         grad = np.zeros((n_classes, n_features + 1), dtype=np.float32)
@@ -361,9 +362,10 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
             "noise words (ChaCha20)": lambda: [
                 source.words(16 * _exact.NOISE_BLOCK_SAMPLES + 64) for _ in range(n_blocks)],
             "sampler": lambda: exact_noise.draw(dimension),
-            "gather + margins + clip": lambda: _exact._scaled_clipped_residuals(
-                X, labels, batch, params, feature_norms, code, 0.0, 1.0, 1.0, no_weights,
-                largest, tiny, 2.0 ** grid_bits, design, scaled),
+            "gather + margins": lambda: _exact._gather_margins(X, batch, params, 1.0, design),
+            "clip": lambda: _exact._scaled_clipped_residuals(
+                X, labels, batch, params, margins, feature_norms, code, 0.0, 1.0, 1.0,
+                no_weights, largest, tiny, 2.0 ** grid_bits, 0, batch.size, scaled),
             "rounding + bound + integer sum": lambda: add_rounded_rows(
                 design, scaled, grid_bits, True, 0, batch.size, total),
             "smoothing": lambda: smooth_rows(grad, n_features, omega, sigma),

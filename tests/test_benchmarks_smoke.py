@@ -270,7 +270,7 @@ def test_bench_exact_noise_speed_quick(tmp_path):
     text = (tmp_path / "exact_noise_speed.md").read_text()
     assert "| batch | n_jobs | steps | ordinary loop s | exact loop s | ratio (loop) " in text
     assert "| 256 | 1 | 24 | " in text
-    assert "| batch | draws | noise words (ChaCha20) | sampler | gather + margins + clip " in text
+    assert "| batch | draws | noise words (ChaCha20) | sampler | gather + margins | clip " in text
     assert "| batch | n_jobs | target | noise in the exact loop s | ns per draw now " in text
     assert "load average" in text
 

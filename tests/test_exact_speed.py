@@ -103,9 +103,10 @@ def test_the_step_integer_sum_equals_the_oracle_on_its_clipped_residuals(
         design = np.empty((800, 201), dtype=dtype)
         clipped = np.empty((800, n_outputs))
         intercept = 1.0 if fit_intercept else 0.0
+        margins = _exact._gather_margins(X, batch, params, intercept, design)
         _exact._scaled_clipped_residuals(
-            X, y, batch, params, backend.feature_norms, plan.loss_code, 0.0, plan.clip_norm,
-            intercept, np.empty(0), largest, tiny, 1.0, design, clipped)
+            X, y, batch, params, margins, backend.feature_norms, plan.loss_code, 0.0,
+            plan.clip_norm, intercept, np.empty(0), largest, tiny, 1.0, 0, 800, clipped)
         np.testing.assert_array_equal(design[:, :200], X[batch])
         # The clip holds, and the clipped residuals are those of float64 margins
         # up to the dtype's rounding.

@@ -138,14 +138,15 @@ class ExactNoiseTraining(NumpyTraining):
     def integer_sum(self, params, batch):
         """``S``: the batch's clipped gradients rounded onto the grid and summed, in int64.
 
-        One compiled pass gathers the rows ``[x_i, b]`` in the parameters'
-        dtype, forms the margins by BLAS in that dtype (as the ordinary mode
-        does; a row whose float32 margins are not finite is recomputed in
-        float64) and clips each row's residual in float64; then the rows are
-        rounded, checked against the bound and summed
-        (:func:`~._grid_sum.add_rounded_rows`), in blocks of rows on the
-        fit's threads where the batch is large. The sum is of integers, so it
-        is the same whatever the blocks.
+        A compiled pass gathers the rows ``[x_i, b]`` in the parameters'
+        dtype and forms the margins by one BLAS product in that dtype (as the
+        ordinary mode does); then, in blocks of rows shared by the fit's
+        threads where the batch is large, each row's residual is clipped in
+        float64 (a row whose float32 margins are not finite is recomputed in
+        float64) and the rows are rounded, checked against the bound and
+        summed (:func:`~._grid_sum.add_rounded_rows`). Each row's result does
+        not depend on its block and the sum is of integers, so ``S`` is the
+        same whatever the blocks.
         """
         plan, grid_bits = self.plan, self.noise_source.grid_bits
         n_rows, (n_outputs, width) = batch.shape[0], params.shape
@@ -154,38 +155,30 @@ class ExactNoiseTraining(NumpyTraining):
         scaled = np.empty((n_rows, n_outputs), dtype=np.float64)
         largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
         scale = 2.0 ** grid_bits / float(plan.max_sample_weight * plan.clip_norm)
-        _scaled_clipped_residuals(
-            self.X, self.y, batch, params, self.feature_norms, plan.loss_code,
-            plan.loss_threshold, plan.clip_norm, intercept_term, self._weights, largest, tiny,
-            scale, design, scaled)
+        margins = _gather_margins(self.X, batch, params, intercept_term, design)
         with_intercept = bool(plan.fit_intercept)
-        n_blocks = parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads)
-        if n_blocks <= 1:
-            total = np.zeros(params.shape, dtype=np.int64)
-            add_rounded_rows(design, scaled, grid_bits, with_intercept, 0, n_rows, total)
-            return total
-        bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
 
-        def block(b):
+        def block(start, stop):
             part = np.zeros(params.shape, dtype=np.int64)
-            add_rounded_rows(design, scaled, grid_bits, with_intercept, bounds[b],
-                             bounds[b + 1], part)
+            _scaled_clipped_residuals(
+                self.X, self.y, batch, params, margins, self.feature_norms, plan.loss_code,
+                plan.loss_threshold, plan.clip_norm, intercept_term, self._weights, largest,
+                tiny, scale, start, stop, scaled)
+            add_rounded_rows(design, scaled, grid_bits, with_intercept, start, stop, part)
             return part
 
-        return sum(blocks_on_threads(block, n_blocks, self.n_threads))
+        n_blocks = parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads)
+        if n_blocks <= 1:
+            return block(0, n_rows)
+        bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
+        return sum(blocks_on_threads(lambda b: block(bounds[b], bounds[b + 1]), n_blocks,
+                                     self.n_threads))
 
 
 @njit(cache=True, nogil=True)
-def _scaled_clipped_residuals(X, y, batch, params, feature_norms, code, threshold, clip_norm,
-                              intercept_term, weights, largest, tiny, scale, design, scaled):
-    """``design[r] = [x_i, b]`` and ``scaled[r] = clip(r_i) * scale`` for the batch's rows.
-
-    The residuals are clipped (and weighted) as the ordinary kernels clip
-    them, in float64; only their bound matters to the guarantee, and it is
-    enforced on the integers.
-    """
+def _gather_margins(X, batch, params, intercept_term, design):
+    """``design[r] = [x_i, b]`` for the batch's rows; returns ``design params^T`` (BLAS)."""
     n_rows, n_features = batch.shape[0], X.shape[1]
-    n_outputs = params.shape[0]
     for r in range(n_rows):
         # Element by element: a slice assignment compiles Numba's general
         # broadcasting.
@@ -193,11 +186,27 @@ def _scaled_clipped_residuals(X, y, batch, params, feature_norms, code, threshol
         for j in range(n_features):
             design[r, j] = X[i, j]
         design[r, n_features] = intercept_term
-    margins = np.dot(design, params.T)
+    if n_rows == 0:
+        return np.zeros((0, params.shape[0]), dtype=params.dtype)
+    return np.dot(design, params.T)
+
+
+@njit(cache=True, nogil=True)
+def _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, threshold,
+                              clip_norm, intercept_term, weights, largest, tiny, scale, start,
+                              stop, scaled):
+    """``scaled[r] = clip(r_i) * scale`` for the batch's rows ``start .. stop - 1``.
+
+    The residuals are clipped (and weighted) as the ordinary kernels clip
+    them, in float64; only their bound matters to the guarantee, and it is
+    enforced on the integers.
+    """
+    n_features = X.shape[1]
+    n_outputs = params.shape[0]
     row_margins = np.empty(n_outputs, dtype=np.float64)
     row_residual = np.empty(n_outputs, dtype=np.float64)
     clipped = np.empty(n_outputs, dtype=np.float64)
-    for r in range(n_rows):
+    for r in range(start, stop):
         i = batch[r]
         for k in range(n_outputs):
             row_margins[k] = margins[r, k]
