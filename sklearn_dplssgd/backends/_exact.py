@@ -14,6 +14,13 @@ rounds to, whose norm is enforced.
 
 The batches are Poisson-sampled from the fit's generator as in the ordinary
 mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
+
+Threads (``n_jobs``): a chunk's noise is drawn in blocks of
+:data:`NOISE_BLOCK_SAMPLES` draws, each from its own stream of the word
+source (:meth:`~._chacha.ChaChaWords.substream`), and a step's rows are
+clipped, rounded and summed in blocks; both are shared by the fit's threads,
+and neither result depends on them (the noise's blocks are fixed, the sums
+are of integers).
 """
 
 import math
