@@ -163,7 +163,7 @@ def add_rounded_rows(design, scaled_residuals, grid_bits, with_intercept, start,
     # The quick test of a row's norm (see _add_rounded_rows) where its
     # rounding errors are small enough: 0 turns it off.
     quick_limit = (4.0 ** grid_bits * (1.0 + 2.0 ** -31)
-                   if n_outputs + 2 * width + 2 <= 2 ** 19 else 0.0)
+                   if 2 * n_outputs + 2 * width + 1 <= 2 ** 19 else 0.0)
     return _add_rounded_rows(design, scaled_residuals, float(bound), quick_limit, int(start),
                              int(stop), np.zeros(total.shape, dtype=np.float64), total)
 
@@ -213,16 +213,19 @@ def _add_rounded_rows(design, scaled, bound, quick_limit, start, stop, partial, 
     The quick test first: a row whose computed ``||s||**2 ||x||**2`` (``s``
     its scaled residuals, ``x`` its design row) is at most ``quick_limit =
     4**k (1 + 2**-31)`` is kept without rounding it twice. Each of the ``m <=
-    K + 2 (d + 1) + 2`` float64 operations behind that number (squares, sums
+    2 K + 2 (d + 1) + 1`` float64 operations behind that number (squares, sums
     in any order, the product) errs by a relative ``2**-53`` at most, so with
     ``m <= 2**19`` (else the test is off) the exact ``||v||**2`` is at most
     ``4**k (1 + 2**-31) (1 + 2**-32)``; the products ``s_k x_j`` as computed
     are within ``2**-53`` of the exact ones, so their norm is at most
     ``2**k (1 + 2**-30)``, and Lemma 1 bounds the rounded row by ``2**k (1 +
     2**-30) + sqrt(D) / 2 <= sqrt(bound)``: the row is one the exact check
-    keeps. (A clipped row has ``||v|| <= 2**k`` up to ``2**-48``; the quick
-    test fails only for rows the clip did not bound, or not finite: they
-    take the exact check.)
+    keeps. (A subnormal square or product errs by ``2**-1075`` absolutely
+    instead: times the largest finite factor and ``2**19`` terms, less than
+    ``3e-10``, inside the ``4**k 2**-30`` between the two bounds.) A clipped
+    row has ``||v|| <= 2**k`` up to ``2**-48``; the quick test fails only
+    for rows the clip did not bound, or not finite: they take the exact
+    check.
 
     Exactness, with every integer held in float64: an entry ``e = rint(v)``
     is an integer (or not finite); ``e**2`` is exact below ``2**53``; a sum of
