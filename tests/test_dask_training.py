@@ -142,6 +142,27 @@ def test_float32_rows_and_a_wrong_width_under_the_local_scheduler():
         classifier.predict(da.from_array(X[:, :4], chunks=(200, 4)))
 
 
+def test_r2_on_fewer_than_two_rows_is_nan_with_scikit_learns_warning():
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    X, _, targets, _, regressor = _fitted_models()
+    with pytest.warns(UndefinedMetricWarning, match="less than two samples"):
+        expected = regressor.score(X[:1], targets[:1])
+    assert np.isnan(expected)
+    # One row in a partition of its own, beside an empty one.
+    X_dask = da.concatenate([da.from_array(X[:1], chunks=(1, 5)),
+                             da.from_array(X[:0], chunks=(1, 5))])
+    for weights in (None, np.zeros(1)):
+        with pytest.warns(UndefinedMetricWarning, match="less than two samples"):
+            assert np.isnan(regressor.score(X_dask, targets[:1], sample_weight=weights))
+    # Two rows are scored (the formula's value).
+    two_rows = da.from_array(X[:2], chunks=(1, 5))
+    assert regressor.score(two_rows, targets[:2]) == pytest.approx(
+        regressor.score(X[:2], targets[:2]), rel=1e-12)
+    with pytest.raises(ValueError, match="0 sample"):
+        regressor.score(da.from_array(X[:0], chunks=(1, 5)), targets[:0])
+
+
 @pytest.fixture(scope="module")
 def client():
     # Two worker processes: the partitions really live in other processes.
