@@ -75,8 +75,8 @@ def test_full_batch_without_noise_takes_the_in_memory_steps(estimator_class, set
 
 @pytest.mark.parametrize("dtype, sample_rate", [(np.float64, 0.1), (np.float32, 0.1),
                                                 (np.float64, 1.0)])
-def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(dtype,
-                                                                               sample_rate):
+def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
+        dtype, sample_rate, monkeypatch):
     import asyncio
 
     from sklearn_dplssgd.backends import _dask
@@ -106,6 +106,19 @@ def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(d
         for partition, seed, partial in zip(partitions, seeds, answer):
             expected, _ = _dask._partition_sum(partition, seed, params, step, settings)
             np.testing.assert_array_equal(partial, expected)
+    # A draw ahead that failed half way leaves no stale batch: the step draws its own.
+    draw_batch = _dask._step_batch
+
+    def failing_on_the_second(partition, *args):
+        if partition is partitions[1]:
+            raise MemoryError
+        return draw_batch(partition, *args)
+
+    with monkeypatch.context() as failing:
+        failing.setattr(_dask, "_step_batch", failing_on_the_second)
+        with pytest.raises(MemoryError):
+            holder._draw(10)
+    assert holder._drawn_step != 10
     # Rebuilt partitions (new tokens) under an actor rebuilt from its arguments.
     rebuilt = _dask._PartitionHolder(
         seeds, settings, tokens, *[_dask._prepare(X[:250], y[:250], None, True)] * 2)

@@ -205,9 +205,12 @@ class _PartitionHolder:
         self._drawn_step, self._drawn_batches = None, None
 
     def _draw(self, step):
-        self._drawn_step = step
-        self._drawn_batches = [_step_batch(partition, seed, step, self.settings)
-                               for partition, seed in zip(self.partitions, self.seeds)]
+        batches = [_step_batch(partition, seed, step, self.settings)
+                   for partition, seed in zip(self.partitions, self.seeds)]
+        # Marked drawn only once all are: a draw that failed half way (it ran
+        # ahead, where nothing reports its error) leaves no stale batch for
+        # this step, which then draws its own.
+        self._drawn_step, self._drawn_batches = step, batches
 
     async def sums(self, params, step):
         """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``."""
