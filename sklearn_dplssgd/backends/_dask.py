@@ -190,11 +190,13 @@ class _PartitionHolder:
     A step is one call per worker, straight from the client to the worker
     (or through the scheduler, as the client's ``direct_to_workers`` says),
     carrying the weights and bringing back one array: the sums of the
-    worker's partitions, in their order. The call runs on the worker's event
-    loop (an ``async`` method: no hop to the actor's thread, the compute is
-    short). Once it has answered, the worker draws and gathers the next
-    step's samples (they do not depend on the weights) while the client
-    noises and steps.
+    worker's partitions, in their order. The call is answered by the
+    worker's event loop (an ``async`` method), which hands the compute to
+    the holder's own thread and, once the sums are ready, queues the next
+    step's sample (it does not depend on the weights) behind them on that
+    thread: it is drawn and gathered while the answer travels and the
+    client noises and steps. The compute stays off the event loop: measured
+    on a loaded 2-core machine, sums computed on the loop made a step slower.
     """
 
     def __init__(self, seeds, settings, tokens, *partitions):
@@ -203,6 +205,7 @@ class _PartitionHolder:
         # (under an actor rebuilt with them) have others, and fail every call.
         self.tokens = tokens
         self._drawn_step, self._drawn_batches = None, None
+        self._thread = None
 
     def _draw(self, step):
         batches = [_step_batch(partition, seed, step, self.settings)
@@ -212,10 +215,7 @@ class _PartitionHolder:
         # this step, which then draws its own.
         self._drawn_step, self._drawn_batches = step, batches
 
-    async def sums(self, params, step):
-        """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``."""
-        import asyncio
-
+    def _sums(self, params, step):
         if [partition.token for partition in self.partitions] != self.tokens:
             raise WorkerLostError(WORKER_LOST_MESSAGE)
         if self._drawn_step != step:
@@ -223,8 +223,21 @@ class _PartitionHolder:
         sums = np.empty((len(self.partitions),) + params.shape, dtype=params.dtype)
         for batch, out in zip(self._drawn_batches, sums):
             _batch_gradient_sum(batch, params, self.settings, out)
-        # After the answer is on its way (this task's turn of the loop ends).
-        asyncio.get_running_loop().call_soon(self._draw, step + 1)
+        return sums
+
+    async def sums(self, params, step):
+        """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``."""
+        import asyncio
+        import concurrent.futures
+        import weakref
+
+        if self._thread is None:
+            # One thread: the draws and the sums run in the order queued.
+            self._thread = concurrent.futures.ThreadPoolExecutor(1)
+            weakref.finalize(self, self._thread.shutdown, wait=False)
+        loop = asyncio.get_running_loop()
+        sums = await loop.run_in_executor(self._thread, self._sums, params, step)
+        loop.run_in_executor(self._thread, self._draw, step + 1)
         return sums
 
 
