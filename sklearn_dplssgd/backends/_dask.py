@@ -237,7 +237,10 @@ class _PartitionHolder:
             weakref.finalize(self, self._thread.shutdown, wait=False)
         loop = asyncio.get_running_loop()
         sums = await loop.run_in_executor(self._thread, self._sums, params, step)
-        loop.run_in_executor(self._thread, self._draw, step + 1)
+        ahead = loop.run_in_executor(self._thread, self._draw, step + 1)
+        # A draw ahead that fails is not an error of this step: that step
+        # draws its own (and meets the error, if it lasts, in its call).
+        ahead.add_done_callback(lambda draw: draw.cancelled() or draw.exception())
         return sums
 
 
