@@ -17,8 +17,13 @@ the active ``dask.distributed`` client, or in this process under Dask's
 local scheduler when no client is active. On a cluster, each worker's
 partitions are then handed to one Dask actor on that worker, so that a step
 is one direct call per worker (the weights out, the worker's partial sums
-back) rather than one scheduled task per partition: the scheduler's per-task
-cost, paid every step, was most of a step's time.
+back as one array) rather than one scheduled task per partition: the
+scheduler's per-task cost, paid every step, was most of a step's time. The
+client makes every worker's call at once and awaits them together in one
+hop to its event loop; each worker draws the next step's sample once it has
+answered. What is left a step is Dask's round trip (through the scheduler,
+or straight to the workers when the client is made with
+``direct_to_workers=True``; ``benchmarks/bench_dask.py`` measures both).
 
 The sampling randomness of partition k at step t comes from a generator
 seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
