@@ -16,9 +16,11 @@ Three parts, each written to its own results file:
   that client fails.
 * ``dask_speed.md``: n = 2,000,000, d = 100, binary, batch 4,096: the fit of
   one epoch on a 2-worker LocalCluster (one thread each) against the
-  in-memory fit with ``n_jobs=2``, alternated; the time of a step from the
-  difference between fits of 1 and 3 epochs, and the cluster's per-step
-  overhead (the Dask step minus the in-memory step).
+  in-memory fit with ``n_jobs=2``, alternated, the client as created (calls
+  through the scheduler) and with ``direct_to_workers=True``; the time of a
+  step from the difference between fits of 1 and 3 epochs, and the cluster's
+  per-step overhead (the Dask step minus the in-memory step); then a step's
+  round trip without compute, per way of calling the workers' actors.
 
 Run from the repository root::
 
@@ -55,8 +57,10 @@ CASES = (("breast_cancer", tuple(range(8))), ("digits", tuple(range(8))),
 QUICK_CASES = (("breast_cancer", (0,)),)
 # --quick: few steps (the defaults take 1,001 on breast cancer).
 QUICK_SETTINGS = dict(max_iter=2, batch_size=64)
-SPEED = dict(n=2_000_000, d=100, batch=4096, chunk=200_000, repeats=3)
-QUICK_SPEED = dict(n=40_000, d=20, batch=1024, chunk=10_000, repeats=1)
+SPEED = dict(n=2_000_000, d=100, batch=4096, chunk=200_000, repeats=3,
+             round_trip_calls=300)
+QUICK_SPEED = dict(n=40_000, d=20, batch=1024, chunk=10_000, repeats=1,
+                   round_trip_calls=5)
 MEMORY = dict(room_mb=400, n=1_000_000, d=256, chunk=50_000)
 QUICK_MEMORY = dict(room_mb=400, n=200_000, d=128, chunk=50_000)
 
@@ -171,6 +175,11 @@ def _timed_fit(X, y, settings, max_iter, n_jobs=None):
     return time.perf_counter() - began, model.n_steps_
 
 
+# The Dask fits of the speed part: the client as created (an actor's call goes
+# through the scheduler), then told to reach the workers directly.
+DASK_MODES = (("dask", False), ("dask direct", True))
+
+
 def run_speed(client, settings, log):
     import dask.array as da
     import distributed
@@ -186,26 +195,141 @@ def run_speed(client, settings, log):
     # Warm both paths (kernels, the cluster's imports) before timing.
     _timed_fit(X[:4096], y[:4096], settings, 1, n_jobs=2)
     _timed_fit(X_dask[:4 * chunk], y_dask[:4 * chunk], settings, 1)
-    times = {key: [] for key in ("memory 1", "memory 3", "dask 1", "dask 3")}
+    kinds = ("memory",) + tuple(mode for mode, _ in DASK_MODES)
+    times = {f"{kind} {epochs}": [] for kind in kinds for epochs in (1, 3)}
     steps = {}
     loads = []
-    for _ in range(settings["repeats"]):
-        # Alternated: the machine is shared, its load drifts.
-        for epochs in (1, 3):
-            elapsed, steps[epochs] = _timed_fit(X, y, settings, epochs, n_jobs=2)
-            times[f"memory {epochs}"].append(elapsed)
-            elapsed, _ = _timed_fit(X_dask, y_dask, settings, epochs)
-            times[f"dask {epochs}"].append(elapsed)
-            loads.append(os.getloadavg()[0])
+    as_created = client.direct_to_workers
+    try:
+        for _ in range(settings["repeats"]):
+            # Alternated: the machine is shared, its load drifts.
+            for epochs in (1, 3):
+                elapsed, steps[epochs] = _timed_fit(X, y, settings, epochs, n_jobs=2)
+                times[f"memory {epochs}"].append(elapsed)
+                for mode, direct in DASK_MODES:
+                    # Read by each actor call (the client's documented setting).
+                    client.direct_to_workers = direct or as_created
+                    elapsed, _ = _timed_fit(X_dask, y_dask, settings, epochs)
+                    times[f"{mode} {epochs}"].append(elapsed)
+                loads.append(os.getloadavg()[0])
+    finally:
+        client.direct_to_workers = as_created
     medians = {key: float(np.median(values)) for key, values in times.items()}
     extra_steps = steps[3] - steps[1]
     step = {kind: (medians[f"{kind} 3"] - medians[f"{kind} 1"]) / extra_steps
-            for kind in ("memory", "dask")}
-    result = dict(medians=medians, step=step, steps=steps[1], loads=loads, **settings)
+            for kind in kinds}
+    result = dict(medians=medians, step=step, steps=steps[1], loads=loads,
+                  round_trips=run_round_trips(client, settings, log), **settings)
     log(f"speed: fit of one epoch in memory {medians['memory 1']:.2f} s, on Dask "
-        f"{medians['dask 1']:.2f} s; a step {1e3 * step['memory']:.2f} ms against "
-        f"{1e3 * step['dask']:.2f} ms")
+        f"{medians['dask 1']:.2f} s ({medians['dask direct 1']:.2f} s direct); a step "
+        f"{1e3 * step['memory']:.2f} ms against {1e3 * step['dask']:.2f} ms "
+        f"({1e3 * step['dask direct']:.2f} ms direct)")
     return result
+
+
+class _SumsStandIn:
+    """An actor answering a step's call at once, with messages shaped as a fit's.
+
+    It holds ``n_partitions`` sums of shape ``(1, d + 1)``: what a worker of
+    the speed part sends back, without the compute, so that a call's time is
+    the round trip alone (with the thread hops of each way of answering).
+    """
+
+    def __init__(self, n_partitions, d):
+        import concurrent.futures
+
+        self.stacked = np.zeros((n_partitions, 1, d + 1))
+        self.pairs = [(np.zeros((1, d + 1)), os.urandom(16)) for _ in range(n_partitions)]
+        self.thread = concurrent.futures.ThreadPoolExecutor(1)
+
+    def pairs_on_thread(self, params, step):
+        return self.pairs
+
+    def stacked_on_thread(self, params, step):
+        return self.stacked
+
+    async def stacked_via_own_thread(self, params, step):
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(
+            self.thread, lambda: self.stacked)
+
+    async def stacked_on_loop(self, params, step):
+        return self.stacked
+
+
+# (name, client reaches the workers directly, how the client calls, the method):
+# from the step's messages before (two blocking calls, each answered by the
+# actor's thread with a list of (sum, token) pairs) to the fit's now, then
+# what the worker's and the client's thread hops cost.
+ROUND_TRIPS = (
+    ("two blocking calls; the actor's thread; (sum, token) pairs (before)", False,
+     "blocking", "pairs_on_thread"),
+    ("two blocking calls; the actor's thread; one array", False,
+     "blocking", "stacked_on_thread"),
+    ("both awaited in one hop to the client's loop; the actor's thread; one array", False,
+     "together", "stacked_on_thread"),
+    ("the same; the worker's loop, then the holder's thread (now)", False,
+     "together", "stacked_via_own_thread"),
+    ("the same, the client reaching the workers directly (now, direct)", True,
+     "together", "stacked_via_own_thread"),
+    ("the same; answered on the worker's loop, no thread hop (direct)", True,
+     "together", "stacked_on_loop"),
+    ("all calls in one coroutine, no thread hop a step either side (direct)", True,
+     "in_loop", "stacked_on_loop"),
+)
+
+
+def run_round_trips(client, settings, log):
+    """A step's round trip to both workers' actors, without compute, per way of calling.
+
+    Returns
+    -------
+    list of (name, list of ms per call, one per round)
+    """
+    import asyncio
+
+    workers = sorted(client.scheduler_info()["workers"])
+    n_partitions = settings["n"] // settings["chunk"] // len(workers)
+    actors = [client.submit(_SumsStandIn, n_partitions, settings["d"], actor=True,
+                            workers=[worker], pure=False).result() for worker in workers]
+    params = np.zeros((1, settings["d"] + 1))
+    calls = settings["round_trip_calls"]
+
+    async def together(method, step):
+        return await asyncio.gather(*[getattr(actor, method)(params, step)
+                                      for actor in actors])
+
+    async def in_loop(method):
+        for step in range(calls):
+            await together(method, step)
+
+    def timed(how, method):
+        began = time.perf_counter()
+        if how == "in_loop":
+            client.sync(in_loop, method, asynchronous=False)
+        for step in range(calls if how != "in_loop" else 0):
+            if how == "blocking":
+                futures = [getattr(actor, method)(params, step) for actor in actors]
+                [future.result() for future in futures]
+            else:
+                client.sync(together, method, step, asynchronous=False)
+        return 1e3 * (time.perf_counter() - began) / calls
+
+    as_created = client.direct_to_workers
+    results = {name: [] for name, *_ in ROUND_TRIPS}
+    try:
+        for _ in range(settings["repeats"]):
+            # Alternated, as the fits.
+            for name, direct, how, method in ROUND_TRIPS:
+                client.direct_to_workers = direct or as_created
+                timed(how, method)  # warm this way's connections
+                results[name].append(timed(how, method))
+    finally:
+        client.direct_to_workers = as_created
+    for name, values in results.items():
+        log(f"round trip: {np.median(values):.2f} ms: {name}")
+    return list(results.items())
 
 
 def write_reports(out, accuracy, memory, speed, elapsed, quick, only=()):
@@ -257,31 +381,53 @@ def write_reports(out, accuracy, memory, speed, elapsed, quick, only=()):
         ]
         (out / "dask_memory.md").write_text("\n".join(lines) + "\n")
 
-    m, step = speed["medians"], speed["step"]
     if speed is not None:
+        m, step = speed["medians"], speed["step"]
         lines = [
             "# fit on a Dask array: speed", "", header, "",
             f"n = {speed['n']:,}, d = {speed['d']}, binary, batch {speed['batch']:,} "
             f"({speed['steps']} steps an epoch), epsilon 1. `in memory`: `fit` on a NumPy "
             "array with `n_jobs=2`; `Dask`: `fit` on a Dask array persisted on a "
             f"LocalCluster of 2 worker processes (1 thread each), chunks of "
-            f"{speed['chunk']:,} rows. Medians of {speed['repeats']} fits each, the two "
+            f"{speed['chunk']:,} rows, with the client as created (`direct_to_workers` "
+            "unset: each call to a worker's actor goes through the scheduler); `Dask, "
+            "direct`: the same client with `direct_to_workers=True` (it reaches the "
+            f"workers itself). Medians of {speed['repeats']} fits each, the three "
             "alternated. The fit's time includes its preparation (the finite check, the "
             "rows' norms: on the workers for Dask); a step's time is (fit of 3 epochs - "
             "fit of 1 epoch) / the extra steps; the cluster's per-step overhead is the "
             "Dask step minus the in-memory step. Load average (1 min) during the runs: "
             + ", ".join(f"{load:.1f}" for load in speed["loads"]) + ".", "",
-            "| | in memory (n_jobs=2) | Dask (2 workers) | Dask / in memory |",
-            "|---|---|---|---|",
+            "| | in memory (n_jobs=2) | Dask (2 workers) | Dask / in memory "
+            "| Dask, direct | Dask, direct / in memory |",
+            "|---|---|---|---|---|---|",
             f"| fit of 1 epoch (s) | {m['memory 1']:.2f} | {m['dask 1']:.2f} "
-            f"| {m['dask 1'] / m['memory 1']:.2f}x |",
+            f"| {m['dask 1'] / m['memory 1']:.2f}x | {m['dask direct 1']:.2f} "
+            f"| {m['dask direct 1'] / m['memory 1']:.2f}x |",
             f"| fit of 3 epochs (s) | {m['memory 3']:.2f} | {m['dask 3']:.2f} "
-            f"| {m['dask 3'] / m['memory 3']:.2f}x |",
+            f"| {m['dask 3'] / m['memory 3']:.2f}x | {m['dask direct 3']:.2f} "
+            f"| {m['dask direct 3'] / m['memory 3']:.2f}x |",
             f"| a step (ms) | {1e3 * step['memory']:.2f} | {1e3 * step['dask']:.2f} "
-            f"| {step['dask'] / step['memory']:.2f}x |",
+            f"| {step['dask'] / step['memory']:.2f}x | {1e3 * step['dask direct']:.2f} "
+            f"| {step['dask direct'] / step['memory']:.2f}x |",
             f"| the cluster's per-step overhead (ms) | - "
-            f"| {1e3 * (step['dask'] - step['memory']):.2f} | - |",
+            f"| {1e3 * (step['dask'] - step['memory']):.2f} | - "
+            f"| {1e3 * (step['dask direct'] - step['memory']):.2f} | - |",
+            "", "## A step's round trip, without compute", "",
+            "Each worker holds an actor that answers at once with the messages of a step of "
+            f"the fit above ({speed['n'] // speed['chunk'] // 2} partitions' sums of "
+            f"{speed['d'] + 1} values a worker); the client calls both actors "
+            f"{speed['round_trip_calls']} times a round, in {speed['repeats']} rounds "
+            "(the ways alternated). Milliseconds a step (both calls answered): the median "
+            "of the rounds, then each round.", "",
+            "| how the client calls and the actor answers | client reaches the workers "
+            "| ms a step | rounds |",
+            "|---|---|---|---|",
         ]
+        for (name, values), (_, direct, _, _) in zip(speed["round_trips"], ROUND_TRIPS):
+            lines.append(f"| {name} | {'directly' if direct else 'through the scheduler'} "
+                         f"| {np.median(values):.2f} | "
+                         + ", ".join(f"{value:.2f}" for value in values) + " |")
         (out / "dask_speed.md").write_text("\n".join(lines) + "\n")
 
 

@@ -73,6 +73,60 @@ def test_full_batch_without_noise_takes_the_in_memory_steps(estimator_class, set
     np.testing.assert_allclose(dask_params, expected, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype, sample_rate", [(np.float64, 0.1), (np.float32, 0.1),
+                                                (np.float64, 1.0)])
+def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
+        dtype, sample_rate, monkeypatch):
+    import asyncio
+
+    from sklearn_dplssgd.backends import _dask
+    from sklearn_dplssgd.training import loss_code
+
+    X, y = _table(n=500)
+    weights = np.random.default_rng(1).uniform(0.0, 1.0, size=len(X))
+    partitions = [_dask._prepare(X[start:start + 250].astype(dtype), y[start:start + 250],
+                                 weights[start:start + 250], True) for start in (0, 250)]
+    seeds = np.random.default_rng(2).integers(0, 2**63, size=(2, 2), dtype=np.int64)
+    settings = _dask._StepSettings(loss_code("log_loss"), 0.0, 1.0, True, sample_rate)
+    tokens = [partition.token for partition in partitions]
+    holder = _dask._PartitionHolder(seeds, settings, tokens, *partitions)
+    params = np.random.default_rng(3).normal(size=(1, X.shape[1] + 1)).astype(dtype)
+
+    async def steps():
+        answers = [await holder.sums(params, 7)]
+        # Queued behind the answer, on the holder's thread: the next step's sample.
+        holder._thread.submit(lambda: None).result()
+        assert holder._drawn_step == 8
+        answers.append(await holder.sums(params, 8))
+        return answers
+
+    for step, answer in zip((7, 8), asyncio.run(steps())):
+        assert answer.dtype == dtype and answer.shape == (2, 1, X.shape[1] + 1)
+        # The sums of one task per partition (the local scheduler's), exactly:
+        # the sample drawn ahead is the step's own.
+        for partition, seed, partial in zip(partitions, seeds, answer):
+            expected, _ = _dask._partition_sum(partition, seed, params, step, settings)
+            np.testing.assert_array_equal(partial, expected)
+    # A draw ahead that failed half way leaves no stale batch: the step draws its own.
+    draw_batch = _dask._step_batch
+
+    def failing_on_the_second(partition, *args):
+        if partition is partitions[1]:
+            raise MemoryError
+        return draw_batch(partition, *args)
+
+    with monkeypatch.context() as failing:
+        failing.setattr(_dask, "_step_batch", failing_on_the_second)
+        with pytest.raises(MemoryError):
+            holder._draw(10)
+    assert holder._drawn_step != 10
+    # Rebuilt partitions (new tokens) under an actor rebuilt from its arguments.
+    rebuilt = _dask._PartitionHolder(
+        seeds, settings, tokens, *[_dask._prepare(X[:250], y[:250], None, True)] * 2)
+    with pytest.raises(WorkerLostError, match="released nothing"):
+        asyncio.run(rebuilt.sums(params, 0))
+
+
 def test_unknown_chunk_sizes_are_refused_before_anything_is_charged():
     X, y = _table(n=200)
     X_dask, y_dask = _chunked(X, y, rows=50)
@@ -142,6 +196,27 @@ def test_float32_rows_and_a_wrong_width_under_the_local_scheduler():
         classifier.predict(da.from_array(X[:, :4], chunks=(200, 4)))
 
 
+def test_r2_on_fewer_than_two_rows_is_nan_with_scikit_learns_warning():
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    X, _, targets, _, regressor = _fitted_models()
+    with pytest.warns(UndefinedMetricWarning, match="less than two samples"):
+        expected = regressor.score(X[:1], targets[:1])
+    assert np.isnan(expected)
+    # One row in a partition of its own, beside an empty one.
+    X_dask = da.concatenate([da.from_array(X[:1], chunks=(1, 5)),
+                             da.from_array(X[:0], chunks=(1, 5))])
+    for weights in (None, np.zeros(1)):
+        with pytest.warns(UndefinedMetricWarning, match="less than two samples"):
+            assert np.isnan(regressor.score(X_dask, targets[:1], sample_weight=weights))
+    # Two rows are scored (the formula's value).
+    two_rows = da.from_array(X[:2], chunks=(1, 5))
+    assert regressor.score(two_rows, targets[:2]) == pytest.approx(
+        regressor.score(X[:2], targets[:2]), rel=1e-12)
+    with pytest.raises(ValueError, match="0 sample"):
+        regressor.score(da.from_array(X[:0], chunks=(1, 5)), targets[:0])
+
+
 @pytest.fixture(scope="module")
 def client():
     # Two worker processes: the partitions really live in other processes.
@@ -181,6 +256,10 @@ def test_reproducible_fit_is_the_same_on_the_cluster_and_locally(client, monkeyp
                                   random_state=3, max_iter=3)
     first = estimator.fit(X_dask, y_dask).coef_.copy()
     np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, first)
+    with monkeypatch.context() as direct:
+        # The client reaching the workers itself rather than through the scheduler.
+        direct.setattr(client, "direct_to_workers", True)
+        np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, first)
     with monkeypatch.context() as local:
         # Dask's local scheduler, in this process: the same draws, the same sums.
         local.setattr("sklearn_dplssgd.backends._dask._active_client", lambda: None)

@@ -17,8 +17,13 @@ the active ``dask.distributed`` client, or in this process under Dask's
 local scheduler when no client is active. On a cluster, each worker's
 partitions are then handed to one Dask actor on that worker, so that a step
 is one direct call per worker (the weights out, the worker's partial sums
-back) rather than one scheduled task per partition: the scheduler's per-task
-cost, paid every step, was most of a step's time.
+back as one array) rather than one scheduled task per partition: the
+scheduler's per-task cost, paid every step, was most of a step's time. The
+client makes every worker's call at once and awaits them together in one
+hop to its event loop; each worker draws the next step's sample once it has
+answered. What is left a step is Dask's round trip (through the scheduler,
+or straight to the workers when the client is made with
+``direct_to_workers=True``; ``benchmarks/bench_dask.py`` measures both).
 
 The sampling randomness of partition k at step t comes from a generator
 seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
@@ -122,27 +127,54 @@ def _summary(partition):
     return partition.summary()
 
 
+class _Batch:
+    """A step's Poisson sample of a partition, its rows gathered into contiguous arrays.
+
+    Gathered when the sample is drawn (a worker draws the next step's ahead
+    of its call), so that the step's kernel reads its rows in order; all rows
+    (not copied) for q = 1. The kernel sums them in the sample's order, as it
+    would through an index array.
+    """
+
+    def __init__(self, partition, rows=None):
+        arrays = (partition.X, partition.y, partition.row_norms, partition.feature_norms,
+                  partition.weights)
+        if rows is not None:
+            arrays = tuple(None if values is None else values[rows] for values in arrays)
+        self.X, self.y, self.row_norms, self.feature_norms, self.weights = arrays
+        self.rows = np.arange(self.X.shape[0], dtype=np.int64)
+
+
+def _step_batch(partition, seed, step, settings):
+    """This step's sample of the partition's rows: each row independently with probability q.
+
+    Drawn from the generator of ``(seed, step)`` alone, whoever draws it and
+    whenever: the same sample on a worker, ahead of its call, or here.
+    """
+    if settings.sample_rate >= 1.0:
+        return _Batch(partition)
+    rng = np.random.default_rng([int(seed[0]), int(seed[1]), int(step)])
+    rows, _ = poisson_batches(rng, partition.X.shape[0], settings.sample_rate, 1)
+    return _Batch(partition, rows)
+
+
+def _batch_gradient_sum(batch, params, settings, out):
+    """The clipped-gradient sum over a step's batch, written into ``out`` (no noise)."""
+    weighting = {} if batch.weights is None else {"weights": batch.weights}
+    noisy_clipped_gradient_sum(
+        batch.X, batch.y, batch.rows, params, batch.row_norms, settings.loss_code,
+        settings.loss_threshold, settings.clip_norm, settings.fit_intercept,
+        np.zeros_like(params), out, 1, feature_norms=batch.feature_norms, **weighting)
+    return out
+
+
 def _partition_sum(partition, seed, params, step, settings):
     """The clipped-gradient sum over this step's Poisson sample of the partition.
 
-    Runs where the partition lives; returns ``(sum, token)``. The sample is
-    drawn here from the generator of ``(seed, step)``: every row
-    independently with probability q (all rows for q = 1).
+    Runs where the partition lives; returns ``(sum, token)``.
     """
-    n_rows = partition.X.shape[0]
-    if settings.sample_rate >= 1.0:
-        rows = np.arange(n_rows, dtype=np.int64)
-    else:
-        rng = np.random.default_rng([int(seed[0]), int(seed[1]), int(step)])
-        rows, _ = poisson_batches(rng, n_rows, settings.sample_rate, 1)
-    grad = np.empty_like(params)
-    no_noise = np.zeros_like(params)
-    weighting = {} if partition.weights is None else {"weights": partition.weights}
-    noisy_clipped_gradient_sum(
-        partition.X, partition.y, rows, params, partition.row_norms, settings.loss_code,
-        settings.loss_threshold, settings.clip_norm, settings.fit_intercept, no_noise, grad,
-        1, feature_norms=partition.feature_norms, **weighting)
-    return grad, partition.token
+    batch = _step_batch(partition, seed, step, settings)
+    return _batch_gradient_sum(batch, params, settings, np.empty_like(params)), partition.token
 
 
 def _active_client():
@@ -161,16 +193,60 @@ class _PartitionHolder:
     """A worker's partitions of a fit, held by one Dask actor for the whole fit.
 
     A step is one call per worker, straight from the client to the worker
-    (no scheduler in between), carrying the weights and bringing back the
-    sums of the worker's partitions, in their order.
+    (or through the scheduler, as the client's ``direct_to_workers`` says),
+    carrying the weights and bringing back one array: the sums of the
+    worker's partitions, in their order. The call is answered by the
+    worker's event loop (an ``async`` method), which hands the compute to
+    the holder's own thread and, once the sums are ready, queues the next
+    step's sample (it does not depend on the weights) behind them on that
+    thread: it is drawn and gathered while the answer travels and the
+    client noises and steps. The compute stays off the event loop: measured
+    on a loaded 2-core machine, sums computed on the loop made a step slower.
     """
 
-    def __init__(self, seeds, settings, *partitions):
+    def __init__(self, seeds, settings, tokens, *partitions):
         self.seeds, self.settings, self.partitions = seeds, settings, partitions
+        # The tokens the client read: partitions rebuilt after a lost worker
+        # (under an actor rebuilt with them) have others, and fail every call.
+        self.tokens = tokens
+        self._drawn_step, self._drawn_batches = None, None
+        self._thread = None
 
-    def sums(self, params, step):
-        return [_partition_sum(partition, seed, params, step, self.settings)
-                for partition, seed in zip(self.partitions, self.seeds)]
+    def _draw(self, step):
+        batches = [_step_batch(partition, seed, step, self.settings)
+                   for partition, seed in zip(self.partitions, self.seeds)]
+        # Marked drawn only once all are: a draw that failed half way (it ran
+        # ahead, where nothing reports its error) leaves no stale batch for
+        # this step, which then draws its own.
+        self._drawn_step, self._drawn_batches = step, batches
+
+    def _sums(self, params, step):
+        if [partition.token for partition in self.partitions] != self.tokens:
+            raise WorkerLostError(WORKER_LOST_MESSAGE)
+        if self._drawn_step != step:
+            self._draw(step)
+        sums = np.empty((len(self.partitions),) + params.shape, dtype=params.dtype)
+        for batch, out in zip(self._drawn_batches, sums):
+            _batch_gradient_sum(batch, params, self.settings, out)
+        return sums
+
+    async def sums(self, params, step):
+        """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``."""
+        import asyncio
+        import concurrent.futures
+        import weakref
+
+        if self._thread is None:
+            # One thread: the draws and the sums run in the order queued.
+            self._thread = concurrent.futures.ThreadPoolExecutor(1)
+            weakref.finalize(self, self._thread.shutdown, wait=False)
+        loop = asyncio.get_running_loop()
+        sums = await loop.run_in_executor(self._thread, self._sums, params, step)
+        ahead = loop.run_in_executor(self._thread, self._draw, step + 1)
+        # A draw ahead that fails is not an error of this step: that step
+        # draws its own (and meets the error, if it lasts, in its call).
+        ahead.add_done_callback(lambda draw: draw.cancelled() or draw.exception())
+        return sums
 
 
 class _DistributedRunner:
@@ -198,7 +274,7 @@ class _DistributedRunner:
                    for partition in partitions]
         return self.client.gather(futures)
 
-    def bind(self, partitions, seeds, settings):
+    def bind(self, partitions, seeds, settings, tokens):
         """One actor per worker, holding that worker's partitions (and their seeds)."""
         holders = self.client.who_has(partitions)
         by_worker = {}
@@ -208,6 +284,7 @@ class _DistributedRunner:
         for worker, indices in by_worker.items():
             actors.append(self.client.submit(
                 _PartitionHolder, seeds[indices], settings,
+                [tokens[index] for index in indices],
                 *[partitions[index] for index in indices],
                 # Where its partitions are; if that worker is lost, the actor
                 # may be rebuilt elsewhere (a call waits for it rather than
@@ -217,21 +294,27 @@ class _DistributedRunner:
             self._order.extend(indices)
         self._holders = [actor.result() for actor in actors]
         self._actor_futures = actors
+        self._order = np.asarray(self._order)
+
+    async def _call_holders(self, params, step):
+        import asyncio
+
+        return await asyncio.gather(*[holder.sums(params, step) for holder in self._holders])
 
     def sums(self, params, step):
-        """Each partition's ``(sum, token)`` at this step, in the partitions' order."""
+        """The partitions' sums at this step, shape ``(n_partitions, K, d + 1)``, in order."""
         if any(future.status != "finished" for future in self._actor_futures):
             raise WorkerLostError(WORKER_LOST_MESSAGE)
         try:
-            calls = [holder.sums(params, step) for holder in self._holders]
-            by_holder = [call.result() for call in calls]
+            # Both calls at once, awaited together on the client's event loop:
+            # one hop from this thread to the loop a step.
+            by_holder = self.client.sync(self._call_holders, params, step, asynchronous=False)
         except (OSError, RuntimeError, KeyError) as error:
             # The actor's worker went away, or came back without it.
             raise WorkerLostError(WORKER_LOST_MESSAGE) from error
-        results = [None] * len(self._order)
-        for index, result in zip(self._order, (r for part in by_holder for r in part)):
-            results[index] = result
-        return results
+        sums = np.empty((len(self._order),) + params.shape, dtype=params.dtype)
+        sums[self._order] = np.concatenate(by_holder)
+        return sums
 
 
 class _LocalRunner:
@@ -257,13 +340,17 @@ class _LocalRunner:
         return self.map_each(lambda partition, _, *rest: function(partition, *rest),
                              partitions, [None] * len(partitions), *args)
 
-    def bind(self, partitions, seeds, settings):
+    def bind(self, partitions, seeds, settings, tokens):
         self._partitions, self._seeds, self._settings = partitions, seeds, settings
+        self._tokens = tokens
 
     def sums(self, params, step):
-        """Each partition's ``(sum, token)`` at this step, in the partitions' order."""
-        return self.map_each(_partition_sum, self._partitions, self._seeds, params, step,
-                             self._settings)
+        """The partitions' sums at this step, shape ``(n_partitions, K, d + 1)``, in order."""
+        results = self.map_each(_partition_sum, self._partitions, self._seeds, params, step,
+                                self._settings)
+        if [token for _, token in results] != self._tokens:
+            raise WorkerLostError(WORKER_LOST_MESSAGE)
+        return np.stack([partial for partial, _ in results])
 
     def map_each(self, function, partitions, per_partition, *args):
         keys = [f"dplssgd-partition-{k}" for k in range(len(partitions))]
@@ -345,7 +432,7 @@ class DaskTraining(HostWeightSteps):
         self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
         self._omega = smoothing_omega(plan.sigma) if plan.sigma > 0 else 0.0
         self._smooth = smooth_rows
-        self._runner.bind(self._partitions, self._seeds, self._settings)
+        self._runner.bind(self._partitions, self._seeds, self._settings, self._tokens)
 
     @property
     def n_partitions(self):
@@ -369,12 +456,10 @@ class DaskTraining(HostWeightSteps):
 
     def gradient_sum(self, params, draws, local_step):
         chunk_start, noise = draws
-        results = self._runner.sums(params, chunk_start + local_step)
-        if [token for _, token in results] != self._tokens:
-            raise WorkerLostError(WORKER_LOST_MESSAGE)
+        sums = self._runner.sums(params, chunk_start + local_step)
         # The noise once, on the sum of the partitions' sums (added in order).
         grad = noise[local_step].copy()
-        for partial, _ in results:
+        for partial in sums:
             grad += partial
         return grad
 

@@ -16,8 +16,10 @@ NumPy input, and tells the shape and dtype of the output.
 """
 
 import copy
+import warnings
 
 import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import accuracy_score
 from sklearn.utils import check_array
 
@@ -129,7 +131,7 @@ def _accuracy(sums):
 
 
 def _r2_sums(y_true, y_pred, weights):
-    """A block's total weight, weighted target mean, centred sum of squares and error."""
+    """A block's total weight, weighted target mean, centred sum of squares, error and rows."""
     y_true = validate_hiding_values(
         {"y": y_true}, check_array, y_true, ensure_2d=False, dtype=np.float64,
         input_name="y")
@@ -137,14 +139,22 @@ def _r2_sums(y_true, y_pred, weights):
     mean = float(weights @ y_true / total) if total > 0 else 0.0
     spread = float(weights @ (y_true - mean) ** 2)
     error = float(weights @ (y_true - y_pred) ** 2)
-    return np.array([total, mean, spread, error])
+    return np.array([total, mean, spread, error, float(y_true.shape[0])])
 
 
 def _r2(sums):
     # The blocks' centred sums combined pairwise (Chan, Golub and LeVeque's
     # update): no cancellation from raw second moments.
+    n_rows = int(sums[:, 4].sum())
+    if n_rows == 0:
+        raise ValueError("Found array with 0 sample(s): there are no rows to score.")
+    if n_rows == 1:
+        # As scikit-learn's r2_score: undefined on one row (whatever its weight).
+        warnings.warn("R^2 score is not well-defined with less than two samples.",
+                      UndefinedMetricWarning, stacklevel=4)
+        return float("nan")
     total, mean, spread, error = 0.0, 0.0, 0.0, 0.0
-    for block_total, block_mean, block_spread, block_error in sums:
+    for block_total, block_mean, block_spread, block_error, _ in sums:
         if block_total == 0:
             error += block_error
             continue
@@ -163,7 +173,7 @@ def _r2(sums):
 
 #: What a score adds up on each partition (how many sums), and how the client
 #: combines the partitions' sums.
-SCORE_SUMS = {"accuracy": (_accuracy_sums, 2, _accuracy), "r2": (_r2_sums, 4, _r2)}
+SCORE_SUMS = {"accuracy": (_accuracy_sums, 2, _accuracy), "r2": (_r2_sums, 5, _r2)}
 
 
 def _score_block(X_block, y_block, *weights, model, block_sums, n_sums, scalar_weight):
