@@ -21,7 +21,6 @@ from numba import njit
 
 from ..training import multiclass_residual, run_training, single_output_residual
 from ._clipping import COEFFICIENT_RANGE, clipped_residual
-from ._discrete_gaussian import DiscreteGaussianScale, sample_discrete_gaussian
 from ._grid_sum import MAX_GRID_BITS, rounded_clipped_sum
 from ._kernels import check_weights
 from ._numpy import NumpyTraining
@@ -36,8 +35,9 @@ class ExactNoise:
     ----------
     grid_bits : int
         ``k``: the grid step is ``2**-k`` times the sensitivity ``w_max C``.
-    scale : DiscreteGaussianScale or None
-        The noise's variance on the grid (grid units); None for no noise
+    scale : RoundedGaussianScale or DiscreteGaussianScale or None
+        The noise's law on the grid (grid units): any object whose
+        ``sample(count, word_source)`` draws it exactly; None for no noise
         (``epsilon=inf``: the integer sums released as they are).
     word_source : object with ``words(count)``
         Uniform 64-bit words (``ChaChaWords`` keyed from the operating
@@ -45,17 +45,18 @@ class ExactNoise:
     """
 
     def __init__(self, grid_bits, scale, word_source):
-        if scale is not None and not isinstance(scale, DiscreteGaussianScale):
-            raise TypeError("ExactNoise: scale must be a DiscreteGaussianScale or None.")
+        if scale is not None and not callable(getattr(scale, "sample", None)):
+            raise TypeError("ExactNoise: scale must be a noise scale with sample(count, source), "
+                            "or None.")
         if not 0 <= int(grid_bits) <= MAX_GRID_BITS:
             raise ValueError(f"ExactNoise: grid_bits must be in [0, {MAX_GRID_BITS}].")
         self.grid_bits, self.scale, self.word_source = int(grid_bits), scale, word_source
 
     def draw(self, count):
-        """``count`` discrete Gaussian draws (int64); zeros without noise."""
+        """``count`` exact noise draws (int64) of the scale's law; zeros without noise."""
         if self.scale is None:
             return np.zeros(count, dtype=np.int64)
-        return sample_discrete_gaussian(count, self.scale, self.word_source)
+        return self.scale.sample(count, self.word_source)
 
 
 class ExactNoiseTraining(NumpyTraining):
