@@ -122,6 +122,11 @@ class DiscreteGaussianScale:
         return sample_discrete_gaussian(count, self, source)
 
     @property
+    def std(self):
+        """``s`` as a float: the scale parameter of the law (as the rounded Gaussian's)."""
+        return math.sqrt(float(self.variance))
+
+    @property
     def variance(self):
         """``s^2`` exactly, as a ``fractions.Fraction``."""
         return fractions.Fraction(self.t * self.m, self.q)

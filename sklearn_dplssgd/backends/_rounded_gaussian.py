@@ -103,7 +103,7 @@ class RoundedGaussianScale:
 
     @property
     def std(self):
-        """``s``: the standard deviation of the Gaussian before rounding."""
+        """``s`` as a float: the standard deviation of the Gaussian before rounding."""
         return float(self.scale)
 
     def __repr__(self):
