@@ -34,10 +34,11 @@ one. When ``x`` is accepted, its digits not yet made are uniform given
 everything drawn so far: the output ``floor(s (k + x) + 1/2)`` is fixed by
 making more of them until the integer is the same at both ends of the
 interval ``x`` is known to lie in. A u-rand holds at most
-:data:`DIGIT_CAPACITY` digits (1,024 bits): a draw that needs more, with
-probability below ``2**-900``, raises
-:class:`~._discrete_gaussian.SamplerCapacityError` rather than truncate
-(which would bias the law). No floating-point value takes part in a draw.
+:data:`DIGIT_CAPACITY` digits (1,024 bits), and N1's ``k`` is at most
+:data:`LARGEST_INTEGER_PART`: a draw that needs more, with probability
+below ``2**-900``, raises :class:`~._discrete_gaussian.SamplerCapacityError`
+rather than truncate (which would bias the law). No floating-point value
+takes part in a draw.
 
 ``s <= MAX_ROUNDED_SCALE = 2**30`` keeps every product of ``s`` and a digit
 below ``2**62``: the arithmetic is exact in int64. Words come from a word
@@ -55,6 +56,7 @@ from ._discrete_gaussian import (
 
 __all__ = [
     "DIGIT_CAPACITY",
+    "LARGEST_INTEGER_PART",
     "MAX_ROUNDED_SCALE",
     "RoundedGaussianScale",
     "sample_rounded_gaussian",
@@ -64,6 +66,9 @@ __all__ = [
 MAX_ROUNDED_SCALE = 2 ** 30
 # Digits a u-rand may hold (32 bits each): a draw needing more fails closed.
 DIGIT_CAPACITY = 32
+# N1's k beyond this fails closed as well (probability exp(-1024)): then
+# |round(s G)| < s (k + 1) < 2**42, far inside int64 with any grid sum.
+LARGEST_INTEGER_PART = 2048
 # Words requested per missing draw (a draw uses about 20 to 30).
 _WORDS_PER_SAMPLE = 40
 
@@ -284,6 +289,8 @@ def _rounded_gaussian(words, cursor, digits, counts, total, s, faults):
         k = np.int64(0)  # N1
         while cursor[1] == 0 and _bernoulli_exp_half(words, cursor, digits, counts):
             k += 1
+            if k > LARGEST_INTEGER_PART:
+                cursor[1] = CAPACITY_EXCEEDED
         trials = 0 if faults & _FAULT_SKIP_N2 else k * (k - 1)  # N2
         kept = True
         i = np.int64(0)
