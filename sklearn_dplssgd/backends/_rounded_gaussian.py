@@ -79,6 +79,16 @@ _HALF_DIGIT = np.int64(2 ** 31)
 # The u-rand slots of a draw: x, the chain's two alternating links, and the
 # fresh uniform of a link's last test.
 _X, _LINK_A, _LINK_B, _FRESH = 0, 1, 2, 3
+# The kernel's state is one int64 array: the next word and the stop flag (as
+# the discrete Gaussian's ``cursor``), the capacity in use, each slot's count
+# of digits made, the rounding's total (integer part, then fraction digits),
+# then each slot's digits. With the words, the helpers then pass two arrays,
+# whose reference counts Numba removes; with more, or with a loop left by
+# ``break`` or ``return``, it counted them at every call (ten times slower).
+_POSITION, _FLAG, _CAPACITY, _COUNTS = 0, 1, 2, 3
+_TOTAL = _COUNTS + 4
+_DIGITS = _TOTAL + DIGIT_CAPACITY + 1
+_STATE_SIZE = _DIGITS + 4 * DIGIT_CAPACITY
 # Deliberate faults, for the tests that show a broken sampler fails them
 # (bits of the kernel's ``faults``; always 0 outside those tests).
 _FAULT_SKIP_N2 = 1
@@ -157,165 +167,170 @@ def sample_rounded_gaussian(size, scale, source=None, *, capacity=DIGIT_CAPACITY
 
 
 # ---------------------------------------------------------------------------
-# Compiled kernel. ``cursor[1]`` is set when the words run out or a u-rand's
-# capacity is passed, and every loop checks it so that the kernel stops.
-# ``digits[u, i]`` is digit i of u-rand u (made while ``i < counts[u]``).
+# Compiled kernel. ``state[_FLAG]`` is set when the words run out or a limit
+# is passed, and every loop checks it so that the kernel stops; the loops end
+# on their conditions (see above). Digit i of u-rand u is
+# ``state[_DIGITS + DIGIT_CAPACITY u + i]``, made while ``i < state[_COUNTS + u]``.
 # ---------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True, inline="always")
-def _digit(words, cursor, digits, counts, u, i):
+def _digit(words, state, u, i):
     """Digit ``i`` of u-rand ``u``, made from the next word when first needed."""
-    if i < counts[u]:
-        return digits[u, i]
-    if i >= digits.shape[1]:
-        cursor[1] = CAPACITY_EXCEEDED
-        return np.int64(0)
-    if cursor[0] >= words.shape[0]:
-        cursor[1] = WORDS_EXHAUSTED
-        return np.int64(0)
-    value = np.int64(words[cursor[0]] >> np.uint64(32))
-    cursor[0] += 1
-    digits[u, i] = value
-    counts[u] = i + 1
+    value = np.int64(0)
+    if i < state[_COUNTS + u]:
+        value = state[_DIGITS + DIGIT_CAPACITY * u + i]
+    elif i >= state[_CAPACITY]:
+        state[_FLAG] = CAPACITY_EXCEEDED
+    elif state[_POSITION] >= words.shape[0]:
+        state[_FLAG] = WORDS_EXHAUSTED
+    else:
+        value = np.int64(words[state[_POSITION]] >> np.uint64(32))
+        state[_POSITION] += 1
+        state[_DIGITS + DIGIT_CAPACITY * u + i] = value
+        state[_COUNTS + u] = i + 1
     return value
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _less(words, cursor, digits, counts, a, b):
+def _less(words, state, a, b):
     """Whether u-rand ``a`` is below u-rand ``b`` (digits made until they differ)."""
     i = 0
-    while cursor[1] == 0:
-        first = _digit(words, cursor, digits, counts, a, i)
-        second = _digit(words, cursor, digits, counts, b, i)
-        if cursor[1] != 0:
-            break
-        if first != second:
-            return first < second
+    undecided = True
+    result = False
+    while undecided and state[_FLAG] == 0:
+        first = _digit(words, state, a, i)
+        second = _digit(words, state, b, i)
+        if first != second and state[_FLAG] == 0:
+            result = first < second
+            undecided = False
         i += 1
-    return False
+    return result
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _bernoulli_exp_half(words, cursor, digits, counts):
+def _bernoulli_exp_half(words, state):
     """Bernoulli(exp(-1/2)): the decreasing chain whose first link is ``z_1 < 1/2``."""
-    counts[_LINK_A] = 0
-    if _digit(words, cursor, digits, counts, _LINK_A, 0) >= _HALF_DIGIT:
-        return True  # a chain of length 0
-    previous, current = _LINK_A, _LINK_B
-    length = 1
-    while cursor[1] == 0:
-        counts[current] = 0
-        if not _less(words, cursor, digits, counts, current, previous):
-            break
-        length += 1
-        previous, current = current, previous
+    state[_COUNTS + _LINK_A] = 0
+    length = 0
+    if _digit(words, state, _LINK_A, 0) < _HALF_DIGIT:
+        length = 1
+        previous, current = _LINK_A, _LINK_B
+        growing = True
+        while growing and state[_FLAG] == 0:
+            state[_COUNTS + current] = 0
+            growing = _less(words, state, current, previous)
+            if growing:
+                length += 1
+                previous, current = current, previous
     return length % 2 == 0
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _bernoulli_exp_link(words, cursor, digits, counts, k):
+def _bernoulli_exp_link(words, state, k):
     """Bernoulli(exp(-x (2k + x) / (2k + 2))) for the u-rand x in slot ``_X``."""
     previous, current = _X, _LINK_A
     length = 0
-    while cursor[1] == 0:
-        counts[current] = 0
-        if not _less(words, cursor, digits, counts, current, previous):
-            break
-        # An independent uniform below (2k + x) / (2k + 2).
-        f = uniform_below(words, cursor, 2 * k + 2)
-        if f > 2 * k:
-            break
-        if f == 2 * k:
-            counts[_FRESH] = 0
-            if not _less(words, cursor, digits, counts, _FRESH, _X):
-                break
-        length += 1
-        if previous == _X:
-            previous, current = _LINK_A, _LINK_B
-        else:
-            previous, current = current, previous
+    growing = True
+    while growing and state[_FLAG] == 0:
+        state[_COUNTS + current] = 0
+        growing = _less(words, state, current, previous)
+        if growing:
+            # An independent uniform below (2k + x) / (2k + 2).
+            f = uniform_below(words, state, 2 * k + 2)
+            if f > 2 * k:
+                growing = False
+            elif f == 2 * k:
+                state[_COUNTS + _FRESH] = 0
+                growing = _less(words, state, _FRESH, _X)
+        if growing:
+            length += 1
+            if previous == _X:
+                previous, current = _LINK_A, _LINK_B
+            else:
+                previous, current = current, previous
     return length % 2 == 0
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _add_at(total, position, value):
-    """Add ``value < 2**32`` at base-2**32 position ``position`` of ``total``, carrying up.
+def _add_at(state, position, value):
+    """Add ``value < 2**32`` at base-2**32 position ``position`` of the total, carrying up.
 
-    ``total[0]`` is the integer part (it takes any carry); ``total[i]`` for
-    ``i >= 1`` is the fraction's digit of weight ``2**(-32 i)``.
+    ``state[_TOTAL]`` is the integer part (it takes any carry);
+    ``state[_TOTAL + i]`` for ``i >= 1`` is the fraction's digit of weight
+    ``2**(-32 i)``.
     """
-    total[position] += value
-    while position > 0 and total[position] >= _DIGIT_BASE:
-        total[position] -= _DIGIT_BASE
+    state[_TOTAL + position] += value
+    while position > 0 and state[_TOTAL + position] >= _DIGIT_BASE:
+        state[_TOTAL + position] -= _DIGIT_BASE
         position -= 1
-        total[position] += 1
+        state[_TOTAL + position] += 1
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _rounded(words, cursor, digits, counts, total, k, s):
+def _rounded(words, state, k, s):
     """``floor(s (k + x) + 1/2)`` for the u-rand x, making its digits until it is fixed.
 
-    After ``m`` digits, ``x`` lies in ``[A, A + 2**(-32 m))`` and ``total``
+    After ``m`` digits, ``x`` lies in ``[A, A + 2**(-32 m))`` and the total
     holds ``s (k + A) + 1/2`` exactly; the floor is the same over the whole
-    interval when the fraction ``E 2**(-32 m)`` of ``total`` has ``E + s - 1 <
+    interval when the total's fraction ``E 2**(-32 m)`` has ``E + s - 1 <
     2**(32 m)`` (no carry out of its digits).
     """
-    total[:] = 0
-    total[0] = s * k
-    total[1] = _HALF_DIGIT
+    for position in range(DIGIT_CAPACITY + 1):
+        state[_TOTAL + position] = 0
+    state[_TOTAL] = s * k
+    state[_TOTAL + 1] = _HALF_DIGIT
     m = 0
-    while cursor[1] == 0:
-        digit = _digit(words, cursor, digits, counts, _X, m)
-        if cursor[1] != 0:
-            break
-        m += 1
-        product = s * digit
-        _add_at(total, m, product & _DIGIT_MASK)
-        _add_at(total, m - 1, product >> _DIGIT_BITS)
-        carry = (total[m] + s - 1) >> _DIGIT_BITS
-        position = m - 1
-        while carry != 0 and position >= 1:
-            carry = (total[position] + carry) >> _DIGIT_BITS
-            position -= 1
-        if carry == 0:
-            return total[0]
-    return np.int64(0)
+    result = np.int64(0)
+    undecided = True
+    while undecided and state[_FLAG] == 0:
+        digit = _digit(words, state, _X, m)
+        if state[_FLAG] == 0:
+            m += 1
+            product = s * digit
+            _add_at(state, m, product & _DIGIT_MASK)
+            _add_at(state, m - 1, product >> _DIGIT_BITS)
+            carry = (state[_TOTAL + m] + s - 1) >> _DIGIT_BITS
+            position = m - 1
+            while carry != 0 and position >= 1:
+                carry = (state[_TOTAL + position] + carry) >> _DIGIT_BITS
+                position -= 1
+            if carry == 0:
+                result = state[_TOTAL]
+                undecided = False
+    return result
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _rounded_gaussian(words, cursor, digits, counts, total, s, faults):
+def _rounded_gaussian(words, state, s, faults):
     """One draw of ``round(s G)`` (Karney's algorithm N, then the exact rounding)."""
-    while cursor[1] == 0:
+    result = np.int64(0)
+    drawing = True
+    while drawing and state[_FLAG] == 0:
         k = np.int64(0)  # N1
-        while cursor[1] == 0 and _bernoulli_exp_half(words, cursor, digits, counts):
+        while state[_FLAG] == 0 and _bernoulli_exp_half(words, state):
             k += 1
             if k > LARGEST_INTEGER_PART:
-                cursor[1] = CAPACITY_EXCEEDED
+                state[_FLAG] = CAPACITY_EXCEEDED
         trials = 0 if faults & _FAULT_SKIP_N2 else k * (k - 1)  # N2
         kept = True
         i = np.int64(0)
-        while i < trials and cursor[1] == 0:
-            if not _bernoulli_exp_half(words, cursor, digits, counts):
-                kept = False
-                break
+        while kept and i < trials and state[_FLAG] == 0:
+            kept = _bernoulli_exp_half(words, state)
             i += 1
-        if not kept or cursor[1] != 0:
-            continue
-        counts[_X] = 0  # N3: a fresh x, kept with probability exp(-p)**(k + 1)
+        # N3: a fresh x, kept with probability exp(-p)**(k + 1); a rejection
+        # in N2 or N3 restarts the draw.
+        state[_COUNTS + _X] = 0
         i = np.int64(0)
-        while i <= k and cursor[1] == 0:
-            if not _bernoulli_exp_link(words, cursor, digits, counts, k):
-                kept = False
-                break
+        while kept and i <= k and state[_FLAG] == 0:
+            kept = _bernoulli_exp_link(words, state, k)
             i += 1
-        if not kept or cursor[1] != 0:
-            continue
-        negative = uniform_below(words, cursor, np.int64(2)) == 1  # N4
-        value = _rounded(words, cursor, digits, counts, total, k, s)
-        if cursor[1] != 0:
-            break
-        return -value if negative and not faults & _FAULT_SKIP_SIGN else value
-    return np.int64(0)
+        if kept and state[_FLAG] == 0:
+            negative = uniform_below(words, state, np.int64(2)) == 1  # N4
+            value = _rounded(words, state, k, s)
+            if state[_FLAG] == 0:
+                result = -value if negative and not faults & _FAULT_SKIP_SIGN else value
+                drawing = False
+    return result
 
 
 @njit(cache=True, nogil=True)
@@ -323,16 +338,19 @@ def _fill_rounded_gaussian(out, start, words, s, capacity, faults, cursor):
     """Fill ``out[start:]`` until the words run out; return how many entries are filled.
 
     On return ``cursor[0]`` is the first word of the unfinished draw (or the
-    end of the words used when all are filled).
+    end of the words used when all are filled), ``cursor[1]`` why it stopped.
     """
-    digits = np.zeros((4, capacity), dtype=np.int64)
-    counts = np.zeros(4, dtype=np.int64)
-    total = np.zeros(capacity + 1, dtype=np.int64)
-    for i in range(start, out.shape[0]):
-        first_word = cursor[0]
-        value = _rounded_gaussian(words, cursor, digits, counts, total, s, faults)
-        if cursor[1] != 0:
-            cursor[0] = first_word
-            return i
-        out[i] = value
-    return out.shape[0]
+    state = np.zeros(_STATE_SIZE, dtype=np.int64)
+    state[_POSITION] = cursor[0]
+    state[_CAPACITY] = capacity
+    filled = start
+    first_word = state[_POSITION]
+    while filled < out.shape[0] and state[_FLAG] == 0:
+        first_word = state[_POSITION]
+        value = _rounded_gaussian(words, state, s, faults)
+        if state[_FLAG] == 0:
+            out[filled] = value
+            filled += 1
+    cursor[0] = first_word if state[_FLAG] != 0 else state[_POSITION]
+    cursor[1] = state[_FLAG]
+    return filled
