@@ -69,7 +69,7 @@ def sampler_rows(n_samples, scales, repeats, rounded=False):
     if rounded:
         # The rounded Gaussian's scale is an integer: the std rounded up.
         sample, scale_of, words = sample_rounded_gaussian, (
-            lambda std: RoundedGaussianScale(math.ceil(std))), 40
+            lambda std: RoundedGaussianScale(math.ceil(std))), 20
     else:
         sample, scale_of, words = sample_discrete_gaussian, DiscreteGaussianScale.at_least, 16
     sample(100, scale_of(1.0))  # compile / load
@@ -275,7 +275,7 @@ def main(argv=None):
     lines += [f"| {std:g} | {total:.0f} | {words:.0f} |" for std, total, words in sampler]
     lines += ["", "## The exact rounded Gaussian sampler (one thread, os.urandom words)", "",
               "Measured as the discrete Gaussian's, in the same run (integer scale s).", "",
-              "| scale s | ns per sample | of which os.urandom (40 words) |", "|---|---|---|"]
+              "| scale s | ns per sample | of which os.urandom (20 words) |", "|---|---|---|"]
     lines += [f"| {std:g} | {total:.0f} | {words:.0f} |"
               for std, total, words in rounded_sampler]
     lines += ["", "Word sources (best of the runs, alternated):", "",

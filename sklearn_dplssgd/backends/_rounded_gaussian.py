@@ -69,8 +69,9 @@ DIGIT_CAPACITY = 32
 # N1's k beyond this fails closed as well (probability exp(-1024)): then
 # |round(s G)| < s (k + 1) < 2**42, far inside int64 with any grid sum.
 LARGEST_INTEGER_PART = 2048
-# Words requested per missing draw (a draw uses about 20 to 30).
-_WORDS_PER_SAMPLE = 40
+# Words requested per missing draw: a draw uses 17.5 on average (a short
+# buffer only costs another request, an oversized one the words' making).
+_WORDS_PER_SAMPLE = 20
 
 _DIGIT_BITS = np.int64(32)
 _DIGIT_BASE = np.int64(2 ** 32)
