@@ -2,18 +2,21 @@
 
 Two measurements, written to ``exact_noise.md``:
 
-1. The exact discrete Gaussian sampler (``backends.sample_discrete_gaussian``,
-   os.urandom words): nanoseconds per sample, one thread, at several scales,
-   and the share of that spent drawing the words. Timings on a shared machine
-   are disturbed by the others' load: the load average is recorded.
+1. The exact samplers (``backends.sample_discrete_gaussian`` and
+   ``backends.sample_rounded_gaussian``, os.urandom words): nanoseconds per
+   sample, one thread, at several scales, and the share of that spent
+   drawing the words. Timings on a shared machine are disturbed by the
+   others' load: the load average is recorded.
 2. The accounting: for a fit calibrated by the ordinary mode to epsilon 1
-   (PLD, the library's default), the epsilon that the exact mode's bound
-   (``accounting.exact_noise_epsilon``: RDP of the subsampled multivariate
-   discrete Gaussian at integer orders, grid 2**-k C, sensitivity
-   2**k + sqrt(D)/2) certifies for the same noise, and beside it Zhu and
-   Wang's general subsampling bound (factor 3), MNIST-shaped (K = 10,
-   d = 784) and Adult-shaped (K = 1, d = 104), at batch 256, 4,096 and the
-   ``"auto"`` batch. Not disturbed by load.
+   (PLD, the library's default), the epsilon that the discrete Gaussian's
+   bound (``accounting.exact_noise_epsilon``: RDP of the subsampled
+   multivariate discrete Gaussian at integer orders, grid 2**-k C,
+   sensitivity 2**k + sqrt(D)/2) certifies for the same noise, beside it
+   Zhu and Wang's general subsampling bound (factor 3), and the rounded
+   Gaussian's epsilon at the same noise (``s = ceil(z 2**k)`` grid units:
+   the ordinary PLD accounting at the multiplier ``s / sqrt(B)``),
+   MNIST-shaped (K = 10, d = 784) and Adult-shaped (K = 1, d = 104), at
+   batch 256, 4,096 and the ``"auto"`` batch. Not disturbed by load.
 
 With ``--accuracy``, instead, ``exact_noise_accuracy.md``: the test accuracy
 of the ordinary and the exact mode at the estimator's defaults (epsilon 1,
@@ -56,8 +59,10 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_dplssgd.accounting import calibrate_noise, compute_epsilon, exact_noise_epsilon
 from sklearn_dplssgd.backends import (
-    ChaChaWords, DiscreteGaussianScale, SecureWords, grid_norm_bound, sample_discrete_gaussian,
+    ChaChaWords, DiscreteGaussianScale, RoundedGaussianScale, SecureWords, grid_norm_bound,
+    sample_discrete_gaussian, sample_rounded_gaussian,
 )
+from sklearn_dplssgd.mechanisms import RoundedGaussianGradientPerturbation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
@@ -68,19 +73,26 @@ DELTA = 1e-5
 MODES = ("gradient", "gradient_exact")
 
 
-def sampler_rows(n_samples, scales, repeats):
+def sampler_rows(n_samples, scales, repeats, rounded=False):
+    """(std, ns per sample, ns of os.urandom words per sample) of one exact sampler."""
     rows = []
     source = SecureWords()
-    sample_discrete_gaussian(100, DiscreteGaussianScale.at_least(1.0))  # compile / load
+    if rounded:
+        # The rounded Gaussian's scale is an integer: the std rounded up.
+        sample, scale_of, words = sample_rounded_gaussian, (
+            lambda std: RoundedGaussianScale(math.ceil(std))), 20
+    else:
+        sample, scale_of, words = sample_discrete_gaussian, DiscreteGaussianScale.at_least, 16
+    sample(100, scale_of(1.0))  # compile / load
     for std in scales:
-        scale = DiscreteGaussianScale.at_least(std)
+        scale = scale_of(std)
         best = math.inf
         for _ in range(repeats):
             start = time.perf_counter()
-            sample_discrete_gaussian(n_samples, scale, source=source)
+            sample(n_samples, scale, source=source)
             best = min(best, time.perf_counter() - start)
         start = time.perf_counter()
-        source.words(16 * n_samples)
+        source.words(words * n_samples)
         words_time = time.perf_counter() - start
         rows.append((std, 1e9 * best / n_samples, 1e9 * words_time / n_samples))
     return rows
@@ -126,8 +138,13 @@ def accounting_rows(settings, grid_bits_list):
                     sensitivity_squared=grid_norm_bound(grid_bits, dimension),
                     sample_rate=sample_rate, n_steps=n_steps, delta=DELTA,
                     neighboring=neighboring, symmetric=False)
+                bound = grid_norm_bound(grid_bits, dimension)
+                rounded = compute_epsilon(
+                    RoundedGaussianGradientPerturbation.effective_multiplier(
+                        math.ceil(z * 2.0 ** grid_bits), bound),
+                    DELTA, sample_rate=sample_rate, n_steps=n_steps, neighboring=neighboring)
                 rows.append((name, batch, n_steps, neighboring, z, grid_bits,
-                             calibration.epsilon, gaussian_rdp, epsilon, general))
+                             calibration.epsilon, gaussian_rdp, epsilon, general, rounded))
     return rows
 
 
@@ -185,7 +202,8 @@ def accuracy_report(rows, n_fits, quick):
         + (" --quick" if quick else "") + f"` ({n_fits} fits per mode and data set).",
         "",
         "DPLSSGDClassifier at its defaults, epsilon 1, replace-one adjacency; "
-        "`mechanism=\"gradient\"` (ordinary) and `mechanism=\"gradient_exact\"` (exact) "
+        "`mechanism=\"gradient\"` (ordinary) and `mechanism=\"gradient_exact\"` (exact: the "
+        "rounded Gaussian, accounted as the ordinary mode) "
         "fitted on the same split, the modes alternated, each fit private (its batches and "
         "noise fresh from the operating system). Accuracy in percent on the held-out rows; "
         "difference = exact mean - ordinary mean, with its standard error "
@@ -515,11 +533,14 @@ def main(argv=None):
         return 0
     if args.quick:
         sampler = sampler_rows(20_000, [1.0, 1000.0], 1)
+        rounded_sampler = sampler_rows(20_000, [1.0, 1000.0], 1, rounded=True)
         sources = word_source_rows(100_000, 1)
         settings = [("MNIST-shaped", 60_000, 784, 10, 256, 2)]
         grid_bits_list = [16]
     else:
         sampler = sampler_rows(1_000_000, [0.5, 1.0, 3.0, 1000.0, 2.0 ** 20], 3)
+        rounded_sampler = sampler_rows(1_000_000, [1.0, 3.0, 1000.0, 2.0 ** 20], 3,
+                                       rounded=True)
         sources = word_source_rows(2_000_000, 5)
         settings = [("MNIST-shaped", 60_000, 784, 10, 256, 20),
                     ("MNIST-shaped", 60_000, 784, 10, 4096, 20),
@@ -544,6 +565,11 @@ def main(argv=None):
         "|---|---|---|",
     ]
     lines += [f"| {std:g} | {total:.0f} | {words:.0f} |" for std, total, words in sampler]
+    lines += ["", "## The exact rounded Gaussian sampler (one thread, os.urandom words)", "",
+              "Measured as the discrete Gaussian's, in the same run (integer scale s).", "",
+              "| scale s | ns per sample | of which os.urandom (20 words) |", "|---|---|---|"]
+    lines += [f"| {std:g} | {total:.0f} | {words:.0f} |"
+              for std, total, words in rounded_sampler]
     lines += ["", "Word sources (best of the runs, alternated):", "",
               "| source | MB/s |", "|---|---|"]
     lines += [f"| {name} | {rate:.0f} |" for name, rate in sources]
@@ -558,15 +584,19 @@ def main(argv=None):
         "Gaussian RDP: the continuous Gaussian's epsilon at the same noise by dp-accounting's "
         "RDP accountant (its own orders, fractional ones included; group-of-two under "
         "replace-one). Zhu-Wang: the exact mode's epsilon with Zhu and Wang's general "
-        "subsampling bound (factor 3) in place of the symmetric-pair one.",
+        "subsampling bound (factor 3) in place of the symmetric-pair one. Rounded: the "
+        "rounded Gaussian's epsilon (mechanism=\"gradient_exact\") at the same noise, s = "
+        "ceil(z 2**k) grid units: the ordinary PLD accounting at the multiplier s / sqrt(B), "
+        "B = grid_norm_bound(k, D); its ratio = rounded / ordinary.",
         "",
         "| data | batch | steps | adjacency | z | k | ordinary epsilon (PLD) | Gaussian RDP "
-        "| exact epsilon | ratio | Zhu-Wang |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| exact epsilon | ratio | Zhu-Wang | rounded epsilon (PLD) | rounded ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [f"| {name} | {batch} | {steps} | {neighboring} | {z:.4f} | {k} | {ordinary:.4f} "
-              f"| {rdp:.4f} | {exact:.4f} | {exact / ordinary:.3f} | {general:.4f} |"
-              for name, batch, steps, neighboring, z, k, ordinary, rdp, exact, general
+              f"| {rdp:.4f} | {exact:.4f} | {exact / ordinary:.3f} | {general:.4f} "
+              f"| {rounded:.4f} | {rounded / ordinary:.4f} |"
+              for name, batch, steps, neighboring, z, k, ordinary, rdp, exact, general, rounded
               in accounting]
     (out / "exact_noise.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

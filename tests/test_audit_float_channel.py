@@ -77,7 +77,7 @@ def test_float_noise_on_the_integer_sum_is_refuted(monkeypatch):
                                   local_step)
         exact, plan = self.noise_source, self.plan
         gamma = plan.max_sample_weight * plan.clip_norm * 2.0 ** -exact.grid_bits
-        std = math.sqrt(float(exact.scale.variance)) * gamma
+        std = exact.scale.std * gamma
         grad += float_rng.standard_normal(grad.shape) * std
         return grad
 

@@ -1,8 +1,8 @@
 """Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
 training backend, the array API backend with its prediction helpers, the Dask backend
 (training, and blockwise predictions and scores), the
-selection of a backend for an input (``backend_for``), and the exact discrete Gaussian sampler
-and the integer grid sum of the exact-noise mode.
+selection of a backend for an input (``backend_for``), and the exact samplers (the rounded
+Gaussian and the discrete Gaussian) and the integer grid sum of the exact-noise mode.
 
 The modules are private; the names other layers use are re-exported here.
 """
@@ -17,7 +17,9 @@ from ._array_api_predict import (
 )
 from ._chacha import ChaChaWords
 from ._exact import ExactNoise, ExactNoiseTraining, train_dp_lssgd_exact
-from ._discrete_gaussian import DiscreteGaussianScale, SecureWords, sample_discrete_gaussian
+from ._discrete_gaussian import (
+    DiscreteGaussianScale, SamplerCapacityError, SecureWords, sample_discrete_gaussian,
+)
 from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
 )
@@ -26,6 +28,9 @@ from ._grid_sum import MAX_GRID_BITS, grid_norm_bound, rounded_clipped_sum
 from ._kernels import compute_row_norms
 from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, train_dp_lssgd, use_numpy_backend,
+)
+from ._rounded_gaussian import (
+    MAX_ROUNDED_SCALE, RoundedGaussianScale, sample_rounded_gaussian,
 )
 from ._row_passes import check_finite_rows, on_row_blocks, row_norms_of, share_of_rows
 from ._selection import ArrayApiInput, DaskInput, NumpyInput, backend_for
@@ -41,9 +46,12 @@ __all__ = [
     "ExactNoise",
     "ExactNoiseTraining",
     "MAX_GRID_BITS",
+    "MAX_ROUNDED_SCALE",
     "NonFiniteRowsError",
     "NumpyInput",
     "NumpyTraining",
+    "RoundedGaussianScale",
+    "SamplerCapacityError",
     "SecureWords",
     "WorkerLostError",
     "array_api_namespace",
@@ -66,6 +74,7 @@ __all__ = [
     "rounded_clipped_sum",
     "row_norms_of",
     "sample_discrete_gaussian",
+    "sample_rounded_gaussian",
     "share_of_rows",
     "to_device",
     "to_numpy",

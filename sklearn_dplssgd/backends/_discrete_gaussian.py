@@ -36,11 +36,16 @@ import numpy as np
 from numba import njit
 
 __all__ = [
+    "CAPACITY_EXCEEDED",
     "DiscreteGaussianScale",
     "MAX_DENOMINATOR",
     "PROPOSAL_LIMIT_BITS",
+    "SamplerCapacityError",
     "SecureWords",
+    "WORDS_EXHAUSTED",
+    "draw_from_word_stream",
     "sample_discrete_gaussian",
+    "uniform_below",
 ]
 
 # 2 t m Q, the denominator of the acceptance exponent, stays at most this:
@@ -112,6 +117,15 @@ class DiscreteGaussianScale:
                 return cls(t, m, q)
             q //= 2
 
+    def sample(self, count, source=None):
+        """``count`` exact draws of ``N_Z(0, s^2)`` (:func:`sample_discrete_gaussian`)."""
+        return sample_discrete_gaussian(count, self, source)
+
+    @property
+    def std(self):
+        """``s`` as a float: the scale parameter of the law (as the rounded Gaussian's)."""
+        return math.sqrt(float(self.variance))
+
     @property
     def variance(self):
         """``s^2`` exactly, as a ``fractions.Fraction``."""
@@ -168,18 +182,72 @@ def sample_discrete_gaussian(size, scale, source=None):
     size = int(size)
     if size < 0:
         raise ValueError("sample_discrete_gaussian: size must be non-negative.")
+    limit = np.int64((2 ** PROPOSAL_LIMIT_BITS) // scale.q)
+    return draw_from_word_stream(size, source, _WORDS_PER_SAMPLE, _fill_discrete_gaussian,
+                                 np.int64(scale.t), np.int64(scale.m), np.int64(scale.q), limit)
+
+
+class SamplerCapacityError(RuntimeError):
+    """An exact sampler needed more random digits than its fixed capacity holds.
+
+    The sampler fails closed rather than truncate a draw (which would bias its
+    law); the event's probability is negligible (see the sampler's module).
+    """
+
+
+# The codes a fill kernel leaves in ``cursor[1]``: the words ran out (the
+# unfinished draw restarts with more), or a draw passed the sampler's capacity.
+WORDS_EXHAUSTED = 1
+CAPACITY_EXCEEDED = 2
+
+
+def draw_from_word_stream(size, source, words_per_draw, fill, *parameters):
+    """``size`` int64 draws of a compiled ``fill`` kernel fed from a word source.
+
+    The kernel is called as ``fill(out, start, words, *parameters, cursor)``:
+    it fills ``out[start:]`` until the words run out and returns how many
+    entries are filled, leaving in ``cursor[0]`` the first word of the draw
+    that ran out (:data:`WORDS_EXHAUSTED` in ``cursor[1]``). That draw is
+    restarted there with fresh words appended, so that the outputs are those
+    an endless stream of words would give: a draw is never discarded for
+    being long, which would bias the law.
+
+    Parameters
+    ----------
+    size : int
+        How many draws.
+    source : object with ``words(count)`` or None
+        Where the random words come from; :class:`SecureWords` when None.
+    words_per_draw : int
+        Words requested per missing draw (a short request only costs another).
+    fill : compiled function
+        The kernel (see above).
+    *parameters
+        The kernel's scalars, between ``words`` and ``cursor``.
+
+    Returns
+    -------
+    ndarray of int64, shape (size,)
+
+    Raises
+    ------
+    SamplerCapacityError
+        If the kernel reports :data:`CAPACITY_EXCEEDED`.
+    """
     source = SecureWords() if source is None else source
     out = np.empty(size, dtype=np.int64)
-    limit = np.int64((2 ** PROPOSAL_LIMIT_BITS) // scale.q)
     done = 0
     buffer = np.empty(0, dtype=np.uint64)
     while done < size:
-        fresh = np.ascontiguousarray(source.words(_WORDS_PER_SAMPLE * (size - done) + 64),
+        fresh = np.ascontiguousarray(source.words(words_per_draw * (size - done) + 64),
                                      dtype=np.uint64)
         buffer = np.concatenate((buffer, fresh)) if buffer.size else fresh
         cursor = np.zeros(2, dtype=np.int64)
-        done = _fill_discrete_gaussian(out, done, buffer, np.int64(scale.t), np.int64(scale.m),
-                                       np.int64(scale.q), limit, cursor)
+        done = fill(out, done, buffer, *parameters, cursor)
+        if cursor[1] == CAPACITY_EXCEEDED:
+            raise SamplerCapacityError(
+                "the exact sampler needed more random digits than its capacity in one draw "
+                "(an event of negligible probability); it refuses to truncate the draw.")
         # cursor[0]: the first word of the draw that ran out (the words before
         # it are spent); the draw restarts there with more words appended.
         buffer = buffer[cursor[0]:]
@@ -194,7 +262,7 @@ def sample_discrete_gaussian(size, scale, source=None):
 # ---------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True, inline="always")
-def _uniform_below(words, cursor, n):
+def uniform_below(words, cursor, n):
     """A uniform integer in [0, n), 1 <= n < 2**63, from 63-bit words by rejection."""
     # 2**63 mod n: words below it are rejected so that the rest, 2**63 - rem
     # values, split into whole blocks of n.
@@ -204,7 +272,7 @@ def _uniform_below(words, cursor, n):
         cursor[0] += 1
         if value >= rem:
             return value % n
-    cursor[1] = 1
+    cursor[1] = WORDS_EXHAUSTED
     return np.int64(0)
 
 
@@ -215,7 +283,7 @@ def _bernoulli_ratio(words, cursor, num, den):
         return True
     if num <= 0:
         return False
-    return _uniform_below(words, cursor, den) < num
+    return uniform_below(words, cursor, den) < num
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -231,7 +299,7 @@ def _bernoulli_exp_fraction(words, cursor, num, den):
     while cursor[1] == 0:
         if not _bernoulli_ratio(words, cursor, num, den):
             break
-        if k > 1 and _uniform_below(words, cursor, k) != 0:
+        if k > 1 and uniform_below(words, cursor, k) != 0:
             break
         k += 1
     return k % 2 == 1
@@ -253,7 +321,7 @@ def _bernoulli_exp(words, cursor, num, den):
 def _discrete_laplace(words, cursor, t, limit):
     """A draw of P(y) proportional to exp(-|y| / t), |y| <= limit (CKS Algorithm 2, s = 1)."""
     while cursor[1] == 0:
-        u = _uniform_below(words, cursor, t)
+        u = uniform_below(words, cursor, t)
         if not _bernoulli_exp(words, cursor, u, t):
             continue
         v = np.int64(0)
@@ -263,7 +331,7 @@ def _discrete_laplace(words, cursor, t, limit):
         if v > (limit - u) // t:
             continue  # beyond the public truncation: a rejection, never an overflow
         x = u + t * v
-        negative = _uniform_below(words, cursor, np.int64(2)) == 1
+        negative = uniform_below(words, cursor, np.int64(2)) == 1
         if negative and x == 0:
             continue
         return -x if negative else x

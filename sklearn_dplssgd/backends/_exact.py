@@ -1,11 +1,13 @@
-"""The NumPy backend of the exact-noise mode: integer gradient sums plus discrete Gaussian noise.
+"""The NumPy backend of the exact-noise mode: integer gradient sums plus exact integer noise.
 
 Each step of :class:`ExactNoiseTraining` releases ``S + Y`` in int64: ``S``
 the sum of the sampled rows' clipped gradients, each rounded onto the public
 grid ``gamma = 2**-k w_max C`` with its squared norm checked exactly
-(:func:`~._grid_sum.add_rounded_rows`), and ``Y`` independent discrete
-Gaussians on every noisy coordinate, drawn with integer arithmetic from a
-cryptographic word source (:func:`~._discrete_gaussian.sample_discrete_gaussian`).
+(:func:`~._grid_sum.add_rounded_rows`), and ``Y`` independent integer noise
+on every noisy coordinate (the rounded Gaussian of
+:func:`~._rounded_gaussian.sample_rounded_gaussian` or the discrete Gaussian
+of :func:`~._discrete_gaussian.sample_discrete_gaussian`, as the scale
+says), drawn exactly with integer arithmetic from a cryptographic word source.
 The step's gradient is ``gamma (S + Y)``; everything after it (smoothing,
 the weight decay, the optimizer step, averaging) is the NumPy backend's,
 unchanged, and is post-processing of the integers. No floating-point value
@@ -30,7 +32,6 @@ from numba import njit
 
 from ..training import multiclass_residual, run_training, single_output_residual
 from ._clipping import COEFFICIENT_RANGE, clipped_residual
-from ._discrete_gaussian import DiscreteGaussianScale, sample_discrete_gaussian
 from ._grid_sum import MAX_GRID_BITS, add_rounded_rows
 from ._kernels import check_weights, parallel_blocks
 from ._numpy import NumpyTraining
@@ -51,8 +52,9 @@ class ExactNoise:
     ----------
     grid_bits : int
         ``k``: the grid step is ``2**-k`` times the sensitivity ``w_max C``.
-    scale : DiscreteGaussianScale or None
-        The noise's variance on the grid (grid units); None for no noise
+    scale : RoundedGaussianScale or DiscreteGaussianScale or None
+        The noise's law on the grid (grid units): any object whose
+        ``sample(count, word_source)`` draws it exactly; None for no noise
         (``epsilon=inf``: the integer sums released as they are).
     word_source : object with ``words(count)``
         Uniform 64-bit words (``ChaChaWords`` keyed from the operating
@@ -60,8 +62,9 @@ class ExactNoise:
     """
 
     def __init__(self, grid_bits, scale, word_source):
-        if scale is not None and not isinstance(scale, DiscreteGaussianScale):
-            raise TypeError("ExactNoise: scale must be a DiscreteGaussianScale or None.")
+        if scale is not None and not callable(getattr(scale, "sample", None)):
+            raise TypeError("ExactNoise: scale must be a noise scale with sample(count, source), "
+                            "or None.")
         if not 0 <= int(grid_bits) <= MAX_GRID_BITS:
             raise ValueError(f"ExactNoise: grid_bits must be in [0, {MAX_GRID_BITS}].")
         self.grid_bits, self.scale, self.word_source = int(grid_bits), scale, word_source
@@ -69,7 +72,7 @@ class ExactNoise:
         self._next_stream = 0
 
     def draw(self, count, n_threads=1):
-        """``count`` discrete Gaussian draws (int64); zeros without noise.
+        """``count`` exact noise draws (int64) of the scale's law; zeros without noise.
 
         With a word source that splits into independent streams (its
         ``substream(i)``, as :class:`~._chacha.ChaChaWords`), the draws come
@@ -97,7 +100,7 @@ class ExactNoise:
 
     def sample(self, count, source):
         """``count`` draws of the noise from the words of ``source``, in order."""
-        return sample_discrete_gaussian(count, self.scale, source)
+        return self.scale.sample(count, source)
 
 
 class ExactNoiseTraining(NumpyTraining):

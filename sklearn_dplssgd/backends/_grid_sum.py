@@ -4,7 +4,7 @@ The exact-noise mode releases a function of an integer vector: each sampled
 row's clipped gradient ``c_i = r_i [x_i, b]`` (``||c_i|| <= C``, ``b`` the
 intercept term) is divided by the public grid step ``gamma = 2**-k C`` and
 rounded to the nearest integer, coordinate by coordinate, *per row*; the rows'
-integer vectors ``n_i`` are summed in int64, and the discrete Gaussian noise
+integer vectors ``n_i`` are summed in int64, and the exact integer noise
 is added to that sum. Neighbouring datasets then give sums that differ by one
 row's ``n_i``, whose norm is at most ``||c_i / gamma|| + sqrt(D) / 2 <= 2**k +
 sqrt(D) / 2`` for ``D`` coordinates (each coordinate moves by at most 1/2).
@@ -24,7 +24,8 @@ Overflow is impossible by construction: every entry of an accepted ``n_i``
 is at most ``2**24 + 2**16`` in magnitude (``k <= MAX_GRID_BITS``,
 ``D < 2**32``), a batch has at most :data:`MAX_BATCH_ROWS` rows (checked), so
 every coordinate of the sum stays below ``2**61`` in magnitude, and the
-discrete Gaussian noise below ``2**62``: their sum fits int64.
+noise below ``2**62`` (the discrete Gaussian's proposals are limited there;
+the rounded Gaussian's draws stay below ``2**42``): their sum fits int64.
 """
 
 import math

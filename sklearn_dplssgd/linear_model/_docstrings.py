@@ -48,13 +48,16 @@ SHARED_PARAMETER_DOCS = {
         with respect to all parameters together (every output's coefficients
         and intercepts). Choose it without looking at the private data.
 
-    mechanism : {"gradient", "gradient_exact", "output"}, default="gradient"
-        What is made private. ``"gradient"``: DP-LSSGD, noise on every
+    mechanism : {"gradient", "gradient_exact", "gradient_exact_discrete", "output"}
+        What is made private (default ``"gradient"``). ``"gradient"``: DP-LSSGD, noise on every
         step's clipped gradient sum. ``"gradient_exact"``: the same steps
         released as integers (clipped gradients rounded onto a public grid,
-        plus discrete Gaussian noise sampled exactly), safe from the
-        floating-point attacks on noise samplers; dense NumPy input, one
-        ``fit`` per release, a finite epsilon. ``"output"``: output perturbation
+        plus rounded Gaussian noise sampled exactly, accounted as
+        ``"gradient"`` by ``accountant``), safe from the floating-point
+        attacks on noise samplers; dense NumPy input, one ``fit`` per
+        release. ``"gradient_exact_discrete"``: the same with discrete
+        Gaussian noise, accounted by its own RDP bound (a little more noise
+        for the same epsilon). ``"output"``: output perturbation
         (Chen, Lee and Kifer, AISTATS 2019; see the user guide's page on
         it): rows are clipped to
         ``row_norm_bound``, noise-free mini-batch descent with a constant

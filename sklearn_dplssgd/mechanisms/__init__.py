@@ -4,13 +4,16 @@ One module (or small subpackage) per mechanism holds what it releases and how
 it is accounted for: gradient perturbation (:mod:`._gradient`: the
 :class:`GradientPerturbation` value and the DP-LSSGD release), output
 perturbation (:mod:`.output_perturbation`), gradient perturbation with exact
-(integer, discrete Gaussian) noise (:mod:`._exact_gradient`), and the private search's
-selection (:mod:`._search_selection`). :mod:`._release` holds the interface
+integer noise, the rounded or the discrete Gaussian (:mod:`._exact_gradient`),
+and the private search's selection (:mod:`._search_selection`). :mod:`._release` holds the interface
 they answer. :data:`MECHANISMS` maps each value of the estimators'
 ``mechanism`` parameter to its mechanism; :func:`mechanism_named` looks one up.
 """
 
-from ._exact_gradient import ExactGradientPerturbation, ExactGradientPerturbationMechanism
+from ._exact_gradient import (
+    DiscreteExactGradientPerturbationMechanism, ExactGradientPerturbation,
+    ExactGradientPerturbationMechanism, RoundedGaussianGradientPerturbation,
+)
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism, ReleasePlan
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord, TrainingData
 from ._search_selection import RandomSearchSelection
@@ -19,6 +22,7 @@ from .output_perturbation import (
 )
 
 __all__ = [
+    "DiscreteExactGradientPerturbationMechanism",
     "ExactGradientPerturbation",
     "ExactGradientPerturbationMechanism",
     "GradientPerturbation",
@@ -29,6 +33,7 @@ __all__ = [
     "OutputPerturbation",
     "OutputPerturbationMechanism",
     "RandomSearchSelection",
+    "RoundedGaussianGradientPerturbation",
     "ReleaseMechanism",
     "ReleasePlan",
     "ReleaseRecord",
@@ -40,7 +45,7 @@ __all__ = [
 MECHANISMS = {
     mechanism.name: mechanism
     for mechanism in (GradientPerturbationMechanism(), ExactGradientPerturbationMechanism(),
-                      OutputPerturbationMechanism())
+                      DiscreteExactGradientPerturbationMechanism(), OutputPerturbationMechanism())
 }
 
 

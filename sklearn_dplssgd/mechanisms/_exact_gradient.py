@@ -1,29 +1,42 @@
-"""Gradient perturbation with exact noise: integer sums plus discrete Gaussian noise.
+"""Gradient perturbation with exact noise: integer sums plus exactly sampled integer noise.
 
 ``mechanism="gradient_exact"`` plans like gradient perturbation (the same
 q, T and clip from public quantities) and releases at each step ``S + Y`` in
 int64: ``S`` the sampled rows' clipped gradients, each rounded onto the
 public grid ``gamma = 2**-k w_max C`` with its squared norm enforced below
-``B = grid_norm_bound(k, D)``, ``Y`` the discrete Gaussian ``N_Z(0, s^2)`` on
-each of the ``D`` noisy coordinates, sampled exactly with integer arithmetic
-from a ChaCha20 keystream keyed from the operating system
+``B = grid_norm_bound(k, D)``, ``Y`` integer noise on each of the ``D``
+noisy coordinates, sampled exactly with integer arithmetic from a ChaCha20
+keystream keyed from the operating system
 (:mod:`sklearn_dplssgd.backends._exact`). The model is a post-processing
 of those integers: the float64 side channels of a sampled Gaussian added to
 a float sum (Mironov, CCS 2012; Jin et al., S&P 2022; Haney et al., 2022)
-are not there to read.
+are not there to read. Two noise laws:
 
-The accounting is :func:`~sklearn_dplssgd.accounting.exact_noise_epsilon`
-(the Poisson-subsampled discrete Gaussian's RDP at integer orders, bounded
-by the continuous one's at multiplier ``s / sqrt(B)``; see the privacy
-argument). The release's ``dp_event`` is an
-:class:`~sklearn_dplssgd.accounting.EpsilonDeltaDpEvent` carrying that
-epsilon at the fit's delta: dp-accounting has no event for a multivariate
-discrete Gaussian, and a Gaussian event would let its PLD and fractional
-RDP orders state less than the bound proves; composed with other releases
-it adds by basic composition, which holds for any mechanisms.
+* ``"gradient_exact"`` (:class:`RoundedGaussianGradientPerturbation`): the
+  rounded Gaussian ``Y = round(s G)``, ``s`` a public integer. As ``S`` is
+  an integer vector, ``S + round(s G) = round(S + s G)``: the release is a
+  post-processing of the continuous Gaussian mechanism on ``S``
+  (sensitivity ``sqrt(B)``, noise multiplier ``s / sqrt(B)``), Poisson
+  subsampled and composed as the ordinary mode's. Its accounting *is* the
+  ordinary mode's (the estimator's accountant, PLD by default) and its
+  ``dp_event`` the ordinary composable event at multiplier ``s / sqrt(B)``;
+  the grid costs the ratio ``sqrt(B) / 2**k`` of noise (0.07 % at
+  ``D = 7,850``).
+* ``"gradient_exact_discrete"`` (:class:`ExactGradientPerturbation`): the
+  discrete Gaussian ``N_Z(0, s^2)``, accounted by
+  :func:`~sklearn_dplssgd.accounting.exact_noise_epsilon` (the
+  Poisson-subsampled discrete Gaussian's RDP at integer orders, bounded by
+  the continuous one's at multiplier ``s / sqrt(B)``; see the privacy
+  argument). Its ``dp_event`` is an
+  :class:`~sklearn_dplssgd.accounting.EpsilonDeltaDpEvent` carrying that
+  epsilon at the fit's delta: dp-accounting has no event for a multivariate
+  discrete Gaussian, and a Gaussian event would let its PLD and fractional
+  RDP orders state less than the bound proves; composed with other releases
+  it adds by basic composition, which holds for any mechanisms.
 """
 
 import dataclasses
+import fractions
 import functools
 import math
 
@@ -34,11 +47,18 @@ from ..accounting import (
     smallest_noise_for,
 )
 from ..backends import (
-    ChaChaWords, DiscreteGaussianScale, ExactNoise, grid_norm_bound, train_dp_lssgd_exact,
+    MAX_ROUNDED_SCALE, ChaChaWords, DiscreteGaussianScale, ExactNoise, RoundedGaussianScale,
+    grid_norm_bound, train_dp_lssgd_exact,
 )
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism
 
-__all__ = ["ExactGradientPerturbation", "ExactGradientPerturbationMechanism", "grid_bits_for"]
+__all__ = [
+    "DiscreteExactGradientPerturbationMechanism",
+    "ExactGradientPerturbation",
+    "ExactGradientPerturbationMechanism",
+    "RoundedGaussianGradientPerturbation",
+    "grid_bits_for",
+]
 
 # The finest grid: gamma = 2**-16 w_max C. Rounding then inflates the
 # sensitivity by sqrt(D) / 2**17 relative (0.07 % at D = 7,850).
@@ -49,22 +69,32 @@ _SCALE_HEADROOM = 8.0
 _LARGEST_SCALE = 2.0 ** 25
 
 
-def grid_bits_for(noise_multiplier, n_coordinates):
+def grid_bits_for(noise_multiplier, n_coordinates, *, largest_scale=_LARGEST_SCALE,
+                  headroom=_SCALE_HEADROOM, name="gradient_exact_discrete"):
     """``k`` of the grid for a noise multiplier near ``noise_multiplier`` over ``D`` coordinates.
 
     The finest grid up to :data:`FINEST_GRID_BITS` bits on which the noise's
-    standard deviation ``z sqrt(B)`` (grid units), with headroom for the
-    calibration's search, stays within the sampler's range. From public
-    quantities only.
+    standard deviation ``z sqrt(B)`` (grid units), times ``headroom`` (room
+    for a calibration's search or a rounding up), stays within
+    the sampler's range ``largest_scale`` (by default the discrete
+    Gaussian's). From public quantities only.
+
+    Raises
+    ------
+    ValueError
+        If even the coarsest grid needs a scale beyond ``largest_scale``
+        (``name`` is the mechanism the message names).
     """
+    def fits(bits):
+        return headroom * noise_multiplier * math.sqrt(
+            grid_norm_bound(bits, n_coordinates)) <= largest_scale
+
     bits = FINEST_GRID_BITS
-    while bits > 0 and _SCALE_HEADROOM * noise_multiplier * math.sqrt(
-            grid_norm_bound(bits, n_coordinates)) > _LARGEST_SCALE:
+    while bits > 0 and not fits(bits):
         bits -= 1
-    if _SCALE_HEADROOM * noise_multiplier * math.sqrt(
-            grid_norm_bound(bits, n_coordinates)) > _LARGEST_SCALE:
+    if not fits(bits):
         raise ValueError(
-            "mechanism='gradient_exact': the noise this epsilon needs is beyond the exact "
+            f"mechanism={name!r}: the noise this epsilon needs is beyond the exact "
             "sampler's range; use a larger epsilon, or mechanism='gradient'.")
     return bits
 
@@ -157,7 +187,8 @@ class ExactGradientPerturbation(GradientPerturbation):
         stated = epsilon_of(multiplier)
         if not stated <= epsilon:
             raise ValueError(
-                "mechanism='gradient_exact': the noise this epsilon needs is beyond the exact "
+                "mechanism='gradient_exact_discrete': the noise this epsilon needs is beyond the "
+                "exact "
                 "sampler's range; use a larger epsilon, or mechanism='gradient'.")
         mechanism = cls.with_scale(
             scale, grid_bits=bits, sample_rate=float(sample_rate), n_steps=int(n_steps),
@@ -192,20 +223,126 @@ class ExactGradientPerturbation(GradientPerturbation):
         return self.exact_epsilon(delta)
 
 
+@dataclasses.dataclass(frozen=True)
+class RoundedGaussianGradientPerturbation(GradientPerturbation):
+    """``n_steps`` Poisson-sampled steps of integer sums plus rounded Gaussian noise.
+
+    Each step releases ``S + round(s G)`` (``G`` standard normal on each of
+    the ``D`` coordinates, ``s`` a public integer in grid units), which is
+    ``round(S + s G)``: a post-processing of the Gaussian mechanism on the
+    integer sum ``S``, whose sensitivity is ``sqrt(B)`` grid units. The
+    fields of :class:`GradientPerturbation`, with ``noise_multiplier`` the
+    effective multiplier ``s / sqrt(B)`` (a float no larger): :meth:`dp_event`
+    and :meth:`epsilon` are then the ordinary mode's. And:
+
+    Parameters
+    ----------
+    grid_bits : int
+        ``k``: the grid step is ``2**-k`` times ``max_sample_weight * clip_norm``.
+    noise_scale : int or None
+        ``s``; None for a noise-free fit (``epsilon=inf``, not private).
+    n_coordinates : int
+        ``D``, the noisy coordinates of a step.
+    """
+
+    grid_bits: int = FINEST_GRID_BITS
+    noise_scale: int = 1
+    n_coordinates: int = 1
+
+    @property
+    def scale(self):
+        """The noise's scale, as a RoundedGaussianScale (None without noise)."""
+        if self.noise_scale is None:
+            return None
+        return RoundedGaussianScale(self.noise_scale)
+
+    @property
+    def sensitivity_squared(self):
+        """``B``: one row's rounded contribution has squared norm at most this (grid units)."""
+        return grid_norm_bound(self.grid_bits, self.n_coordinates)
+
+    @staticmethod
+    def effective_multiplier(scale, bound):
+        """The largest float at most ``scale / sqrt(bound)`` (what the accountant may assume)."""
+        multiplier = scale / math.sqrt(bound)
+        while fractions.Fraction(multiplier) ** 2 * bound > scale ** 2:
+            multiplier = math.nextafter(multiplier, 0.0)
+        return multiplier
+
+    @classmethod
+    def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, accountant, neighboring,
+                   clip_norm, n_coordinates, n_samples=None, max_sample_weight=1.0):
+        """The mechanism at the ordinary calibration's noise, rounded up to an integer ``s``.
+
+        ``z`` is the ordinary mode's (:func:`~sklearn_dplssgd.accounting.calibrate_noise`
+        with the estimator's accountant), ``s = ceil(z sqrt(B))``, raised
+        further only if the epsilon recomputed at ``s / sqrt(B)`` were above
+        the target (a PLD discretization apart). The calibration states that
+        recomputed epsilon.
+
+        Returns
+        -------
+        mechanism : RoundedGaussianGradientPerturbation
+        calibration : PrivacyCalibration
+        """
+        start = calibrate_noise(epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
+                                accountant=accountant, neighboring=neighboring,
+                                n_samples=n_samples)
+        fields = dict(sample_rate=float(sample_rate), n_steps=int(n_steps),
+                      neighboring=neighboring, clip_norm=float(clip_norm),
+                      max_sample_weight=float(max_sample_weight),
+                      n_coordinates=int(n_coordinates))
+        if epsilon == math.inf:
+            # No noise, as in the ordinary mode: the integer sums on the
+            # finest grid, released as they are, and epsilon_ = inf.
+            return cls(noise_multiplier=0.0, grid_bits=FINEST_GRID_BITS, noise_scale=None,
+                       **fields), start
+        bits = grid_bits_for(start.noise_multiplier, n_coordinates,
+                             largest_scale=MAX_ROUNDED_SCALE // 2, headroom=1.0,
+                             name="gradient_exact")
+        bound = grid_norm_bound(bits, n_coordinates)
+        scale = math.ceil(start.noise_multiplier * math.sqrt(bound))
+        while True:
+            multiplier = cls.effective_multiplier(scale, bound)
+            if multiplier >= start.noise_multiplier:
+                mechanism = cls(noise_multiplier=multiplier, grid_bits=bits,
+                                noise_scale=int(scale), **fields)
+                stated = mechanism.epsilon(delta, accountant)
+                # The paper accountants' z may not meet the target (their
+                # calibration warns); never state more than it does.
+                if stated <= max(epsilon, start.epsilon):
+                    break
+            scale += max(1, scale // 10_000)
+            if scale > MAX_ROUNDED_SCALE:
+                raise ValueError(
+                    "mechanism='gradient_exact': the noise this epsilon needs is beyond the "
+                    "exact sampler's range; use a larger epsilon, or mechanism='gradient'.")
+        return mechanism, PrivacyCalibration(
+            multiplier, float(stated), float(delta), float(sample_rate), int(n_steps),
+            start.accountant, neighboring)
+
+
 class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
-    """``mechanism="gradient_exact"``: DP-LSSGD whose released steps are integers."""
+    """``mechanism="gradient_exact"``: DP-LSSGD whose released steps are integers.
+
+    The noise is the rounded Gaussian (:class:`RoundedGaussianGradientPerturbation`),
+    accounted as the ordinary mode with the estimator's accountant;
+    :class:`DiscreteExactGradientPerturbationMechanism` is the same release
+    with discrete Gaussian noise.
+    """
 
     name = "gradient_exact"
     accepts_sparse = False
     accepts_array_api = False
     accepts_dask = False
     supports_partial_fit = False
-    partial_fit_refusal = (
-        "mechanism='gradient_exact' trains one release from zero weights: its epsilon "
-        "composes with others by basic composition only, which a series would need "
-        "stated. Use fit, or mechanism='gradient'.")
     searchable = False
     releases_integers = True
+
+    @property
+    def partial_fit_refusal(self):
+        return (f"mechanism={self.name!r} trains one release from zero weights. Use fit, or "
+                "mechanism='gradient'.")
 
     def noise_free_contribution_bound(self, n_coordinates):
         # Without noise (epsilon=inf) the grid is the finest one, and a
@@ -216,7 +353,7 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
     def check_release(self, estimator, X, *, namespace, sparse, continued):
         if sparse or namespace is not None:
             raise TypeError(
-                "mechanism='gradient_exact' trains on dense NumPy arrays only; convert X "
+                f"mechanism={self.name!r} trains on dense NumPy arrays only; convert X "
                 "with numpy.asarray (or X.toarray()), or use mechanism='gradient'.")
         if continued:
             raise ValueError(self.partial_fit_refusal.replace(
@@ -230,14 +367,24 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
         # planned (and charged) in release, before the first step.
         return None
 
+    def calibrated_release(self, estimator, epsilon, delta, **public):
+        """The release mechanism meeting ``(epsilon, delta)`` and its calibration.
+
+        ``public``: the keywords of :meth:`RoundedGaussianGradientPerturbation.calibrated`
+        but the accountant (the estimator's).
+        """
+        return RoundedGaussianGradientPerturbation.calibrated(
+            epsilon, delta, accountant=estimator.accountant, **public)
+
     def calibrated_mechanism(self, estimator, delta, *, sample_rate, n_steps, n_samples,
                              noise_schedule, n_coordinates=None):
         if len({level for _, level in noise_schedule}) > 1:
-            raise ValueError("mechanism='gradient_exact' supports a constant noise_schedule only.")
+            raise ValueError(
+                f"mechanism={self.name!r} supports a constant noise_schedule only.")
         if n_coordinates is None:
             raise RuntimeError("the exact mode is planned once X's width is known")
-        return ExactGradientPerturbation.calibrated(
-            estimator.epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
+        return self.calibrated_release(
+            estimator, estimator.epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
             neighboring=estimator.neighboring, clip_norm=float(estimator.clip_norm),
             n_coordinates=n_coordinates, n_samples=n_samples,
             max_sample_weight=float(estimator.max_sample_weight))
@@ -257,9 +404,29 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
     def claimed_epsilon(self, estimator, model, n_rows):
         n_outputs = len(model.intercept_)
         n_coordinates = n_outputs * (model.n_features_in_ + int(bool(estimator.fit_intercept)))
-        _, calibration = ExactGradientPerturbation.calibrated(
-            estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,
+        _, calibration = self.calibrated_release(
+            estimator, estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,
             n_steps=model.n_steps_, neighboring=model.neighboring_,
             clip_norm=float(estimator.clip_norm), n_coordinates=n_coordinates,
             n_samples=estimator._accounted_n_samples(n_rows))
         return calibration.epsilon
+
+
+class DiscreteExactGradientPerturbationMechanism(ExactGradientPerturbationMechanism):
+    """``mechanism="gradient_exact_discrete"``: the exact mode with discrete Gaussian noise.
+
+    Accounted by the RDP bound of :class:`ExactGradientPerturbation` (the
+    estimator's ``accountant`` is not used); its epsilon composes with other
+    releases by basic composition.
+    """
+
+    name = "gradient_exact_discrete"
+
+    @property
+    def partial_fit_refusal(self):
+        return (f"mechanism={self.name!r} trains one release from zero weights: its epsilon "
+                "composes with others by basic composition only, which a series would need "
+                "stated. Use fit, or mechanism='gradient'.")
+
+    def calibrated_release(self, estimator, epsilon, delta, **public):
+        return ExactGradientPerturbation.calibrated(epsilon, delta, **public)
