@@ -400,9 +400,9 @@ def test_a_threaded_fit_checks_the_rows_on_its_threads(monkeypatch):
     X, y = _problem(seed=28, n=6000, d=100)
     _fit(X, y, 2, max_iter=1)
     # The finiteness check, the targets' encoding, the norms, the share of
-    # rows clipped far down (the second and the last read one number a row:
-    # one block at this size).
-    assert [n for _, n in passes] == [2, 2, 2, 2] and passes[0][0] > 1 and passes[2][0] > 1
+    # rows clipped far down, the clips' feature norms (the second and the
+    # last two read one number a row: one block at this size).
+    assert [n for _, n in passes] == [2] * 5 and passes[0][0] > 1 and passes[2][0] > 1
     X[17, 3] = np.nan
     with pytest.raises(ValueError, match="Input X contains NaN"):
         _fit(X, y, 2, max_iter=1)

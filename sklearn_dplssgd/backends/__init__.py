@@ -27,7 +27,9 @@ from ._kernels import compute_row_norms
 from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, train_dp_lssgd, use_numpy_backend,
 )
-from ._row_passes import check_finite_rows, on_row_blocks, row_norms_of, share_of_rows
+from ._row_passes import (
+    check_finite_rows, integral_labels, on_row_blocks, row_norms_of, share_of_rows,
+)
 from ._selection import ArrayApiInput, DaskInput, NumpyInput, backend_for
 from ._sparse import as_canonical_csr
 
@@ -60,6 +62,7 @@ __all__ = [
     "decision_values",
     "grid_norm_bound",
     "initial_gradient_norms",
+    "integral_labels",
     "on_row_blocks",
     "is_dask_collection",
     "numpy_backend",

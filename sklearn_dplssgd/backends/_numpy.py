@@ -23,15 +23,16 @@ from threadpoolctl import ThreadpoolController
 from . import _kernels
 from ..training import apply_weight_decay, run_training
 from ._kernels import (
-    COEFFICIENT_RANGE, compute_feature_norms, noisy_clipped_gradient_sum, smooth_rows,
+    COEFFICIENT_RANGE, noisy_clipped_gradient_sum, smooth_rows,
     smoothing_omega,
 )
+from ._poisson import INVERSION_BELOW, place_gaps
 from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse
 from ._steps import (
     dense_several_outputs_steps, dense_single_output_steps, dense_single_output_team_helper,
     dense_single_output_team_steps, sparse_steps,
 )
-from ._row_passes import row_norms_of
+from ._row_passes import feature_norms_of, row_norms_of
 from ._threads import chunk_rows, draws_ahead, run_with_team
 
 __all__ = [
@@ -106,6 +107,17 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
     n_slots = n_samples * n_steps
     expected = n_slots * sample_rate
     n_draws = int(expected + 6.0 * math.sqrt(expected) + 16)
+    if sample_rate < INVERSION_BELOW:
+        # The gaps NumPy's geometric draws would give, from one fill of
+        # exponentials, placed in one compiled pass (see _poisson).
+        log_keep = math.log1p(-sample_rate)
+        rows = np.empty(n_draws, dtype=np.int64)
+        offsets = np.zeros(n_steps + 1, dtype=np.int64)
+        state = np.array([-1, 0, 0], dtype=np.int64)
+        while not place_gaps(rng.standard_exponential(size=n_draws), log_keep, n_samples,
+                             n_slots, rows, offsets, state):
+            rows = np.concatenate([rows, np.empty(n_draws, dtype=np.int64)])
+        return rows[:state[1]], offsets
     positions = np.cumsum(rng.geometric(sample_rate, size=n_draws)) - 1
     while positions[-1] < n_slots:
         more = positions[-1] + np.cumsum(rng.geometric(sample_rate, size=n_draws))
@@ -211,7 +223,7 @@ class NumpyTraining(HostWeightSteps):
                            else dense_single_output_steps)
         self._kernel = self.gradient_kernel(sp.issparse(X))
         if row_norms is None:
-            row_norms = row_norms_of(X)
+            row_norms = row_norms_of(X, n_threads)
         elif row_norms.shape != (X.shape[0],) or row_norms.dtype != np.float64:
             # The kernels index it by row; a wrong array would mis-set every clip.
             raise ValueError("row_norms must be a float64 array with one norm per row of X.")
@@ -228,8 +240,8 @@ class NumpyTraining(HostWeightSteps):
         self._weighting = {} if sample_weight is None else {"weights": sample_weight}
         # ||[x_i, 1]|| once per fit rather than a hypot per row and step
         # (about as costly as the rest of a narrow row's clip).
-        self.feature_norms = compute_feature_norms(
-            self.row_norms, 1.0 if plan.fit_intercept else 0.0)
+        self.feature_norms = feature_norms_of(
+            self.row_norms, 1.0 if plan.fit_intercept else 0.0, n_threads)
         if self.supports_compiled_runs:
             # The standard kernels take the precomputed norms; another kernel
             # gets the arguments it had before they existed.

@@ -18,10 +18,12 @@ import scipy.sparse as sp
 from sklearn import get_config
 from sklearn.utils import assert_all_finite
 
+from ._clipping import compute_feature_norms
 from ._row_norms import compute_row_norms, compute_sparse_row_norms
 from ._threads import blocks_on_threads
 
-__all__ = ["check_finite_rows", "on_row_blocks", "row_norms_of", "share_of_rows"]
+__all__ = ["check_finite_rows", "feature_norms_of", "integral_labels", "on_row_blocks",
+           "row_norms_of", "share_of_rows"]
 
 # Values per block of a shared pass: enough that taking a block (a Python
 # call, a lock) is small beside reading it, few enough for several blocks
@@ -112,8 +114,77 @@ def row_norms_of(X, n_threads=1):
         return compute_sparse_row_norms(X)
     if n_threads <= 1 or X.shape[0] < 2:
         return compute_row_norms(X)
-    return np.concatenate(on_row_blocks(lambda start, stop: compute_row_norms(X[start:stop]),
-                                        X.shape[0], n_threads, X.shape[1]))
+    norms = np.empty(X.shape[0], dtype=np.float64)
+
+    def fill(start, stop):
+        # Each block writes its own rows (a block computed twice writes the
+        # same values): no serial concatenation of the blocks afterwards.
+        norms[start:stop] = compute_row_norms(X[start:stop])
+
+    on_row_blocks(fill, X.shape[0], n_threads, X.shape[1])
+    return norms
+
+
+def feature_norms_of(row_norms, intercept_term, n_threads=1):
+    """``hypot(||x_i||, intercept_term)`` for every row, the blocks on ``n_threads`` threads.
+
+    What each clip divides by (:func:`._clipping.compute_feature_norms`),
+    once a fit; a row's value does not depend on the block it falls in.
+
+    Parameters
+    ----------
+    row_norms : ndarray of shape (n_samples,), float64
+    intercept_term : float
+        1 with an intercept, else 0.
+    n_threads : int, default=1
+
+    Returns
+    -------
+    feature_norms : ndarray of shape (n_samples,), float64
+    """
+    if n_threads <= 1 or row_norms.shape[0] < 2:
+        return compute_feature_norms(row_norms, intercept_term)
+    norms = np.empty(row_norms.shape[0], dtype=np.float64)
+
+    def fill(start, stop):
+        norms[start:stop] = compute_feature_norms(row_norms[start:stop], intercept_term)
+
+    on_row_blocks(fill, row_norms.shape[0], n_threads, _PER_ROW_OPERATIONS)
+    return norms
+
+
+def integral_labels(y, n_threads=1):
+    """Whether ``y`` is a 1-D NumPy array of booleans, integers or integral floats.
+
+    For such labels scikit-learn's ``type_of_target`` can only answer
+    ``"binary"`` or ``"multiclass"`` (it tells the two apart by counting the
+    distinct labels, a sort or a hash of every label): a classifier's check
+    of its labels passes whatever their values, except for its warning about
+    more distinct labels than half the rows, which needs their number. The
+    floats' test is scikit-learn's own (each value equal to its conversion to
+    int64 and back), over blocks of labels on ``n_threads`` threads.
+
+    Parameters
+    ----------
+    y : object
+        Validated labels.
+    n_threads : int, default=1
+
+    Returns
+    -------
+    integral : bool
+    """
+    if not isinstance(y, np.ndarray) or y.ndim != 1 or y.dtype.kind not in "biuf":
+        return False
+    if y.dtype.kind != "f":
+        return True
+
+    def integral(start, stop):
+        block = y[start:stop]
+        with np.errstate(invalid="ignore"):
+            return not bool((block != block.astype(np.int64).astype(block.dtype)).any())
+
+    return all(on_row_blocks(integral, y.shape[0], n_threads, _PER_ROW_OPERATIONS // 2))
 
 
 def share_of_rows(selected, n_rows, n_threads=1):
