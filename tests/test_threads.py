@@ -48,7 +48,7 @@ def small_chunks(monkeypatch):
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Count the team launches, the pool splits and the draws-ahead loops."""
+    """Count the steps split over the threads and the draws-ahead loops."""
     calls = {"chunks": 0, "ahead": 0}
 
     def counting(module, name, key):
@@ -62,6 +62,15 @@ def counted(monkeypatch):
     counting(_kernels, "sum_over_chunks", "chunks")
     counting(_sparse, "sum_over_chunks", "chunks")
     counting(_sgd, "draws_ahead", "ahead")
+    team_steps = _sgd.team_steps
+
+    def counting_team_steps(*args):
+        # A compiled team run: its steps whose batches are split (the last
+        # argument holds each step's rows per chunk, 0 where not split).
+        calls["chunks"] += int((args[-1] > 0).sum())
+        return team_steps(*args)
+
+    monkeypatch.setattr(_sgd, "team_steps", counting_team_steps)
     return calls
 
 

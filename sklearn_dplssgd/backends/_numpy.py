@@ -27,10 +27,10 @@ from ._kernels import (
     smoothing_omega,
 )
 from ._poisson import INVERSION_BELOW, place_gaps
-from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse
+from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse, sparse_chunk_rows
 from ._steps import (
-    dense_several_outputs_steps, dense_single_output_steps, dense_single_output_team_helper,
-    dense_single_output_team_steps, sparse_steps,
+    dense_several_outputs_steps, dense_single_output_steps, sparse_steps, team_helper,
+    team_steps,
 )
 from ._row_passes import feature_norms_of, row_norms_of
 from ._threads import chunk_rows, draws_ahead, run_with_team
@@ -324,11 +324,11 @@ class NumpyTraining(HostWeightSteps):
 
         Available where the backend supports compiled runs (its own gradient
         kernels are the standard ones), with an optimizer that has a
-        compiled update, and the gradients on one thread or, for dense rows
-        with one output, on a team (:func:`_team_steps`), for fits of at least
-        ``COMPILED_RUN_MIN_STEPS`` steps or ``COMPILED_RUN_MIN_ROWS`` rows
-        visited (where what it saves outweighs compiling it), or shared by a
-        team whose typical batch is split.
+        compiled update, the gradients on one thread or on a team
+        (:func:`_team_steps`), for fits of at least ``COMPILED_RUN_MIN_STEPS``
+        steps or ``COMPILED_RUN_MIN_ROWS`` rows visited (where what it saves
+        outweighs compiling it), or shared by a team whose typical batch is
+        split.
         """
         optimizer = update.optimizer
         plan = self.plan
@@ -337,11 +337,8 @@ class NumpyTraining(HostWeightSteps):
         # (a wake-up and a call each, tens of us a step): wherever a typical
         # batch is split, the compiled team run pays at any length of fit.
         typical_rows = int(min(1.0, plan.sample_rate) * self.X.shape[0])
-        team_pays = self._team_size > 1 and _kernels.parallel_blocks(
-            typical_rows * self.params.shape[0] * self.n_features, typical_rows,
-            self._team_size) > 1
+        team_pays = self._team_size > 1 and self._rows_per_chunk(typical_rows) > 0
         if (not self.supports_compiled_runs or optimizer.compiled_code is None
-                or (self._team_size > 1 and self._steps is not dense_single_output_steps)
                 or (plan.n_steps < COMPILED_RUN_MIN_STEPS and not team_pays
                     and rows_visited < COMPILED_RUN_MIN_ROWS)):
             return None
@@ -379,12 +376,28 @@ class NumpyTraining(HostWeightSteps):
 
         return run
 
-    def _team_steps(self, arguments, offsets, local_start, local_stop):
-        """A compiled run of one-output steps, each batch's chunks shared by the team.
+    def _rows_per_chunk(self, n_rows):
+        """Rows per chunk of a batch of ``n_rows`` on the team; 0 where it is not split.
 
-        Each step's chunks are those :func:`noisy_clipped_gradient_sum`
-        would cut (from the batch's length, the parameters' shape and the
-        team's size), so the run gives the model of the Python steps.
+        The cut of the Python step's kernel (:func:`noisy_clipped_gradient_sum`,
+        or :func:`._sparse.noisy_clipped_gradient_sum_sparse` for CSR rows),
+        from the batch's length, the parameters' shape and the team's size.
+        """
+        n_outputs, n_threads = self.params.shape[0], self._team_size
+        if sp.issparse(self.X):
+            rows = sparse_chunk_rows(n_rows, n_outputs, self.n_features, n_threads)
+            return rows if rows < n_rows else 0
+        if _kernels.parallel_blocks(n_rows * n_outputs * self.n_features, n_rows,
+                                    n_threads) > 1:
+            return chunk_rows(n_rows, self.params.size, n_threads)
+        return 0
+
+    def _team_steps(self, arguments, offsets, local_start, local_stop):
+        """A compiled run of steps, each batch's chunks shared by the team.
+
+        Each step's chunks are those the Python step's kernel would cut
+        (:meth:`_rows_per_chunk`), so the run gives the model of the Python
+        steps.
         """
         n_threads = self._team_size
         if local_stop <= local_start:
@@ -394,11 +407,8 @@ class NumpyTraining(HostWeightSteps):
         else:
             sizes = np.diff(offsets)[local_start:local_stop]
         params = self.params
-        chunk_sizes = np.array(
-            [chunk_rows(size, params.size, n_threads)
-             if _kernels.parallel_blocks(size * params.shape[0] * self.n_features, size,
-                                         n_threads) > 1 else 0
-             for size in sizes.tolist()], dtype=np.int64)
+        chunk_sizes = np.array([self._rows_per_chunk(size) for size in sizes.tolist()],
+                               dtype=np.int64)
         n_chunks = int(max([-(-size // rows) for size, rows
                             in zip(sizes.tolist(), chunk_sizes.tolist()) if rows > 0],
                            default=1))
@@ -413,9 +423,8 @@ class NumpyTraining(HostWeightSteps):
                        feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny,
                        weights, partial, progress, control, chunk_sizes, local_start)
         run_with_team(
-            lambda: dense_single_output_team_steps(
-                *arguments, partial, progress, control, chunk_sizes),
-            dense_single_output_team_helper, helper_args, control, n_threads)
+            lambda: team_steps(*arguments, partial, progress, control, chunk_sizes),
+            team_helper, helper_args, control, n_threads)
 
 
 # The class that runs NumPy fits in the current context (thread, task).

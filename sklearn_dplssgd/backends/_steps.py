@@ -17,7 +17,8 @@ arrays and scalars; the draws were made in Python.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from ._kernels import (
     several_outputs_gradient_sum, single_output_buffers, single_output_sum_into, smooth_rows,
@@ -31,9 +32,9 @@ from ._threads import (
 __all__ = [
     "dense_several_outputs_steps",
     "dense_single_output_steps",
-    "dense_single_output_team_helper",
-    "dense_single_output_team_steps",
     "sparse_steps",
+    "team_helper",
+    "team_steps",
 ]
 
 
@@ -140,7 +141,7 @@ def sparse_steps(
                      averaged, average_start)
 
 
-# --- A run of one-output steps shared by a team of threads ---
+# --- A run of steps shared by a team of threads ---
 #
 # Stepping from Python with the batch's chunks handed to the helpers at every
 # step (_threads.sum_over_chunks) cost, at d = 100 and a batch of 4,096 rows,
@@ -156,11 +157,53 @@ def sparse_steps(
 # a step already finished, which nothing reads again. So the result depends on
 # the chunks only, never on which thread computed which, and the calling
 # thread never waits for a chunk longer than half again its own mean time per
-# chunk before it computes the chunk itself.
+# chunk before it computes the chunk itself. The same run serves dense rows
+# with one output or several and CSR rows (``X`` the tuple ``(data, indices,
+# indptr)``): a chunk's sum is the kernel the Python step's chunk calls
+# (:func:`_chunk_sum`).
 
 # Cycles a helper waits for the next step before it returns to Python (where it
 # yields the processor and comes back until the run is over): about 50 us.
 _HELPER_PATIENCE_CYCLES = 150_000
+
+
+def _chunk_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+               fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming):
+    """``grad = noise + clipped sum over rows``: the kernel of ``X``'s kind (compiled only).
+
+    For CSR rows (a tuple) :func:`._sparse.csr_gradient_sum`; for dense rows
+    the gathered one-output kernel in ``buffers`` (prefetching ``upcoming``)
+    or, with several outputs, the BLAS kernel: those the Python step's chunks
+    call (``_kernels._dense_chunks``, ``_sparse._csr_chunks``), so a team run
+    adds the same numbers.
+    """
+    raise NotImplementedError("compiled only: see _chunk_sum_of_kind")
+
+
+@overload(_chunk_sum, jit_options={"nogil": True})
+def _chunk_sum_of_kind(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                       clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
+                       upcoming):
+    if isinstance(X, types.BaseTuple):
+        def csr_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+                    fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming):
+            csr_gradient_sum(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                             clip_norm, fit_intercept, largest, tiny, noise, grad, weights)
+        return csr_sum
+
+    def dense_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+                  fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming):
+        if params.shape[0] > 1:
+            several_outputs_gradient_sum(
+                X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+                fit_intercept, largest, tiny, noise, grad, weights)
+        else:
+            gathered, per_row, coefficients, residual, scaled = buffers
+            single_output_sum_into(
+                X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+                fit_intercept, largest, tiny, noise, grad, weights, gathered, per_row,
+                coefficients, residual, scaled, upcoming)
+    return dense_sum
 
 
 @njit(cache=True, nogil=True)
@@ -172,10 +215,10 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
     ``states[0]`` counts the chunks taken, ``states[1 + c]`` is 0 until chunk
     ``c`` is finished, then 1 + the index of the thread whose buffer holds
     it. ``again = -1``: every chunk still free, taken from the counter (the
-    next one taken before the current one starts, so that its rows are
-    prefetched as in ``_kernels._dense_chunks``); else chunk ``again``.
+    next one taken before the current one starts, so that the one-output
+    kernel prefetches its rows as in ``_kernels._dense_chunks``); else chunk
+    ``again``.
     """
-    gathered, per_row, coefficients, residual, scaled = buffers
     n_rows = batch.shape[0]
     n_chunks = (n_rows + rows_per_chunk - 1) // rows_per_chunk
     # The last buffer stays zero: the chunks' sums start from it.
@@ -196,10 +239,9 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
         if following >= 0:
             ahead = following * rows_per_chunk
             upcoming = batch[ahead:min(ahead + rows_per_chunk, n_rows)]
-        single_output_sum_into(
-            X, y, batch[start:stop], params, row_norms, feature_norms, code, threshold,
-            clip_norm, fit_intercept, largest, tiny, zeros, partial[thread, chunk], weights,
-            gathered, per_row, coefficients, residual, scaled, upcoming)
+        _chunk_sum(X, y, batch[start:stop], params, row_norms, feature_norms, code, threshold,
+                   clip_norm, fit_intercept, largest, tiny, zeros, partial[thread, chunk],
+                   weights, buffers, upcoming)
         finish_chunk(states, chunk, 1 + thread)
         computed += 1
         if again >= 0:
@@ -212,7 +254,7 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
 
 
 @njit(cache=True, nogil=True)
-def dense_single_output_team_helper(
+def team_helper(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, weights, partial, progress, control,
     chunk_sizes, local_start, thread, seen,
@@ -244,7 +286,7 @@ def dense_single_output_team_helper(
 
 
 @njit(cache=True, nogil=True)
-def dense_single_output_team_steps(
+def team_steps(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
     chunk_start, local_start, local_stop, alpha, sigma, omega, inv_batch, optimizer_code,
@@ -253,27 +295,25 @@ def dense_single_output_team_steps(
 ):
     """As :func:`dense_single_output_steps`, each batch's chunks shared with helper threads.
 
-    ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t``
-    (0: that step runs serially, as it would from Python); the helpers run
-    :func:`dense_single_output_team_helper` meanwhile. A step's gradient is
-    the noise plus its chunks' sums in chunk order, as
+    Dense rows with one output or several, or CSR rows (``X`` the tuple
+    ``(data, indices, indptr)``). ``chunk_sizes[t]`` is the rows per chunk
+    of step ``local_start + t`` (0: that step runs serially, as it would
+    from Python); the helpers run :func:`team_helper` meanwhile. A step's
+    gradient is the noise plus its chunks' sums in chunk order, as
     ``_threads.sum_over_chunks`` forms it, so the run gives the model the
     Python steps give with the same ``n_jobs``.
     """
-    n_features = X.shape[1]
-    gathered, per_row, coefficients, residual, scaled = single_output_buffers(
-        params, X.shape[0])
+    n_features = params.shape[1] - 1
+    buffers = single_output_buffers(params, max(1, rows.shape[0]))
     chunk_buffers = single_output_buffers(params, max(1, int(chunk_sizes.max())))
     for local in range(local_start, local_stop):
         batch = _batch(rows, offsets, full_batch, local)
         row = local - local_start
         rows_per_chunk = chunk_sizes[row]
         if rows_per_chunk == 0:
-            upcoming = rows[:0]
-            single_output_sum_into(
-                X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
-                fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
-                coefficients, residual, scaled, upcoming)
+            _chunk_sum(X, y, batch, params, row_norms, feature_norms, code, threshold,
+                       clip_norm, fit_intercept, largest, tiny, noise[local], grad, weights,
+                       buffers, rows[:0])
             _fetch_step(control)
         else:
             states = progress[row]
