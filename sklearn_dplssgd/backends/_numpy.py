@@ -419,11 +419,13 @@ class NumpyTraining(HostWeightSteps):
         control = np.zeros(2, dtype=np.int64)
         (X, y, rows, offsets_arg, full_batch, run_params, row_norms, feature_norms, code,
          threshold, clip_norm, fit_intercept, largest, tiny, _, _, weights) = arguments[:17]
+        # None with one output: its run compiles no BLAS kernel (see _steps).
+        several = True if params.shape[0] > 1 and not sp.issparse(self.X) else None
         helper_args = (X, y, rows, offsets_arg, full_batch, run_params, row_norms,
                        feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny,
-                       weights, partial, progress, control, chunk_sizes, local_start)
+                       weights, partial, progress, control, chunk_sizes, local_start, several)
         run_with_team(
-            lambda: team_steps(*arguments, partial, progress, control, chunk_sizes),
+            lambda: team_steps(*arguments, partial, progress, control, chunk_sizes, several),
             team_helper, helper_args, control, n_threads)
 
 

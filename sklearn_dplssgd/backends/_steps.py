@@ -168,14 +168,16 @@ _HELPER_PATIENCE_CYCLES = 150_000
 
 
 def _chunk_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
-               fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming):
+               fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming, several):
     """``grad = noise + clipped sum over rows``: the kernel of ``X``'s kind (compiled only).
 
     For CSR rows (a tuple) :func:`._sparse.csr_gradient_sum`; for dense rows
     the gathered one-output kernel in ``buffers`` (prefetching ``upcoming``)
-    or, with several outputs, the BLAS kernel: those the Python step's chunks
-    call (``_kernels._dense_chunks``, ``_sparse._csr_chunks``), so a team run
-    adds the same numbers.
+    or, where ``several`` is not None, the BLAS kernel of several outputs:
+    those the Python step's chunks call (``_kernels._dense_chunks``,
+    ``_sparse._csr_chunks``), so a team run adds the same numbers. The
+    choice is made from the arguments' types, when the run compiles: a run
+    of one output compiles no BLAS kernel.
     """
     raise NotImplementedError("compiled only: see _chunk_sum_of_kind")
 
@@ -183,33 +185,38 @@ def _chunk_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, cl
 @overload(_chunk_sum, jit_options={"nogil": True})
 def _chunk_sum_of_kind(X, y, rows, params, row_norms, feature_norms, code, threshold,
                        clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
-                       upcoming):
+                       upcoming, several):
     if isinstance(X, types.BaseTuple):
         def csr_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
-                    fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming):
+                    fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming,
+                    several):
             csr_gradient_sum(X, y, rows, params, row_norms, feature_norms, code, threshold,
                              clip_norm, fit_intercept, largest, tiny, noise, grad, weights)
         return csr_sum
-
-    def dense_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
-                  fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming):
-        if params.shape[0] > 1:
+    if not isinstance(several, types.NoneType):
+        def several_sum(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                        clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
+                        upcoming, several):
             several_outputs_gradient_sum(
                 X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
                 fit_intercept, largest, tiny, noise, grad, weights)
-        else:
-            gathered, per_row, coefficients, residual, scaled = buffers
-            single_output_sum_into(
-                X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
-                fit_intercept, largest, tiny, noise, grad, weights, gathered, per_row,
-                coefficients, residual, scaled, upcoming)
-    return dense_sum
+        return several_sum
+
+    def one_output_sum(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                       clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
+                       upcoming, several):
+        gathered, per_row, coefficients, residual, scaled = buffers
+        single_output_sum_into(
+            X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+            fit_intercept, largest, tiny, noise, grad, weights, gathered, per_row,
+            coefficients, residual, scaled, upcoming)
+    return one_output_sum
 
 
 @njit(cache=True, nogil=True)
 def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
                  fit_intercept, largest, tiny, weights, partial, states, rows_per_chunk,
-                 thread, buffers, again):
+                 thread, buffers, again, several):
     """Chunks of one step's batch into ``partial[thread]``; how many it computed.
 
     ``states[0]`` counts the chunks taken, ``states[1 + c]`` is 0 until chunk
@@ -241,7 +248,7 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
             upcoming = batch[ahead:min(ahead + rows_per_chunk, n_rows)]
         _chunk_sum(X, y, batch[start:stop], params, row_norms, feature_norms, code, threshold,
                    clip_norm, fit_intercept, largest, tiny, zeros, partial[thread, chunk],
-                   weights, buffers, upcoming)
+                   weights, buffers, upcoming, several)
         finish_chunk(states, chunk, 1 + thread)
         computed += 1
         if again >= 0:
@@ -257,7 +264,7 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
 def team_helper(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, weights, partial, progress, control,
-    chunk_sizes, local_start, thread, seen,
+    chunk_sizes, local_start, several, thread, seen,
 ):
     """A helper's share of a team run: the chunks of each step published after ``seen``.
 
@@ -277,7 +284,7 @@ def team_helper(
                 batch = _batch(rows, offsets, full_batch, local_start + row)
                 _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
                              clip_norm, fit_intercept, largest, tiny, weights, partial,
-                             progress[row], chunk_sizes[row], thread, buffers, -1)
+                             progress[row], chunk_sizes[row], thread, buffers, -1, several)
             idle_since = cycle_count()
         elif atomic_read(control, 1) != 0:
             return -1
@@ -291,14 +298,15 @@ def team_steps(
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
     chunk_start, local_start, local_stop, alpha, sigma, omega, inv_batch, optimizer_code,
     optimizer_factor, optimizer_state, averaged, average_start, partial, progress, control,
-    chunk_sizes,
+    chunk_sizes, several,
 ):
     """As :func:`dense_single_output_steps`, each batch's chunks shared with helper threads.
 
-    Dense rows with one output or several, or CSR rows (``X`` the tuple
-    ``(data, indices, indptr)``). ``chunk_sizes[t]`` is the rows per chunk
-    of step ``local_start + t`` (0: that step runs serially, as it would
-    from Python); the helpers run :func:`team_helper` meanwhile. A step's
+    Dense rows with one output (``several`` None) or several (``several``
+    True), or CSR rows (``X`` the tuple ``(data, indices, indptr)``).
+    ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t`` (0:
+    that step runs serially, as it would from Python); the helpers run
+    :func:`team_helper` meanwhile. A step's
     gradient is the noise plus its chunks' sums in chunk order, as
     ``_threads.sum_over_chunks`` forms it, so the run gives the model the
     Python steps give with the same ``n_jobs``.
@@ -313,7 +321,7 @@ def team_steps(
         if rows_per_chunk == 0:
             _chunk_sum(X, y, batch, params, row_norms, feature_norms, code, threshold,
                        clip_norm, fit_intercept, largest, tiny, noise[local], grad, weights,
-                       buffers, rows[:0])
+                       buffers, rows[:0], several)
             _fetch_step(control)
         else:
             states = progress[row]
@@ -322,7 +330,7 @@ def team_steps(
             started = cycle_count()
             taken = _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
                                  clip_norm, fit_intercept, largest, tiny, weights, partial,
-                                 states, rows_per_chunk, 0, chunk_buffers, -1)
+                                 states, rows_per_chunk, 0, chunk_buffers, -1, several)
             finished = cycle_count()
             deadline = finished + (3 * (finished - started)) // (2 * max(1, taken))
             for chunk in range(n_chunks):
@@ -331,7 +339,8 @@ def team_steps(
                 if atomic_read(states, 1 + chunk) == 0:
                     _team_chunks(X, y, batch, params, row_norms, feature_norms, code,
                                  threshold, clip_norm, fit_intercept, largest, tiny, weights,
-                                 partial, states, rows_per_chunk, 0, chunk_buffers, chunk)
+                                 partial, states, rows_per_chunk, 0, chunk_buffers, chunk,
+                                 several)
             team_add_chunks(noise[local], partial, states, n_chunks, grad)
         _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
                      alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
