@@ -23,8 +23,7 @@ from threadpoolctl import ThreadpoolController
 from . import _kernels
 from ..training import apply_weight_decay, run_training
 from ._kernels import (
-    COEFFICIENT_RANGE, noisy_clipped_gradient_sum, smooth_rows,
-    smoothing_omega,
+    COEFFICIENT_RANGE, noisy_clipped_gradient_sum, smooth_rows, smoothing_omega,
 )
 from ._poisson import INVERSION_BELOW, place_gaps
 from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse, sparse_chunk_rows
