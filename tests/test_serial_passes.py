@@ -49,6 +49,14 @@ def test_poisson_batches_are_numpys_geometric_draws(n_samples, sample_rate, n_st
         assert rng.standard_normal() == expected_rng.standard_normal()
 
 
+@pytest.mark.parametrize("sample_rate", [0.0, -0.1, math.nan])
+def test_poisson_batches_refuse_invalid_rates_as_numpy_does(sample_rate):
+    with pytest.raises(ValueError):
+        _geometric_batches(np.random.default_rng(0), 10, sample_rate, 3)
+    with pytest.raises(ValueError):
+        _sgd.poisson_batches(np.random.default_rng(0), 10, sample_rate, 3)
+
+
 def test_place_gaps_continues_across_fills():
     # More fills where the first falls short of the last slot: the second
     # continues the process where the first stopped.

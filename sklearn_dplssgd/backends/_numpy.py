@@ -106,9 +106,10 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
     n_slots = n_samples * n_steps
     expected = n_slots * sample_rate
     n_draws = int(expected + 6.0 * math.sqrt(expected) + 16)
-    if sample_rate < INVERSION_BELOW:
+    if 0.0 < sample_rate < INVERSION_BELOW:
         # The gaps NumPy's geometric draws would give, from one fill of
-        # exponentials, placed in one compiled pass (see _poisson).
+        # exponentials, placed in one compiled pass (see _poisson); other
+        # rates (and invalid ones, which NumPy refuses) draw them as before.
         log_keep = math.log1p(-sample_rate)
         rows = np.empty(n_draws, dtype=np.int64)
         offsets = np.zeros(n_steps + 1, dtype=np.int64)
