@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
 from sklearn_dplssgd import DPLSSGDClassifier
@@ -145,3 +146,14 @@ def test_feature_norms_on_threads_are_the_serial_ones():
         np.testing.assert_array_equal(
             _row_passes.feature_norms_of(row_norms, intercept_term, 3), serial)
         assert np.isnan(serial[17]) and np.isinf(serial[0])
+
+
+def test_sparse_row_norms_on_threads_are_the_serial_ones():
+    rng = np.random.default_rng(9)
+    X = sp.random(300_001, 40, density=0.1, format="csr", random_state=rng)
+    X.data[5] = np.finfo(np.float64).max / 4  # a row whose plain sum overflows
+    X.data[7] = 1e-200  # and one close to underflowing
+    serial = _row_passes.row_norms_of(X)
+    threaded = _row_passes.row_norms_of(X, 3)
+    np.testing.assert_array_equal(threaded, serial)
+    assert np.isfinite(serial).all()

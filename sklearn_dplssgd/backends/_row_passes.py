@@ -107,23 +107,35 @@ def check_finite_rows(X, n_threads=1, estimator_name=None):
 def row_norms_of(X, n_threads=1):
     """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip.
 
-    With ``n_threads > 1``, a dense ``X``'s blocks of rows are shared by
-    that many threads (NumPy releases the GIL while it sums): a pass over
-    every row, once a fit, that would otherwise run on one core. A row's
-    norm does not depend on the block it falls in.
+    With ``n_threads > 1``, the blocks of rows (dense, or CSR: each block
+    the rows' stored entries) are shared by that many threads (NumPy
+    releases the GIL while it sums): a pass over every row, once a fit, that
+    would otherwise run on one core. A row's norm does not depend on the
+    block it falls in.
     """
-    if sp.issparse(X):
-        return compute_sparse_row_norms(X)
     if n_threads <= 1 or X.shape[0] < 2:
-        return compute_row_norms(X)
+        return compute_sparse_row_norms(X) if sp.issparse(X) else compute_row_norms(X)
     norms = np.empty(X.shape[0], dtype=np.float64)
+    if sp.issparse(X):
+        def norms_of(start, stop):
+            # The block's rows as a CSR matrix over X's own arrays (no copy).
+            first, last = X.indptr[start], X.indptr[stop]
+            rows = sp.csr_matrix(
+                (X.data[first:last], X.indices[first:last], X.indptr[start:stop + 1] - first),
+                shape=(stop - start, X.shape[1]))
+            return compute_sparse_row_norms(rows)
+        values_per_row = max(1, X.nnz // X.shape[0])
+    else:
+        def norms_of(start, stop):
+            return compute_row_norms(X[start:stop])
+        values_per_row = X.shape[1]
 
     def fill(start, stop):
         # Each block writes its own rows (a block computed twice writes the
         # same values): no serial concatenation of the blocks afterwards.
-        norms[start:stop] = compute_row_norms(X[start:stop])
+        norms[start:stop] = norms_of(start, stop)
 
-    on_row_blocks(fill, X.shape[0], n_threads, X.shape[1])
+    on_row_blocks(fill, X.shape[0], n_threads, values_per_row)
     return norms
 
 
