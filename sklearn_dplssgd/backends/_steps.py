@@ -213,6 +213,22 @@ def _chunk_sum_of_kind(X, y, rows, params, row_norms, feature_norms, code, thres
     return one_output_sum
 
 
+def _takes_ahead(X, several):
+    """Whether a thread takes its next chunk before it starts one (compiled only).
+
+    Where the chunk's kernel prefetches the next chunk's rows: dense rows
+    with one output. Elsewhere the chunks are taken one at a time, as the
+    Python step's chunks are.
+    """
+    raise NotImplementedError("compiled only: see _takes_ahead_of_kind")
+
+
+@overload(_takes_ahead, jit_options={"nogil": True})
+def _takes_ahead_of_kind(X, several):
+    ahead = not isinstance(X, types.BaseTuple) and isinstance(several, types.NoneType)
+    return lambda X, several: ahead
+
+
 @njit(cache=True, nogil=True)
 def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
                  fit_intercept, largest, tiny, weights, partial, states, rows_per_chunk,
@@ -221,10 +237,10 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
 
     ``states[0]`` counts the chunks taken, ``states[1 + c]`` is 0 until chunk
     ``c`` is finished, then 1 + the index of the thread whose buffer holds
-    it. ``again = -1``: every chunk still free, taken from the counter (the
-    next one taken before the current one starts, so that the one-output
-    kernel prefetches its rows as in ``_kernels._dense_chunks``); else chunk
-    ``again``.
+    it. ``again = -1``: every chunk still free, taken from the counter (with
+    one output on dense rows, the next one taken before the current one
+    starts, so that the kernel prefetches its rows as in
+    ``_kernels._dense_chunks``); else chunk ``again``.
     """
     n_rows = batch.shape[0]
     n_chunks = (n_rows + rows_per_chunk - 1) // rows_per_chunk
@@ -233,10 +249,11 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
     computed = 0
     chunk = again
     following = -1
+    take_ahead = _takes_ahead(X, several)
     if again < 0:
         chunk = take_chunk(states)
         chunk = chunk if 0 <= chunk < n_chunks else -1
-        if chunk >= 0:
+        if chunk >= 0 and take_ahead:
             following = take_chunk(states)
             following = following if 0 <= following < n_chunks else -1
     while chunk >= 0:
@@ -253,8 +270,12 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
         computed += 1
         if again >= 0:
             break
+        if not take_ahead:
+            following = take_chunk(states)
+            following = following if 0 <= following < n_chunks else -1
         chunk = following
-        if chunk >= 0:
+        following = -1
+        if chunk >= 0 and take_ahead:
             following = take_chunk(states)
             following = following if 0 <= following < n_chunks else -1
     return computed
