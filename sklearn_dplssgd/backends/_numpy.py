@@ -26,7 +26,7 @@ from ._kernels import (
     COEFFICIENT_RANGE, noisy_clipped_gradient_sum, smooth_rows, smoothing_omega,
 )
 from ._poisson import INVERSION_BELOW, place_gaps
-from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse, sparse_chunk_rows
+from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse
 from ._steps import (
     dense_several_outputs_steps, dense_single_output_steps, sparse_steps, team_helper,
     team_steps,
@@ -324,8 +324,8 @@ class NumpyTraining(HostWeightSteps):
 
         Available where the backend supports compiled runs (its own gradient
         kernels are the standard ones), with an optimizer that has a
-        compiled update, the gradients on one thread or on a team
-        (:func:`_team_steps`), for fits of at least ``COMPILED_RUN_MIN_STEPS``
+        compiled update, the gradients on one thread or, for dense rows, on
+        a team (:func:`_team_steps`), for fits of at least ``COMPILED_RUN_MIN_STEPS``
         steps or ``COMPILED_RUN_MIN_ROWS`` rows visited (where what it saves
         outweighs compiling it), or shared by a team whose typical batch is
         split.
@@ -337,8 +337,10 @@ class NumpyTraining(HostWeightSteps):
         # (a wake-up and a call each, tens of us a step): wherever a typical
         # batch is split, the compiled team run pays at any length of fit.
         typical_rows = int(min(1.0, plan.sample_rate) * self.X.shape[0])
-        team_pays = self._team_size > 1 and self._rows_per_chunk(typical_rows) > 0
+        team_pays = (self._team_size > 1 and not sp.issparse(self.X)
+                     and self._rows_per_chunk(typical_rows) > 0)
         if (not self.supports_compiled_runs or optimizer.compiled_code is None
+                or (self._team_size > 1 and sp.issparse(self.X))
                 or (plan.n_steps < COMPILED_RUN_MIN_STEPS and not team_pays
                     and rows_visited < COMPILED_RUN_MIN_ROWS)):
             return None
@@ -377,23 +379,19 @@ class NumpyTraining(HostWeightSteps):
         return run
 
     def _rows_per_chunk(self, n_rows):
-        """Rows per chunk of a batch of ``n_rows`` on the team; 0 where it is not split.
+        """Rows per chunk of a dense batch of ``n_rows`` on the team; 0 where it is not split.
 
-        The cut of the Python step's kernel (:func:`noisy_clipped_gradient_sum`,
-        or :func:`._sparse.noisy_clipped_gradient_sum_sparse` for CSR rows),
+        The cut of the Python step's kernel (:func:`noisy_clipped_gradient_sum`),
         from the batch's length, the parameters' shape and the team's size.
         """
         n_outputs, n_threads = self.params.shape[0], self._team_size
-        if sp.issparse(self.X):
-            rows = sparse_chunk_rows(n_rows, n_outputs, self.n_features, n_threads)
-            return rows if rows < n_rows else 0
         if _kernels.parallel_blocks(n_rows * n_outputs * self.n_features, n_rows,
                                     n_threads) > 1:
             return chunk_rows(n_rows, self.params.size, n_threads)
         return 0
 
     def _team_steps(self, arguments, offsets, local_start, local_stop):
-        """A compiled run of steps, each batch's chunks shared by the team.
+        """A compiled run of steps on dense rows, each batch's chunks shared by the team.
 
         Each step's chunks are those the Python step's kernel would cut
         (:meth:`_rows_per_chunk`), so the run gives the model of the Python
@@ -420,7 +418,7 @@ class NumpyTraining(HostWeightSteps):
         (X, y, rows, offsets_arg, full_batch, run_params, row_norms, feature_norms, code,
          threshold, clip_norm, fit_intercept, largest, tiny, _, _, weights) = arguments[:17]
         # None with one output: its run compiles no BLAS kernel (see _steps).
-        several = True if params.shape[0] > 1 and not sp.issparse(self.X) else None
+        several = True if params.shape[0] > 1 else None
         helper_args = (X, y, rows, offsets_arg, full_batch, run_params, row_norms,
                        feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny,
                        weights, partial, progress, control, chunk_sizes, local_start, several)

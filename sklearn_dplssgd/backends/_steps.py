@@ -158,9 +158,10 @@ def sparse_steps(
 # the chunks only, never on which thread computed which, and the calling
 # thread never waits for a chunk longer than half again its own mean time per
 # chunk before it computes the chunk itself. The same run serves dense rows
-# with one output or several and CSR rows (``X`` the tuple ``(data, indices,
-# indptr)``): a chunk's sum is the kernel the Python step's chunk calls
-# (:func:`_chunk_sum`).
+# with one output or several: a chunk's sum is the kernel the Python step's
+# chunk calls (:func:`_chunk_sum`). CSR rows keep the Python steps: on the
+# tables measured their team run gained nothing (a CSR fit's time is mostly
+# its passes over every row), and it would compile one more run.
 
 # Cycles a helper waits for the next step before it returns to Python (where it
 # yields the processor and comes back until the run is over): about 50 us.
@@ -169,15 +170,14 @@ _HELPER_PATIENCE_CYCLES = 150_000
 
 def _chunk_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
                fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming, several):
-    """``grad = noise + clipped sum over rows``: the kernel of ``X``'s kind (compiled only).
+    """``grad = noise + clipped sum over rows`` on dense rows (compiled only).
 
-    For CSR rows (a tuple) :func:`._sparse.csr_gradient_sum`; for dense rows
-    the gathered one-output kernel in ``buffers`` (prefetching ``upcoming``)
+    The gathered one-output kernel in ``buffers`` (prefetching ``upcoming``)
     or, where ``several`` is not None, the BLAS kernel of several outputs:
-    those the Python step's chunks call (``_kernels._dense_chunks``,
-    ``_sparse._csr_chunks``), so a team run adds the same numbers. The
-    choice is made from the arguments' types, when the run compiles: a run
-    of one output compiles no BLAS kernel.
+    those the Python step's chunks call (``_kernels._dense_chunks``), so a
+    team run adds the same numbers. The choice is made from the arguments'
+    types, when the run compiles: a run of one output compiles no BLAS
+    kernel.
     """
     raise NotImplementedError("compiled only: see _chunk_sum_of_kind")
 
@@ -186,13 +186,6 @@ def _chunk_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, cl
 def _chunk_sum_of_kind(X, y, rows, params, row_norms, feature_norms, code, threshold,
                        clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
                        upcoming, several):
-    if isinstance(X, types.BaseTuple):
-        def csr_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
-                    fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming,
-                    several):
-            csr_gradient_sum(X, y, rows, params, row_norms, feature_norms, code, threshold,
-                             clip_norm, fit_intercept, largest, tiny, noise, grad, weights)
-        return csr_sum
     if not isinstance(several, types.NoneType):
         def several_sum(X, y, rows, params, row_norms, feature_norms, code, threshold,
                         clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
@@ -213,20 +206,20 @@ def _chunk_sum_of_kind(X, y, rows, params, row_norms, feature_norms, code, thres
     return one_output_sum
 
 
-def _takes_ahead(X, several):
+def _takes_ahead(several):
     """Whether a thread takes its next chunk before it starts one (compiled only).
 
-    Where the chunk's kernel prefetches the next chunk's rows: dense rows
-    with one output. Elsewhere the chunks are taken one at a time, as the
-    Python step's chunks are.
+    Where the chunk's kernel prefetches the next chunk's rows: one output.
+    With several, the chunks are taken one at a time, as the Python step's
+    chunks are.
     """
     raise NotImplementedError("compiled only: see _takes_ahead_of_kind")
 
 
 @overload(_takes_ahead, jit_options={"nogil": True})
-def _takes_ahead_of_kind(X, several):
-    ahead = not isinstance(X, types.BaseTuple) and isinstance(several, types.NoneType)
-    return lambda X, several: ahead
+def _takes_ahead_of_kind(several):
+    ahead = isinstance(several, types.NoneType)
+    return lambda several: ahead
 
 
 @njit(cache=True, nogil=True)
@@ -238,9 +231,9 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
     ``states[0]`` counts the chunks taken, ``states[1 + c]`` is 0 until chunk
     ``c`` is finished, then 1 + the index of the thread whose buffer holds
     it. ``again = -1``: every chunk still free, taken from the counter (with
-    one output on dense rows, the next one taken before the current one
-    starts, so that the kernel prefetches its rows as in
-    ``_kernels._dense_chunks``); else chunk ``again``.
+    one output, the next one taken before the current one starts, so that
+    the kernel prefetches its rows as in ``_kernels._dense_chunks``); else
+    chunk ``again``.
     """
     n_rows = batch.shape[0]
     n_chunks = (n_rows + rows_per_chunk - 1) // rows_per_chunk
@@ -249,7 +242,7 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
     computed = 0
     chunk = again
     following = -1
-    take_ahead = _takes_ahead(X, several)
+    take_ahead = _takes_ahead(several)
     if again < 0:
         chunk = take_chunk(states)
         chunk = chunk if 0 <= chunk < n_chunks else -1
@@ -324,8 +317,7 @@ def team_steps(
     """As :func:`dense_single_output_steps`, each batch's chunks shared with helper threads.
 
     Dense rows with one output (``several`` None) or several (``several``
-    True), or CSR rows (``X`` the tuple ``(data, indices, indptr)``).
-    ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t`` (0:
+    True). ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t`` (0:
     that step runs serially, as it would from Python); the helpers run
     :func:`team_helper` meanwhile. A step's
     gradient is the noise plus its chunks' sums in chunk order, as
