@@ -256,6 +256,14 @@ def test_bench_cores_quick(tmp_path):
     assert f"package timed: `{REPO_ROOT / 'sklearn_dplssgd'}`" in text
 
 
+def test_bench_cores_quick_some_tables(tmp_path):
+    _run("bench_cores.py", tmp_path, "--tables", "d100", "csr")
+    text = (tmp_path / f"cores_{os.cpu_count()}cores_d100_csr.md").read_text()
+    assert "### binary, 100 features (quiet): n = 20,000" in text
+    assert "### CSR, 1,000 features, 1 % stored (quiet): n = 20,000" in text
+    assert "MNIST-shaped" not in text
+
+
 def test_bench_exact_noise_quick(tmp_path):
     _run("bench_exact_noise.py", tmp_path)
     text = (tmp_path / "exact_noise.md").read_text()
