@@ -3,10 +3,11 @@
 Two measurements, written to ``exact_noise.md``:
 
 1. The exact samplers (``backends.sample_discrete_gaussian`` and
-   ``backends.sample_rounded_gaussian``, os.urandom words): nanoseconds per
-   sample, one thread, at several scales, and the share of that spent
-   drawing the words. Timings on a shared machine are disturbed by the
-   others' load: the load average is recorded.
+   ``backends.sample_rounded_gaussian``): nanoseconds per sample, one
+   thread, at several scales, with os.urandom words and on words drawn
+   beforehand (the sampler alone), the 64-bit words a sample uses and the
+   time os.urandom takes to make them. Timings on a shared machine are
+   disturbed by the others' load: the load average is recorded.
 2. The accounting: for a fit calibrated by the ordinary mode to epsilon 1
    (PLD, the library's default), the epsilon that the discrete Gaussian's
    bound (``accounting.exact_noise_epsilon``: RDP of the subsampled
@@ -73,28 +74,58 @@ DELTA = 1e-5
 MODES = ("gradient", "gradient_exact")
 
 
+class _PregeneratedWords:
+    """A word source serving words drawn beforehand (the sampler timed alone), counting them.
+
+    With ``chunk``, each request is served ``chunk`` words whatever its size
+    (the sampler asks again), so that ``served`` exceeds the words the
+    sampler used by less than the last chunk and the sampler's request margin.
+    """
+
+    def __init__(self, words, chunk=None):
+        self.stock, self.chunk, self.served = words, chunk, 0
+
+    def words(self, count):
+        count = count if self.chunk is None else self.chunk
+        if self.served + count > self.stock.size:
+            self.stock = np.concatenate((self.stock, SecureWords().words(count)))
+        self.served += count
+        return self.stock[self.served - count:self.served]
+
+
 def sampler_rows(n_samples, scales, repeats, rounded=False):
-    """(std, ns per sample, ns of os.urandom words per sample) of one exact sampler."""
+    """Per scale of one exact sampler: (std, ns per sample with os.urandom words, ns per
+    sample on words drawn beforehand, words per sample, ns of os.urandom for those words)."""
     rows = []
     source = SecureWords()
     if rounded:
         # The rounded Gaussian's scale is an integer: the std rounded up.
-        sample, scale_of, words = sample_rounded_gaussian, (
-            lambda std: RoundedGaussianScale(math.ceil(std))), 20
+        sample, scale_of = sample_rounded_gaussian, (
+            lambda std: RoundedGaussianScale(math.ceil(std)))
     else:
-        sample, scale_of, words = sample_discrete_gaussian, DiscreteGaussianScale.at_least, 16
+        sample, scale_of = sample_discrete_gaussian, DiscreteGaussianScale.at_least
     sample(100, scale_of(1.0))  # compile / load
     for std in scales:
         scale = scale_of(std)
-        best = math.inf
-        for _ in range(repeats):
+        # Words per sample: served in chunks of 64 (exact to 128 / n_counted).
+        n_counted = min(n_samples, 100_000)
+        counter = _PregeneratedWords(np.empty(0, dtype=np.uint64), chunk=64)
+        sample(n_counted, scale, source=counter)
+        words = counter.served / n_counted
+        stock = source.words(int(1.2 * words * n_samples) + 4096)
+        best = best_pregenerated = math.inf
+        for _ in range(repeats):  # the two timings alternated
             start = time.perf_counter()
             sample(n_samples, scale, source=source)
             best = min(best, time.perf_counter() - start)
+            start = time.perf_counter()
+            sample(n_samples, scale, source=_PregeneratedWords(stock))
+            best_pregenerated = min(best_pregenerated, time.perf_counter() - start)
         start = time.perf_counter()
-        source.words(words * n_samples)
+        source.words(round(words * n_samples))
         words_time = time.perf_counter() - start
-        rows.append((std, 1e9 * best / n_samples, 1e9 * words_time / n_samples))
+        rows.append((std, 1e9 * best / n_samples, 1e9 * best_pregenerated / n_samples, words,
+                     1e9 * words_time / n_samples))
     return rows
 
 
@@ -561,15 +592,22 @@ def main(argv=None):
         f"{load[2]:.1f} over 1, 5, 15 minutes): the timings are disturbed by others' work. "
         "Best of the repeats.",
         "",
-        "| std s | ns per sample | of which os.urandom (16 words) |",
-        "|---|---|---|",
+        "Columns: ns per sample drawing its words from os.urandom; ns per sample on words "
+        "drawn beforehand (the sampler alone); the 64-bit words a sample uses on average; "
+        "the ns that os.urandom takes to make that many words.",
+        "",
+        "| std s | ns per sample | ns per sample, words drawn before | words per sample "
+        "| os.urandom ns for them |",
+        "|---|---|---|---|---|",
     ]
-    lines += [f"| {std:g} | {total:.0f} | {words:.0f} |" for std, total, words in sampler]
+    lines += [f"| {std:g} | {total:.0f} | {alone:.0f} | {words:.2f} | {words_ns:.0f} |"
+              for std, total, alone, words, words_ns in sampler]
     lines += ["", "## The exact rounded Gaussian sampler (one thread, os.urandom words)", "",
               "Measured as the discrete Gaussian's, in the same run (integer scale s).", "",
-              "| scale s | ns per sample | of which os.urandom (20 words) |", "|---|---|---|"]
-    lines += [f"| {std:g} | {total:.0f} | {words:.0f} |"
-              for std, total, words in rounded_sampler]
+              "| scale s | ns per sample | ns per sample, words drawn before | words per sample "
+              "| os.urandom ns for them |", "|---|---|---|---|---|"]
+    lines += [f"| {std:g} | {total:.0f} | {alone:.0f} | {words:.2f} | {words_ns:.0f} |"
+              for std, total, alone, words, words_ns in rounded_sampler]
     lines += ["", "Word sources (best of the runs, alternated):", "",
               "| source | MB/s |", "|---|---|"]
     lines += [f"| {name} | {rate:.0f} |" for name, rate in sources]

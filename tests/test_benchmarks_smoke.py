@@ -259,7 +259,9 @@ def test_bench_cores_quick(tmp_path):
 def test_bench_exact_noise_quick(tmp_path):
     _run("bench_exact_noise.py", tmp_path)
     text = (tmp_path / "exact_noise.md").read_text()
-    assert "| std s | ns per sample | of which os.urandom (16 words) |" in text
+    header = ("ns per sample | ns per sample, words drawn before | words per sample "
+              "| os.urandom ns for them |")
+    assert f"| std s | {header}" in text and f"| scale s | {header}" in text
     assert "| ChaCha20 (ChaChaWords) |" in text
     assert "| MNIST-shaped | 256 | 469 | replace_one |" in text
     assert "| MNIST-shaped | 256 | 469 | add_remove |" in text
