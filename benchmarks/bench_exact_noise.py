@@ -68,29 +68,11 @@ from sklearn_dplssgd.mechanisms import RoundedGaussianGradientPerturbation
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
 from bench_dp_preprocessing import ADULT_NUMERIC, DEFAULT_ADULT_DIR, load_adult  # noqa: E402
+from bench_sampler_revisions import PregeneratedWords, words_per_draw  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DELTA = 1e-5
 MODES = ("gradient", "gradient_exact")
-
-
-class _PregeneratedWords:
-    """A word source serving words drawn beforehand (the sampler timed alone), counting them.
-
-    With ``chunk``, each request is served ``chunk`` words whatever its size
-    (the sampler asks again), so that ``served`` exceeds the words the
-    sampler used by less than the last chunk and the sampler's request margin.
-    """
-
-    def __init__(self, words, chunk=None):
-        self.stock, self.chunk, self.served = words, chunk, 0
-
-    def words(self, count):
-        count = count if self.chunk is None else self.chunk
-        if self.served + count > self.stock.size:
-            self.stock = np.concatenate((self.stock, SecureWords().words(count)))
-        self.served += count
-        return self.stock[self.served - count:self.served]
 
 
 def sampler_rows(n_samples, scales, repeats, rounded=False):
@@ -107,11 +89,7 @@ def sampler_rows(n_samples, scales, repeats, rounded=False):
     sample(100, scale_of(1.0))  # compile / load
     for std in scales:
         scale = scale_of(std)
-        # Words per sample: served in chunks of 64 (exact to 128 / n_counted).
-        n_counted = min(n_samples, 100_000)
-        counter = _PregeneratedWords(np.empty(0, dtype=np.uint64), chunk=64)
-        sample(n_counted, scale, source=counter)
-        words = counter.served / n_counted
+        words = words_per_draw(sample, scale, source, min(n_samples, 100_000))
         stock = source.words(int(1.2 * words * n_samples) + 4096)
         best = best_pregenerated = math.inf
         for _ in range(repeats):  # the two timings alternated
@@ -119,7 +97,7 @@ def sampler_rows(n_samples, scales, repeats, rounded=False):
             sample(n_samples, scale, source=source)
             best = min(best, time.perf_counter() - start)
             start = time.perf_counter()
-            sample(n_samples, scale, source=_PregeneratedWords(stock))
+            sample(n_samples, scale, source=PregeneratedWords(stock, source))
             best_pregenerated = min(best_pregenerated, time.perf_counter() - start)
         start = time.perf_counter()
         source.words(round(words * n_samples))
