@@ -220,7 +220,7 @@ def draw_from_word_stream(size, source, words_per_draw, fill, *parameters):
         How many draws.
     source : object with ``words(count)`` or None
         Where the random words come from; :class:`SecureWords` when None.
-    words_per_draw : int
+    words_per_draw : int or float
         Words requested per missing draw (a short request only costs another).
     fill : compiled function
         The kernel (see above).
@@ -242,7 +242,7 @@ def draw_from_word_stream(size, source, words_per_draw, fill, *parameters):
     buffer = np.empty(0, dtype=np.uint64)
     cursor = np.zeros(3, dtype=np.int64)
     while done < size:
-        fresh = np.ascontiguousarray(source.words(words_per_draw * (size - done) + 64),
+        fresh = np.ascontiguousarray(source.words(int(words_per_draw * (size - done)) + 64),
                                      dtype=np.uint64)
         buffer = np.concatenate((buffer, fresh)) if buffer.size else fresh
         # A new buffer starts at its first word, in the half-word left (if any).
