@@ -2,7 +2,9 @@
 
 Per tree and scale ``s``: nanoseconds per draw of
 ``backends.sample_rounded_gaussian`` on words drawn beforehand (the sampler
-alone, one thread), and the 64-bit words a draw uses on average. Both trees
+alone, one thread), the 64-bit words a draw uses on average, and the
+nanoseconds per draw of one step's noise at MNIST's shape (7,850 draws) as a
+fit draws it, ChaCha20 words included. Both trees
 define a package named ``sklearn_dplssgd``, so each is timed in its own
 subprocess (``--worker``) with the tree first on ``sys.path``; the parent
 alternates old and new for ``--rounds`` rounds (the order flips every
@@ -30,6 +32,8 @@ import time
 from pathlib import Path
 
 SCALES = (1, 3, 1000, 2 ** 20)
+# The noise draws of one step at MNIST's shape: K (d + 1) = 10 x 785.
+STEP_DRAWS = 7850
 
 
 class PregeneratedWords:
@@ -69,8 +73,11 @@ def words_per_draw(sample, scale, fallback, n_draws):
 
 
 def worker(n_draws):
-    """Print, as JSON, {s: [ns per draw on words drawn beforehand, words per draw]}."""
-    from sklearn_dplssgd.backends import RoundedGaussianScale, SecureWords, sample_rounded_gaussian
+    """Print, as JSON, {s: [ns per draw on words drawn beforehand, words per draw, ns per
+    draw of a step's noise with its ChaCha20 words]}."""
+    from sklearn_dplssgd.backends import (
+        ChaChaWords, ExactNoise, RoundedGaussianScale, SecureWords, sample_rounded_gaussian,
+    )
     source = SecureWords()
     sample_rounded_gaussian(100, RoundedGaussianScale(1), source)  # compile / load
     results = {}
@@ -83,7 +90,15 @@ def worker(n_draws):
             start = time.perf_counter()
             sample_rounded_gaussian(n_draws, scale, PregeneratedWords(stock, source))
             best = min(best, time.perf_counter() - start)
-        results[s] = [1e9 * best / n_draws, words]
+        # A step's noise as a fit draws it (MNIST's shape: 7,850 draws), words included.
+        noise = ExactNoise(16, scale, ChaChaWords())
+        noise.draw(STEP_DRAWS)
+        best_step = float("inf")
+        for _ in range(30 if n_draws >= 100_000 else 3):
+            start = time.perf_counter()
+            noise.draw(STEP_DRAWS)
+            best_step = min(best_step, time.perf_counter() - start)
+        results[s] = [1e9 * best / n_draws, words, 1e9 * best_step / STEP_DRAWS]
     print(json.dumps(results))
 
 
@@ -133,19 +148,24 @@ def main(argv=None):
         "disturbed by others' work; the trees were alternated and the medians of the rounds "
         "are given (each round's figure the best of 3 runs). ns per draw: "
         "`sample_rounded_gaussian` on words drawn beforehand, one thread (the sampler alone, "
-        "not the words' making); words per draw: the 64-bit words a draw uses on average.",
+        "not the words' making); words per draw: the 64-bit words a draw uses on average; "
+        "step: ns per draw of `ExactNoise(16, scale, ChaChaWords()).draw(7850)`, one step's "
+        "noise at MNIST's shape as a fit draws it (ChaCha20 words and sampler, one thread; "
+        "best of 30).",
         "",
         "| scale s | old ns per draw | new ns per draw | new / old | old words per draw "
-        "| new words per draw |",
-        "|---|---|---|---|---|---|",
+        "| new words per draw | old step ns per draw | new step ns per draw |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in SCALES:
         old_ns, new_ns = (statistics.median(r[str(s)][0] for r in timings[name])
                           for name in ("old", "new"))
         old_words, new_words = (timings[name][0][str(s)][1] for name in ("old", "new"))
+        old_step, new_step = (statistics.median(r[str(s)][2] for r in timings[name])
+                              for name in ("old", "new"))
         label = "2**20" if s == 2 ** 20 else f"{s}"
         lines.append(f"| {label} | {old_ns:.0f} | {new_ns:.0f} | {new_ns / old_ns:.2f} "
-                     f"| {old_words:.2f} | {new_words:.2f} |")
+                     f"| {old_words:.2f} | {new_words:.2f} | {old_step:.0f} | {new_step:.0f} |")
     (out / "exact_sampler_speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

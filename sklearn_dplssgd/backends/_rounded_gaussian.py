@@ -37,7 +37,7 @@ digits not yet made are uniform given everything drawn so far: the output
 integer is the same at both ends of the interval ``x`` is known to lie in.
 A u-rand holds at most :data:`DIGIT_CAPACITY` digits (1,024 bits), and
 ``k`` is at most :data:`LARGEST_INTEGER_PART`: a draw that needs more, with
-probability below ``2**-1000``, raises
+probability below ``2**-990``, raises
 :class:`~._discrete_gaussian.SamplerCapacityError` rather than truncate
 (which would bias the law). No floating-point value takes part in a draw.
 
