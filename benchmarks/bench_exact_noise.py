@@ -362,8 +362,9 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     n_rows, n_features = X.shape
     dimension = n_classes * (n_features + 1)
     grid_bits, sigma = 16, 0.25
-    scale = DiscreteGaussianScale.at_least(8.0 * math.sqrt(grid_norm_bound(grid_bits,
-                                                                           dimension)))
+    # The default mode's noise (mechanism="gradient_exact"): the rounded Gaussian.
+    bound = grid_norm_bound(grid_bits, dimension)
+    scale = RoundedGaussianScale(math.ceil(8.0 * math.sqrt(bound)))
     rng = np.random.default_rng(1)
     params = (rng.normal(size=(n_classes, n_features + 1)) * 0.01).astype(np.float32)
     labels = y.astype(np.float64)
@@ -461,7 +462,8 @@ def speed_report(rows, profile, quick, rounds):
         "## Where an exact step's time goes (one thread, milliseconds, median)",
         "",
         "One step's parts timed alone on the same data: the noise of a step is "
-        "K (d + 1) draws of the discrete Gaussian at the scale of z = 8 on the grid "
+        "K (d + 1) draws of the rounded Gaussian (the default exact noise) at the scale "
+        "of z = 8 on the grid "
         "2**-16 C, drawn as the fit draws it (blocks of 4,096 draws), less its words. The "
         "ordinary "
         "step's noisy clipped sum is given for comparison (its noise is drawn per chunk "
