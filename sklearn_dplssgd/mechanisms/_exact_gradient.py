@@ -56,6 +56,7 @@ __all__ = [
     "DiscreteExactGradientPerturbationMechanism",
     "ExactGradientPerturbation",
     "ExactGradientPerturbationMechanism",
+    "GridGradientPerturbation",
     "RoundedGaussianGradientPerturbation",
     "grid_bits_for",
 ]
@@ -100,29 +101,46 @@ def grid_bits_for(noise_multiplier, n_coordinates, *, largest_scale=_LARGEST_SCA
 
 
 @dataclasses.dataclass(frozen=True)
-class ExactGradientPerturbation(GradientPerturbation):
-    """``n_steps`` Poisson-sampled steps of integer sums plus discrete Gaussian noise.
+class GridGradientPerturbation(GradientPerturbation):
+    """The steps of an exact mode: integer sums on a public grid, plus exact integer noise.
 
-    The fields of :class:`GradientPerturbation` (``noise_multiplier`` is the
-    noise's standard deviation relative to the sensitivity, ``sqrt(s^2) /
-    2**k``, for the step size rules and the record), and:
+    The fields of :class:`GradientPerturbation`, and:
 
     Parameters
     ----------
     grid_bits : int
         ``k``: the grid step is ``2**-k`` times ``max_sample_weight * clip_norm``.
+    n_coordinates : int
+        ``D``, the noisy coordinates of a step.
+    """
+
+    grid_bits: int = FINEST_GRID_BITS
+    n_coordinates: int = 1
+
+    @property
+    def sensitivity_squared(self):
+        """``B``: one row's rounded contribution has squared norm at most this (grid units)."""
+        return grid_norm_bound(self.grid_bits, self.n_coordinates)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactGradientPerturbation(GridGradientPerturbation):
+    """``n_steps`` Poisson-sampled steps of integer sums plus discrete Gaussian noise.
+
+    The fields of :class:`GridGradientPerturbation` (``noise_multiplier`` is
+    the noise's standard deviation relative to the sensitivity, ``sqrt(s^2) /
+    2**k``, for the step size rules and the record), and:
+
+    Parameters
+    ----------
     noise_scale : tuple of int or None
         ``(t, m, q)`` of the :class:`~sklearn_dplssgd.backends.DiscreteGaussianScale`;
         None for a noise-free fit (``epsilon=inf``, not private).
-    n_coordinates : int
-        ``D``, the noisy coordinates of a step.
     delta : float
         The delta at which :meth:`dp_event` states its epsilon.
     """
 
-    grid_bits: int = FINEST_GRID_BITS
     noise_scale: tuple = (1, 1, 1)
-    n_coordinates: int = 1
     delta: float = 0.0
 
     @property
@@ -131,11 +149,6 @@ class ExactGradientPerturbation(GradientPerturbation):
         if self.noise_scale is None:
             return None
         return DiscreteGaussianScale(*self.noise_scale)
-
-    @property
-    def sensitivity_squared(self):
-        """``B``: one row's rounded contribution has squared norm at most this (grid units)."""
-        return grid_norm_bound(self.grid_bits, self.n_coordinates)
 
     @classmethod
     def with_scale(cls, scale, *, grid_bits, **fields):
@@ -224,7 +237,7 @@ class ExactGradientPerturbation(GradientPerturbation):
 
 
 @dataclasses.dataclass(frozen=True)
-class RoundedGaussianGradientPerturbation(GradientPerturbation):
+class RoundedGaussianGradientPerturbation(GridGradientPerturbation):
     """``n_steps`` Poisson-sampled steps of integer sums plus rounded Gaussian noise.
 
     Each step releases ``S + round(s G)`` (``G`` standard normal on each of
@@ -233,21 +246,16 @@ class RoundedGaussianGradientPerturbation(GradientPerturbation):
     integer sum ``S``, whose sensitivity is ``sqrt(B)`` grid units. The
     fields of :class:`GradientPerturbation`, with ``noise_multiplier`` the
     effective multiplier ``s / sqrt(B)`` (a float no larger): :meth:`dp_event`
-    and :meth:`epsilon` are then the ordinary mode's. And:
+    and :meth:`epsilon` are then the ordinary mode's. The fields of
+    :class:`GridGradientPerturbation`, and:
 
     Parameters
     ----------
-    grid_bits : int
-        ``k``: the grid step is ``2**-k`` times ``max_sample_weight * clip_norm``.
     noise_scale : int or None
         ``s``; None for a noise-free fit (``epsilon=inf``, not private).
-    n_coordinates : int
-        ``D``, the noisy coordinates of a step.
     """
 
-    grid_bits: int = FINEST_GRID_BITS
     noise_scale: int = 1
-    n_coordinates: int = 1
 
     @property
     def scale(self):
@@ -255,11 +263,6 @@ class RoundedGaussianGradientPerturbation(GradientPerturbation):
         if self.noise_scale is None:
             return None
         return RoundedGaussianScale(self.noise_scale)
-
-    @property
-    def sensitivity_squared(self):
-        """``B``: one row's rounded contribution has squared norm at most this (grid units)."""
-        return grid_norm_bound(self.grid_bits, self.n_coordinates)
 
     @staticmethod
     def effective_multiplier(scale, bound):
