@@ -309,10 +309,15 @@ class NumpyTraining(HostWeightSteps):
             return draws_ahead(chunk_starts, draw)
         return map(draw, chunk_starts)
 
+    def step_batch(self, rows, offsets, local_step):
+        """The rows of step ``local_step`` of a chunk (every row for a full-batch plan)."""
+        if rows is None:
+            return self._all_rows
+        return rows[offsets[local_step]:offsets[local_step + 1]]
+
     def gradient_sum(self, params, draws, local_step):
         rows, offsets, noise = draws
-        batch = (self._all_rows if rows is None
-                 else rows[offsets[local_step]:offsets[local_step + 1]])
+        batch = self.step_batch(rows, offsets, local_step)
         plan = self.plan
         self._kernel(self.X, self.y, batch, params, self.row_norms, plan.loss_code,
                      plan.loss_threshold, plan.clip_norm, plan.fit_intercept,
