@@ -157,3 +157,14 @@ def test_sparse_row_norms_on_threads_are_the_serial_ones():
     threaded = _row_passes.row_norms_of(X, 3)
     np.testing.assert_array_equal(threaded, serial)
     assert np.isfinite(serial).all()
+
+
+def test_a_zero_exponential_still_advances_by_one_row():
+    # A float exponential of exactly 0 (ceil(0) = 0) must not place one
+    # position twice: each row enters a step's batch at most once.
+    rows = np.empty(8, dtype=np.int64)
+    offsets = np.zeros(3, dtype=np.int64)
+    state = np.array([-1, 0, 0], dtype=np.int64)
+    exponentials = np.array([0.0, 0.0, 0.0, 50.0])
+    _poisson.place_gaps(exponentials, math.log1p(-0.5), 4, 8, rows, offsets, state)
+    assert list(rows[:state[1]]) == [0, 1, 2]

@@ -58,7 +58,9 @@ def place_gaps(exponentials, log_keep, n_samples, n_slots, rows, offsets, state)
     step_end = (step + 1) * n_samples
     done = False
     for draw in exponentials:
-        gap = np.ceil(-draw / log_keep)
+        # A gap is at least 1: a float exponential of exactly 0 would
+        # otherwise put one row twice into a batch (twice its clip).
+        gap = max(np.ceil(-draw / log_keep), 1.0)
         if gap >= _INT64_CAP or gap >= n_slots - position:
             # Past the last slot (and nothing more to add without overflow).
             done = True
