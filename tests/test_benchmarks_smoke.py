@@ -195,6 +195,13 @@ def test_bench_regime_heldout_quick(tmp_path):
     assert "| unit 800x20 K2 | [0, 1] |" in text and "Best fixed clip over 3 cells" in text
 
 
+def test_bench_regime_diabetes_quick(tmp_path):
+    _run("bench_regime_diabetes.py", tmp_path)
+    text = (tmp_path / "regime_heldout_diabetes_histogram.md").read_text()
+    assert "| above_threshold | 1.5 / 0.5 | 1 | 3.000 |" in text
+    assert "| gaussian_histogram | 1 / 0.3 |" in text
+
+
 def test_bench_regime_heldout_square_widths_and_diabetes_quick(tmp_path):
     _run("bench_regime_heldout.py", tmp_path, "--square-widths")
     text = (tmp_path / "regime_heldout_square.md").read_text()

@@ -1,0 +1,164 @@
+"""DPBoundedScaler(mechanism="gaussian_histogram"): all ranges from one Gaussian release."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dp_accounting
+from dp_accounting.pld import pld_privacy_accountant
+
+from sklearn_dplssgd import DPBoundedScaler, PrivacyLedger
+from sklearn_dplssgd.audit import mu_lower_bound
+from sklearn_dplssgd.preprocessing import _histogram_ranges
+from sklearn_dplssgd.preprocessing._histogram_ranges import (
+    histogram_counts, histogram_grid, histogram_noise_scale, noisy_histograms,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dplssgd.PrivacyLeakWarning")
+
+_RELATIONS = {"replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE,
+              "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE}
+
+
+def _table(n=3_000, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.column_stack([
+        rng.integers(17, 91, n).astype(float),            # ages
+        rng.lognormal(10.0, 1.0, n),                      # heavy-tailed incomes
+        -rng.exponential(50.0, n) - 1000.0,               # all negative
+    ])
+
+
+def _counts(X):
+    edges = histogram_grid()
+    return np.concatenate([histogram_counts(X[:, j], edges) for j in range(X.shape[1])])
+
+
+@pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
+def test_event_recomputed_by_dp_accounting_meets_epsilon(neighboring):
+    scaler = DPBoundedScaler(epsilon=0.7, delta=1e-6, neighboring=neighboring,
+                             mechanism="gaussian_histogram").fit(_table(500))
+    assert scaler.dp_event_ == dp_accounting.GaussianDpEvent(scaler.noise_multiplier_)
+    accountant = pld_privacy_accountant.PLDAccountant(_RELATIONS[neighboring])
+    epsilon = accountant.compose(scaler.dp_event_).get_epsilon(1e-6)
+    # Calibrated: at most the target, and not needlessly below it.
+    assert 0.69 <= epsilon <= 0.7 * (1 + 1e-3)
+    assert (scaler.epsilon_, scaler.delta_) == (0.7, 1e-6)
+
+
+def test_ledger_composes_the_release_under_pld():
+    ledger = PrivacyLedger(max_epsilon=3.0, delta=1e-5)
+    scaler = DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram", ledger=ledger)
+    scaler.fit(_table(500))
+    assert [record["dp_event"] for record in ledger.records] == [scaler.dp_event_]
+    # One Gaussian at (1, 1e-6) costs less than 1 at the ledger's larger delta.
+    assert 0.8 < ledger.epsilon() < 1.0
+    ledger.close()
+
+
+@pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
+def test_a_row_moves_the_counts_by_at_most_the_accounted_shift(neighboring):
+    # The accountant reads GaussianDpEvent(z) as a shift of one unit (add/remove)
+    # or two (replace-one) against noise z units: the noise scale over z is the
+    # unit, and no neighbour may move the released counts further.
+    rng = np.random.default_rng(3)
+    unit = histogram_noise_scale(1.0, 4, neighboring)
+    accounted = unit * (2.0 if neighboring == "replace_one" else 1.0)
+    largest = 0.0
+    for _ in range(50):
+        X = rng.standard_normal((40, 4)) * 10.0 ** rng.integers(-3, 4, 4)
+        row = rng.standard_normal((1, 4)) * 1e3
+        if neighboring == "replace_one":
+            other = X.copy()
+            other[rng.integers(40)] = row
+        else:
+            other = np.vstack([X, row])
+        largest = max(largest, float(np.linalg.norm(_counts(other) - _counts(X))))
+    assert largest <= accounted * (1 + 1e-12)
+    assert largest >= accounted * (1 - 1e-12)  # reached: the bound is tight
+
+
+def _projected_scores(neighboring, n_runs, seed):
+    # The audit's distinguishing test: project the release onto the direction
+    # in which the changed row moves it.
+    X = np.tile(np.array([[1.5, 3.0, 5.0, 70.0]]), (30, 1))
+    other = X.copy()
+    other[0] = [-1.5, 300.0, 0.01, -70.0]
+    direction = _counts(other) - _counts(X)
+    direction /= np.linalg.norm(direction)
+    rng = np.random.default_rng(seed)
+    z = 2.0
+    scores = []
+    for data in (X, other):
+        scores.append(np.array([
+            noisy_histograms(data, z, neighboring, rng).ravel() @ direction
+            for _ in range(n_runs)]))
+    claimed_mu = 2.0 / z  # replace-one: a shift of twice the unit
+    return scores, claimed_mu
+
+
+def test_audit_passes_the_mechanism_and_fails_a_broken_noise_scale(monkeypatch):
+    scores, claimed_mu = _projected_scores("replace_one", 2_000, seed=11)
+    assert mu_lower_bound(*scores) <= claimed_mu
+    # Broken: noise for a sensitivity of one count, as if a row moved one
+    # feature's histogram only (it moves every feature's).
+    monkeypatch.setattr(_histogram_ranges, "histogram_noise_scale",
+                        lambda z, n_learned, neighboring: z * math.sqrt(0.5))
+    scores, claimed_mu = _projected_scores("replace_one", 2_000, seed=11)
+    assert mu_lower_bound(*scores) > 1.3 * claimed_mu
+
+
+def test_ranges_within_a_factor_of_two_and_keep_the_rows():
+    X = _table()
+    scaler = DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram", random_state=0,
+                             reproducible=True).fit(X)
+    low, high = X.min(axis=0), X.max(axis=0)
+    assert np.all(scaler.lower_ < scaler.upper_)
+    assert scaler.upper_[0] <= 2 * high[0] and scaler.lower_[0] >= low[0] / 2
+    assert scaler.lower_[2] >= 2 * low[2] and scaler.upper_[2] <= high[2] / 2
+    inside = (X >= scaler.lower_) & (X <= scaler.upper_)
+    assert inside[:, [0, 2]].mean() > 0.95 and inside[:, 1].mean() > 0.8
+    assert scaler.learned_.all() and scaler.tail_count_ == 0
+
+
+def test_public_bounds_spend_nothing_and_are_kept():
+    X = _table(500)
+    scaler = DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram",
+                             bounds={0: (0, 120)}).fit(X)
+    assert (scaler.lower_[0], scaler.upper_[0]) == (0, 120)
+    assert list(scaler.learned_) == [False, True, True]
+    every = DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram",
+                            bounds=[(0, 1)] * 3).fit(X)
+    assert every.epsilon_ == 0.0 and isinstance(every.dp_event_, dp_accounting.NoOpDpEvent)
+
+
+def test_add_remove_needs_no_public_row_count_and_small_tables_warn():
+    X = _table(2_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram",
+                        neighboring="add_remove").fit(X)
+    with pytest.warns(UserWarning, match="few for epsilon"):
+        DPBoundedScaler(epsilon=0.1, mechanism="gaussian_histogram").fit(X[:100])
+
+
+def test_seeded_fit_repeats_and_input_is_not_changed():
+    X = _table(500)
+    before = X.copy()
+    first = DPBoundedScaler(epsilon=0.5, mechanism="gaussian_histogram", random_state=4,
+                            reproducible=True).fit(X)
+    second = DPBoundedScaler(epsilon=0.5, mechanism="gaussian_histogram", random_state=4,
+                             reproducible=True).fit(X)
+    assert np.array_equal(first.lower_, second.lower_)
+    assert np.array_equal(first.upper_, second.upper_)
+    assert first.epsilon_ == math.inf
+    assert np.array_equal(X, before)
+
+
+def test_mechanism_and_delta_are_validated():
+    with pytest.raises(ValueError, match="mechanism"):
+        DPBoundedScaler(mechanism="laplace").fit(_table(50))
+    with pytest.raises(ValueError, match="delta"):
+        DPBoundedScaler(mechanism="gaussian_histogram", delta=0.0).fit(_table(50))
