@@ -1,18 +1,22 @@
 """The NumPy backend of the exact-noise mode: integer gradient sums plus exact integer noise.
 
 Each step of :class:`ExactNoiseTraining` releases ``S + Y`` in int64: ``S``
-the sum of the sampled rows' clipped gradients, each rounded onto the public
-grid ``gamma = 2**-k w_max C`` with its squared norm checked exactly
-(:func:`~._grid_sum.add_rounded_rows`), and ``Y`` independent integer noise
-on every noisy coordinate (the rounded Gaussian of
+the sum of the sampled rows' clipped gradients ``u_i (x) e_i``, each factor
+rounded onto its own public grid (the residuals' ``a_i`` on ``2**-k1 w_max
+C``, the unit rows' ``b_i`` on ``2**-k2``) with both squared norms checked
+exactly, and the products summed by one exact float64 GEMM
+(:mod:`~._grid_sum`); ``Y`` independent integer noise on every noisy
+coordinate (the rounded Gaussian of
 :func:`~._rounded_gaussian.sample_rounded_gaussian` or the discrete Gaussian
 of :func:`~._discrete_gaussian.sample_discrete_gaussian`, as the scale
 says), drawn exactly with integer arithmetic from a cryptographic word source.
-The step's gradient is ``gamma (S + Y)``; everything after it (smoothing,
-the weight decay, the optimizer step, averaging) is the NumPy backend's,
-unchanged, and is post-processing of the integers. No floating-point value
-takes part in the released integers' law beyond which integer each row
-rounds to, whose norm is enforced.
+The step's gradient is ``gamma (S + Y)`` with ``gamma = 2**-(k1 + k2) w_max
+C``; everything after it (smoothing, the weight decay, the optimizer step,
+averaging) is the NumPy backend's, unchanged, and is post-processing of the
+integers. No floating-point value takes part in the released integers' law
+beyond which integers each row's two factors round to, whose norms are
+enforced. The rows' factors ``b_i`` depend on the rows only: they are
+rounded once per fit and gathered per step like the rows.
 
 The batches are Poisson-sampled from the fit's generator as in the ordinary
 mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
@@ -20,9 +24,9 @@ mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
 Threads (``n_jobs``): a chunk's noise is drawn in blocks of
 :data:`NOISE_BLOCK_SAMPLES` draws, each from its own stream of the word
 source (:meth:`~._chacha.ChaChaWords.substream`), and a step's rows are
-clipped, rounded and summed in blocks; both are shared by the fit's threads,
-and neither result depends on them (the noise's blocks are fixed, the sums
-are of integers).
+clipped and their residual factors rounded in blocks; both are shared by the
+fit's threads, and neither result depends on them (the noise's blocks are
+fixed, the sums are of integers).
 """
 
 import math
@@ -32,7 +36,7 @@ from numba import njit
 
 from ..training import multiclass_residual, run_training, single_output_residual
 from ._clipping import COEFFICIENT_RANGE, clipped_residual
-from ._grid_sum import MAX_GRID_BITS, add_rounded_rows
+from ._grid_sum import MAX_GRID_BITS, factored_sum, unit_rows_on_grid
 from ._kernels import check_weights, parallel_blocks
 from ._numpy import NumpyTraining
 from ._threads import blocks_on_threads
@@ -50,8 +54,11 @@ class ExactNoise:
 
     Parameters
     ----------
-    grid_bits : int
-        ``k``: the grid step is ``2**-k`` times the sensitivity ``w_max C``.
+    residual_bits : int
+        ``k1``: the residual factor's grid step is ``2**-k1 w_max C``.
+    row_bits : int
+        ``k2``: the unit row factor's grid step is ``2**-k2``. The sum's grid
+        step is ``2**-(k1 + k2) w_max C``.
     scale : RoundedGaussianScale or DiscreteGaussianScale or None
         The noise's law on the grid (grid units): any object whose
         ``sample(count, word_source)`` draws it exactly; None for no noise
@@ -61,15 +68,22 @@ class ExactNoise:
         system for a private fit).
     """
 
-    def __init__(self, grid_bits, scale, word_source):
+    def __init__(self, residual_bits, row_bits, scale, word_source):
         if scale is not None and not callable(getattr(scale, "sample", None)):
             raise TypeError("ExactNoise: scale must be a noise scale with sample(count, source), "
                             "or None.")
-        if not 0 <= int(grid_bits) <= MAX_GRID_BITS:
-            raise ValueError(f"ExactNoise: grid_bits must be in [0, {MAX_GRID_BITS}].")
-        self.grid_bits, self.scale, self.word_source = int(grid_bits), scale, word_source
+        for name, bits in (("residual_bits", residual_bits), ("row_bits", row_bits)):
+            if not 0 <= int(bits) <= MAX_GRID_BITS:
+                raise ValueError(f"ExactNoise: {name} must be in [0, {MAX_GRID_BITS}].")
+        self.residual_bits, self.row_bits = int(residual_bits), int(row_bits)
+        self.scale, self.word_source = scale, word_source
         # The next stream of the word source a block of noise draws from.
         self._next_stream = 0
+
+    @property
+    def grid_bits(self):
+        """``k1 + k2``: the integer sum's grid step is ``2**-(k1 + k2) w_max C``."""
+        return self.residual_bits + self.row_bits
 
     def draw(self, count, n_threads=1):
         """``count`` exact noise draws (int64) of the scale's law; zeros without noise.
@@ -115,6 +129,19 @@ class ExactNoiseTraining(NumpyTraining):
     # The compiled runs embed the float noise of the ordinary kernels.
     supports_compiled_runs = False
 
+    def row_factors(self):
+        """The rows' factors ``b_i`` and which rows are kept, computed on the first call of a fit.
+
+        :func:`~._grid_sum.unit_rows_on_grid` of all the rows, once (public
+        grid, private rows: used only inside the integer sums).
+        """
+        factors = getattr(self, "_row_factors", None)
+        if factors is None:
+            factors = self._row_factors = unit_rows_on_grid(
+                self.X, self.feature_norms, self.noise_source.row_bits,
+                1.0 if self.plan.fit_intercept else 0.0, self._n_noisy_columns)
+        return factors
+
     def chunks(self, chunk_starts, chunk, noise_std):
         exact = self.noise_source
         if not isinstance(exact, ExactNoise) or not isinstance(self.X, np.ndarray):
@@ -146,48 +173,54 @@ class ExactNoiseTraining(NumpyTraining):
         return self._grad
 
     def integer_sum(self, params, batch):
-        """``S``: the batch's clipped gradients rounded onto the grid and summed, in int64.
+        """``S``: the batch's clipped gradients, factor by factor on the grid, summed in int64.
 
         A compiled pass gathers the rows ``[x_i, b]`` in the parameters'
-        dtype and forms the margins by one BLAS product in that dtype (as the
-        ordinary mode does); then, in blocks of rows shared by the fit's
-        threads where the batch is large, each row's residual is clipped in
-        float64 (a row whose float32 margins are not finite is recomputed in
-        float64) and the rows are rounded, checked against the bound and
-        summed (:func:`~._grid_sum.add_rounded_rows`). Each row's result does
-        not depend on its block and the sum is of integers, so ``S`` is the
-        same whatever the blocks.
+        dtype and their row factors ``b_i`` in float64, and forms the margins
+        by one BLAS product in that dtype (as the ordinary mode does); then,
+        in blocks of rows shared by the fit's threads where the batch is
+        large, each row's residual is clipped in float64 (a row whose float32
+        margins are not finite is recomputed in float64) and scaled to the
+        residual grid; :func:`~._grid_sum.factored_sum` rounds and checks the
+        residual factors and sums ``a_i (x) b_i`` by one exact GEMM. Each
+        row's result does not depend on its block and the sum is exact, so
+        ``S`` is the same whatever the blocks.
         """
-        plan, grid_bits = self.plan, self.noise_source.grid_bits
+        plan, residual_bits = self.plan, self.noise_source.residual_bits
         n_rows, (n_outputs, width) = batch.shape[0], params.shape
         intercept_term = 1.0 if plan.fit_intercept else 0.0
         design = np.empty((n_rows, width), dtype=params.dtype)
+        row_factors = np.empty((n_rows, width), dtype=np.float64)
         scaled = np.empty((n_rows, n_outputs), dtype=np.float64)
         largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
-        scale = 2.0 ** grid_bits / float(plan.max_sample_weight * plan.clip_norm)
-        margins = _gather_margins(self.X, batch, params, intercept_term, design)
-        with_intercept = bool(plan.fit_intercept)
+        scale = 2.0 ** residual_bits / float(plan.max_sample_weight * plan.clip_norm)
+        all_row_factors, row_kept = self.row_factors()
+        margins = _gather_margins(self.X, batch, params, intercept_term, all_row_factors,
+                                  design, row_factors)
 
         def block(start, stop):
-            part = np.zeros(params.shape, dtype=np.int64)
             _scaled_clipped_residuals(
                 self.X, self.y, batch, params, margins, self.feature_norms, plan.loss_code,
                 plan.loss_threshold, plan.clip_norm, intercept_term, self._weights, largest,
                 tiny, scale, start, stop, scaled)
-            add_rounded_rows(design, scaled, grid_bits, with_intercept, start, stop, part)
-            return part
 
         n_blocks = parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads)
         if n_blocks <= 1:
-            return block(0, n_rows)
-        bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
-        return sum(blocks_on_threads(lambda b: block(bounds[b], bounds[b + 1]), n_blocks,
-                                     self.n_threads))
+            block(0, n_rows)
+        else:
+            bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
+            blocks_on_threads(lambda b: block(bounds[b], bounds[b + 1]), n_blocks,
+                              self.n_threads)
+        total, _ = factored_sum(scaled, row_factors, row_kept[batch], residual_bits)
+        return total
 
 
 @njit(cache=True, nogil=True)
-def _gather_margins(X, batch, params, intercept_term, design):
-    """``design[r] = [x_i, b]`` for the batch's rows; returns ``design params^T`` (BLAS)."""
+def _gather_margins(X, batch, params, intercept_term, all_row_factors, design, row_factors):
+    """``design[r] = [x_i, b]`` and ``row_factors[r] = b_i`` (float64) for the batch's rows.
+
+    Returns ``design params^T`` (BLAS).
+    """
     n_rows, n_features = batch.shape[0], X.shape[1]
     for r in range(n_rows):
         # Element by element: a slice assignment compiles Numba's general
@@ -196,6 +229,8 @@ def _gather_margins(X, batch, params, intercept_term, design):
         for j in range(n_features):
             design[r, j] = X[i, j]
         design[r, n_features] = intercept_term
+        for j in range(n_features + 1):
+            row_factors[r, j] = all_row_factors[i, j]
     if n_rows == 0:
         return np.zeros((0, params.shape[0]), dtype=params.dtype)
     return np.dot(design, params.T)
@@ -205,11 +240,12 @@ def _gather_margins(X, batch, params, intercept_term, design):
 def _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, threshold,
                               clip_norm, intercept_term, weights, largest, tiny, scale, start,
                               stop, scaled):
-    """``scaled[r] = clip(r_i) * scale`` for the batch's rows ``start .. stop - 1``.
+    """``scaled[r] = clip(r_i) ||x'_i|| scale`` for the batch's rows ``start .. stop - 1``.
 
-    The residuals are clipped (and weighted) as the ordinary kernels clip
-    them, in float64; only their bound matters to the guarantee, and it is
-    enforced on the integers.
+    The residual factor ``u_i = clip(r_i) ||x'_i||`` (norm at most ``w_i C``)
+    on the residual grid. The residuals are clipped (and weighted) as the
+    ordinary kernels clip them, in float64; only their bound matters to the
+    guarantee, and it is enforced on the integers.
     """
     n_features = X.shape[1]
     n_outputs = params.shape[0]
@@ -233,8 +269,9 @@ def _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code,
         weight = weights[i] if weights.shape[0] > 0 else 1.0
         clipped_residual(row_residual, feature_norms[i], clip_norm, weight, largest, tiny,
                          clipped)
+        row_scale = feature_norms[i] * scale
         for k in range(n_outputs):
-            scaled[r, k] = clipped[k] * scale
+            scaled[r, k] = clipped[k] * row_scale
 
 
 def train_dp_lssgd_exact(X, y, n_outputs, plan, rng, *, exact_noise, n_threads=1, verbose=0,
