@@ -423,6 +423,24 @@ def _median_milliseconds(parts, repeats):
     return timings
 
 
+def grid_cost_lines(n_outputs, row_width, multipliers=(1.0, 8.0)):
+    """The factored grid each noise law's mechanism picks, and its sensitivity over the clip."""
+    lines = ["", "## The factored grid's cost (computed, not timed)", "",
+             f"The grid (k1, k2) each law's mechanism picks at K = {n_outputs}, "
+             f"D2 = {row_width} for the noise multiplier z, and the sensitivity sqrt(A Bb) / "
+             "2**(k1 + k2) over the clip, less 1: the noise the grid adds.", "",
+             "| law | z | grid (k1, k2) | sensitivity over the clip, less 1 |",
+             "|---|---|---|---|"]
+    for law, settings in (("rounded", dict(largest_scale=MAX_ROUNDED_SCALE // 2, headroom=1.0)),
+                          ("discrete", {})):
+        for z in multipliers:
+            bits = grid_bits_for(z, n_outputs, row_width, **settings)
+            excess = math.sqrt(factored_norm_bound(*bits, n_outputs, row_width)) * 2.0 ** -sum(
+                bits) - 1.0
+            lines.append(f"| {law} | {z:g} | ({bits[0]}, {bits[1]}) | {100 * excess:.2f} % |")
+    return lines
+
+
 def speed_report(rows, profile, quick, rounds):
     n_rows, n_features, n_classes = SPEED_SHAPE
     lines = [
@@ -530,7 +548,7 @@ def main(argv=None):
         rows = speed_rows(X, y, n_classes, batches, jobs, rounds)
         profile = step_profile_rows(X, y, n_classes, batches, 3 if args.quick else 9)
         lines = speed_report(rows, profile, args.quick, rounds) + noise_budget_lines(
-            rows, n_classes * (X.shape[1] + 1))
+            rows, n_classes * (X.shape[1] + 1)) + grid_cost_lines(n_classes, X.shape[1] + 1)
         (out / "exact_noise_speed.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         return 0

@@ -132,14 +132,17 @@ class ExactNoiseTraining(NumpyTraining):
     def row_factors(self):
         """The rows' factors ``b_i`` and which rows are kept, computed on the first call of a fit.
 
-        :func:`~._grid_sum.unit_rows_on_grid` of all the rows, once (public
-        grid, private rows: used only inside the integer sums).
+        :func:`~._grid_sum.unit_rows_on_grid` of all the rows, once, in blocks
+        on the fit's threads (public grid, private rows: used only inside the
+        integer sums).
         """
         factors = getattr(self, "_row_factors", None)
         if factors is None:
             factors = self._row_factors = unit_rows_on_grid(
                 self.X, self.feature_norms, self.noise_source.row_bits,
-                1.0 if self.plan.fit_intercept else 0.0, self._n_noisy_columns)
+                1.0 if self.plan.fit_intercept else 0.0, self._n_noisy_columns,
+                run_blocks=lambda block, n_blocks: blocks_on_threads(block, n_blocks,
+                                                                     self.n_threads))
         return factors
 
     def chunks(self, chunk_starts, chunk, noise_std):

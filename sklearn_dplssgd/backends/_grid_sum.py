@@ -41,6 +41,7 @@ stay below ``2**42``): their sum fits int64.
 import math
 
 import numpy as np
+from numba import njit
 
 __all__ = [
     "MAX_BATCH_ROWS",
@@ -62,8 +63,6 @@ MAX_GEMM_ROWS = 2 ** 19
 # Rows in one batch: 2**27 rows times products below 2**34 stay below 2**61.
 MAX_BATCH_ROWS = 2 ** 27
 _MAX_COORDINATES = 2 ** 32
-# Rows of X turned into row factors at a time (bounds the float64 temporaries).
-_ROWS_PER_PASS = 4096
 
 
 def _check_grid(grid_bits, n_coordinates):
@@ -127,7 +126,8 @@ def factored_norm_bound(residual_bits, row_bits, n_outputs, row_width):
     return grid_norm_bound(residual_bits, n_outputs) * grid_norm_bound(row_bits, row_width)
 
 
-def unit_rows_on_grid(X, row_norms, row_bits, intercept_term, n_counted_columns):
+def unit_rows_on_grid(X, row_norms, row_bits, intercept_term, n_counted_columns,
+                      run_blocks=None):
     """The rows' factors ``b_i = rint(2**k2 x'_i / ||x'_i||)``, once per fit, and which are kept.
 
     Parameters
@@ -142,6 +142,10 @@ def unit_rows_on_grid(X, row_norms, row_bits, intercept_term, n_counted_columns)
         ``x'``'s last entry (0 without an intercept).
     n_counted_columns : int
         ``D2`` of the bound (``d + 1``, or ``d`` without intercept).
+    run_blocks : callable or None, default=None
+        ``run_blocks(function, n_blocks)`` calls ``function(b)`` for every
+        block ``b`` (on the fit's threads); None runs one block. Each row's
+        result does not depend on its block.
 
     Returns
     -------
@@ -153,28 +157,49 @@ def unit_rows_on_grid(X, row_norms, row_bits, intercept_term, n_counted_columns)
     """
     bound = float(grid_norm_bound(row_bits, n_counted_columns))
     n_rows, n_features = X.shape
-    factors = np.zeros((n_rows, n_features + 1), dtype=np.float32)
-    kept = np.zeros(n_rows, dtype=bool)
-    block = np.empty((min(n_rows, _ROWS_PER_PASS), n_features + 1), dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for start in range(0, n_rows, _ROWS_PER_PASS):
-            stop = min(n_rows, start + _ROWS_PER_PASS)
-            rows = block[:stop - start]
-            rows[:, :n_features] = X[start:stop]
-            rows[:, n_features] = intercept_term
-            norms = np.asarray(row_norms[start:stop], dtype=np.float64)
-            # A zero row's factor is 0 (its gradient is 0), not 0 / 0.
-            scale = np.where(norms == 0.0, 0.0, 2.0 ** row_bits / norms)
-            rows *= scale[:, None]
-            np.rint(rows, out=rows)
-            # A sum of integer squares: exact while below 2**53, and a
-            # computed value <= bound (< 2**50) means it was (see
-            # factored_sum); NaN fails the comparison.
-            ok = np.einsum("ij,ij->i", rows, rows) <= bound
-            rows[~ok] = 0.0
-            factors[start:stop] = rows
-            kept[start:stop] = ok
+    factors = np.empty((n_rows, n_features + 1), dtype=np.float32)
+    kept = np.empty(n_rows, dtype=np.bool_)
+    row_norms = np.ascontiguousarray(row_norms, dtype=np.float64)
+    n_blocks = 1 if run_blocks is None else max(1, min(64, n_rows // 2048))
+    bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
+
+    def block(b):
+        _round_unit_rows(X, row_norms, 2.0 ** row_bits, float(intercept_term), bound, factors,
+                         kept, bounds[b], bounds[b + 1])
+
+    if n_blocks == 1:
+        block(0)
+    else:
+        run_blocks(block, n_blocks)
     return factors, kept
+
+
+@njit(cache=True, nogil=True)
+def _round_unit_rows(X, row_norms, grid_scale, intercept_term, bound, factors, kept, start,
+                     stop):
+    """Rows ``start .. stop - 1``: ``factors[i] = rint(x'_i (grid_scale / ||x'_i||))`` or 0s.
+
+    The squared norm is a float64 sum of integer squares: exact while below
+    ``2**53``, and never decreasing under rounding, so a computed value ``<=
+    bound`` (``< 2**50``) was computed exactly; NaN fails the comparison.
+    """
+    n_features = X.shape[1]
+    for i in range(start, stop):
+        norm = row_norms[i]
+        # A zero row's factor is 0 (its gradient is 0), not 0 / 0.
+        scale = 0.0 if norm == 0.0 else grid_scale / norm
+        squared = 0.0
+        for j in range(n_features):
+            entry = np.rint(np.float64(X[i, j]) * scale)
+            factors[i, j] = entry
+            squared += entry * entry
+        entry = np.rint(intercept_term * scale)
+        factors[i, n_features] = entry
+        squared += entry * entry
+        kept[i] = squared <= bound
+        if not kept[i]:
+            for j in range(n_features + 1):
+                factors[i, j] = 0.0
 
 
 def factored_sum(scaled_residuals, row_factors, row_kept, residual_bits, out=None):
