@@ -373,8 +373,7 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     for batch_size in batches:
         batch = np.sort(rng.choice(n_rows, min(batch_size, n_rows), replace=False))
         design = np.empty((batch.size, n_features + 1), dtype=np.float32)
-        gathered = np.empty((batch.size, n_features + 1))
-        margins = _exact._gather_margins(X, batch, params, 1.0, all_factors, design, gathered)
+        margins = _exact._gather_margins(X, batch, params, 1.0, design)
         scaled = np.empty((batch.size, n_classes))
         total = np.zeros((n_classes, n_features + 1), dtype=np.int64)
         grad = np.zeros((n_classes, n_features + 1), dtype=np.float32)
@@ -386,13 +385,12 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
             "noise words (ChaCha20)": lambda: [
                 source.words(16 * _exact.NOISE_BLOCK_SAMPLES + 64) for _ in range(n_blocks)],
             "sampler": lambda: exact_noise.draw(dimension),
-            "gather + margins": lambda: _exact._gather_margins(X, batch, params, 1.0,
-                                                               all_factors, design, gathered),
+            "gather + margins": lambda: _exact._gather_margins(X, batch, params, 1.0, design),
             "clip": lambda: _exact._scaled_clipped_residuals(
                 X, labels, batch, params, margins, feature_norms, code, 0.0, 1.0, 1.0,
                 no_weights, largest, tiny, 2.0 ** residual_bits, 0, batch.size, scaled),
             "rounding + bound + integer sum": lambda: factored_sum(
-                scaled, gathered, kept[batch], residual_bits, total),
+                scaled, all_factors, kept, residual_bits, rows=batch, out=total),
             "smoothing": lambda: smooth_rows(grad, n_features, omega, sigma),
             "ordinary step's noisy clipped sum": lambda: noisy_clipped_gradient_sum(
                 X, labels, batch, params, row_norms, code, 0.0, 1.0, True, noise, grad,
@@ -481,7 +479,8 @@ def speed_report(rows, profile, quick, rounds):
         "K (d + 1) draws of the discrete Gaussian at the scale of z = 8 on the factored grid "
         "the mechanism chooses for it, drawn as the fit draws it (blocks of 4,096 draws), "
         "less its words. The rounding is of the residual factors (K a row), the integer sum "
-        "one exact float64 GEMM of them with the rows' factors, which are rounded once per "
+        "an exact compiled float64 sum of their outer products with the rows' factors, "
+        "which are rounded once per "
         "fit (that pass's time is given alone). The ordinary "
         "step's noisy clipped sum is given for comparison (its noise is drawn per chunk "
         "by NumPy, not counted).",

@@ -16,7 +16,7 @@ averaging) is the NumPy backend's, unchanged, and is post-processing of the
 integers. No floating-point value takes part in the released integers' law
 beyond which integers each row's two factors round to, whose norms are
 enforced. The rows' factors ``b_i`` depend on the rows only: they are
-rounded once per fit and gathered per step like the rows.
+rounded once per fit and read per step where they are (not gathered).
 
 The batches are Poisson-sampled from the fit's generator as in the ordinary
 mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
@@ -179,13 +179,14 @@ class ExactNoiseTraining(NumpyTraining):
         """``S``: the batch's clipped gradients, factor by factor on the grid, summed in int64.
 
         A compiled pass gathers the rows ``[x_i, b]`` in the parameters'
-        dtype and their row factors ``b_i`` in float64, and forms the margins
-        by one BLAS product in that dtype (as the ordinary mode does); then,
+        dtype and forms the margins by one BLAS product in that dtype (as the
+        ordinary mode does); then,
         in blocks of rows shared by the fit's threads where the batch is
         large, each row's residual is clipped in float64 (a row whose float32
         margins are not finite is recomputed in float64) and scaled to the
         residual grid; :func:`~._grid_sum.factored_sum` rounds and checks the
-        residual factors and sums ``a_i (x) b_i`` by one exact GEMM. Each
+        residual factors and sums ``a_i (x) b_i`` exactly, reading the rows'
+        factors where they are. Each
         row's result does not depend on its block and the sum is exact, so
         ``S`` is the same whatever the blocks.
         """
@@ -193,13 +194,11 @@ class ExactNoiseTraining(NumpyTraining):
         n_rows, (n_outputs, width) = batch.shape[0], params.shape
         intercept_term = 1.0 if plan.fit_intercept else 0.0
         design = np.empty((n_rows, width), dtype=params.dtype)
-        row_factors = np.empty((n_rows, width), dtype=np.float64)
         scaled = np.empty((n_rows, n_outputs), dtype=np.float64)
         largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
         scale = 2.0 ** residual_bits / float(plan.max_sample_weight * plan.clip_norm)
         all_row_factors, row_kept = self.row_factors()
-        margins = _gather_margins(self.X, batch, params, intercept_term, all_row_factors,
-                                  design, row_factors)
+        margins = _gather_margins(self.X, batch, params, intercept_term, design)
 
         def block(start, stop):
             _scaled_clipped_residuals(
@@ -214,16 +213,14 @@ class ExactNoiseTraining(NumpyTraining):
             bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
             blocks_on_threads(lambda b: block(bounds[b], bounds[b + 1]), n_blocks,
                               self.n_threads)
-        total, _ = factored_sum(scaled, row_factors, row_kept[batch], residual_bits)
+        total, _ = factored_sum(scaled, all_row_factors, row_kept, residual_bits,
+                                rows=batch)
         return total
 
 
 @njit(cache=True, nogil=True)
-def _gather_margins(X, batch, params, intercept_term, all_row_factors, design, row_factors):
-    """``design[r] = [x_i, b]`` and ``row_factors[r] = b_i`` (float64) for the batch's rows.
-
-    Returns ``design params^T`` (BLAS).
-    """
+def _gather_margins(X, batch, params, intercept_term, design):
+    """``design[r] = [x_i, b]`` for the batch's rows; returns ``design params^T`` (BLAS)."""
     n_rows, n_features = batch.shape[0], X.shape[1]
     for r in range(n_rows):
         # Element by element: a slice assignment compiles Numba's general
@@ -232,8 +229,6 @@ def _gather_margins(X, batch, params, intercept_term, all_row_factors, design, r
         for j in range(n_features):
             design[r, j] = X[i, j]
         design[r, n_features] = intercept_term
-        for j in range(n_features + 1):
-            row_factors[r, j] = all_row_factors[i, j]
     if n_rows == 0:
         return np.zeros((0, params.shape[0]), dtype=params.dtype)
     return np.dot(design, params.T)

@@ -202,20 +202,24 @@ def _round_unit_rows(X, row_norms, grid_scale, intercept_term, bound, factors, k
                 factors[i, j] = 0.0
 
 
-def factored_sum(scaled_residuals, row_factors, row_kept, residual_bits, out=None):
-    """``S = sum_i a_i (x) b_i`` exactly, in int64, and the number of rows left out.
+def factored_sum(scaled_residuals, row_factors, row_kept, residual_bits, rows=None, out=None):
+    """``S = sum_r a_r (x) b_{rows[r]}`` exactly, in int64, and the number of rows left out.
 
     Parameters
     ----------
     scaled_residuals : ndarray of shape (b, K), float64
-        ``2**k1 u_i / (w_max C)``: rounded here to ``a_i``; a row whose
-        ``||a_i||**2`` exceeds ``A = grid_norm_bound(k1, K)`` (or is not
+        ``2**k1 u_r / (w_max C)``: rounded here to ``a_r``; a row whose
+        ``||a_r||**2`` exceeds ``A = grid_norm_bound(k1, K)`` (or is not
         finite) is left out.
-    row_factors : ndarray of shape (b, D2'), float32 or float64
-        The batch's ``b_i`` from :func:`unit_rows_on_grid`.
-    row_kept : ndarray of bool, shape (b,)
+    row_factors : ndarray of shape (n, D2'), float32 or float64
+        The rows' ``b_i`` from :func:`unit_rows_on_grid` (all the fit's rows).
+    row_kept : ndarray of bool, shape (n,)
     residual_bits : int
         ``k1``.
+    rows : ndarray of int64, shape (b,), optional
+        Which row of ``row_factors`` each residual row is (the batch); by
+        default ``0 .. b - 1``. The factors are read where they are, not
+        gathered.
     out : ndarray of int64, shape (K, D2'), optional
         Added to in place when given.
 
@@ -227,23 +231,61 @@ def factored_sum(scaled_residuals, row_factors, row_kept, residual_bits, out=Non
     n_rows, n_outputs = scaled_residuals.shape
     if n_rows > MAX_BATCH_ROWS:
         raise ValueError("a batch of more than 2**27 rows could overflow the integer sum.")
+    if rows is None:
+        rows = np.arange(n_rows, dtype=np.int64)
     bound = float(grid_norm_bound(residual_bits, n_outputs))
     with np.errstate(invalid="ignore"):
         factors = np.rint(scaled_residuals)
         # Exact below 2**53 in any order, as for the row factors: a computed
         # norm <= bound was computed exactly.
-        ok = np.einsum("ij,ij->i", factors, factors) <= bound
-    factors[~ok] = 0.0
+        ok = (np.einsum("ij,ij->i", factors, factors) <= bound) & row_kept[rows]
     total = np.zeros((n_outputs, row_factors.shape[1]), dtype=np.int64) if out is None else out
-    for start in range(0, n_rows, MAX_GEMM_ROWS):
-        stop = min(n_rows, start + MAX_GEMM_ROWS)
-        # Integers below 2**17 times integers below 2**17, at most 2**19 of
-        # them to a sum: every operation of the GEMM is exact.
-        product = np.dot(factors[start:stop].T, row_factors[start:stop].astype(
-            np.float64, copy=False))
-        total += product.astype(np.int64)
-    n_left_out = int(np.count_nonzero(~(ok & row_kept)))
-    return total, n_left_out
+    _add_outer_products(factors, row_factors, rows, ok,
+                        np.zeros(total.shape, dtype=np.float64), total)
+    return total, int(n_rows - np.count_nonzero(ok))
+
+
+# Rows whose factors are gathered (in float64, in cache) for one BLAS product.
+_ROWS_PER_PRODUCT = 128
+
+
+@njit(cache=True, nogil=True)
+def _add_outer_products(factors, row_factors, rows, ok, partial, total):
+    """``total += sum_r ok_r factors[r] (x) row_factors[rows[r]]``, exactly.
+
+    In blocks of :data:`_ROWS_PER_PRODUCT` kept rows, each a float64 BLAS
+    product of the block's factors, added to ``partial``. Integers below
+    ``2**17`` times integers below ``2**17``: products below ``2**34``; at
+    most :data:`MAX_GEMM_ROWS` rows go into ``partial`` before it is moved
+    into int64, so every partial sum is an integer below ``2**53`` and every
+    operation exact, in any order the BLAS takes (blocking, FMA).
+    """
+    n_outputs, width = partial.shape
+    n_rows = factors.shape[0]
+    block = np.empty((_ROWS_PER_PRODUCT, width), dtype=np.float64)
+    block_factors = np.empty((_ROWS_PER_PRODUCT, n_outputs), dtype=np.float64)
+    in_partial = 0
+    r = 0
+    while r < n_rows:
+        n = 0
+        while r < n_rows and n < _ROWS_PER_PRODUCT:
+            if ok[r]:
+                row = row_factors[rows[r]]
+                for j in range(width):
+                    block[n, j] = row[j]
+                for k in range(n_outputs):
+                    block_factors[n, k] = factors[r, k]
+                n += 1
+            r += 1
+        if n > 0:
+            partial += np.dot(block_factors[:n].T, block[:n])
+            in_partial += n
+        if in_partial + _ROWS_PER_PRODUCT > MAX_GEMM_ROWS or r >= n_rows:
+            for k in range(n_outputs):
+                for j in range(width):
+                    total[k, j] += np.int64(partial[k, j])
+                    partial[k, j] = 0.0
+            in_partial = 0
 
 
 def rounded_clipped_sum(rows, clipped_residuals, clip_norm, residual_bits, row_bits,
