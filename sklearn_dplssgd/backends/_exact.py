@@ -4,7 +4,7 @@ Each step of :class:`ExactNoiseTraining` releases ``S + Y`` in int64: ``S``
 the sum of the sampled rows' clipped gradients ``u_i (x) e_i``, each factor
 rounded onto its own public grid (the residuals' ``a_i`` on ``2**-k1 w_max
 C``, the unit rows' ``b_i`` on ``2**-k2``) with both squared norms checked
-exactly, and the products summed by one exact float64 GEMM
+exactly, and the products summed by exact float64 matrix products
 (:mod:`~._grid_sum`); ``Y`` independent integer noise on every noisy
 coordinate (the rounded Gaussian of
 :func:`~._rounded_gaussian.sample_rounded_gaussian` or the discrete Gaussian

@@ -20,14 +20,15 @@ Rounding a factor moves it by at most ``sqrt(K) / 2`` (``sqrt(D2) / 2``), so
 the bound exceeds the clip by the ratio ``(1 + sqrt(K) 2**-(k1+1)) (1 +
 sqrt(D2) 2**-(k2+1))`` (and ``2**-30`` of slack for the floats).
 
-The sum ``S = sum_i a_i (x) b_i`` is one float64 GEMM of integer-valued
-matrices, and it is exact: with ``k1, k2 <= MAX_GRID_BITS = 16`` and ``K, D2 <
-2**32`` every kept entry is below ``2**16 + 2**15 + 1 < 2**17`` in magnitude
+The sum ``S = sum_i a_i (x) b_i`` is a float64 matrix product of
+integer-valued matrices (BLAS, over blocks of rows), and it is exact: with
+``k1, k2 <= MAX_GRID_BITS = 16`` and ``K, D2 < 2**32`` every kept entry is
+below ``2**16 + 2**15 + 1 < 2**17`` in magnitude
 (``sqrt(grid_norm_bound(16, 2**32 - 1)) < 2**17``), every product below
-``2**34``, and a GEMM covers at most :data:`MAX_GEMM_ROWS` ``= 2**19`` rows,
-so every partial sum, in any order, blocked or fused (FMA), is an integer
-below ``2**53``: float64 holds each exactly, so each operation is exact and the
-result is the exact integer sum, moved into int64. Larger batches are split.
+``2**34``, and one float64 accumulation covers at most :data:`MAX_GEMM_ROWS`
+``= 2**19`` rows, so every partial sum, in any order, blocked or fused
+(FMA), is an integer below ``2**53``: float64 holds each exactly, so each
+operation is exact and the result is the exact integer sum, moved into int64.
 The row factors depend on the rows only, so they are computed once per fit
 (:func:`unit_rows_on_grid`, held in float32, exact below ``2**24``).
 
@@ -57,7 +58,7 @@ __all__ = [
 # Each factor's grid step is 2**-k (times w_max C for the residuals) with
 # 0 <= k <= MAX_GRID_BITS: the factors' entries stay below 2**17.
 MAX_GRID_BITS = 16
-# Rows in one float64 GEMM: products below 2**34, so 2**19 of them stay below
+# Rows in one float64 accumulation: products below 2**34, so 2**19 of them stay below
 # 2**53, where float64 holds every partial sum exactly.
 MAX_GEMM_ROWS = 2 ** 19
 # Rows in one batch: 2**27 rows times products below 2**34 stay below 2**61.
@@ -188,18 +189,30 @@ def _round_unit_rows(X, row_norms, grid_scale, intercept_term, bound, factors, k
         norm = row_norms[i]
         # A zero row's factor is 0 (its gradient is 0), not 0 / 0.
         scale = 0.0 if norm == 0.0 else grid_scale / norm
-        squared = 0.0
-        for j in range(n_features):
-            entry = np.rint(np.float64(X[i, j]) * scale)
-            factors[i, j] = entry
-            squared += entry * entry
         entry = np.rint(intercept_term * scale)
         factors[i, n_features] = entry
-        squared += entry * entry
+        squared = _round_into(X[i], scale, factors[i]) + entry * entry
         kept[i] = squared <= bound
         if not kept[i]:
             for j in range(n_features + 1):
                 factors[i, j] = 0.0
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _round_into(x, scale, out):
+    """``out[j] = rint(scale x_j)`` for ``x``'s entries; returns ``sum_j out[j]**2`` (float64).
+
+    Reassociated so that it runs on vectors: a sum of non-negative integers
+    is the same in any order while it stays below ``2**53``, and otherwise
+    above it in any order. Only the sum is reassociated (the product
+    ``scale x_j`` is one rounding in any order).
+    """
+    squared = 0.0
+    for j in range(x.shape[0]):
+        entry = np.rint(np.float64(x[j]) * scale)
+        out[j] = entry
+        squared += entry * entry
+    return squared
 
 
 def factored_sum(scaled_residuals, row_factors, row_kept, residual_bits, rows=None, out=None):
