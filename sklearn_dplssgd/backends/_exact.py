@@ -184,9 +184,9 @@ class ExactNoiseTraining(NumpyTraining):
         in blocks of rows shared by the fit's threads where the batch is
         large, each row's residual is clipped in float64 (a row whose float32
         margins are not finite is recomputed in float64) and scaled to the
-        residual grid; :func:`~._grid_sum.factored_sum` rounds and checks the
-        residual factors and sums ``a_i (x) b_i`` exactly, reading the rows'
-        factors where they are. Each
+        residual grid, and :func:`~._grid_sum.factored_sum` rounds and checks
+        the residual factors and sums ``a_i (x) b_i`` exactly, reading the
+        rows' factors where they are. Each
         row's result does not depend on its block and the sum is exact, so
         ``S`` is the same whatever the blocks.
         """
@@ -205,17 +205,17 @@ class ExactNoiseTraining(NumpyTraining):
                 self.X, self.y, batch, params, margins, self.feature_norms, plan.loss_code,
                 plan.loss_threshold, plan.clip_norm, intercept_term, self._weights, largest,
                 tiny, scale, start, stop, scaled)
+            part, _ = factored_sum(scaled[start:stop], all_row_factors, row_kept,
+                                   residual_bits, rows=batch[start:stop])
+            return part
 
         n_blocks = parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads)
         if n_blocks <= 1:
-            block(0, n_rows)
-        else:
-            bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
-            blocks_on_threads(lambda b: block(bounds[b], bounds[b + 1]), n_blocks,
-                              self.n_threads)
-        total, _ = factored_sum(scaled, all_row_factors, row_kept, residual_bits,
-                                rows=batch)
-        return total
+            return block(0, n_rows)
+        bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
+        # Sums of integers: the same whatever the blocks.
+        return sum(blocks_on_threads(lambda b: block(bounds[b], bounds[b + 1]), n_blocks,
+                                     self.n_threads))
 
 
 @njit(cache=True, nogil=True)
