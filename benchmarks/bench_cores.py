@@ -22,11 +22,19 @@ benchmark (pure Python loops, started before and stopped after), the case of
 a user who runs several jobs at once: there ``n_jobs = k`` should never be
 much slower than ``n_jobs = 1``.
 
+``--tables`` picks some of the tables (``mnist``, ``d20``, ``d100``, and
+``csr``: CSR rows of 1,000 features with 1 % stored, not among the default
+ones); the results then go to ``cores_<p>cores_<tables>.md``. To compare two
+trees on a shared machine, run each tree's own copy of the script in turn
+(each times its own tree's package), e.g.
+``python benchmarks/bench_cores.py --n-narrow 500000 --tables d100 --rounds 7``.
+
 Run from the repository root::
 
     python benchmarks/bench_cores.py                      # the default tables
     python benchmarks/bench_cores.py --n 200000 --load    # a smaller machine
     python benchmarks/bench_cores.py --quick              # a smoke run
+    python benchmarks/bench_cores.py --tables d100 csr    # some tables only
 
 Writes ``cores_<p>cores.md`` to ``--out`` (default ``benchmarks/results``;
 ``--quick`` defaults to a temporary folder), ``p`` the number of cores.
@@ -56,13 +64,29 @@ from bench_speed import dp_classifier, synthetic, timed, warm_calibration  # noq
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-# (name, n, d, classes, batch, dtype); n is scaled by --n for the first table
-# and by --n-narrow for the narrow ones.
-TABLES = (
-    ("MNIST-shaped", 1_000_000, 784, 10, 4096, np.float32),
-    ("binary, 20 features", 1_000_000, 20, 2, 4096, np.float32),
-    ("binary, 100 features", 1_000_000, 100, 2, 4096, np.float32),
-)
+# key: (name, n, d, classes, batch, dtype, stored share or None for dense
+# rows); n is set by --n for the first table and by --n-narrow for the others.
+TABLES = {
+    "mnist": ("MNIST-shaped", 1_000_000, 784, 10, 4096, np.float32, None),
+    "d20": ("binary, 20 features", 1_000_000, 20, 2, 4096, np.float32, None),
+    "d100": ("binary, 100 features", 1_000_000, 100, 2, 4096, np.float32, None),
+    "csr": ("CSR, 1,000 features, 1 % stored", 1_000_000, 1000, 2, 4096, np.float32, 0.01),
+}
+DEFAULT_TABLES = ("mnist", "d20", "d100")
+
+
+def sparse_synthetic(n, d, n_classes, density, seed=0, dtype=np.float32):
+    """CSR rows of ``d`` features in [0, 1], ``density`` of them stored; linear-model labels."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, format="csr", random_state=rng, dtype=dtype)
+    scores = X @ rng.standard_normal((d, max(n_classes, 2)))
+    if n_classes == 2:
+        y = (scores[:, 0] > np.median(scores[:, 0])).astype(np.int64)
+    else:
+        y = np.argmax(scores + rng.gumbel(size=scores.shape), axis=1)
+    return X, y
 
 
 def thread_counts(cores):
@@ -152,6 +176,8 @@ def main(argv=None):
     parser.add_argument("--load", action="store_true",
                         help="also measure with one busy process per core beside")
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny tables")
+    parser.add_argument("--tables", nargs="+", choices=sorted(TABLES), default=None,
+                        help="the tables to time (default: " + " ".join(DEFAULT_TABLES) + ")")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     cores = os.cpu_count() or 1
@@ -172,10 +198,16 @@ def main(argv=None):
              "One epoch (a `max_iter=1` fit, calibration cached) of `DPLSSGDClassifier` "
              "(log loss, epsilon 1, sigma 1, clip 1, constant step), float32 rows; "
              f"medians of {args.rounds} epochs per `n_jobs`, the thread counts alternated.", ""]
-    for index, (name, n, d, classes, batch, dtype) in enumerate(TABLES):
-        n = (args.n if index == 0 else args.n_narrow) or n
+    keys = args.tables or DEFAULT_TABLES
+    for key in keys:
+        name, n, d, classes, batch, dtype, density = TABLES[key]
+        index = list(TABLES).index(key)
+        n = (args.n if key == "mnist" else args.n_narrow) or n
         batch = min(batch, max(n // 8, 1))
-        X, y = synthetic(n, d, classes, seed=index, dtype=dtype)
+        if density is None:
+            X, y = synthetic(n, d, classes, seed=index, dtype=dtype)
+        else:
+            X, y = sparse_synthetic(n, d, classes, density, seed=index, dtype=dtype)
         for section, loaded in sections:
             print(f"{name}, n = {n:,} ({section}, load average "
                   f"{os.getloadavg()[0]:.2f}) ...", flush=True)
@@ -191,7 +223,8 @@ def main(argv=None):
                  "people's processes share the machine unless it says otherwise). "
                  f"Took {(time.perf_counter() - started) / 60:.1f} min.")
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"cores_{cores}cores.md"
+    suffix = "" if args.tables is None else "_" + "_".join(keys)
+    path = out / f"cores_{cores}cores{suffix}.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {path}")
 

@@ -3,10 +3,11 @@
 Two measurements, written to ``exact_noise.md``:
 
 1. The exact samplers (``backends.sample_discrete_gaussian`` and
-   ``backends.sample_rounded_gaussian``, os.urandom words): nanoseconds per
-   sample, one thread, at several scales, and the share of that spent
-   drawing the words. Timings on a shared machine are disturbed by the
-   others' load: the load average is recorded.
+   ``backends.sample_rounded_gaussian``): nanoseconds per sample, one
+   thread, at several scales, with os.urandom words and on words drawn
+   beforehand (the sampler alone), the 64-bit words a sample uses and the
+   time os.urandom takes to make them. Timings on a shared machine are
+   disturbed by the others' load: the load average is recorded.
 2. The accounting: for a fit calibrated by the ordinary mode to epsilon 1
    (PLD, the library's default), the epsilon that the discrete Gaussian's
    bound (``accounting.exact_noise_epsilon``: RDP of the subsampled
@@ -67,6 +68,7 @@ from sklearn_dplssgd.mechanisms import RoundedGaussianGradientPerturbation, grid
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
 from bench_dp_preprocessing import ADULT_NUMERIC, DEFAULT_ADULT_DIR, load_adult  # noqa: E402
+from bench_sampler_revisions import PregeneratedWords, words_per_draw  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DELTA = 1e-5
@@ -74,27 +76,34 @@ MODES = ("gradient", "gradient_exact")
 
 
 def sampler_rows(n_samples, scales, repeats, rounded=False):
-    """(std, ns per sample, ns of os.urandom words per sample) of one exact sampler."""
+    """Per scale of one exact sampler: (std, ns per sample with os.urandom words, ns per
+    sample on words drawn beforehand, words per sample, ns of os.urandom for those words)."""
     rows = []
     source = SecureWords()
     if rounded:
         # The rounded Gaussian's scale is an integer: the std rounded up.
-        sample, scale_of, words = sample_rounded_gaussian, (
-            lambda std: RoundedGaussianScale(math.ceil(std))), 20
+        sample, scale_of = sample_rounded_gaussian, (
+            lambda std: RoundedGaussianScale(math.ceil(std)))
     else:
-        sample, scale_of, words = sample_discrete_gaussian, DiscreteGaussianScale.at_least, 16
+        sample, scale_of = sample_discrete_gaussian, DiscreteGaussianScale.at_least
     sample(100, scale_of(1.0))  # compile / load
     for std in scales:
         scale = scale_of(std)
-        best = math.inf
-        for _ in range(repeats):
+        words = words_per_draw(sample, scale, source, min(n_samples, 100_000))
+        stock = source.words(int(1.2 * words * n_samples) + 4096)
+        best = best_pregenerated = math.inf
+        for _ in range(repeats):  # the two timings alternated
             start = time.perf_counter()
             sample(n_samples, scale, source=source)
             best = min(best, time.perf_counter() - start)
+            start = time.perf_counter()
+            sample(n_samples, scale, source=PregeneratedWords(stock, source))
+            best_pregenerated = min(best_pregenerated, time.perf_counter() - start)
         start = time.perf_counter()
-        source.words(words * n_samples)
+        source.words(round(words * n_samples))
         words_time = time.perf_counter() - start
-        rows.append((std, 1e9 * best / n_samples, 1e9 * words_time / n_samples))
+        rows.append((std, 1e9 * best / n_samples, 1e9 * best_pregenerated / n_samples, words,
+                     1e9 * words_time / n_samples))
     return rows
 
 
@@ -354,9 +363,12 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     n_rows, n_features = X.shape
     dimension = n_classes * (n_features + 1)
     sigma = 0.25
-    residual_bits, row_bits = grid_bits_for(8.0, n_classes, n_features + 1)
-    scale = DiscreteGaussianScale.at_least(8.0 * math.sqrt(factored_norm_bound(
-        residual_bits, row_bits, n_classes, n_features + 1)))
+    # The default mode's noise (mechanism="gradient_exact"): the rounded
+    # Gaussian, on the factored grid its mechanism picks for z = 8.
+    residual_bits, row_bits = grid_bits_for(8.0, n_classes, n_features + 1,
+                                            largest_scale=MAX_ROUNDED_SCALE // 2, headroom=1.0)
+    scale = RoundedGaussianScale(math.ceil(8.0 * math.sqrt(factored_norm_bound(
+        residual_bits, row_bits, n_classes, n_features + 1))))
     rng = np.random.default_rng(1)
     params = (rng.normal(size=(n_classes, n_features + 1)) * 0.01).astype(np.float32)
     labels = y.astype(np.float64)
@@ -476,7 +488,8 @@ def speed_report(rows, profile, quick, rounds):
         "## Where an exact step's time goes (one thread, milliseconds, median)",
         "",
         "One step's parts timed alone on the same data: the noise of a step is "
-        "K (d + 1) draws of the discrete Gaussian at the scale of z = 8 on the factored grid "
+        "K (d + 1) draws of the rounded Gaussian (the default exact noise) at the scale "
+        "of z = 8 on the factored grid "
         "the mechanism chooses for it, drawn as the fit draws it (blocks of 4,096 draws), "
         "less its words. The rounding is of the residual factors (K a row), the integer sum "
         "an exact compiled float64 sum of their outer products with the rows' factors, "
@@ -586,15 +599,22 @@ def main(argv=None):
         f"{load[2]:.1f} over 1, 5, 15 minutes): the timings are disturbed by others' work. "
         "Best of the repeats.",
         "",
-        "| std s | ns per sample | of which os.urandom (16 words) |",
-        "|---|---|---|",
+        "Columns: ns per sample drawing its words from os.urandom; ns per sample on words "
+        "drawn beforehand (the sampler alone); the 64-bit words a sample uses on average; "
+        "the ns that os.urandom takes to make that many words.",
+        "",
+        "| std s | ns per sample | ns per sample, words drawn before | words per sample "
+        "| os.urandom ns for them |",
+        "|---|---|---|---|---|",
     ]
-    lines += [f"| {std:g} | {total:.0f} | {words:.0f} |" for std, total, words in sampler]
+    lines += [f"| {std:g} | {total:.0f} | {alone:.0f} | {words:.2f} | {words_ns:.0f} |"
+              for std, total, alone, words, words_ns in sampler]
     lines += ["", "## The exact rounded Gaussian sampler (one thread, os.urandom words)", "",
               "Measured as the discrete Gaussian's, in the same run (integer scale s).", "",
-              "| scale s | ns per sample | of which os.urandom (20 words) |", "|---|---|---|"]
-    lines += [f"| {std:g} | {total:.0f} | {words:.0f} |"
-              for std, total, words in rounded_sampler]
+              "| scale s | ns per sample | ns per sample, words drawn before | words per sample "
+              "| os.urandom ns for them |", "|---|---|---|---|---|"]
+    lines += [f"| {std:g} | {total:.0f} | {alone:.0f} | {words:.2f} | {words_ns:.0f} |"
+              for std, total, alone, words, words_ns in rounded_sampler]
     lines += ["", "Word sources (best of the runs, alternated):", "",
               "| source | MB/s |", "|---|---|"]
     lines += [f"| {name} | {rate:.0f} |" for name, rate in sources]

@@ -256,13 +256,32 @@ def test_bench_cores_quick(tmp_path):
     assert f"package timed: `{REPO_ROOT / 'sklearn_dplssgd'}`" in text
 
 
+def test_bench_cores_quick_some_tables(tmp_path):
+    _run("bench_cores.py", tmp_path, "--tables", "d100", "csr")
+    text = (tmp_path / f"cores_{os.cpu_count()}cores_d100_csr.md").read_text()
+    assert "### binary, 100 features (quiet): n = 20,000" in text
+    assert "### CSR, 1,000 features, 1 % stored (quiet): n = 20,000" in text
+    assert "MNIST-shaped" not in text
+
+
 def test_bench_exact_noise_quick(tmp_path):
     _run("bench_exact_noise.py", tmp_path)
     text = (tmp_path / "exact_noise.md").read_text()
-    assert "| std s | ns per sample | of which os.urandom (16 words) |" in text
+    header = ("ns per sample | ns per sample, words drawn before | words per sample "
+              "| os.urandom ns for them |")
+    assert f"| std s | {header}" in text and f"| scale s | {header}" in text
     assert "| ChaCha20 (ChaChaWords) |" in text
     assert "| MNIST-shaped | 256 | 469 | replace_one |" in text
     assert "| MNIST-shaped | 256 | 469 | add_remove |" in text
+
+
+def test_bench_sampler_revisions_quick(tmp_path):
+    # The same tree as old and new: the script's plumbing, not a speed claim.
+    _run("bench_sampler_revisions.py", tmp_path, "--old", str(REPO_ROOT), "--new",
+         str(REPO_ROOT))
+    text = (tmp_path / "exact_sampler_speed.md").read_text()
+    assert "| scale s | old ns per draw | new ns per draw | new / old |" in text
+    assert "| 2**20 |" in text and "shared machine" in text
 
 
 def test_bench_exact_noise_speed_quick(tmp_path):

@@ -127,6 +127,34 @@ def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
         asyncio.run(rebuilt.sums(params, 0))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_steps_sample_is_read_in_place_with_the_sums_of_its_rows_copied_out(dtype):
+    from sklearn_dplssgd.backends import _dask
+    from sklearn_dplssgd.backends._kernels import noisy_clipped_gradient_sum
+    from sklearn_dplssgd.training import loss_code
+
+    X, y = _table(n=400)
+    weights = np.random.default_rng(1).uniform(0.0, 1.0, size=len(X))
+    partition = _dask._prepare(X.astype(dtype), y, weights, True)
+    settings = _dask._StepSettings(loss_code("log_loss"), 0.0, 1.0, True, 0.2)
+    seed = np.random.default_rng(2).integers(0, 2**63, size=2, dtype=np.int64)
+    batch = _dask._step_batch(partition, seed, 5, settings)
+    # The rows stay where they are (a copy a step cost a worker more than it saved).
+    assert np.shares_memory(batch.X, partition.X) and 0 < len(batch.rows) < len(X)
+    params = np.random.default_rng(3).normal(size=(1, X.shape[1] + 1)).astype(dtype)
+    in_place = _dask._batch_gradient_sum(batch, params, settings, np.empty_like(params))
+    # The same sum, bit for bit, as over the sampled rows copied out in order.
+    rows = batch.rows
+    copied = np.empty_like(params)
+    noisy_clipped_gradient_sum(
+        np.ascontiguousarray(partition.X[rows]), partition.y[rows],
+        np.arange(len(rows), dtype=np.int64), params, partition.row_norms[rows],
+        settings.loss_code, settings.loss_threshold, settings.clip_norm, True,
+        np.zeros_like(params), copied, 1, weights=partition.weights[rows],
+        feature_norms=partition.feature_norms[rows])
+    np.testing.assert_array_equal(in_place, copied)
+
+
 def test_unknown_chunk_sizes_are_refused_before_anything_is_charged():
     X, y = _table(n=200)
     X_dask, y_dask = _chunked(X, y, rows=50)

@@ -152,3 +152,13 @@ def test_an_infinite_epsilon_is_explained_by_its_actual_cause(data):
                                           reproducible=True), X, y)
     report = seeded.privacy_report()
     assert "reproducible=True" in report and "epsilon=inf" not in report
+
+
+@pytest.mark.parametrize("mechanism", ["gradient_exact", "gradient_exact_discrete"])
+def test_an_exact_release_says_its_noise_is_outside_the_floating_point_caveat(data, mechanism):
+    X, y = data
+    exact = _quiet_fit(DPLSSGDClassifier(mechanism=mechanism, max_iter=2, classes=[0, 1]), X, y)
+    ordinary = _quiet_fit(DPLSSGDClassifier(max_iter=2, classes=[0, 1]), X, y)
+    assert "floating-point behaviour outside the released integers" in exact.privacy_report()
+    assert "floating-point behaviour;" in ordinary.privacy_report()
+    assert "released integers" not in ordinary.privacy_report()

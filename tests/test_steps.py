@@ -178,24 +178,32 @@ def test_rounding_unit_is_the_dtypes_epsilon():
         assert _rounding_unit(largest) == np.finfo(dtype).eps
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("batch_size", [64, 400])
-def test_team_compiled_steps_are_the_python_steps(monkeypatch, dtype, batch_size):
-    # With n_jobs=2, a one-output dense fit runs its steps compiled, the
-    # helper joining the whole run; each step's chunks are those of the
-    # Python step, added in chunk order, so the models agree bit for bit.
-    from sklearn_dplssgd.backends import _kernels
-    monkeypatch.setattr(_kernels, "PARALLEL_MIN_WORK", 200)
-    X, y, _ = _data(seed=11, n=400, d=9)
-    X = X.astype(dtype)
+def _counted_team_runs(monkeypatch):
     runs = []
-    standard = _sgd.dense_single_output_team_steps
+    standard = _sgd.team_steps
 
     def counted(*args):
         runs.append(1)
         return standard(*args)
 
-    monkeypatch.setattr(_sgd, "dense_single_output_team_steps", counted)
+    monkeypatch.setattr(_sgd, "team_steps", counted)
+    return runs
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("batch_size", [64, 400])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_team_compiled_steps_are_the_python_steps(monkeypatch, dtype, batch_size, n_classes):
+    # With n_jobs=2, a dense fit runs its steps compiled, the helper joining
+    # the whole run (one output or several); each step's chunks are those of
+    # the Python step, added in chunk order, so the models agree bit for bit.
+    from sklearn_dplssgd.backends import _kernels
+    monkeypatch.setattr(_kernels, "PARALLEL_MIN_WORK", 200)
+    X, y, rng = _data(seed=11, n=400, d=9)
+    X = X.astype(dtype)
+    if n_classes > 2:
+        y = rng.integers(0, n_classes, len(y))
+    runs = _counted_team_runs(monkeypatch)
 
     def make():
         return DPLSSGDClassifier(epsilon=1.0, max_iter=3, batch_size=batch_size, n_jobs=2,
@@ -204,26 +212,27 @@ def test_team_compiled_steps_are_the_python_steps(monkeypatch, dtype, batch_size
     compiled, stepped = _fit_both_ways(monkeypatch, make, X, y)
     assert runs
     np.testing.assert_array_equal(compiled, stepped)
+    # Reproducible mode repeats for a fixed n_jobs, however the threads ran.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(_coefficients(make().fit(X, y)), compiled)
 
 
-@pytest.mark.parametrize("min_work, n_classes, team", [
-    (200, 2, True),        # a typical batch is split: the team run, even for a short fit
-    (10**9, 2, False),     # no batch is split: a short fit steps from Python
-    (200, 3, False),       # several outputs: their steps stay in Python at n_jobs >= 2
+@pytest.mark.parametrize("min_work, n_classes, sparse, team", [
+    (200, 2, False, True),      # a typical batch is split: the team run, even for a short fit
+    (10**9, 2, False, False),   # no batch is split: a short fit steps from Python
+    (200, 3, False, True),      # several outputs too
+    (200, 2, True, False),      # CSR rows step from Python (their team run gained nothing)
 ])
-def test_team_runs_where_a_typical_batch_is_split(monkeypatch, min_work, n_classes, team):
+def test_team_runs_where_a_typical_batch_is_split(monkeypatch, min_work, n_classes, sparse,
+                                                  team):
     from sklearn_dplssgd.backends import _kernels
     monkeypatch.setattr(_kernels, "PARALLEL_MIN_WORK", min_work)
     X, _, rng = _data(seed=12, n=400, d=9)
     y = rng.integers(0, n_classes, X.shape[0])
-    runs = []
-    standard = _sgd.dense_single_output_team_steps
-
-    def counted(*args):
-        runs.append(1)
-        return standard(*args)
-
-    monkeypatch.setattr(_sgd, "dense_single_output_team_steps", counted)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 0.4, X, 0.0))
+    runs = _counted_team_runs(monkeypatch)
     model = DPLSSGDClassifier(epsilon=1.0, batch_size=200, max_iter=3, n_jobs=2,
                               random_state=0).fit(X, y)
     assert model.n_steps_ < _sgd.COMPILED_RUN_MIN_STEPS  # a short fit

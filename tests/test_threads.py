@@ -48,7 +48,7 @@ def small_chunks(monkeypatch):
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Count the team launches, the pool splits and the draws-ahead loops."""
+    """Count the steps split over the threads and the draws-ahead loops."""
     calls = {"chunks": 0, "ahead": 0}
 
     def counting(module, name, key):
@@ -62,6 +62,15 @@ def counted(monkeypatch):
     counting(_kernels, "sum_over_chunks", "chunks")
     counting(_sparse, "sum_over_chunks", "chunks")
     counting(_sgd, "draws_ahead", "ahead")
+    team_steps = _sgd.team_steps
+
+    def counting_team_steps(*args):
+        # A compiled team run: its steps whose batches are split (the last
+        # argument but one holds each step's rows per chunk, 0 where not split).
+        calls["chunks"] += int((args[-2] > 0).sum())
+        return team_steps(*args)
+
+    monkeypatch.setattr(_sgd, "team_steps", counting_team_steps)
     return calls
 
 
@@ -400,9 +409,9 @@ def test_a_threaded_fit_checks_the_rows_on_its_threads(monkeypatch):
     X, y = _problem(seed=28, n=6000, d=100)
     _fit(X, y, 2, max_iter=1)
     # The finiteness check, the targets' encoding, the norms, the share of
-    # rows clipped far down (the second and the last read one number a row:
-    # one block at this size).
-    assert [n for _, n in passes] == [2, 2, 2, 2] and passes[0][0] > 1 and passes[2][0] > 1
+    # rows clipped far down, the clips' feature norms (the second and the
+    # last two read one number a row: one block at this size).
+    assert [n for _, n in passes] == [2] * 5 and passes[0][0] > 1 and passes[2][0] > 1
     X[17, 3] = np.nan
     with pytest.raises(ValueError, match="Input X contains NaN"):
         _fit(X, y, 2, max_iter=1)

@@ -196,12 +196,14 @@ def test_threaded_kernel_matches_serial(monkeypatch, n_outputs, code, n_rows):
 
 
 class _ShortFirstDraw:
-    """A generator whose first ``geometric`` draw is too short to cover the slots.
+    """A generator whose first draw of gaps is too short to cover the slots.
 
-    ``mode="ones"``: the first draw is all gaps of 1 (every slot it reaches
-    is taken); ``mode="truncated"``: it is a genuine draw cut to a quarter of
-    the requested size, so the gaps stay an exact Bernoulli process and only
-    the top-up has to finish it. Later draws are genuine.
+    The gaps are drawn as ``geometric`` gaps, or (below a rate of 1/3) as
+    the exponentials they are inverted from. ``mode="ones"``: the first draw
+    is all gaps of 1 (every slot it reaches is taken); ``mode="truncated"``:
+    it is a genuine draw cut to a quarter of the requested size, so the gaps
+    stay an exact Bernoulli process and only the top-up has to finish it.
+    Later draws are genuine.
     """
 
     def __init__(self, seed, mode):
@@ -216,6 +218,15 @@ class _ShortFirstDraw:
         if self._mode == "ones":
             return np.ones(size, dtype=np.int64)
         return self._rng.geometric(p, size=size // 4)
+
+    def standard_exponential(self, size):
+        self.sizes.append(size)
+        if len(self.sizes) > 1:
+            return self._rng.standard_exponential(size=size)
+        if self._mode == "ones":
+            # Inverted to a gap of 1 at any rate below 1.
+            return np.full(size, 1e-300)
+        return self._rng.standard_exponential(size=size // 4)
 
 
 def _check_batches(rows, offsets, n_samples, n_steps):

@@ -26,6 +26,12 @@ _NOT_COVERED = (
     "library (every fit on the rows spends its own budget: count them in a "
     "PrivacyLedger); side channels such as timing and floating-point behaviour; "
     "and anything released about the rows other than this object.")
+# An exact-noise release's integers have the law the proof describes: what
+# floating point can still reach is named instead.
+_NOT_COVERED_EXACT = _NOT_COVERED.replace(
+    "floating-point behaviour",
+    "floating-point behaviour outside the released integers (their noise is "
+    "sampled exactly; the batches are drawn with a floating-point generator)")
 
 _UNITS = {
     "replace_one": ("any one training row (its features and its label) replaced by "
@@ -124,8 +130,12 @@ def _noise_lines(estimator):
         f"{multiplier} times that bound is added to every step.{smoothing}"]
 
 
-def estimator_report(estimator):
-    """The report of a fitted ``DPLSSGDClassifier`` or ``DPLSSGDRegressor``."""
+def estimator_report(estimator, releases_integers=False):
+    """The report of a fitted ``DPLSSGDClassifier`` or ``DPLSSGDRegressor``.
+
+    ``releases_integers``: the mechanism released integers with exactly
+    sampled noise (the exact modes), which the last paragraph says.
+    """
     name = type(estimator).__name__
     lines = [f"Privacy report for {name}"]
     lines += _guarantee_lines(name, estimator.epsilon_, estimator.delta_,
@@ -141,7 +151,7 @@ def estimator_report(estimator):
     if getattr(estimator, "ledger", None) is not None:
         lines.append("Ledger: this fit was charged to the PrivacyLedger given to it; "
                      "ledger.privacy_report() states the total spent on the data.")
-    lines.append(_NOT_COVERED)
+    lines.append(_NOT_COVERED_EXACT if releases_integers else _NOT_COVERED)
     return "\n\n".join(lines)
 
 

@@ -34,7 +34,9 @@ from ._numpy import (
 from ._rounded_gaussian import (
     MAX_ROUNDED_SCALE, RoundedGaussianScale, sample_rounded_gaussian,
 )
-from ._row_passes import check_finite_rows, on_row_blocks, row_norms_of, share_of_rows
+from ._row_passes import (
+    check_finite_rows, integral_labels, on_row_blocks, row_norms_of, share_of_rows,
+)
 from ._selection import ArrayApiInput, DaskInput, NumpyInput, backend_for
 from ._sparse import as_canonical_csr
 
@@ -71,6 +73,7 @@ __all__ = [
     "factored_norm_bound",
     "grid_norm_bound",
     "initial_gradient_norms",
+    "integral_labels",
     "on_row_blocks",
     "is_dask_collection",
     "numpy_backend",

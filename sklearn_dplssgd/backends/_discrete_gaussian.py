@@ -210,7 +210,9 @@ def draw_from_word_stream(size, source, words_per_draw, fill, *parameters):
     that ran out (:data:`WORDS_EXHAUSTED` in ``cursor[1]``). That draw is
     restarted there with fresh words appended, so that the outputs are those
     an endless stream of words would give: a draw is never discarded for
-    being long, which would bias the law.
+    being long, which would bias the law. A kernel that reads half-words
+    leaves in ``cursor[2]`` the half of word ``cursor[0]`` where that draw
+    starts, and reads it there on the next call (others leave it 0).
 
     Parameters
     ----------
@@ -218,7 +220,7 @@ def draw_from_word_stream(size, source, words_per_draw, fill, *parameters):
         How many draws.
     source : object with ``words(count)`` or None
         Where the random words come from; :class:`SecureWords` when None.
-    words_per_draw : int
+    words_per_draw : int or float
         Words requested per missing draw (a short request only costs another).
     fill : compiled function
         The kernel (see above).
@@ -238,11 +240,13 @@ def draw_from_word_stream(size, source, words_per_draw, fill, *parameters):
     out = np.empty(size, dtype=np.int64)
     done = 0
     buffer = np.empty(0, dtype=np.uint64)
+    cursor = np.zeros(3, dtype=np.int64)
     while done < size:
-        fresh = np.ascontiguousarray(source.words(words_per_draw * (size - done) + 64),
+        fresh = np.ascontiguousarray(source.words(int(words_per_draw * (size - done)) + 64),
                                      dtype=np.uint64)
         buffer = np.concatenate((buffer, fresh)) if buffer.size else fresh
-        cursor = np.zeros(2, dtype=np.int64)
+        # A new buffer starts at its first word, in the half-word left (if any).
+        cursor[0] = cursor[1] = 0
         done = fill(out, done, buffer, *parameters, cursor)
         if cursor[1] == CAPACITY_EXCEEDED:
             raise SamplerCapacityError(

@@ -165,8 +165,7 @@ class ExactNoiseTraining(NumpyTraining):
 
     def gradient_sum(self, params, draws, local_step):
         rows, offsets, noise = draws
-        batch = (self._all_rows if rows is None
-                 else rows[offsets[local_step]:offsets[local_step + 1]])
+        batch = self.step_batch(rows, offsets, local_step)
         plan = self.plan
         total = self.integer_sum(params, batch)
         total[:, :self._n_noisy_columns] += noise[local_step]

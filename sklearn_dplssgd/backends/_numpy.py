@@ -23,15 +23,15 @@ from threadpoolctl import ThreadpoolController
 from . import _kernels
 from ..training import apply_weight_decay, run_training
 from ._kernels import (
-    COEFFICIENT_RANGE, compute_feature_norms, noisy_clipped_gradient_sum, smooth_rows,
-    smoothing_omega,
+    COEFFICIENT_RANGE, noisy_clipped_gradient_sum, smooth_rows, smoothing_omega,
 )
+from ._poisson import INVERSION_BELOW, place_gaps
 from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse
 from ._steps import (
-    dense_several_outputs_steps, dense_single_output_steps, dense_single_output_team_helper,
-    dense_single_output_team_steps, sparse_steps,
+    dense_several_outputs_steps, dense_single_output_steps, sparse_steps, team_helper,
+    team_steps,
 )
-from ._row_passes import row_norms_of
+from ._row_passes import feature_norms_of, row_norms_of
 from ._threads import chunk_rows, draws_ahead, run_with_team
 
 __all__ = [
@@ -106,6 +106,18 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
     n_slots = n_samples * n_steps
     expected = n_slots * sample_rate
     n_draws = int(expected + 6.0 * math.sqrt(expected) + 16)
+    if 0.0 < sample_rate < INVERSION_BELOW:
+        # The gaps NumPy's geometric draws would give, from one fill of
+        # exponentials, placed in one compiled pass (see _poisson); other
+        # rates (and invalid ones, which NumPy refuses) draw them as before.
+        log_keep = math.log1p(-sample_rate)
+        rows = np.empty(n_draws, dtype=np.int64)
+        offsets = np.zeros(n_steps + 1, dtype=np.int64)
+        state = np.array([-1, 0, 0], dtype=np.int64)
+        while not place_gaps(rng.standard_exponential(size=n_draws), log_keep, n_samples,
+                             n_slots, rows, offsets, state):
+            rows = np.concatenate([rows, np.empty(n_draws, dtype=np.int64)])
+        return rows[:state[1]], offsets
     positions = np.cumsum(rng.geometric(sample_rate, size=n_draws)) - 1
     while positions[-1] < n_slots:
         more = positions[-1] + np.cumsum(rng.geometric(sample_rate, size=n_draws))
@@ -211,7 +223,7 @@ class NumpyTraining(HostWeightSteps):
                            else dense_single_output_steps)
         self._kernel = self.gradient_kernel(sp.issparse(X))
         if row_norms is None:
-            row_norms = row_norms_of(X)
+            row_norms = row_norms_of(X, n_threads)
         elif row_norms.shape != (X.shape[0],) or row_norms.dtype != np.float64:
             # The kernels index it by row; a wrong array would mis-set every clip.
             raise ValueError("row_norms must be a float64 array with one norm per row of X.")
@@ -228,8 +240,8 @@ class NumpyTraining(HostWeightSteps):
         self._weighting = {} if sample_weight is None else {"weights": sample_weight}
         # ||[x_i, 1]|| once per fit rather than a hypot per row and step
         # (about as costly as the rest of a narrow row's clip).
-        self.feature_norms = compute_feature_norms(
-            self.row_norms, 1.0 if plan.fit_intercept else 0.0)
+        self.feature_norms = feature_norms_of(
+            self.row_norms, 1.0 if plan.fit_intercept else 0.0, n_threads)
         if self.supports_compiled_runs:
             # The standard kernels take the precomputed norms; another kernel
             # gets the arguments it had before they existed.
@@ -297,10 +309,15 @@ class NumpyTraining(HostWeightSteps):
             return draws_ahead(chunk_starts, draw)
         return map(draw, chunk_starts)
 
+    def step_batch(self, rows, offsets, local_step):
+        """The rows of step ``local_step`` of a chunk (every row for a full-batch plan)."""
+        if rows is None:
+            return self._all_rows
+        return rows[offsets[local_step]:offsets[local_step + 1]]
+
     def gradient_sum(self, params, draws, local_step):
         rows, offsets, noise = draws
-        batch = (self._all_rows if rows is None
-                 else rows[offsets[local_step]:offsets[local_step + 1]])
+        batch = self.step_batch(rows, offsets, local_step)
         plan = self.plan
         self._kernel(self.X, self.y, batch, params, self.row_norms, plan.loss_code,
                      plan.loss_threshold, plan.clip_norm, plan.fit_intercept,
@@ -312,11 +329,11 @@ class NumpyTraining(HostWeightSteps):
 
         Available where the backend supports compiled runs (its own gradient
         kernels are the standard ones), with an optimizer that has a
-        compiled update, and the gradients on one thread or, for dense rows
-        with one output, on a team (:func:`_team_steps`), for fits of at least
-        ``COMPILED_RUN_MIN_STEPS`` steps or ``COMPILED_RUN_MIN_ROWS`` rows
-        visited (where what it saves outweighs compiling it), or shared by a
-        team whose typical batch is split.
+        compiled update, the gradients on one thread or, for dense rows, on
+        a team (:func:`_team_steps`), for fits of at least ``COMPILED_RUN_MIN_STEPS``
+        steps or ``COMPILED_RUN_MIN_ROWS`` rows visited (where what it saves
+        outweighs compiling it), or shared by a team whose typical batch is
+        split.
         """
         optimizer = update.optimizer
         plan = self.plan
@@ -325,11 +342,10 @@ class NumpyTraining(HostWeightSteps):
         # (a wake-up and a call each, tens of us a step): wherever a typical
         # batch is split, the compiled team run pays at any length of fit.
         typical_rows = int(min(1.0, plan.sample_rate) * self.X.shape[0])
-        team_pays = self._team_size > 1 and _kernels.parallel_blocks(
-            typical_rows * self.params.shape[0] * self.n_features, typical_rows,
-            self._team_size) > 1
+        team_pays = (self._team_size > 1 and not sp.issparse(self.X)
+                     and self._rows_per_chunk(typical_rows) > 0)
         if (not self.supports_compiled_runs or optimizer.compiled_code is None
-                or (self._team_size > 1 and self._steps is not dense_single_output_steps)
+                or (self._team_size > 1 and sp.issparse(self.X))
                 or (plan.n_steps < COMPILED_RUN_MIN_STEPS and not team_pays
                     and rows_visited < COMPILED_RUN_MIN_ROWS)):
             return None
@@ -367,12 +383,24 @@ class NumpyTraining(HostWeightSteps):
 
         return run
 
-    def _team_steps(self, arguments, offsets, local_start, local_stop):
-        """A compiled run of one-output steps, each batch's chunks shared by the team.
+    def _rows_per_chunk(self, n_rows):
+        """Rows per chunk of a dense batch of ``n_rows`` on the team; 0 where it is not split.
 
-        Each step's chunks are those :func:`noisy_clipped_gradient_sum`
-        would cut (from the batch's length, the parameters' shape and the
-        team's size), so the run gives the model of the Python steps.
+        The cut of the Python step's kernel (:func:`noisy_clipped_gradient_sum`),
+        from the batch's length, the parameters' shape and the team's size.
+        """
+        n_outputs, n_threads = self.params.shape[0], self._team_size
+        if _kernels.parallel_blocks(n_rows * n_outputs * self.n_features, n_rows,
+                                    n_threads) > 1:
+            return chunk_rows(n_rows, self.params.size, n_threads)
+        return 0
+
+    def _team_steps(self, arguments, offsets, local_start, local_stop):
+        """A compiled run of steps on dense rows, each batch's chunks shared by the team.
+
+        Each step's chunks are those the Python step's kernel would cut
+        (:meth:`_rows_per_chunk`), so the run gives the model of the Python
+        steps.
         """
         n_threads = self._team_size
         if local_stop <= local_start:
@@ -382,11 +410,8 @@ class NumpyTraining(HostWeightSteps):
         else:
             sizes = np.diff(offsets)[local_start:local_stop]
         params = self.params
-        chunk_sizes = np.array(
-            [chunk_rows(size, params.size, n_threads)
-             if _kernels.parallel_blocks(size * params.shape[0] * self.n_features, size,
-                                         n_threads) > 1 else 0
-             for size in sizes.tolist()], dtype=np.int64)
+        chunk_sizes = np.array([self._rows_per_chunk(size) for size in sizes.tolist()],
+                               dtype=np.int64)
         n_chunks = int(max([-(-size // rows) for size, rows
                             in zip(sizes.tolist(), chunk_sizes.tolist()) if rows > 0],
                            default=1))
@@ -397,13 +422,14 @@ class NumpyTraining(HostWeightSteps):
         control = np.zeros(2, dtype=np.int64)
         (X, y, rows, offsets_arg, full_batch, run_params, row_norms, feature_norms, code,
          threshold, clip_norm, fit_intercept, largest, tiny, _, _, weights) = arguments[:17]
+        # None with one output: its run compiles no BLAS kernel (see _steps).
+        several = True if params.shape[0] > 1 else None
         helper_args = (X, y, rows, offsets_arg, full_batch, run_params, row_norms,
                        feature_norms, code, threshold, clip_norm, fit_intercept, largest, tiny,
-                       weights, partial, progress, control, chunk_sizes, local_start)
+                       weights, partial, progress, control, chunk_sizes, local_start, several)
         run_with_team(
-            lambda: dense_single_output_team_steps(
-                *arguments, partial, progress, control, chunk_sizes),
-            dense_single_output_team_helper, helper_args, control, n_threads)
+            lambda: team_steps(*arguments, partial, progress, control, chunk_sizes, several),
+            team_helper, helper_args, control, n_threads)
 
 
 # The class that runs NumPy fits in the current context (thread, task).

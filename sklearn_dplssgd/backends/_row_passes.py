@@ -1,8 +1,10 @@
 """The passes a fit makes once over every row of X, shared by the fit's threads.
 
 Passes read every row before the first step: the check that ``X`` holds no
-NaN or infinity, the rows' L2 norms that set each clip, and the share of rows
-whose first gradient would be clipped far down (a warning to the data holder). Each is a
+NaN or infinity, the rows' L2 norms that set each clip (and the feature norms
+the clips divide by), the share of rows whose first gradient would be clipped
+far down (a warning to the data holder), and whether float labels are all
+integral (scikit-learn's label-type check then needs no count). Each is a
 whole-array NumPy operation that releases the GIL, run on one thread it is
 serial time that ``n_jobs`` cannot shorten (on a table of 500,000 rows of 100
 features, about a third of a one-epoch fit). With ``n_threads > 1`` the rows
@@ -18,10 +20,12 @@ import scipy.sparse as sp
 from sklearn import get_config
 from sklearn.utils import assert_all_finite
 
+from ._clipping import compute_feature_norms
 from ._row_norms import compute_row_norms, compute_sparse_row_norms
 from ._threads import blocks_on_threads
 
-__all__ = ["check_finite_rows", "on_row_blocks", "row_norms_of", "share_of_rows"]
+__all__ = ["check_finite_rows", "feature_norms_of", "integral_labels", "on_row_blocks",
+           "row_norms_of", "share_of_rows"]
 
 # Values per block of a shared pass: enough that taking a block (a Python
 # call, a lock) is small beside reading it, few enough for several blocks
@@ -103,17 +107,98 @@ def check_finite_rows(X, n_threads=1, estimator_name=None):
 def row_norms_of(X, n_threads=1):
     """``||x_i||`` in float64 for dense or canonical CSR ``X``: what sets each clip.
 
-    With ``n_threads > 1``, a dense ``X``'s blocks of rows are shared by
-    that many threads (NumPy releases the GIL while it sums): a pass over
-    every row, once a fit, that would otherwise run on one core. A row's
-    norm does not depend on the block it falls in.
+    With ``n_threads > 1``, the blocks of rows (dense, or CSR: each block
+    the rows' stored entries) are shared by that many threads (NumPy
+    releases the GIL while it sums): a pass over every row, once a fit, that
+    would otherwise run on one core. A row's norm does not depend on the
+    block it falls in.
     """
-    if sp.issparse(X):
-        return compute_sparse_row_norms(X)
     if n_threads <= 1 or X.shape[0] < 2:
-        return compute_row_norms(X)
-    return np.concatenate(on_row_blocks(lambda start, stop: compute_row_norms(X[start:stop]),
-                                        X.shape[0], n_threads, X.shape[1]))
+        return compute_sparse_row_norms(X) if sp.issparse(X) else compute_row_norms(X)
+    norms = np.empty(X.shape[0], dtype=np.float64)
+    if sp.issparse(X):
+        def norms_of(start, stop):
+            # The block's rows as a CSR matrix over X's own arrays (no copy).
+            first, last = X.indptr[start], X.indptr[stop]
+            rows = sp.csr_matrix(
+                (X.data[first:last], X.indices[first:last], X.indptr[start:stop + 1] - first),
+                shape=(stop - start, X.shape[1]))
+            return compute_sparse_row_norms(rows)
+        values_per_row = max(1, X.nnz // X.shape[0])
+    else:
+        def norms_of(start, stop):
+            return compute_row_norms(X[start:stop])
+        values_per_row = X.shape[1]
+
+    def fill(start, stop):
+        # Each block writes its own rows (a block computed twice writes the
+        # same values): no serial concatenation of the blocks afterwards.
+        norms[start:stop] = norms_of(start, stop)
+
+    on_row_blocks(fill, X.shape[0], n_threads, values_per_row)
+    return norms
+
+
+def feature_norms_of(row_norms, intercept_term, n_threads=1):
+    """``hypot(||x_i||, intercept_term)`` for every row, the blocks on ``n_threads`` threads.
+
+    What each clip divides by (:func:`._clipping.compute_feature_norms`),
+    once a fit; a row's value does not depend on the block it falls in.
+
+    Parameters
+    ----------
+    row_norms : ndarray of shape (n_samples,), float64
+    intercept_term : float
+        1 with an intercept, else 0.
+    n_threads : int, default=1
+
+    Returns
+    -------
+    feature_norms : ndarray of shape (n_samples,), float64
+    """
+    if n_threads <= 1 or row_norms.shape[0] < 2:
+        return compute_feature_norms(row_norms, intercept_term)
+    norms = np.empty(row_norms.shape[0], dtype=np.float64)
+
+    def fill(start, stop):
+        norms[start:stop] = compute_feature_norms(row_norms[start:stop], intercept_term)
+
+    on_row_blocks(fill, row_norms.shape[0], n_threads, _PER_ROW_OPERATIONS)
+    return norms
+
+
+def integral_labels(y, n_threads=1):
+    """Whether ``y`` is a 1-D NumPy array of booleans, integers or integral floats.
+
+    For such labels scikit-learn's ``type_of_target`` can only answer
+    ``"binary"`` or ``"multiclass"`` (it tells the two apart by counting the
+    distinct labels, a sort or a hash of every label): a classifier's check
+    of its labels passes whatever their values, except for its warning about
+    more distinct labels than half the rows, which needs their number. The
+    floats' test is scikit-learn's own (each value equal to its conversion to
+    int64 and back), over blocks of labels on ``n_threads`` threads.
+
+    Parameters
+    ----------
+    y : object
+        Validated labels.
+    n_threads : int, default=1
+
+    Returns
+    -------
+    integral : bool
+    """
+    if not isinstance(y, np.ndarray) or y.ndim != 1 or y.dtype.kind not in "biuf":
+        return False
+    if y.dtype.kind != "f":
+        return True
+
+    def integral(start, stop):
+        block = y[start:stop]
+        with np.errstate(invalid="ignore"):
+            return not bool((block != block.astype(np.int64).astype(block.dtype)).any())
+
+    return all(on_row_blocks(integral, y.shape[0], n_threads, _PER_ROW_OPERATIONS // 2))
 
 
 def share_of_rows(selected, n_rows, n_threads=1):

@@ -17,7 +17,8 @@ arrays and scalars; the draws were made in Python.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from ._kernels import (
     several_outputs_gradient_sum, single_output_buffers, single_output_sum_into, smooth_rows,
@@ -31,9 +32,9 @@ from ._threads import (
 __all__ = [
     "dense_several_outputs_steps",
     "dense_single_output_steps",
-    "dense_single_output_team_helper",
-    "dense_single_output_team_steps",
     "sparse_steps",
+    "team_helper",
+    "team_steps",
 ]
 
 
@@ -140,7 +141,7 @@ def sparse_steps(
                      averaged, average_start)
 
 
-# --- A run of one-output steps shared by a team of threads ---
+# --- A run of steps shared by a team of threads ---
 #
 # Stepping from Python with the batch's chunks handed to the helpers at every
 # step (_threads.sum_over_chunks) cost, at d = 100 and a batch of 4,096 rows,
@@ -156,26 +157,84 @@ def sparse_steps(
 # a step already finished, which nothing reads again. So the result depends on
 # the chunks only, never on which thread computed which, and the calling
 # thread never waits for a chunk longer than half again its own mean time per
-# chunk before it computes the chunk itself.
+# chunk before it computes the chunk itself. The same run serves dense rows
+# with one output or several: a chunk's sum is the kernel the Python step's
+# chunk calls (:func:`_chunk_sum`). CSR rows keep the Python steps: on the
+# tables measured their team run gained nothing (a CSR fit's time is mostly
+# its passes over every row), and it would compile one more run.
 
 # Cycles a helper waits for the next step before it returns to Python (where it
 # yields the processor and comes back until the run is over): about 50 us.
 _HELPER_PATIENCE_CYCLES = 150_000
 
 
+def _chunk_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+               fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming, several):
+    """``grad = noise + clipped sum over rows`` on dense rows (compiled only).
+
+    The gathered one-output kernel in ``buffers`` (prefetching ``upcoming``)
+    or, where ``several`` is not None, the BLAS kernel of several outputs:
+    those the Python step's chunks call (``_kernels._dense_chunks``), so a
+    team run adds the same numbers. The choice is made from the arguments'
+    types, when the run compiles: a run of one output compiles no BLAS
+    kernel.
+    """
+    raise NotImplementedError("compiled only: see _chunk_sum_of_kind")
+
+
+@overload(_chunk_sum, jit_options={"nogil": True})
+def _chunk_sum_of_kind(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                       clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
+                       upcoming, several):
+    if not isinstance(several, types.NoneType):
+        def several_sum(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                        clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
+                        upcoming, several):
+            several_outputs_gradient_sum(
+                X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+                fit_intercept, largest, tiny, noise, grad, weights)
+        return several_sum
+
+    def one_output_sum(X, y, rows, params, row_norms, feature_norms, code, threshold,
+                       clip_norm, fit_intercept, largest, tiny, noise, grad, weights, buffers,
+                       upcoming, several):
+        gathered, per_row, coefficients, residual, scaled = buffers
+        single_output_sum_into(
+            X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
+            fit_intercept, largest, tiny, noise, grad, weights, gathered, per_row,
+            coefficients, residual, scaled, upcoming)
+    return one_output_sum
+
+
+def _takes_ahead(several):
+    """Whether a thread takes its next chunk before it starts one (compiled only).
+
+    Where the chunk's kernel prefetches the next chunk's rows: one output.
+    With several, the chunks are taken one at a time, as the Python step's
+    chunks are.
+    """
+    raise NotImplementedError("compiled only: see _takes_ahead_of_kind")
+
+
+@overload(_takes_ahead, jit_options={"nogil": True})
+def _takes_ahead_of_kind(several):
+    ahead = isinstance(several, types.NoneType)
+    return lambda several: ahead
+
+
 @njit(cache=True, nogil=True)
 def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
                  fit_intercept, largest, tiny, weights, partial, states, rows_per_chunk,
-                 thread, buffers, again):
+                 thread, buffers, again, several):
     """Chunks of one step's batch into ``partial[thread]``; how many it computed.
 
     ``states[0]`` counts the chunks taken, ``states[1 + c]`` is 0 until chunk
     ``c`` is finished, then 1 + the index of the thread whose buffer holds
-    it. ``again = -1``: every chunk still free, taken from the counter (the
-    next one taken before the current one starts, so that its rows are
-    prefetched as in ``_kernels._dense_chunks``); else chunk ``again``.
+    it. ``again = -1``: every chunk still free, taken from the counter (with
+    one output, the next one taken before the current one starts, so that
+    the kernel prefetches its rows as in ``_kernels._dense_chunks``); else
+    chunk ``again``.
     """
-    gathered, per_row, coefficients, residual, scaled = buffers
     n_rows = batch.shape[0]
     n_chunks = (n_rows + rows_per_chunk - 1) // rows_per_chunk
     # The last buffer stays zero: the chunks' sums start from it.
@@ -183,10 +242,11 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
     computed = 0
     chunk = again
     following = -1
+    take_ahead = _takes_ahead(several)
     if again < 0:
         chunk = take_chunk(states)
         chunk = chunk if 0 <= chunk < n_chunks else -1
-        if chunk >= 0:
+        if chunk >= 0 and take_ahead:
             following = take_chunk(states)
             following = following if 0 <= following < n_chunks else -1
     while chunk >= 0:
@@ -196,26 +256,29 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
         if following >= 0:
             ahead = following * rows_per_chunk
             upcoming = batch[ahead:min(ahead + rows_per_chunk, n_rows)]
-        single_output_sum_into(
-            X, y, batch[start:stop], params, row_norms, feature_norms, code, threshold,
-            clip_norm, fit_intercept, largest, tiny, zeros, partial[thread, chunk], weights,
-            gathered, per_row, coefficients, residual, scaled, upcoming)
+        _chunk_sum(X, y, batch[start:stop], params, row_norms, feature_norms, code, threshold,
+                   clip_norm, fit_intercept, largest, tiny, zeros, partial[thread, chunk],
+                   weights, buffers, upcoming, several)
         finish_chunk(states, chunk, 1 + thread)
         computed += 1
         if again >= 0:
             break
+        if not take_ahead:
+            following = take_chunk(states)
+            following = following if 0 <= following < n_chunks else -1
         chunk = following
-        if chunk >= 0:
+        following = -1
+        if chunk >= 0 and take_ahead:
             following = take_chunk(states)
             following = following if 0 <= following < n_chunks else -1
     return computed
 
 
 @njit(cache=True, nogil=True)
-def dense_single_output_team_helper(
+def team_helper(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, weights, partial, progress, control,
-    chunk_sizes, local_start, thread, seen,
+    chunk_sizes, local_start, several, thread, seen,
 ):
     """A helper's share of a team run: the chunks of each step published after ``seen``.
 
@@ -235,7 +298,7 @@ def dense_single_output_team_helper(
                 batch = _batch(rows, offsets, full_batch, local_start + row)
                 _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
                              clip_norm, fit_intercept, largest, tiny, weights, partial,
-                             progress[row], chunk_sizes[row], thread, buffers, -1)
+                             progress[row], chunk_sizes[row], thread, buffers, -1, several)
             idle_since = cycle_count()
         elif atomic_read(control, 1) != 0:
             return -1
@@ -244,36 +307,34 @@ def dense_single_output_team_helper(
 
 
 @njit(cache=True, nogil=True)
-def dense_single_output_team_steps(
+def team_steps(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
     chunk_start, local_start, local_stop, alpha, sigma, omega, inv_batch, optimizer_code,
     optimizer_factor, optimizer_state, averaged, average_start, partial, progress, control,
-    chunk_sizes,
+    chunk_sizes, several,
 ):
     """As :func:`dense_single_output_steps`, each batch's chunks shared with helper threads.
 
-    ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t``
-    (0: that step runs serially, as it would from Python); the helpers run
-    :func:`dense_single_output_team_helper` meanwhile. A step's gradient is
-    the noise plus its chunks' sums in chunk order, as
+    Dense rows with one output (``several`` None) or several (``several``
+    True). ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t`` (0:
+    that step runs serially, as it would from Python); the helpers run
+    :func:`team_helper` meanwhile. A step's
+    gradient is the noise plus its chunks' sums in chunk order, as
     ``_threads.sum_over_chunks`` forms it, so the run gives the model the
     Python steps give with the same ``n_jobs``.
     """
-    n_features = X.shape[1]
-    gathered, per_row, coefficients, residual, scaled = single_output_buffers(
-        params, X.shape[0])
+    n_features = params.shape[1] - 1
+    buffers = single_output_buffers(params, max(1, rows.shape[0]))
     chunk_buffers = single_output_buffers(params, max(1, int(chunk_sizes.max())))
     for local in range(local_start, local_stop):
         batch = _batch(rows, offsets, full_batch, local)
         row = local - local_start
         rows_per_chunk = chunk_sizes[row]
         if rows_per_chunk == 0:
-            upcoming = rows[:0]
-            single_output_sum_into(
-                X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
-                fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
-                coefficients, residual, scaled, upcoming)
+            _chunk_sum(X, y, batch, params, row_norms, feature_norms, code, threshold,
+                       clip_norm, fit_intercept, largest, tiny, noise[local], grad, weights,
+                       buffers, rows[:0], several)
             _fetch_step(control)
         else:
             states = progress[row]
@@ -282,7 +343,7 @@ def dense_single_output_team_steps(
             started = cycle_count()
             taken = _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
                                  clip_norm, fit_intercept, largest, tiny, weights, partial,
-                                 states, rows_per_chunk, 0, chunk_buffers, -1)
+                                 states, rows_per_chunk, 0, chunk_buffers, -1, several)
             finished = cycle_count()
             deadline = finished + (3 * (finished - started)) // (2 * max(1, taken))
             for chunk in range(n_chunks):
@@ -291,7 +352,8 @@ def dense_single_output_team_steps(
                 if atomic_read(states, 1 + chunk) == 0:
                     _team_chunks(X, y, batch, params, row_norms, feature_norms, code,
                                  threshold, clip_norm, fit_intercept, largest, tiny, weights,
-                                 partial, states, rows_per_chunk, 0, chunk_buffers, chunk)
+                                 partial, states, rows_per_chunk, 0, chunk_buffers, chunk,
+                                 several)
             team_add_chunks(noise[local], partial, states, n_chunks, grad)
         _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
                      alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,

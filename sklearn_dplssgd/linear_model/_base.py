@@ -424,14 +424,17 @@ class BaseDPLSSGD(BaseEstimator):
 
         The unit protected, the epsilon and delta spent and what they mean,
         what was treated as public, the noise used, and what the guarantee
-        does not cover. Built from the fitted attributes only.
+        does not cover. Built from the fitted attributes, and the
+        ``mechanism`` parameter for whether the release was integers with
+        exactly sampled noise.
 
         Returns
         -------
         report : str
         """
         check_is_fitted(self)
-        return estimator_report(self)
+        return estimator_report(
+            self, releases_integers=self._release_mechanism().releases_integers)
 
     def _on_rows(self, method, X):
         """The in-memory prediction ``method`` applied to ``X`` where its rows are.

@@ -11,7 +11,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..backends import (
-    backend_for, class_labels, class_probabilities, copy_params, on_row_blocks,
+    backend_for, class_labels, class_probabilities, copy_params, integral_labels,
+    on_row_blocks,
 )
 from ..training import averaging_tail, CLASSIFICATION_LOSSES, LOSSES
 from ..utils import (
@@ -273,18 +274,27 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return None if classes is None else np.unique(np.asarray(classes))
 
     def _encode_targets(self, y, classes=None):
-        validate_hiding_values({"y": y}, check_classification_targets, y)
+        # Integral labels pass scikit-learn's check whatever their values but
+        # for its warning about many distinct labels: it runs only where
+        # that warning may be due (its count of the labels is a serial pass).
+        n_threads = self._n_threads()
+        integral = integral_labels(y, n_threads)
+        checked = not integral
+        if checked:
+            validate_hiding_values({"y": y}, check_classification_targets, y)
         if classes is None:
             classes = self.classes
         declared = classes is not None
         if classes is None:
+            classes = np.unique(y)
+            if not checked and len(classes) > round(0.5 * len(y)):
+                validate_hiding_values({"y": y}, check_classification_targets, y)
             warn_once(
                 "classes was not given, so classes_ is read from the private labels: "
                 "the fitted model reveals which labels occur in the training data. "
                 "Pass classes=... to keep the label set out of the released model.",
                 PrivacyLeakWarning,
             )
-            classes = np.unique(y)
             if len(classes) < 2:
                 # No label value in the message: labels are private data.
                 raise ValueError(
@@ -293,6 +303,11 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
                 )
         else:
             classes = np.unique(np.asarray(classes))
+            if not checked and len(classes) > round(0.5 * len(y)):
+                # No more distinct labels than declared ones once every
+                # label is known to be declared (checked below).
+                validate_hiding_values({"y": y}, check_classification_targets, y)
+                checked = True
         binary = len(classes) <= 2
         if binary:
             negative, positive = LOSSES[self.loss].binary_targets
@@ -304,17 +319,26 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             if declared and not np.isin(labels, classes).all():
                 return False, None
             indices = np.searchsorted(classes, labels).astype(np.float64)
-            return True, np.where(indices > 0, positive, negative) if binary else indices
+            values = np.where(indices > 0, positive, negative) if binary else indices
+            if shared is None:
+                return True, values
+            # Several blocks write their own labels' targets (a block
+            # computed twice writes the same values): no serial concatenation.
+            shared[start:stop] = values
+            return True, None
 
+        shared = np.empty(len(y), dtype=np.float64) if n_threads > 1 else None
         # A few whole-array operations a label: counted as 8 values read.
-        blocks = on_row_blocks(encoded, len(y), self._n_threads(), values_per_row=8)
+        blocks = on_row_blocks(encoded, len(y), n_threads, values_per_row=8)
         if not all(known for known, _ in blocks):
+            if not checked:
+                # Its warning about many distinct labels comes before this error.
+                validate_hiding_values({"y": y}, check_classification_targets, y)
             # Neither the labels nor their number: both are private data.
             raise ValueError(
                 f"y contains labels that are not in classes ({VALUES_NOT_SHOWN}).")
         self.classes_ = classes
-        targets = blocks[0][1] if len(blocks) == 1 else np.concatenate(
-            [values for _, values in blocks])
+        targets = blocks[0][1] if shared is None else shared
         return targets, 1 if binary else len(classes)
 
     def fit(self, X, y, sample_weight=None, *, coef_init=None, intercept_init=None):

@@ -58,6 +58,7 @@ __all__ = [
     "DiscreteExactGradientPerturbationMechanism",
     "ExactGradientPerturbation",
     "ExactGradientPerturbationMechanism",
+    "GridGradientPerturbation",
     "RoundedGaussianGradientPerturbation",
     "grid_bits_for",
 ]
@@ -114,8 +115,27 @@ def _row_width(n_coordinates, n_outputs):
     return n_coordinates // n_outputs
 
 
-class _FactoredGrid:
-    """The factored grid's fields' shared readings (a mixin of the two release dataclasses)."""
+@dataclasses.dataclass(frozen=True)
+class GridGradientPerturbation(GradientPerturbation):
+    """The steps of an exact mode: integer sums on a public factored grid, plus exact noise.
+
+    The fields of :class:`GradientPerturbation`, and:
+
+    Parameters
+    ----------
+    residual_bits, row_bits : int
+        ``k1``, ``k2``: the residual factor's grid step is ``2**-k1`` times
+        ``max_sample_weight * clip_norm``, the unit row factor's ``2**-k2``.
+    n_coordinates : int
+        ``D = K D2``, the noisy coordinates of a step.
+    n_outputs : int
+        ``K``.
+    """
+
+    residual_bits: int = MAX_GRID_BITS
+    row_bits: int = MAX_GRID_BITS
+    n_coordinates: int = 1
+    n_outputs: int = 1
 
     @property
     def grid_bits(self):
@@ -130,34 +150,23 @@ class _FactoredGrid:
 
 
 @dataclasses.dataclass(frozen=True)
-class ExactGradientPerturbation(_FactoredGrid, GradientPerturbation):
+class ExactGradientPerturbation(GridGradientPerturbation):
     """``n_steps`` Poisson-sampled steps of integer sums plus discrete Gaussian noise.
 
-    The fields of :class:`GradientPerturbation` (``noise_multiplier`` is the
-    noise's standard deviation relative to the sensitivity, ``sqrt(s^2) /
-    2**k``, for the step size rules and the record), and:
+    The fields of :class:`GridGradientPerturbation` (``noise_multiplier`` is
+    the noise's standard deviation relative to the sensitivity, ``sqrt(s^2) /
+    2**(k1 + k2)``, for the step size rules and the record), and:
 
     Parameters
     ----------
-    residual_bits, row_bits : int
-        ``k1``, ``k2``: the residual factor's grid step is ``2**-k1`` times
-        ``max_sample_weight * clip_norm``, the unit row factor's ``2**-k2``.
     noise_scale : tuple of int or None
         ``(t, m, q)`` of the :class:`~sklearn_dplssgd.backends.DiscreteGaussianScale`;
         None for a noise-free fit (``epsilon=inf``, not private).
-    n_coordinates : int
-        ``D = K D2``, the noisy coordinates of a step.
-    n_outputs : int
-        ``K``.
     delta : float
         The delta at which :meth:`dp_event` states its epsilon.
     """
 
-    residual_bits: int = MAX_GRID_BITS
-    row_bits: int = MAX_GRID_BITS
     noise_scale: tuple = (1, 1, 1)
-    n_coordinates: int = 1
-    n_outputs: int = 1
     delta: float = 0.0
 
     @property
@@ -258,7 +267,7 @@ class ExactGradientPerturbation(_FactoredGrid, GradientPerturbation):
 
 
 @dataclasses.dataclass(frozen=True)
-class RoundedGaussianGradientPerturbation(_FactoredGrid, GradientPerturbation):
+class RoundedGaussianGradientPerturbation(GridGradientPerturbation):
     """``n_steps`` Poisson-sampled steps of integer sums plus rounded Gaussian noise.
 
     Each step releases ``S + round(s G)`` (``G`` standard normal on each of
@@ -267,26 +276,16 @@ class RoundedGaussianGradientPerturbation(_FactoredGrid, GradientPerturbation):
     integer sum ``S``, whose sensitivity is ``sqrt(B)`` grid units. The
     fields of :class:`GradientPerturbation`, with ``noise_multiplier`` the
     effective multiplier ``s / sqrt(B)`` (a float no larger): :meth:`dp_event`
-    and :meth:`epsilon` are then the ordinary mode's. And:
+    and :meth:`epsilon` are then the ordinary mode's. The fields of
+    :class:`GridGradientPerturbation`, and:
 
     Parameters
     ----------
-    residual_bits, row_bits : int
-        ``k1``, ``k2``: the residual factor's grid step is ``2**-k1`` times
-        ``max_sample_weight * clip_norm``, the unit row factor's ``2**-k2``.
     noise_scale : int or None
         ``s``; None for a noise-free fit (``epsilon=inf``, not private).
-    n_coordinates : int
-        ``D = K D2``, the noisy coordinates of a step.
-    n_outputs : int
-        ``K``.
     """
 
-    residual_bits: int = MAX_GRID_BITS
-    row_bits: int = MAX_GRID_BITS
     noise_scale: int = 1
-    n_coordinates: int = 1
-    n_outputs: int = 1
 
     @property
     def scale(self):
