@@ -354,7 +354,7 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     integer sum; the smoothing. Median of ``repeats``.
     """
     from sklearn_dplssgd.backends import ExactNoise, _exact
-    from sklearn_dplssgd.backends._grid_sum import factored_sum, unit_rows_on_grid
+    from sklearn_dplssgd.backends._grid_sum import add_factored_rows, grid_norm_bound
     from sklearn_dplssgd.backends._clipping import COEFFICIENT_RANGE
     from sklearn_dplssgd.backends._kernels import (
         compute_feature_norms, noisy_clipped_gradient_sum, smooth_rows, smoothing_omega,
@@ -374,9 +374,8 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     labels = y.astype(np.float64)
     row_norms = np.linalg.norm(X.astype(np.float64), axis=1)
     feature_norms = compute_feature_norms(row_norms, 1.0)
-    start = time.perf_counter()
-    all_factors, kept = unit_rows_on_grid(X, feature_norms, row_bits, 1.0, n_features + 1)
-    factor_pass_ms = 1e3 * (time.perf_counter() - start)
+    bounds = (float(grid_norm_bound(residual_bits, n_classes)),
+              float(grid_norm_bound(row_bits, n_features + 1)))
     largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
     code = loss_code("log_loss", n_classes)
     omega = smoothing_omega(sigma)
@@ -401,8 +400,13 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
             "clip": lambda: _exact._scaled_clipped_residuals(
                 X, labels, batch, params, margins, feature_norms, code, 0.0, 1.0, 1.0,
                 no_weights, largest, tiny, 2.0 ** residual_bits, 0, batch.size, scaled),
-            "rounding + bound + integer sum": lambda: factored_sum(
-                scaled, all_factors, kept, residual_bits, rows=batch, out=total),
+            "rounding + bound + integer sum": lambda: add_factored_rows(
+                X, batch, scaled, feature_norms, 2.0 ** row_bits, 1.0, *bounds, 0, batch.size,
+                total),
+            "the step's sum in one call (gather to integer sum)": lambda: _exact._exact_batch_sum(
+                X, labels, batch, params, feature_norms, code, 0.0, 1.0, 1.0, no_weights,
+                largest, tiny, 2.0 ** residual_bits, 2.0 ** row_bits, *bounds, design, scaled,
+                total),
             "smoothing": lambda: smooth_rows(grad, n_features, omega, sigma),
             "ordinary step's noisy clipped sum": lambda: noisy_clipped_gradient_sum(
                 X, labels, batch, params, row_norms, code, 0.0, 1.0, True, noise, grad,
@@ -414,7 +418,6 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
             timings.update(_median_milliseconds(parts, repeats))
         # The noise's time includes its words: the sampler is the rest.
         timings["sampler"] -= timings["noise words (ChaCha20)"]
-        timings["row factors, once per fit (not per step)"] = factor_pass_ms
         rows.append((batch.size, dimension, timings))
     return rows
 
@@ -491,10 +494,10 @@ def speed_report(rows, profile, quick, rounds):
         "K (d + 1) draws of the rounded Gaussian (the default exact noise) at the scale "
         "of z = 8 on the factored grid "
         "the mechanism chooses for it, drawn as the fit draws it (blocks of 4,096 draws), "
-        "less its words. The rounding is of the residual factors (K a row), the integer sum "
-        "an exact compiled float64 sum of their outer products with the rows' factors, "
-        "which are rounded once per "
-        "fit (that pass's time is given alone). The ordinary "
+        "less its words. The rounding is of both factors of each row (K + d + 1 entries), "
+        "the integer sum an exact compiled float64 sum of their outer products; the "
+        "step's sum in one call is gather, margins, clip, rounding and sum together, as a "
+        "step on one thread calls them. The ordinary "
         "step's noisy clipped sum is given for comparison (its noise is drawn per chunk "
         "by NumPy, not counted).",
         "",

@@ -13,11 +13,10 @@ from sklearn_dplssgd.backends._grid_sum import (
     MAX_BATCH_ROWS,
     MAX_GEMM_ROWS,
     MAX_GRID_BITS,
+    add_factored_rows,
     factored_norm_bound,
-    factored_sum,
     grid_norm_bound,
     rounded_clipped_sum,
-    unit_rows_on_grid,
 )
 
 FINITE = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, allow_subnormal=False)
@@ -153,30 +152,48 @@ def test_the_factored_sum_equals_the_oracle_on_an_mnist_shaped_batch():
 
 
 def test_a_batch_above_the_gemm_split_is_summed_exactly():
-    # 2**19 + 3 rows of one feature: two GEMMs, whose sum is still the exact
-    # integer sum (each row adds a (x) b with a, b near 2**16).
+    # 2**19 + 3 rows, each one of two tables' rows (x' = [x, 1]), on the
+    # finest grids: two GEMMs, whose sum is still the exact integer sum
+    # (each row adds a (x) b with a near 2**16 and b's entries near 2**16 /
+    # sqrt(2)), past 2**50 in magnitude.
     n_rows = MAX_GEMM_ROWS + 3
-    factors = np.full((n_rows, 1), 65535.0)
-    factors[::7] = -65531.0
-    row_factors = np.full((n_rows, 2), 65533.0, dtype=np.float32)
-    row_factors[::5, 1] = -65521.0
-    kept = np.ones(n_rows, dtype=bool)
-    total, left_out = factored_sum(factors, row_factors, kept, MAX_GRID_BITS)
-    a = [int(v) for v in factors[:, 0]]
-    expected = [sum(x * int(y) for x, y in zip(a, row_factors[:, j])) for j in range(2)]
+    X = np.array([[1.0], [-1.0]])
+    norms = np.full(2, math.sqrt(2.0))
+    rows = np.zeros(n_rows, dtype=np.int64)
+    rows[::5] = 1
+    scaled = np.full((n_rows, 1), 65535.0)
+    scaled[::7] = -65531.0
+    bounds = float(grid_norm_bound(MAX_GRID_BITS, 1)), float(grid_norm_bound(MAX_GRID_BITS, 2))
+    total = np.zeros((1, 2), dtype=np.int64)
+    left_out = add_factored_rows(X, rows, scaled, norms, 2.0 ** MAX_GRID_BITS, 1.0, *bounds, 0,
+                                 n_rows, total)
+    b = [[int(v) for v in np.rint(np.array([x, 1.0]) * (2.0 ** MAX_GRID_BITS / math.sqrt(2.0)))]
+         for x in (1.0, -1.0)]
+    a = [int(v) for v in scaled[:, 0]]
+    expected = [sum(a_r * b[int(i)][j] for a_r, i in zip(a, rows)) for j in range(2)]
     assert left_out == 0 and [int(v) for v in total[0]] == expected
-    assert abs(expected[0]) > 2 ** 50
+    assert abs(expected[1]) > 2 ** 50
 
 
 def test_row_factors_are_held_to_their_bound_and_zero_rows_kept():
-    X = np.array([[3.0, 4.0], [0.0, 0.0], [np.inf, 1.0], [1.0, 1.0]])
+    # The rows' factors alone (a residual factor of 1): a zero row is kept
+    # (its factor is 0), a row with an infinite entry or whose norm is wrong
+    # (its factor beyond Bb) is left out; only the batch's rows are read.
+    X = np.array([[3.0, 4.0], [0.0, 0.0], [np.inf, 1.0], [1.0, 1.0], [np.nan, 0.0]])
     norms = np.linalg.norm(X, axis=1)
-    norms[3] = 0.5  # a wrong norm: the row's factor exceeds Bb and is dropped
-    factors, kept = unit_rows_on_grid(X, norms, 4, 0.0, 2)
-    assert factors.dtype == np.float32
-    np.testing.assert_array_equal(kept, [True, True, False, False])
-    np.testing.assert_array_equal(factors[0], [10.0, 13.0, 0.0])  # rint(16 * (.6, .8))
-    assert not factors[1:].any()
+    norms[3] = 0.5
+    rows = np.arange(4, dtype=np.int64)
+    total = np.zeros((1, 3), dtype=np.int64)
+    left_out = add_factored_rows(X, rows, np.ones((4, 1)), norms, 16.0, 0.0,
+                                 float(grid_norm_bound(0, 1)), float(grid_norm_bound(4, 2)), 0,
+                                 4, total)
+    assert left_out == 2
+    np.testing.assert_array_equal(total, [[10, 13, 0]])  # rint(16 * (.6, .8))
+    # The same rows as a slice of the batch: start and stop are honoured.
+    total[:] = 0
+    assert add_factored_rows(X, rows, np.ones((4, 1)), norms, 16.0, 0.0, 1.0,
+                             float(grid_norm_bound(4, 2)), 1, 3, total) == 1
+    assert not total.any()
 
 
 def test_a_row_beyond_the_bound_or_not_finite_is_left_out():

@@ -15,8 +15,8 @@ C``; everything after it (smoothing, the weight decay, the optimizer step,
 averaging) is the NumPy backend's, unchanged, and is post-processing of the
 integers. No floating-point value takes part in the released integers' law
 beyond which integers each row's two factors round to, whose norms are
-enforced. The rows' factors ``b_i`` depend on the rows only: they are
-rounded once per fit and read per step where they are (not gathered).
+enforced. Both factors of a row are rounded in the step that sums it, while
+the row is in cache (no pass over the whole table).
 
 The batches are Poisson-sampled from the fit's generator as in the ordinary
 mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
@@ -36,7 +36,9 @@ from numba import njit
 
 from ..training import multiclass_residual, run_training, single_output_residual
 from ._clipping import COEFFICIENT_RANGE, clipped_residual
-from ._grid_sum import MAX_GRID_BITS, factored_sum, unit_rows_on_grid
+from ._grid_sum import (
+    MAX_GRID_BITS, add_factored_rows, check_batch_rows, grid_norm_bound,
+)
 from ._kernels import check_weights, parallel_blocks
 from ._numpy import NumpyTraining
 from ._threads import blocks_on_threads
@@ -129,22 +131,6 @@ class ExactNoiseTraining(NumpyTraining):
     # The compiled runs embed the float noise of the ordinary kernels.
     supports_compiled_runs = False
 
-    def row_factors(self):
-        """The rows' factors ``b_i`` and which rows are kept, computed on the first call of a fit.
-
-        :func:`~._grid_sum.unit_rows_on_grid` of all the rows, once, in blocks
-        on the fit's threads (public grid, private rows: used only inside the
-        integer sums).
-        """
-        factors = getattr(self, "_row_factors", None)
-        if factors is None:
-            factors = self._row_factors = unit_rows_on_grid(
-                self.X, self.feature_norms, self.noise_source.row_bits,
-                1.0 if self.plan.fit_intercept else 0.0, self._n_noisy_columns,
-                run_blocks=lambda block, n_blocks: blocks_on_threads(block, n_blocks,
-                                                                     self.n_threads))
-        return factors
-
     def chunks(self, chunk_starts, chunk, noise_std):
         exact = self.noise_source
         if not isinstance(exact, ExactNoise) or not isinstance(self.X, np.ndarray):
@@ -177,44 +163,82 @@ class ExactNoiseTraining(NumpyTraining):
     def integer_sum(self, params, batch):
         """``S``: the batch's clipped gradients, factor by factor on the grid, summed in int64.
 
-        A compiled pass gathers the rows ``[x_i, b]`` in the parameters'
-        dtype and forms the margins by one BLAS product in that dtype (as the
-        ordinary mode does); then,
-        in blocks of rows shared by the fit's threads where the batch is
-        large, each row's residual is clipped in float64 (a row whose float32
-        margins are not finite is recomputed in float64) and scaled to the
-        residual grid, and :func:`~._grid_sum.factored_sum` rounds and checks
-        the residual factors and sums ``a_i (x) b_i`` exactly, reading the
-        rows' factors where they are. Each
-        row's result does not depend on its block and the sum is exact, so
-        ``S`` is the same whatever the blocks.
+        The rows ``[x_i, b]`` are gathered in the parameters' dtype and their
+        margins formed by one BLAS product in that dtype (as the ordinary mode
+        does); then each row's residual is clipped in float64 (a row whose
+        float32 margins are not finite is recomputed in float64) and scaled to
+        the residual grid, and :func:`~._grid_sum.add_factored_rows` rounds
+        both factors, checks their norms and sums ``a_i (x) b_i`` exactly. On
+        one thread, or for a small batch, all of it is one compiled call;
+        otherwise the rows after the margins go in blocks shared by the fit's
+        threads. Each row's result does not depend on its block and the sum
+        is exact, so ``S`` is the same whatever the blocks.
         """
-        plan, residual_bits = self.plan, self.noise_source.residual_bits
+        plan, exact = self.plan, self.noise_source
         n_rows, (n_outputs, width) = batch.shape[0], params.shape
-        intercept_term = 1.0 if plan.fit_intercept else 0.0
+        check_batch_rows(n_rows)
         design = np.empty((n_rows, width), dtype=params.dtype)
         scaled = np.empty((n_rows, n_outputs), dtype=np.float64)
         largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
-        scale = 2.0 ** residual_bits / float(plan.max_sample_weight * plan.clip_norm)
-        all_row_factors, row_kept = self.row_factors()
-        margins = _gather_margins(self.X, batch, params, intercept_term, design)
-
-        def block(start, stop):
-            _scaled_clipped_residuals(
-                self.X, self.y, batch, params, margins, self.feature_norms, plan.loss_code,
-                plan.loss_threshold, plan.clip_norm, intercept_term, self._weights, largest,
-                tiny, scale, start, stop, scaled)
-            part, _ = factored_sum(scaled[start:stop], all_row_factors, row_kept,
-                                   residual_bits, rows=batch[start:stop])
-            return part
-
+        # The public grid: both factors' scales and norm bounds.
+        settings = (
+            plan.loss_code, plan.loss_threshold, plan.clip_norm,
+            1.0 if plan.fit_intercept else 0.0, self._weights, largest, tiny,
+            2.0 ** exact.residual_bits / float(plan.max_sample_weight * plan.clip_norm),
+            2.0 ** exact.row_bits, float(grid_norm_bound(exact.residual_bits, n_outputs)),
+            float(grid_norm_bound(exact.row_bits, self._n_noisy_columns)))
         n_blocks = parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads)
         if n_blocks <= 1:
-            return block(0, n_rows)
+            total = np.zeros((n_outputs, width), dtype=np.int64)
+            _exact_batch_sum(self.X, self.y, batch, params, self.feature_norms, *settings,
+                             design, scaled, total)
+            return total
+        margins = _gather_margins(self.X, batch, params, settings[3], design)
         bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
+
+        def block(b):
+            part = np.zeros((n_outputs, width), dtype=np.int64)
+            _clipped_factored_sum(self.X, self.y, batch, params, margins, self.feature_norms,
+                                  *settings, bounds[b], bounds[b + 1], scaled, part)
+            return part
+
         # Sums of integers: the same whatever the blocks.
-        return sum(blocks_on_threads(lambda b: block(bounds[b], bounds[b + 1]), n_blocks,
-                                     self.n_threads))
+        return sum(blocks_on_threads(block, n_blocks, self.n_threads))
+
+
+@njit(cache=True, nogil=True)
+def _exact_batch_sum(X, y, batch, params, feature_norms, code, threshold, clip_norm,
+                     intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
+                     residual_bound, row_bound, design, scaled, total):
+    """A step's whole integer sum in one call: gather, margins, clip, both roundings, sum.
+
+    :func:`_gather_margins` then :func:`_clipped_factored_sum` over every
+    row of the batch (the arguments are theirs); ``total`` is added to.
+    """
+    margins = _gather_margins(X, batch, params, intercept_term, design)
+    _clipped_factored_sum(X, y, batch, params, margins, feature_norms, code, threshold,
+                          clip_norm, intercept_term, weights, largest, tiny, residual_scale,
+                          row_grid_scale, residual_bound, row_bound, 0, batch.shape[0], scaled,
+                          total)
+
+
+@njit(cache=True, nogil=True)
+def _clipped_factored_sum(X, y, batch, params, margins, feature_norms, code, threshold,
+                          clip_norm, intercept_term, weights, largest, tiny, residual_scale,
+                          row_grid_scale, residual_bound, row_bound, start, stop, scaled, total):
+    """``total += S`` of the batch's rows ``start .. stop - 1``; returns the rows left out.
+
+    :func:`_scaled_clipped_residuals` (the residual factors before rounding,
+    on the grid ``residual_scale``), then
+    :func:`~._grid_sum.add_factored_rows` (the rows' factors on
+    ``row_grid_scale``, both norms enforced against ``residual_bound`` and
+    ``row_bound``, the products summed exactly).
+    """
+    _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, threshold,
+                              clip_norm, intercept_term, weights, largest, tiny, residual_scale,
+                              start, stop, scaled)
+    return add_factored_rows(X, batch, scaled, feature_norms, row_grid_scale, intercept_term,
+                             residual_bound, row_bound, start, stop, total)
 
 
 @njit(cache=True, nogil=True)

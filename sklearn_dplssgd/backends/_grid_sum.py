@@ -29,8 +29,11 @@ below ``2**16 + 2**15 + 1 < 2**17`` in magnitude
 ``= 2**19`` rows, so every partial sum, in any order, blocked or fused
 (FMA), is an integer below ``2**53``: float64 holds each exactly, so each
 operation is exact and the result is the exact integer sum, moved into int64.
-The row factors depend on the rows only, so they are computed once per fit
-(:func:`unit_rows_on_grid`, held in float32, exact below ``2**24``).
+Both factors of a row are rounded where the row is summed
+(:func:`add_factored_rows`), straight into the product's cache-sized block:
+a step touches only its batch's rows, so one epoch rounds about ``n`` rows'
+``D2`` entries once, with no pass over the whole table and nothing kept
+between steps.
 
 Overflow of the int64 total is impossible by construction: a batch has at
 most :data:`MAX_BATCH_ROWS` ``= 2**27`` rows (checked), each coordinate of the
@@ -48,11 +51,11 @@ __all__ = [
     "MAX_BATCH_ROWS",
     "MAX_GEMM_ROWS",
     "MAX_GRID_BITS",
+    "add_factored_rows",
+    "check_batch_rows",
     "factored_norm_bound",
-    "factored_sum",
     "grid_norm_bound",
     "rounded_clipped_sum",
-    "unit_rows_on_grid",
 ]
 
 # Each factor's grid step is 2**-k (times w_max C for the residuals) with
@@ -127,75 +130,111 @@ def factored_norm_bound(residual_bits, row_bits, n_outputs, row_width):
     return grid_norm_bound(residual_bits, n_outputs) * grid_norm_bound(row_bits, row_width)
 
 
-def unit_rows_on_grid(X, row_norms, row_bits, intercept_term, n_counted_columns,
-                      run_blocks=None):
-    """The rows' factors ``b_i = rint(2**k2 x'_i / ||x'_i||)``, once per fit, and which are kept.
+def check_batch_rows(n_rows):
+    """Refuse a batch of more than :data:`MAX_BATCH_ROWS` rows (its int64 sum could overflow)."""
+    if n_rows > MAX_BATCH_ROWS:
+        raise ValueError("a batch of more than 2**27 rows could overflow the integer sum.")
+
+
+# Rows whose factors are rounded (in float64, in cache) for one BLAS product.
+_ROWS_PER_PRODUCT = 128
+
+
+@njit(cache=True, nogil=True)
+def add_factored_rows(X, rows, scaled_residuals, row_norms, row_grid_scale, intercept_term,
+                      residual_bound, row_bound, start, stop, total):
+    """``total += sum_r a_r (x) b_r`` over the kept rows ``r`` in ``start .. stop - 1``, exactly.
+
+    Row ``r`` is ``X[rows[r]]`` (``x'`` its entries and ``intercept_term``);
+    its factors are ``a_r = rint(scaled_residuals[r])`` and ``b_r = rint(x'
+    (row_grid_scale / row_norms[rows[r]]))`` (0 for a zero norm), and it is
+    kept if ``||a_r||**2 <= residual_bound`` and ``||b_r||**2 <= row_bound``
+    (NaN fails both: a row whose values are not finite is left out). Both
+    squared norms are float64 sums of integer squares, exact while below
+    ``2**53`` and never decreasing under rounding, so a computed value ``<=``
+    a bound (``< 2**50``) was computed exactly.
+
+    The factors are rounded straight into blocks of :data:`_ROWS_PER_PRODUCT`
+    kept rows, each a float64 BLAS product added to a float64 partial sum.
+    Integers below ``2**17`` times integers below ``2**17``: products below
+    ``2**34``; at most :data:`MAX_GEMM_ROWS` rows go into the partial sum
+    before it is moved into int64, so every partial sum is an integer below
+    ``2**53`` and every operation exact, in any order the BLAS takes
+    (blocking, FMA).
 
     Parameters
     ----------
     X : ndarray of shape (n, d), float32 or float64
+    rows : ndarray of int64, shape (b,)
+        The row of ``X`` each residual row is (the batch).
+    scaled_residuals : ndarray of shape (b, K), float64
+        ``2**k1 u_r / (w_max C)``.
     row_norms : ndarray of shape (n,), float64
         ``||x'_i||`` (the clip's feature norms: the same numbers scale the
         residual factor).
-    row_bits : int
-        ``k2``.
+    row_grid_scale : float
+        ``2**k2``.
     intercept_term : float
         ``x'``'s last entry (0 without an intercept).
-    n_counted_columns : int
-        ``D2`` of the bound (``d + 1``, or ``d`` without intercept).
-    run_blocks : callable or None, default=None
-        ``run_blocks(function, n_blocks)`` calls ``function(b)`` for every
-        block ``b`` (on the fit's threads); None runs one block. Each row's
-        result does not depend on its block.
+    residual_bound, row_bound : float
+        ``A`` and ``Bb`` (integers below ``2**50``).
+    start, stop : int
+        The rows ``r`` summed.
+    total : ndarray of int64, shape (K, d + 1)
+        Added to in place.
 
     Returns
     -------
-    factors : ndarray of float32, shape (n, d + 1)
-        The integers (exact in float32: below ``2**17``); a row whose integers
-        exceed ``Bb`` (or are not finite) is all zeros.
-    kept : ndarray of bool, shape (n,)
-        False for the rows so zeroed (their contribution is left out).
+    int
+        The rows left out by either factor's check.
     """
-    bound = float(grid_norm_bound(row_bits, n_counted_columns))
-    n_rows, n_features = X.shape
-    factors = np.empty((n_rows, n_features + 1), dtype=np.float32)
-    kept = np.empty(n_rows, dtype=np.bool_)
-    row_norms = np.ascontiguousarray(row_norms, dtype=np.float64)
-    n_blocks = 1 if run_blocks is None else max(1, min(64, n_rows // 2048))
-    bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
-
-    def block(b):
-        _round_unit_rows(X, row_norms, 2.0 ** row_bits, float(intercept_term), bound, factors,
-                         kept, bounds[b], bounds[b + 1])
-
-    if n_blocks == 1:
-        block(0)
-    else:
-        run_blocks(block, n_blocks)
-    return factors, kept
+    n_outputs, width = total.shape
+    n_features = X.shape[1]
+    block = np.empty((_ROWS_PER_PRODUCT, width), dtype=np.float64)
+    block_factors = np.empty((_ROWS_PER_PRODUCT, n_outputs), dtype=np.float64)
+    partial = np.zeros((n_outputs, width), dtype=np.float64)
+    n_in_block = in_partial = left_out = 0
+    for r in range(start, stop):
+        squared = 0.0
+        for k in range(n_outputs):
+            entry = np.rint(scaled_residuals[r, k])
+            block_factors[n_in_block, k] = entry
+            squared += entry * entry
+        if not squared <= residual_bound:
+            left_out += 1
+            continue
+        i = rows[r]
+        norm = row_norms[i]
+        # A zero row's factor is 0 (its gradient is 0), not 0 / 0.
+        scale = 0.0 if norm == 0.0 else row_grid_scale / norm
+        last = np.rint(intercept_term * scale)
+        block[n_in_block, n_features] = last
+        squared = _round_into(X[i], scale, block[n_in_block]) + last * last
+        if not squared <= row_bound:
+            left_out += 1
+            continue
+        n_in_block += 1
+        if n_in_block == _ROWS_PER_PRODUCT:
+            partial += np.dot(block_factors.T, block)
+            in_partial += n_in_block
+            n_in_block = 0
+            if in_partial + _ROWS_PER_PRODUCT > MAX_GEMM_ROWS:
+                _move_into(partial, total)
+                in_partial = 0
+    if n_in_block > 0:
+        partial += np.dot(block_factors[:n_in_block].T, block[:n_in_block])
+    _move_into(partial, total)
+    return left_out
 
 
 @njit(cache=True, nogil=True)
-def _round_unit_rows(X, row_norms, grid_scale, intercept_term, bound, factors, kept, start,
-                     stop):
-    """Rows ``start .. stop - 1``: ``factors[i] = rint(x'_i (grid_scale / ||x'_i||))`` or 0s.
-
-    The squared norm is a float64 sum of integer squares: exact while below
-    ``2**53``, and never decreasing under rounding, so a computed value ``<=
-    bound`` (``< 2**50``) was computed exactly; NaN fails the comparison.
-    """
-    n_features = X.shape[1]
-    for i in range(start, stop):
-        norm = row_norms[i]
-        # A zero row's factor is 0 (its gradient is 0), not 0 / 0.
-        scale = 0.0 if norm == 0.0 else grid_scale / norm
-        entry = np.rint(intercept_term * scale)
-        factors[i, n_features] = entry
-        squared = _round_into(X[i], scale, factors[i]) + entry * entry
-        kept[i] = squared <= bound
-        if not kept[i]:
-            for j in range(n_features + 1):
-                factors[i, j] = 0.0
+def _move_into(partial, total):
+    """``total += partial`` (float64-held integers below ``2**53``) and ``partial = 0``."""
+    n_outputs, width = partial.shape
+    for k in range(n_outputs):
+        for j in range(width):
+            total[k, j] += np.int64(partial[k, j])
+            partial[k, j] = 0.0
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
@@ -213,92 +252,6 @@ def _round_into(x, scale, out):
         out[j] = entry
         squared += entry * entry
     return squared
-
-
-def factored_sum(scaled_residuals, row_factors, row_kept, residual_bits, rows=None, out=None):
-    """``S = sum_r a_r (x) b_{rows[r]}`` exactly, in int64, and the number of rows left out.
-
-    Parameters
-    ----------
-    scaled_residuals : ndarray of shape (b, K), float64
-        ``2**k1 u_r / (w_max C)``: rounded here to ``a_r``; a row whose
-        ``||a_r||**2`` exceeds ``A = grid_norm_bound(k1, K)`` (or is not
-        finite) is left out.
-    row_factors : ndarray of shape (n, D2'), float32 or float64
-        The rows' ``b_i`` from :func:`unit_rows_on_grid` (all the fit's rows).
-    row_kept : ndarray of bool, shape (n,)
-    residual_bits : int
-        ``k1``.
-    rows : ndarray of int64, shape (b,), optional
-        Which row of ``row_factors`` each residual row is (the batch); by
-        default ``0 .. b - 1``. The factors are read where they are, not
-        gathered.
-    out : ndarray of int64, shape (K, D2'), optional
-        Added to in place when given.
-
-    Returns
-    -------
-    total : ndarray of int64, shape (K, D2')
-    n_left_out : int
-    """
-    n_rows, n_outputs = scaled_residuals.shape
-    if n_rows > MAX_BATCH_ROWS:
-        raise ValueError("a batch of more than 2**27 rows could overflow the integer sum.")
-    if rows is None:
-        rows = np.arange(n_rows, dtype=np.int64)
-    bound = float(grid_norm_bound(residual_bits, n_outputs))
-    with np.errstate(invalid="ignore"):
-        factors = np.rint(scaled_residuals)
-        # Exact below 2**53 in any order, as for the row factors: a computed
-        # norm <= bound was computed exactly.
-        ok = (np.einsum("ij,ij->i", factors, factors) <= bound) & row_kept[rows]
-    total = np.zeros((n_outputs, row_factors.shape[1]), dtype=np.int64) if out is None else out
-    _add_outer_products(factors, row_factors, rows, ok,
-                        np.zeros(total.shape, dtype=np.float64), total)
-    return total, int(n_rows - np.count_nonzero(ok))
-
-
-# Rows whose factors are gathered (in float64, in cache) for one BLAS product.
-_ROWS_PER_PRODUCT = 128
-
-
-@njit(cache=True, nogil=True)
-def _add_outer_products(factors, row_factors, rows, ok, partial, total):
-    """``total += sum_r ok_r factors[r] (x) row_factors[rows[r]]``, exactly.
-
-    In blocks of :data:`_ROWS_PER_PRODUCT` kept rows, each a float64 BLAS
-    product of the block's factors, added to ``partial``. Integers below
-    ``2**17`` times integers below ``2**17``: products below ``2**34``; at
-    most :data:`MAX_GEMM_ROWS` rows go into ``partial`` before it is moved
-    into int64, so every partial sum is an integer below ``2**53`` and every
-    operation exact, in any order the BLAS takes (blocking, FMA).
-    """
-    n_outputs, width = partial.shape
-    n_rows = factors.shape[0]
-    block = np.empty((_ROWS_PER_PRODUCT, width), dtype=np.float64)
-    block_factors = np.empty((_ROWS_PER_PRODUCT, n_outputs), dtype=np.float64)
-    in_partial = 0
-    r = 0
-    while r < n_rows:
-        n = 0
-        while r < n_rows and n < _ROWS_PER_PRODUCT:
-            if ok[r]:
-                row = row_factors[rows[r]]
-                for j in range(width):
-                    block[n, j] = row[j]
-                for k in range(n_outputs):
-                    block_factors[n, k] = factors[r, k]
-                n += 1
-            r += 1
-        if n > 0:
-            partial += np.dot(block_factors[:n].T, block[:n])
-            in_partial += n
-        if in_partial + _ROWS_PER_PRODUCT > MAX_GEMM_ROWS or r >= n_rows:
-            for k in range(n_outputs):
-                for j in range(width):
-                    total[k, j] += np.int64(partial[k, j])
-                    partial[k, j] = 0.0
-            in_partial = 0
 
 
 def rounded_clipped_sum(rows, clipped_residuals, clip_norm, residual_bits, row_bits,
@@ -337,11 +290,17 @@ def rounded_clipped_sum(rows, clipped_residuals, clip_norm, residual_bits, row_b
     design[:, n_features] = intercept_term
     with np.errstate(over="ignore", invalid="ignore"):
         norms = np.linalg.norm(design, axis=1)
-    row_factors, row_kept = unit_rows_on_grid(
-        rows, norms, row_bits, intercept_term, n_features + int(intercept_term != 0))
+    check_batch_rows(n_rows)
     with np.errstate(over="ignore", invalid="ignore"):
         # As the exact mode's steps form it: the clipped residual times
         # (||x'_i|| 2**k1 / C), one product of the two.
         scaled = np.asarray(clipped_residuals, dtype=np.float64) * (
             norms * (2.0 ** residual_bits / float(clip_norm)))[:, None]
-    return factored_sum(scaled, row_factors, row_kept, residual_bits)
+    total = np.zeros((clipped_residuals.shape[1], n_features + 1), dtype=np.int64)
+    left_out = add_factored_rows(
+        np.ascontiguousarray(rows), np.arange(n_rows, dtype=np.int64), scaled, norms,
+        2.0 ** row_bits, float(intercept_term),
+        float(grid_norm_bound(residual_bits, clipped_residuals.shape[1])),
+        float(grid_norm_bound(row_bits, n_features + int(intercept_term != 0))), 0, n_rows,
+        total)
+    return total, int(left_out)
