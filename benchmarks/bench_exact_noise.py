@@ -403,10 +403,10 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
             "rounding + bound + integer sum": lambda: add_factored_rows(
                 X, batch, scaled, feature_norms, 2.0 ** row_bits, 1.0, *bounds, 0, batch.size,
                 total),
-            "the step's sum in one call (gather to integer sum)": lambda: _exact._exact_batch_sum(
+            "the step's sum in one call (gather to integer sum)": lambda: _exact._exact_blocks_sum(
                 X, labels, batch, params, feature_norms, code, 0.0, 1.0, 1.0, no_weights,
-                largest, tiny, 2.0 ** residual_bits, 2.0 ** row_bits, *bounds, design, scaled,
-                total),
+                largest, tiny, 2.0 ** residual_bits, 2.0 ** row_bits, *bounds, 0,
+                -(-batch.size // _exact.ROWS_PER_STEP_BLOCK), total),
             "smoothing": lambda: smooth_rows(grad, n_features, omega, sigma),
             "ordinary step's noisy clipped sum": lambda: noisy_clipped_gradient_sum(
                 X, labels, batch, params, row_norms, code, 0.0, 1.0, True, noise, grad,

@@ -103,7 +103,12 @@ def test_the_step_integer_sum_equals_the_oracle_on_its_clipped_residuals(
         design = np.empty((800, 201), dtype=dtype)
         clipped = np.empty((800, n_outputs))
         intercept = 1.0 if fit_intercept else 0.0
-        margins = _exact._gather_margins(X, batch, params, intercept, design)
+        # The margins as the step forms them: one BLAS product a fixed block.
+        block = _exact.ROWS_PER_STEP_BLOCK
+        margins = np.concatenate([
+            _exact._gather_margins(X, batch[start:start + block], params, intercept,
+                                   design[start:start + block])
+            for start in range(0, 800, block)])
         _exact._scaled_clipped_residuals(
             X, y, batch, params, margins, backend.feature_norms, plan.loss_code, 0.0,
             plan.clip_norm, intercept, np.empty(0), largest, tiny, 1.0, 0, 800, clipped)

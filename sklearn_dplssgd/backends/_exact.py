@@ -43,12 +43,20 @@ from ._kernels import check_weights, parallel_blocks
 from ._numpy import NumpyTraining
 from ._threads import blocks_on_threads
 
-__all__ = ["ExactNoise", "ExactNoiseTraining", "NOISE_BLOCK_SAMPLES", "train_dp_lssgd_exact"]
+__all__ = [
+    "ExactNoise", "ExactNoiseTraining", "NOISE_BLOCK_SAMPLES", "ROWS_PER_STEP_BLOCK",
+    "train_dp_lssgd_exact",
+]
 
 # Draws per block of noise, each block from its own stream of words: a public
 # constant, so that the noise never depends on the number of threads. About
 # 1 to 4 ms of sampling a block (a step at MNIST shape is 7,850 draws).
 NOISE_BLOCK_SAMPLES = 4096
+# Rows of a step gathered, clipped, rounded and summed together: a block's
+# rows (about 400 KB at MNIST's width in float32) stay in cache from the
+# gather to the integer sum. A public constant: the margins' BLAS calls, and
+# so the released integers, do not depend on the threads.
+ROWS_PER_STEP_BLOCK = 128
 
 
 class ExactNoise:
@@ -163,22 +171,22 @@ class ExactNoiseTraining(NumpyTraining):
     def integer_sum(self, params, batch):
         """``S``: the batch's clipped gradients, factor by factor on the grid, summed in int64.
 
-        The rows ``[x_i, b]`` are gathered in the parameters' dtype and their
-        margins formed by one BLAS product in that dtype (as the ordinary mode
-        does); then each row's residual is clipped in float64 (a row whose
-        float32 margins are not finite is recomputed in float64) and scaled to
-        the residual grid, and :func:`~._grid_sum.add_factored_rows` rounds
-        both factors, checks their norms and sums ``a_i (x) b_i`` exactly. On
-        one thread, or for a small batch, all of it is one compiled call;
-        otherwise the rows after the margins go in blocks shared by the fit's
-        threads. Each row's result does not depend on its block and the sum
-        is exact, so ``S`` is the same whatever the blocks.
+        In fixed blocks of :data:`ROWS_PER_STEP_BLOCK` rows, each in one
+        compiled pass while its rows are in cache: the rows ``[x_i, b]`` are
+        gathered in the parameters' dtype and their margins formed by one
+        BLAS product in that dtype (as the ordinary mode does); each row's
+        residual is clipped in float64 (a row whose float32 margins are not
+        finite is recomputed in float64) and scaled to the residual grid; and
+        :func:`~._grid_sum.add_factored_rows` rounds both factors, checks
+        their norms and sums ``a_i (x) b_i`` exactly. On one thread the whole
+        step is one compiled call; otherwise the fit's threads share whole
+        blocks. Each row's result depends only on its block, which the
+        threads do not change, and the sum is exact, so ``S`` is the same
+        whatever the threads.
         """
         plan, exact = self.plan, self.noise_source
         n_rows, (n_outputs, width) = batch.shape[0], params.shape
         check_batch_rows(n_rows)
-        design = np.empty((n_rows, width), dtype=params.dtype)
-        scaled = np.empty((n_rows, n_outputs), dtype=np.float64)
         largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
         # The public grid: both factors' scales and norm bounds.
         settings = (
@@ -187,39 +195,54 @@ class ExactNoiseTraining(NumpyTraining):
             2.0 ** exact.residual_bits / float(plan.max_sample_weight * plan.clip_norm),
             2.0 ** exact.row_bits, float(grid_norm_bound(exact.residual_bits, n_outputs)),
             float(grid_norm_bound(exact.row_bits, self._n_noisy_columns)))
-        n_blocks = parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads)
-        if n_blocks <= 1:
+        # Fixed blocks of rows, each gathered, clipped, rounded and summed
+        # while in cache; the threads share whole blocks, so every margin is
+        # computed by the same BLAS call whatever the threads.
+        n_row_blocks = -(-n_rows // ROWS_PER_STEP_BLOCK)
+        n_parts = min(n_row_blocks,
+                      parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads))
+        if n_parts <= 1:
             total = np.zeros((n_outputs, width), dtype=np.int64)
-            _exact_batch_sum(self.X, self.y, batch, params, self.feature_norms, *settings,
-                             design, scaled, total)
+            _exact_blocks_sum(self.X, self.y, batch, params, self.feature_norms, *settings, 0,
+                              n_row_blocks, total)
             return total
-        margins = _gather_margins(self.X, batch, params, settings[3], design)
-        bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
+        bounds = [n_row_blocks * b // n_parts for b in range(n_parts + 1)]
 
-        def block(b):
-            part = np.zeros((n_outputs, width), dtype=np.int64)
-            _clipped_factored_sum(self.X, self.y, batch, params, margins, self.feature_norms,
-                                  *settings, bounds[b], bounds[b + 1], scaled, part)
-            return part
+        def part(b):
+            total = np.zeros((n_outputs, width), dtype=np.int64)
+            _exact_blocks_sum(self.X, self.y, batch, params, self.feature_norms, *settings,
+                              bounds[b], bounds[b + 1], total)
+            return total
 
-        # Sums of integers: the same whatever the blocks.
-        return sum(blocks_on_threads(block, n_blocks, self.n_threads))
+        # Sums of integers: the same whatever the threads.
+        return sum(blocks_on_threads(part, n_parts, self.n_threads))
 
 
 @njit(cache=True, nogil=True)
-def _exact_batch_sum(X, y, batch, params, feature_norms, code, threshold, clip_norm,
-                     intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
-                     residual_bound, row_bound, design, scaled, total):
-    """A step's whole integer sum in one call: gather, margins, clip, both roundings, sum.
+def _exact_blocks_sum(X, y, batch, params, feature_norms, code, threshold, clip_norm,
+                      intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
+                      residual_bound, row_bound, first_block, stop_block, total):
+    """``total += S`` of the batch's row blocks ``first_block .. stop_block - 1``.
 
-    :func:`_gather_margins` then :func:`_clipped_factored_sum` over every
-    row of the batch (the arguments are theirs); ``total`` is added to.
+    Block ``b`` is the batch's rows ``b R .. (b + 1) R - 1`` (``R =``
+    :data:`ROWS_PER_STEP_BLOCK`): :func:`_gather_margins` of its rows (one
+    BLAS product), then :func:`_clipped_factored_sum` of them, all while
+    they are in cache. Returns the rows left out.
     """
-    margins = _gather_margins(X, batch, params, intercept_term, design)
-    _clipped_factored_sum(X, y, batch, params, margins, feature_norms, code, threshold,
-                          clip_norm, intercept_term, weights, largest, tiny, residual_scale,
-                          row_grid_scale, residual_bound, row_bound, 0, batch.shape[0], scaled,
-                          total)
+    n_rows, width = batch.shape[0], params.shape[1]
+    n_outputs = params.shape[0]
+    design = np.empty((ROWS_PER_STEP_BLOCK, width), dtype=params.dtype)
+    scaled = np.empty((ROWS_PER_STEP_BLOCK, n_outputs), dtype=np.float64)
+    left_out = 0
+    for b in range(first_block, stop_block):
+        start = b * ROWS_PER_STEP_BLOCK
+        rows = batch[start:min(start + ROWS_PER_STEP_BLOCK, n_rows)]
+        margins = _gather_margins(X, rows, params, intercept_term, design[:rows.shape[0]])
+        left_out += _clipped_factored_sum(
+            X, y, rows, params, margins, feature_norms, code, threshold, clip_norm,
+            intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
+            residual_bound, row_bound, 0, rows.shape[0], scaled, total)
+    return left_out
 
 
 @njit(cache=True, nogil=True)
