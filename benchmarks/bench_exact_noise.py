@@ -60,10 +60,10 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_dplssgd.accounting import calibrate_noise, compute_epsilon, exact_noise_epsilon
 from sklearn_dplssgd.backends import (
-    ChaChaWords, DiscreteGaussianScale, RoundedGaussianScale, SecureWords, grid_norm_bound,
-    sample_discrete_gaussian, sample_rounded_gaussian,
+    MAX_ROUNDED_SCALE, ChaChaWords, DiscreteGaussianScale, RoundedGaussianScale, SecureWords,
+    factored_norm_bound, sample_discrete_gaussian, sample_rounded_gaussian,
 )
-from sklearn_dplssgd.mechanisms import RoundedGaussianGradientPerturbation
+from sklearn_dplssgd.mechanisms import RoundedGaussianGradientPerturbation, grid_bits_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
@@ -121,12 +121,11 @@ def word_source_rows(n_words, repeats):
     return list(best.items())
 
 
-def accounting_rows(settings, grid_bits_list):
+def accounting_rows(settings):
     rows = []
     for name, n_rows, n_features, n_outputs, batch, epochs in settings:
         sample_rate = batch / n_rows
         n_steps = math.ceil(epochs * n_rows / batch)
-        dimension = n_outputs * (n_features + 1)
         for neighboring in ("replace_one", "add_remove"):
             calibration = calibrate_noise(1.0, DELTA, sample_rate=sample_rate, n_steps=n_steps,
                                           neighboring=neighboring)
@@ -135,25 +134,27 @@ def accounting_rows(settings, grid_bits_list):
             # exact mode would cost with a tight subsampling bound (no factor 3).
             gaussian_rdp = compute_epsilon(z, DELTA, sample_rate=sample_rate, n_steps=n_steps,
                                            accountant="rdp", neighboring=neighboring)
-            for grid_bits in grid_bits_list:
-                scale = DiscreteGaussianScale.at_least(z * 2.0 ** grid_bits)
-                epsilon = exact_noise_epsilon(
-                    variance=scale.variance_at_most(),
-                    sensitivity_squared=grid_norm_bound(grid_bits, dimension),
-                    sample_rate=sample_rate, n_steps=n_steps, delta=DELTA,
-                    neighboring=neighboring)
-                general = exact_noise_epsilon(
-                    variance=scale.variance_at_most(),
-                    sensitivity_squared=grid_norm_bound(grid_bits, dimension),
-                    sample_rate=sample_rate, n_steps=n_steps, delta=DELTA,
-                    neighboring=neighboring, symmetric=False)
-                bound = grid_norm_bound(grid_bits, dimension)
-                rounded = compute_epsilon(
-                    RoundedGaussianGradientPerturbation.effective_multiplier(
-                        math.ceil(z * 2.0 ** grid_bits), bound),
-                    DELTA, sample_rate=sample_rate, n_steps=n_steps, neighboring=neighboring)
-                rows.append((name, batch, n_steps, neighboring, z, grid_bits,
-                             calibration.epsilon, gaussian_rdp, epsilon, general, rounded))
+            # Each noise law on its mechanism's own factored grid (k1, k2).
+            discrete_bits = grid_bits_for(z, n_outputs, n_features + 1)
+            rounded_bits = grid_bits_for(z, n_outputs, n_features + 1,
+                                         largest_scale=MAX_ROUNDED_SCALE // 2, headroom=1.0)
+            discrete_bound = factored_norm_bound(*discrete_bits, n_outputs, n_features + 1)
+            scale = DiscreteGaussianScale.at_least(z * math.sqrt(discrete_bound))
+            epsilon = exact_noise_epsilon(
+                variance=scale.variance_at_most(), sensitivity_squared=discrete_bound,
+                sample_rate=sample_rate, n_steps=n_steps, delta=DELTA, neighboring=neighboring)
+            general = exact_noise_epsilon(
+                variance=scale.variance_at_most(), sensitivity_squared=discrete_bound,
+                sample_rate=sample_rate, n_steps=n_steps, delta=DELTA, neighboring=neighboring,
+                symmetric=False)
+            bound = factored_norm_bound(*rounded_bits, n_outputs, n_features + 1)
+            rounded = compute_epsilon(
+                RoundedGaussianGradientPerturbation.effective_multiplier(
+                    math.ceil(z * math.sqrt(bound)), bound),
+                DELTA, sample_rate=sample_rate, n_steps=n_steps, neighboring=neighboring)
+            grids = f"{discrete_bits} / {rounded_bits}".replace(", ", "+")
+            rows.append((name, batch, n_steps, neighboring, z, grids,
+                         calibration.epsilon, gaussian_rdp, epsilon, general, rounded))
     return rows
 
 
@@ -353,7 +354,7 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     integer sum; the smoothing. Median of ``repeats``.
     """
     from sklearn_dplssgd.backends import ExactNoise, _exact
-    from sklearn_dplssgd.backends._grid_sum import add_rounded_rows
+    from sklearn_dplssgd.backends._grid_sum import add_factored_rows, grid_norm_bound
     from sklearn_dplssgd.backends._clipping import COEFFICIENT_RANGE
     from sklearn_dplssgd.backends._kernels import (
         compute_feature_norms, noisy_clipped_gradient_sum, smooth_rows, smoothing_omega,
@@ -361,15 +362,20 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     from sklearn_dplssgd.training import loss_code
     n_rows, n_features = X.shape
     dimension = n_classes * (n_features + 1)
-    grid_bits, sigma = 16, 0.25
-    # The default mode's noise (mechanism="gradient_exact"): the rounded Gaussian.
-    bound = grid_norm_bound(grid_bits, dimension)
-    scale = RoundedGaussianScale(math.ceil(8.0 * math.sqrt(bound)))
+    sigma = 0.25
+    # The default mode's noise (mechanism="gradient_exact"): the rounded
+    # Gaussian, on the factored grid its mechanism picks for z = 8.
+    residual_bits, row_bits = grid_bits_for(8.0, n_classes, n_features + 1,
+                                            largest_scale=MAX_ROUNDED_SCALE // 2, headroom=1.0)
+    scale = RoundedGaussianScale(math.ceil(8.0 * math.sqrt(factored_norm_bound(
+        residual_bits, row_bits, n_classes, n_features + 1))))
     rng = np.random.default_rng(1)
     params = (rng.normal(size=(n_classes, n_features + 1)) * 0.01).astype(np.float32)
     labels = y.astype(np.float64)
     row_norms = np.linalg.norm(X.astype(np.float64), axis=1)
     feature_norms = compute_feature_norms(row_norms, 1.0)
+    bounds = (float(grid_norm_bound(residual_bits, n_classes)),
+              float(grid_norm_bound(row_bits, n_features + 1)))
     largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
     code = loss_code("log_loss", n_classes)
     omega = smoothing_omega(sigma)
@@ -384,7 +390,7 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
         grad = np.zeros((n_classes, n_features + 1), dtype=np.float32)
         noise = np.zeros_like(grad)
         source = ChaChaWords()
-        exact_noise = ExactNoise(grid_bits, scale, ChaChaWords())
+        exact_noise = ExactNoise(residual_bits, row_bits, scale, ChaChaWords())
         n_blocks = -(-dimension // _exact.NOISE_BLOCK_SAMPLES)
         parts = {
             "noise words (ChaCha20)": lambda: [
@@ -393,9 +399,14 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
             "gather + margins": lambda: _exact._gather_margins(X, batch, params, 1.0, design),
             "clip": lambda: _exact._scaled_clipped_residuals(
                 X, labels, batch, params, margins, feature_norms, code, 0.0, 1.0, 1.0,
-                no_weights, largest, tiny, 2.0 ** grid_bits, 0, batch.size, scaled),
-            "rounding + bound + integer sum": lambda: add_rounded_rows(
-                design, scaled, grid_bits, True, 0, batch.size, total),
+                no_weights, largest, tiny, 2.0 ** residual_bits, 0, batch.size, scaled),
+            "rounding + bound + integer sum": lambda: add_factored_rows(
+                X, batch, scaled, feature_norms, 2.0 ** row_bits, 1.0, *bounds, 0, batch.size,
+                total),
+            "the step's sum in one call (gather to integer sum)": lambda: _exact._exact_blocks_sum(
+                X, labels, batch, params, feature_norms, code, 0.0, 1.0, 1.0, no_weights,
+                largest, tiny, 2.0 ** residual_bits, 2.0 ** row_bits, *bounds, 0,
+                -(-batch.size // _exact.ROWS_PER_STEP_BLOCK), total),
             "smoothing": lambda: smooth_rows(grad, n_features, omega, sigma),
             "ordinary step's noisy clipped sum": lambda: noisy_clipped_gradient_sum(
                 X, labels, batch, params, row_norms, code, 0.0, 1.0, True, noise, grad,
@@ -423,6 +434,24 @@ def _median_milliseconds(parts, repeats):
             runs.append(time.perf_counter() - start)
         timings[name] = 1e3 * float(np.median(runs))
     return timings
+
+
+def grid_cost_lines(n_outputs, row_width, multipliers=(1.0, 8.0)):
+    """The factored grid each noise law's mechanism picks, and its sensitivity over the clip."""
+    lines = ["", "## The factored grid's cost (computed, not timed)", "",
+             f"The grid (k1, k2) each law's mechanism picks at K = {n_outputs}, "
+             f"D2 = {row_width} for the noise multiplier z, and the sensitivity sqrt(A Bb) / "
+             "2**(k1 + k2) over the clip, less 1: the noise the grid adds.", "",
+             "| law | z | grid (k1, k2) | sensitivity over the clip, less 1 |",
+             "|---|---|---|---|"]
+    for law, settings in (("rounded", dict(largest_scale=MAX_ROUNDED_SCALE // 2, headroom=1.0)),
+                          ("discrete", {})):
+        for z in multipliers:
+            bits = grid_bits_for(z, n_outputs, row_width, **settings)
+            excess = math.sqrt(factored_norm_bound(*bits, n_outputs, row_width)) * 2.0 ** -sum(
+                bits) - 1.0
+            lines.append(f"| {law} | {z:g} | ({bits[0]}, {bits[1]}) | {100 * excess:.2f} % |")
+    return lines
 
 
 def speed_report(rows, profile, quick, rounds):
@@ -463,9 +492,12 @@ def speed_report(rows, profile, quick, rounds):
         "",
         "One step's parts timed alone on the same data: the noise of a step is "
         "K (d + 1) draws of the rounded Gaussian (the default exact noise) at the scale "
-        "of z = 8 on the grid "
-        "2**-16 C, drawn as the fit draws it (blocks of 4,096 draws), less its words. The "
-        "ordinary "
+        "of z = 8 on the factored grid "
+        "the mechanism chooses for it, drawn as the fit draws it (blocks of 4,096 draws), "
+        "less its words. The rounding is of both factors of each row (K + d + 1 entries), "
+        "the integer sum an exact compiled float64 sum of their outer products; the "
+        "step's sum in one call is gather, margins, clip, rounding and sum together, as a "
+        "step on one thread calls them. The ordinary "
         "step's noisy clipped sum is given for comparison (its noise is drawn per chunk "
         "by NumPy, not counted).",
         "",
@@ -531,7 +563,7 @@ def main(argv=None):
         rows = speed_rows(X, y, n_classes, batches, jobs, rounds)
         profile = step_profile_rows(X, y, n_classes, batches, 3 if args.quick else 9)
         lines = speed_report(rows, profile, args.quick, rounds) + noise_budget_lines(
-            rows, n_classes * (X.shape[1] + 1))
+            rows, n_classes * (X.shape[1] + 1)) + grid_cost_lines(n_classes, X.shape[1] + 1)
         (out / "exact_noise_speed.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         return 0
@@ -547,7 +579,6 @@ def main(argv=None):
         rounded_sampler = sampler_rows(20_000, [1.0, 1000.0], 1, rounded=True)
         sources = word_source_rows(100_000, 1)
         settings = [("MNIST-shaped", 60_000, 784, 10, 256, 2)]
-        grid_bits_list = [16]
     else:
         sampler = sampler_rows(1_000_000, [0.5, 1.0, 3.0, 1000.0, 2.0 ** 20], 3)
         rounded_sampler = sampler_rows(1_000_000, [1.0, 3.0, 1000.0, 2.0 ** 20], 3,
@@ -558,9 +589,8 @@ def main(argv=None):
                     ("MNIST-shaped", 60_000, 784, 10, 1875, 32),
                     ("Adult-shaped", 32_561, 104, 1, 256, 10),
                     ("Adult-shaped", 32_561, 104, 1, 1018, 32)]
-        grid_bits_list = [12, 16, 20]
     load = os.getloadavg()
-    accounting = accounting_rows(settings, grid_bits_list)
+    accounting = accounting_rows(settings)
     lines = [
         "# Exact noise: sampler speed and epsilon cost",
         "",
@@ -598,16 +628,18 @@ def main(argv=None):
         "",
         "The ordinary mode's epsilon is the PLD accountant's (the library's default); the "
         "exact mode's is the bound of docs/privacy_argument.rst (RDP of the subsampled "
-        "discrete Gaussian at integer orders, grid 2**-k C). Ratio = exact / ordinary. "
+        "discrete Gaussian at integer orders, on the factored grid (k1, k2) its mechanism "
+        "chooses for the noise z, shown as k1+k2 for the discrete / the rounded law). "
+        "Ratio = exact / ordinary. "
         "Gaussian RDP: the continuous Gaussian's epsilon at the same noise by dp-accounting's "
         "RDP accountant (its own orders, fractional ones included; group-of-two under "
         "replace-one). Zhu-Wang: the exact mode's epsilon with Zhu and Wang's general "
         "subsampling bound (factor 3) in place of the symmetric-pair one. Rounded: the "
         "rounded Gaussian's epsilon (mechanism=\"gradient_exact\") at the same noise, s = "
-        "ceil(z 2**k) grid units: the ordinary PLD accounting at the multiplier s / sqrt(B), "
-        "B = grid_norm_bound(k, D); its ratio = rounded / ordinary.",
+        "ceil(z sqrt(B)) grid units: the ordinary PLD accounting at the multiplier s / sqrt(B), "
+        "B = factored_norm_bound(k1, k2, K, d + 1); its ratio = rounded / ordinary.",
         "",
-        "| data | batch | steps | adjacency | z | k | ordinary epsilon (PLD) | Gaussian RDP "
+        "| data | batch | steps | adjacency | z | grids | ordinary epsilon (PLD) | Gaussian RDP "
         "| exact epsilon | ratio | Zhu-Wang | rounded epsilon (PLD) | rounded ratio |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]

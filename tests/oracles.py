@@ -24,7 +24,7 @@ from sklearn_dplssgd.training._losses import (
 )
 
 __all__ = ["clipped_gradient_sum_reference", "loss_derivative_reference",
-           "loss_value_reference", "rounded_clipped_sum_reference",
+           "loss_value_reference", "factored_sum_reference",
            "squared_hinge_derivative_reference", "squared_hinge_value_reference"]
 
 
@@ -221,34 +221,47 @@ def squared_hinge_value_reference(margins, y, n_outputs):
     return (np.maximum(0.0, 1.0 - targets * margins) ** 2).sum(axis=1)
 
 
-def rounded_clipped_sum_reference(rows, clipped_residuals, clip_norm, grid_bits,
-                                  intercept_term=1.0):
-    """The exact mode's integer sum, row by row with Python integers (the kernels' oracle).
+def factored_sum_reference(rows, clipped_residuals, clip_norm, residual_bits, row_bits,
+                           intercept_term=1.0, row_norms=None, scaled_residuals=None):
+    """The exact mode's factored integer sum, row by row with Python integers (the oracle).
 
-    Row ``i`` contributes ``rint(r_ik (2**k / C) x_ij)`` (the intercept's
-    column ``x_i,d = intercept_term``) if every product is finite and within
-    ``2**k + 2**17`` and the squared norm of its integers is at most
-    ``grid_norm_bound(k, D)``; returns ``(total, n_left_out)``.
+    Row ``i`` (``x' = [x_i, intercept_term]``, ``norm = ||x'||`` or
+    ``row_norms[i]``) has the factors ``a = rint(r_i (norm 2**k1 / C))`` and
+    ``b = rint(x' (2**k2 / norm))`` (``b = 0`` for a zero norm); it adds the
+    outer product ``a (x) b`` if both are finite and
+    ``||a||**2 <= grid_norm_bound(k1, K)``, ``||b||**2 <= grid_norm_bound(k2, D2)``
+    in Python integers; ``scaled_residuals`` given, ``a = rint(scaled_residuals[i])``
+    (the residual factors as a kernel scaled them). Returns ``(total, n_left_out)``.
     """
     from sklearn_dplssgd.backends import grid_norm_bound
     n_rows, n_features = rows.shape
     n_outputs = clipped_residuals.shape[1]
-    dimension = n_outputs * (n_features + (1 if intercept_term != 0 else 0))
-    bound = grid_norm_bound(grid_bits, dimension)
-    limit = float(2 ** grid_bits + 2 ** 17)
+    residual_bound = grid_norm_bound(residual_bits, n_outputs)
+    row_bound = grid_norm_bound(row_bits, n_features + (1 if intercept_term != 0 else 0))
     design = np.hstack([rows.astype(np.float64), np.full((n_rows, 1), float(intercept_term))])
-    scaled = np.asarray(clipped_residuals, dtype=np.float64) * (2.0 ** grid_bits / clip_norm)
-    total = np.zeros((n_outputs, n_features + 1), dtype=np.int64)
+    total = [[0] * (n_features + 1) for _ in range(n_outputs)]
     left_out = 0
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        norms = (np.linalg.norm(design, axis=1) if row_norms is None
+                 else np.asarray(row_norms, dtype=np.float64))
         for i in range(n_rows):
-            values = scaled[i][:, None] * design[i][None, :]
-            if not (np.abs(values) <= limit).all():
+            row_scale = 0.0 if norms[i] == 0 else 2.0 ** row_bits / norms[i]
+            b = np.rint(design[i] * row_scale)
+            a = (np.rint(np.asarray(clipped_residuals[i], dtype=np.float64)
+                         * (norms[i] * (2.0 ** residual_bits / clip_norm)))
+                 if scaled_residuals is None else np.rint(scaled_residuals[i]))
+            if not (np.isfinite(a).all() and np.isfinite(b).all()):
                 left_out += 1
                 continue
-            entries = np.rint(values).astype(np.int64)
-            if sum(int(e) * int(e) for e in entries.ravel()) > bound:
+            a_int = [int(v) for v in a]
+            b_int = [int(v) for v in b]
+            if (sum(v * v for v in a_int) > residual_bound
+                    or sum(v * v for v in b_int) > row_bound):
                 left_out += 1
                 continue
-            total += entries
-    return total, left_out
+            for k, a_k in enumerate(a_int):
+                if a_k:
+                    row = total[k]
+                    for j, b_j in enumerate(b_int):
+                        row[j] += a_k * b_j
+    return np.array(total, dtype=np.int64).reshape(n_outputs, n_features + 1), left_out

@@ -19,7 +19,7 @@ from sklearn_dplssgd.accounting import calibrate_noise, event_epsilon
 from sklearn_dplssgd.accounting._discrete_gaussian_rdp import EXACT_NOISE_ORDERS
 from sklearn_dplssgd.backends import (
     ChaChaWords, DiscreteGaussianScale, ExactNoise, ExactNoiseTraining, RoundedGaussianScale,
-    grid_norm_bound,
+    factored_norm_bound,
 )
 from sklearn_dplssgd.mechanisms import (
     ExactGradientPerturbation, RoundedGaussianGradientPerturbation,
@@ -60,7 +60,7 @@ def test_discrete_dp_event_recomputes_epsilon_and_matches_dp_accounting_at_integ
     mechanism = ExactGradientPerturbation.calibrated(
         1.0, model.delta_, sample_rate=model.sample_rate_, n_steps=model.n_steps_,
         neighboring="add_remove", clip_norm=1.0, n_coordinates=X.shape[1] + 1)[0]
-    bound = grid_norm_bound(mechanism.grid_bits, X.shape[1] + 1)
+    bound = factored_norm_bound(mechanism.residual_bits, mechanism.row_bits, 1, X.shape[1] + 1)
     assert bound == mechanism.sensitivity_squared
     # The bound is the sampled Gaussian's RDP at multiplier s / sqrt(B),
     # at integer orders only: dp-accounting's own accountant restricted to them.
@@ -102,7 +102,7 @@ def test_rounded_dp_event_is_the_ordinary_event_at_the_effective_multiplier(data
         1.0, model.delta_, sample_rate=model.sample_rate_, n_steps=model.n_steps_,
         accountant="pld", neighboring=neighboring, clip_norm=1.0, n_coordinates=D)
     assert mechanism.noise_multiplier == multiplier
-    bound = grid_norm_bound(mechanism.grid_bits, D)
+    bound = factored_norm_bound(mechanism.residual_bits, mechanism.row_bits, 1, D)
     assert multiplier ** 2 * bound <= mechanism.noise_scale ** 2
     assert ordinary.noise_multiplier <= multiplier <= ordinary.noise_multiplier * 1.001
 
@@ -202,7 +202,7 @@ def test_each_step_is_the_grid_step_times_integers(data, dtype, scale):
         clip_norm=0.5, noise_multiplier=np.full(n_steps, 1.0), sample_rate=0.1,
         batch_size=60, n_steps=n_steps, n_epochs=1, learning_rates=np.full(n_steps, 0.1),
         alpha=0.0, sigma=0.0, average_start=None, optimizer=None, max_sample_weight=1.0)
-    exact = ExactNoise(10, scale, ChaChaWords(bytes(32), bytes(8)))
+    exact = ExactNoise(4, 6, scale, ChaChaWords(bytes(32), bytes(8)))
     backend = ExactNoiseTraining(X, y.astype(np.float64), 1, plan, np.random.default_rng(1),
                                  noise_source=exact)
     backend.params[:] = 0.25

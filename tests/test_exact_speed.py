@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from oracles import rounded_clipped_sum_reference
+from oracles import factored_sum_reference
 
 from sklearn_dplssgd import DPLSSGDClassifier
 from sklearn_dplssgd.backends import (
@@ -44,7 +44,7 @@ def test_a_substream_is_not_split_again_and_its_index_is_checked():
 def test_noise_blocks_come_from_fresh_streams_whatever_the_threads(n_threads):
     scale = DiscreteGaussianScale.at_least(40.0)
     block = _exact.NOISE_BLOCK_SAMPLES
-    exact = ExactNoise(8, scale, ChaChaWords(key=KEY, nonce=NONCE))
+    exact = ExactNoise(4, 4, scale, ChaChaWords(key=KEY, nonce=NONCE))
     first = exact.draw(2 * block + 5, n_threads)
     second = exact.draw(block, n_threads)
     root = ChaChaWords(key=KEY, nonce=NONCE)
@@ -64,7 +64,7 @@ def test_a_source_without_streams_is_read_in_order():
             return self.inner.words(count)
 
     scale = DiscreteGaussianScale.at_least(2.0)
-    drawn = ExactNoise(8, scale, Words()).draw(3000, 2)
+    drawn = ExactNoise(4, 4, scale, Words()).draw(3000, 2)
     expected = sample_discrete_gaussian(3000, scale, ChaChaWords(key=KEY, nonce=NONCE))
     np.testing.assert_array_equal(drawn, expected)
 
@@ -75,7 +75,7 @@ def _backend(X, y, n_outputs, n_threads, fit_intercept=True):
         fit_intercept=fit_intercept, clip_norm=0.5, noise_multiplier=np.ones(2), sample_rate=0.5,
         batch_size=100, n_steps=2, n_epochs=1, learning_rates=np.full(2, 0.1), alpha=0.0,
         sigma=0.0, average_start=None, optimizer=None, max_sample_weight=1.0)
-    exact = ExactNoise(12, DiscreteGaussianScale.at_least(3.0), ChaChaWords(KEY, NONCE))
+    exact = ExactNoise(6, 6, DiscreteGaussianScale.at_least(3.0), ChaChaWords(KEY, NONCE))
     return ExactNoiseTraining(X, y, n_outputs, plan, np.random.default_rng(1),
                               noise_source=exact, n_threads=n_threads)
 
@@ -103,16 +103,28 @@ def test_the_step_integer_sum_equals_the_oracle_on_its_clipped_residuals(
         design = np.empty((800, 201), dtype=dtype)
         clipped = np.empty((800, n_outputs))
         intercept = 1.0 if fit_intercept else 0.0
-        margins = _exact._gather_margins(X, batch, params, intercept, design)
+        # The margins as the step forms them: one BLAS product a fixed block.
+        block = _exact.ROWS_PER_STEP_BLOCK
+        margins = np.concatenate([
+            _exact._gather_margins(X, batch[start:start + block], params, intercept,
+                                   design[start:start + block])
+            for start in range(0, 800, block)])
         _exact._scaled_clipped_residuals(
             X, y, batch, params, margins, backend.feature_norms, plan.loss_code, 0.0,
             plan.clip_norm, intercept, np.empty(0), largest, tiny, 1.0, 0, 800, clipped)
         np.testing.assert_array_equal(design[:, :200], X[batch])
-        # The clip holds, and the clipped residuals are those of float64 margins
-        # up to the dtype's rounding.
-        norms = np.linalg.norm(clipped, axis=1) * backend.feature_norms[batch]
+        # The clip holds: the residual factors u_i = clip(r_i) ||x'_i|| are
+        # within C, and the clipped residuals are those of float64 margins up
+        # to the dtype's rounding.
+        norms = np.linalg.norm(clipped, axis=1)
         assert norms.max() <= 0.5 * (1 + 1e-12) and norms.max() > 0.49
-        expected, left_out = rounded_clipped_sum_reference(X[batch], clipped, 0.5, 12, intercept)
+        scaled = np.empty((800, n_outputs))
+        _exact._scaled_clipped_residuals(
+            X, y, batch, params, margins, backend.feature_norms, plan.loss_code, 0.0,
+            plan.clip_norm, intercept, np.empty(0), largest, tiny, 2.0 ** 6 / 0.5, 0, 800, scaled)
+        expected, left_out = factored_sum_reference(
+            X[batch], clipped, 0.5, 6, 6, intercept, row_norms=backend.feature_norms[batch],
+            scaled_residuals=scaled)
         assert left_out == 0
         np.testing.assert_array_equal(total, expected)
 

@@ -156,7 +156,7 @@ def test_a_bad_scale_is_refused(scale):
 
 def test_the_noise_seam_draws_either_law():
     for scale in (RoundedGaussianScale(5), DiscreteGaussianScale.at_least(5.0)):
-        noise = ExactNoise(8, scale, SeededWords(19))
+        noise = ExactNoise(4, 4, scale, SeededWords(19))
         np.testing.assert_array_equal(noise.draw(100), scale.sample(100, SeededWords(19)))
     with pytest.raises(TypeError, match="scale"):
-        ExactNoise(8, 5, SeededWords(19))
+        ExactNoise(4, 4, 5, SeededWords(19))

@@ -24,7 +24,9 @@ from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
 )
 from ._dask_rows import as_dask_array
-from ._grid_sum import MAX_GRID_BITS, grid_norm_bound, rounded_clipped_sum
+from ._grid_sum import (
+    MAX_GRID_BITS, factored_norm_bound, grid_norm_bound, rounded_clipped_sum,
+)
 from ._kernels import compute_row_norms
 from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, train_dp_lssgd, use_numpy_backend,
@@ -68,6 +70,7 @@ __all__ = [
     "compute_row_norms",
     "copy_params",
     "decision_values",
+    "factored_norm_bound",
     "grid_norm_bound",
     "initial_gradient_norms",
     "integral_labels",

@@ -1,18 +1,22 @@
 """The NumPy backend of the exact-noise mode: integer gradient sums plus exact integer noise.
 
 Each step of :class:`ExactNoiseTraining` releases ``S + Y`` in int64: ``S``
-the sum of the sampled rows' clipped gradients, each rounded onto the public
-grid ``gamma = 2**-k w_max C`` with its squared norm checked exactly
-(:func:`~._grid_sum.add_rounded_rows`), and ``Y`` independent integer noise
-on every noisy coordinate (the rounded Gaussian of
+the sum of the sampled rows' clipped gradients ``u_i (x) e_i``, each factor
+rounded onto its own public grid (the residuals' ``a_i`` on ``2**-k1 w_max
+C``, the unit rows' ``b_i`` on ``2**-k2``) with both squared norms checked
+exactly, and the products summed by exact float64 matrix products
+(:mod:`~._grid_sum`); ``Y`` independent integer noise on every noisy
+coordinate (the rounded Gaussian of
 :func:`~._rounded_gaussian.sample_rounded_gaussian` or the discrete Gaussian
 of :func:`~._discrete_gaussian.sample_discrete_gaussian`, as the scale
 says), drawn exactly with integer arithmetic from a cryptographic word source.
-The step's gradient is ``gamma (S + Y)``; everything after it (smoothing,
-the weight decay, the optimizer step, averaging) is the NumPy backend's,
-unchanged, and is post-processing of the integers. No floating-point value
-takes part in the released integers' law beyond which integer each row
-rounds to, whose norm is enforced.
+The step's gradient is ``gamma (S + Y)`` with ``gamma = 2**-(k1 + k2) w_max
+C``; everything after it (smoothing, the weight decay, the optimizer step,
+averaging) is the NumPy backend's, unchanged, and is post-processing of the
+integers. No floating-point value takes part in the released integers' law
+beyond which integers each row's two factors round to, whose norms are
+enforced. Both factors of a row are rounded in the step that sums it, while
+the row is in cache (no pass over the whole table).
 
 The batches are Poisson-sampled from the fit's generator as in the ordinary
 mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
@@ -20,9 +24,9 @@ mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
 Threads (``n_jobs``): a chunk's noise is drawn in blocks of
 :data:`NOISE_BLOCK_SAMPLES` draws, each from its own stream of the word
 source (:meth:`~._chacha.ChaChaWords.substream`), and a step's rows are
-clipped, rounded and summed in blocks; both are shared by the fit's threads,
-and neither result depends on them (the noise's blocks are fixed, the sums
-are of integers).
+clipped and their residual factors rounded in blocks; both are shared by the
+fit's threads, and neither result depends on them (the noise's blocks are
+fixed, the sums are of integers).
 """
 
 import math
@@ -32,17 +36,27 @@ from numba import njit
 
 from ..training import multiclass_residual, run_training, single_output_residual
 from ._clipping import COEFFICIENT_RANGE, clipped_residual
-from ._grid_sum import MAX_GRID_BITS, add_rounded_rows
+from ._grid_sum import (
+    MAX_GRID_BITS, add_factored_rows, check_batch_rows, grid_norm_bound,
+)
 from ._kernels import check_weights, parallel_blocks
 from ._numpy import NumpyTraining
 from ._threads import blocks_on_threads
 
-__all__ = ["ExactNoise", "ExactNoiseTraining", "NOISE_BLOCK_SAMPLES", "train_dp_lssgd_exact"]
+__all__ = [
+    "ExactNoise", "ExactNoiseTraining", "NOISE_BLOCK_SAMPLES", "ROWS_PER_STEP_BLOCK",
+    "train_dp_lssgd_exact",
+]
 
 # Draws per block of noise, each block from its own stream of words: a public
 # constant, so that the noise never depends on the number of threads. About
 # 1 to 4 ms of sampling a block (a step at MNIST shape is 7,850 draws).
 NOISE_BLOCK_SAMPLES = 4096
+# Rows of a step gathered, clipped, rounded and summed together: a block's
+# rows (about 400 KB at MNIST's width in float32) stay in cache from the
+# gather to the integer sum. A public constant: the margins' BLAS calls, and
+# so the released integers, do not depend on the threads.
+ROWS_PER_STEP_BLOCK = 128
 
 
 class ExactNoise:
@@ -50,8 +64,11 @@ class ExactNoise:
 
     Parameters
     ----------
-    grid_bits : int
-        ``k``: the grid step is ``2**-k`` times the sensitivity ``w_max C``.
+    residual_bits : int
+        ``k1``: the residual factor's grid step is ``2**-k1 w_max C``.
+    row_bits : int
+        ``k2``: the unit row factor's grid step is ``2**-k2``. The sum's grid
+        step is ``2**-(k1 + k2) w_max C``.
     scale : RoundedGaussianScale or DiscreteGaussianScale or None
         The noise's law on the grid (grid units): any object whose
         ``sample(count, word_source)`` draws it exactly; None for no noise
@@ -61,15 +78,22 @@ class ExactNoise:
         system for a private fit).
     """
 
-    def __init__(self, grid_bits, scale, word_source):
+    def __init__(self, residual_bits, row_bits, scale, word_source):
         if scale is not None and not callable(getattr(scale, "sample", None)):
             raise TypeError("ExactNoise: scale must be a noise scale with sample(count, source), "
                             "or None.")
-        if not 0 <= int(grid_bits) <= MAX_GRID_BITS:
-            raise ValueError(f"ExactNoise: grid_bits must be in [0, {MAX_GRID_BITS}].")
-        self.grid_bits, self.scale, self.word_source = int(grid_bits), scale, word_source
+        for name, bits in (("residual_bits", residual_bits), ("row_bits", row_bits)):
+            if not 0 <= int(bits) <= MAX_GRID_BITS:
+                raise ValueError(f"ExactNoise: {name} must be in [0, {MAX_GRID_BITS}].")
+        self.residual_bits, self.row_bits = int(residual_bits), int(row_bits)
+        self.scale, self.word_source = scale, word_source
         # The next stream of the word source a block of noise draws from.
         self._next_stream = 0
+
+    @property
+    def grid_bits(self):
+        """``k1 + k2``: the integer sum's grid step is ``2**-(k1 + k2) w_max C``."""
+        return self.residual_bits + self.row_bits
 
     def draw(self, count, n_threads=1):
         """``count`` exact noise draws (int64) of the scale's law; zeros without noise.
@@ -145,43 +169,99 @@ class ExactNoiseTraining(NumpyTraining):
         return self._grad
 
     def integer_sum(self, params, batch):
-        """``S``: the batch's clipped gradients rounded onto the grid and summed, in int64.
+        """``S``: the batch's clipped gradients, factor by factor on the grid, summed in int64.
 
-        A compiled pass gathers the rows ``[x_i, b]`` in the parameters'
-        dtype and forms the margins by one BLAS product in that dtype (as the
-        ordinary mode does); then, in blocks of rows shared by the fit's
-        threads where the batch is large, each row's residual is clipped in
-        float64 (a row whose float32 margins are not finite is recomputed in
-        float64) and the rows are rounded, checked against the bound and
-        summed (:func:`~._grid_sum.add_rounded_rows`). Each row's result does
-        not depend on its block and the sum is of integers, so ``S`` is the
-        same whatever the blocks.
+        In fixed blocks of :data:`ROWS_PER_STEP_BLOCK` rows, each in one
+        compiled pass while its rows are in cache: the rows ``[x_i, b]`` are
+        gathered in the parameters' dtype and their margins formed by one
+        BLAS product in that dtype (as the ordinary mode does); each row's
+        residual is clipped in float64 (a row whose float32 margins are not
+        finite is recomputed in float64) and scaled to the residual grid; and
+        :func:`~._grid_sum.add_factored_rows` rounds both factors, checks
+        their norms and sums ``a_i (x) b_i`` exactly. On one thread the whole
+        step is one compiled call; otherwise the fit's threads share whole
+        blocks. Each row's result depends only on its block, which the
+        threads do not change, and the sum is exact, so ``S`` is the same
+        whatever the threads.
         """
-        plan, grid_bits = self.plan, self.noise_source.grid_bits
+        plan, exact = self.plan, self.noise_source
         n_rows, (n_outputs, width) = batch.shape[0], params.shape
-        intercept_term = 1.0 if plan.fit_intercept else 0.0
-        design = np.empty((n_rows, width), dtype=params.dtype)
-        scaled = np.empty((n_rows, n_outputs), dtype=np.float64)
+        check_batch_rows(n_rows)
         largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
-        scale = 2.0 ** grid_bits / float(plan.max_sample_weight * plan.clip_norm)
-        margins = _gather_margins(self.X, batch, params, intercept_term, design)
-        with_intercept = bool(plan.fit_intercept)
+        # The public grid: both factors' scales and norm bounds.
+        settings = (
+            plan.loss_code, plan.loss_threshold, plan.clip_norm,
+            1.0 if plan.fit_intercept else 0.0, self._weights, largest, tiny,
+            2.0 ** exact.residual_bits / float(plan.max_sample_weight * plan.clip_norm),
+            2.0 ** exact.row_bits, float(grid_norm_bound(exact.residual_bits, n_outputs)),
+            float(grid_norm_bound(exact.row_bits, self._n_noisy_columns)))
+        # Fixed blocks of rows, each gathered, clipped, rounded and summed
+        # while in cache; the threads share whole blocks, so every margin is
+        # computed by the same BLAS call whatever the threads.
+        n_row_blocks = -(-n_rows // ROWS_PER_STEP_BLOCK)
+        n_parts = min(n_row_blocks,
+                      parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads))
+        if n_parts <= 1:
+            total = np.zeros((n_outputs, width), dtype=np.int64)
+            _exact_blocks_sum(self.X, self.y, batch, params, self.feature_norms, *settings, 0,
+                              n_row_blocks, total)
+            return total
+        bounds = [n_row_blocks * b // n_parts for b in range(n_parts + 1)]
 
-        def block(start, stop):
-            part = np.zeros(params.shape, dtype=np.int64)
-            _scaled_clipped_residuals(
-                self.X, self.y, batch, params, margins, self.feature_norms, plan.loss_code,
-                plan.loss_threshold, plan.clip_norm, intercept_term, self._weights, largest,
-                tiny, scale, start, stop, scaled)
-            add_rounded_rows(design, scaled, grid_bits, with_intercept, start, stop, part)
-            return part
+        def part(b):
+            total = np.zeros((n_outputs, width), dtype=np.int64)
+            _exact_blocks_sum(self.X, self.y, batch, params, self.feature_norms, *settings,
+                              bounds[b], bounds[b + 1], total)
+            return total
 
-        n_blocks = parallel_blocks(n_rows * n_outputs * width, n_rows, self.n_threads)
-        if n_blocks <= 1:
-            return block(0, n_rows)
-        bounds = [n_rows * b // n_blocks for b in range(n_blocks + 1)]
-        return sum(blocks_on_threads(lambda b: block(bounds[b], bounds[b + 1]), n_blocks,
-                                     self.n_threads))
+        # Sums of integers: the same whatever the threads.
+        return sum(blocks_on_threads(part, n_parts, self.n_threads))
+
+
+@njit(cache=True, nogil=True)
+def _exact_blocks_sum(X, y, batch, params, feature_norms, code, threshold, clip_norm,
+                      intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
+                      residual_bound, row_bound, first_block, stop_block, total):
+    """``total += S`` of the batch's row blocks ``first_block .. stop_block - 1``.
+
+    Block ``b`` is the batch's rows ``b R .. (b + 1) R - 1`` (``R =``
+    :data:`ROWS_PER_STEP_BLOCK`): :func:`_gather_margins` of its rows (one
+    BLAS product), then :func:`_clipped_factored_sum` of them, all while
+    they are in cache. Returns the rows left out.
+    """
+    n_rows, width = batch.shape[0], params.shape[1]
+    n_outputs = params.shape[0]
+    design = np.empty((ROWS_PER_STEP_BLOCK, width), dtype=params.dtype)
+    scaled = np.empty((ROWS_PER_STEP_BLOCK, n_outputs), dtype=np.float64)
+    left_out = 0
+    for b in range(first_block, stop_block):
+        start = b * ROWS_PER_STEP_BLOCK
+        rows = batch[start:min(start + ROWS_PER_STEP_BLOCK, n_rows)]
+        margins = _gather_margins(X, rows, params, intercept_term, design[:rows.shape[0]])
+        left_out += _clipped_factored_sum(
+            X, y, rows, params, margins, feature_norms, code, threshold, clip_norm,
+            intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
+            residual_bound, row_bound, 0, rows.shape[0], scaled, total)
+    return left_out
+
+
+@njit(cache=True, nogil=True)
+def _clipped_factored_sum(X, y, batch, params, margins, feature_norms, code, threshold,
+                          clip_norm, intercept_term, weights, largest, tiny, residual_scale,
+                          row_grid_scale, residual_bound, row_bound, start, stop, scaled, total):
+    """``total += S`` of the batch's rows ``start .. stop - 1``; returns the rows left out.
+
+    :func:`_scaled_clipped_residuals` (the residual factors before rounding,
+    on the grid ``residual_scale``), then
+    :func:`~._grid_sum.add_factored_rows` (the rows' factors on
+    ``row_grid_scale``, both norms enforced against ``residual_bound`` and
+    ``row_bound``, the products summed exactly).
+    """
+    _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, threshold,
+                              clip_norm, intercept_term, weights, largest, tiny, residual_scale,
+                              start, stop, scaled)
+    return add_factored_rows(X, batch, scaled, feature_norms, row_grid_scale, intercept_term,
+                             residual_bound, row_bound, start, stop, total)
 
 
 @njit(cache=True, nogil=True)
@@ -204,11 +284,12 @@ def _gather_margins(X, batch, params, intercept_term, design):
 def _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, threshold,
                               clip_norm, intercept_term, weights, largest, tiny, scale, start,
                               stop, scaled):
-    """``scaled[r] = clip(r_i) * scale`` for the batch's rows ``start .. stop - 1``.
+    """``scaled[r] = clip(r_i) ||x'_i|| scale`` for the batch's rows ``start .. stop - 1``.
 
-    The residuals are clipped (and weighted) as the ordinary kernels clip
-    them, in float64; only their bound matters to the guarantee, and it is
-    enforced on the integers.
+    The residual factor ``u_i = clip(r_i) ||x'_i||`` (norm at most ``w_i C``)
+    on the residual grid. The residuals are clipped (and weighted) as the
+    ordinary kernels clip them, in float64; only their bound matters to the
+    guarantee, and it is enforced on the integers.
     """
     n_features = X.shape[1]
     n_outputs = params.shape[0]
@@ -232,8 +313,9 @@ def _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code,
         weight = weights[i] if weights.shape[0] > 0 else 1.0
         clipped_residual(row_residual, feature_norms[i], clip_norm, weight, largest, tiny,
                          clipped)
+        row_scale = feature_norms[i] * scale
         for k in range(n_outputs):
-            scaled[r, k] = clipped[k] * scale
+            scaled[r, k] = clipped[k] * row_scale
 
 
 def train_dp_lssgd_exact(X, y, n_outputs, plan, rng, *, exact_noise, n_threads=1, verbose=0,

@@ -1,31 +1,45 @@
-"""The clipped per-sample gradients rounded onto a public grid and summed as integers (Numba).
+"""The clipped per-sample gradients rounded onto a public grid, factor by factor, summed exactly.
 
-The exact-noise mode releases a function of an integer vector: each sampled
-row's clipped gradient ``c_i = r_i [x_i, b]`` (``||c_i|| <= C``, ``b`` the
-intercept term) is divided by the public grid step ``gamma = 2**-k C`` and
-rounded to the nearest integer, coordinate by coordinate, *per row*; the rows'
-integer vectors ``n_i`` are summed in int64, and the exact integer noise
-is added to that sum. Neighbouring datasets then give sums that differ by one
-row's ``n_i``, whose norm is at most ``||c_i / gamma|| + sqrt(D) / 2 <= 2**k +
-sqrt(D) / 2`` for ``D`` coordinates (each coordinate moves by at most 1/2).
-Rounding the *sum* instead would not be bounded by one row.
+The exact-noise mode releases a function of an integer vector. Row ``i``'s
+clipped gradient is the outer product ``u_i (x) e_i``: ``u_i = r_i ||x'_i||``
+(``K`` values, ``||u_i|| <= w_i C <= w_max C`` after the clip) and ``e_i =
+x'_i / ||x'_i||`` (``x'_i = [x_i, b]`` with the intercept's term ``b``, a unit
+vector; 0 for a zero row). Each factor is rounded onto its own public grid:
 
-:func:`grid_norm_bound` is that bound, squared and rounded up to an integer
-(with a relative slack of ``2**-30`` for the float64 evaluation of
-``c_i / gamma``), and it is enforced, not assumed: the kernel computes each
-row's ``||n_i||**2`` exactly and leaves out any row above the bound (a row
-whose clipped values are not finite included), so the sensitivity in grid
-units is ``sqrt(grid_norm_bound(k, D))`` whatever the floats did. The
-integers are held in float64 where that is exact (below ``2**53``, argued in
-:func:`_add_rounded_rows`), so that the rounding, the norm and the sum run on
-vectors, and moved into int64 for the sum.
+* ``a_i = rint(2**k1 u_i / (w_max C))``, ``K`` integers, and
+* ``b_i = rint(2**k2 e_i)``, ``D2`` integers (``D2 = d + 1``, or ``d``
+  without intercept, whose column of ``x'`` is 0),
 
-Overflow is impossible by construction: every entry of an accepted ``n_i``
-is at most ``2**24 + 2**16`` in magnitude (``k <= MAX_GRID_BITS``,
-``D < 2**32``), a batch has at most :data:`MAX_BATCH_ROWS` rows (checked), so
-every coordinate of the sum stays below ``2**61`` in magnitude, and the
-noise below ``2**62`` (the discrete Gaussian's proposals are limited there;
-the rounded Gaussian's draws stay below ``2**42``): their sum fits int64.
+and each is *enforced*, exactly, per row: ``||a_i||**2 <= A = grid_norm_bound(k1, K)``
+and ``||b_i||**2 <= Bb = grid_norm_bound(k2, D2)``; a row failing either
+(one whose values are not finite included) contributes nothing. The row's
+integer contribution ``n_i = a_i (x) b_i`` then has ``||n_i||**2 = ||a_i||**2
+||b_i||**2 <= A Bb`` exactly (:func:`factored_norm_bound`): the sensitivity on
+the grid ``2**-(k1 + k2) w_max C`` is ``sqrt(A Bb)`` whatever the floats did.
+Rounding a factor moves it by at most ``sqrt(K) / 2`` (``sqrt(D2) / 2``), so
+the bound exceeds the clip by the ratio ``(1 + sqrt(K) 2**-(k1+1)) (1 +
+sqrt(D2) 2**-(k2+1))`` (and ``2**-30`` of slack for the floats).
+
+The sum ``S = sum_i a_i (x) b_i`` is a float64 matrix product of
+integer-valued matrices (BLAS, over blocks of rows), and it is exact: with
+``k1, k2 <= MAX_GRID_BITS = 16`` and ``K, D2 < 2**32`` every kept entry is
+below ``2**16 + 2**15 + 1 < 2**17`` in magnitude
+(``sqrt(grid_norm_bound(16, 2**32 - 1)) < 2**17``), every product below
+``2**34``, and one float64 accumulation covers at most :data:`MAX_GEMM_ROWS`
+``= 2**19`` rows, so every partial sum, in any order, blocked or fused
+(FMA), is an integer below ``2**53``: float64 holds each exactly, so each
+operation is exact and the result is the exact integer sum, moved into int64.
+Both factors of a row are rounded where the row is summed
+(:func:`add_factored_rows`), straight into the product's cache-sized block:
+a step touches only its batch's rows, so one epoch rounds about ``n`` rows'
+``D2`` entries once, with no pass over the whole table and nothing kept
+between steps.
+
+Overflow of the int64 total is impossible by construction: a batch has at
+most :data:`MAX_BATCH_ROWS` ``= 2**27`` rows (checked), each coordinate of the
+sum stays below ``2**61`` in magnitude, and the noise below ``2**62`` (the
+discrete Gaussian's proposals are limited there; the rounded Gaussian's draws
+stay below ``2**42``): their sum fits int64.
 """
 
 import math
@@ -35,17 +49,23 @@ from numba import njit
 
 __all__ = [
     "MAX_BATCH_ROWS",
+    "MAX_GEMM_ROWS",
     "MAX_GRID_BITS",
-    "add_rounded_rows",
+    "add_factored_rows",
+    "check_batch_rows",
+    "factored_norm_bound",
     "grid_norm_bound",
     "rounded_clipped_sum",
 ]
 
-# The grid step is gamma = 2**-k C with 0 <= k <= MAX_GRID_BITS.
-MAX_GRID_BITS = 24
-# At most this many rows in one sum: 2**36 rows times entries below 2**25 stay
-# below 2**61 (an array of 2**36 rows of one float64 each is 512 GiB).
-MAX_BATCH_ROWS = 2 ** 36
+# Each factor's grid step is 2**-k (times w_max C for the residuals) with
+# 0 <= k <= MAX_GRID_BITS: the factors' entries stay below 2**17.
+MAX_GRID_BITS = 16
+# Rows in one float64 accumulation: products below 2**34, so 2**19 of them stay below
+# 2**53, where float64 holds every partial sum exactly.
+MAX_GEMM_ROWS = 2 ** 19
+# Rows in one batch: 2**27 rows times products below 2**34 stay below 2**61.
+MAX_BATCH_ROWS = 2 ** 27
 _MAX_COORDINATES = 2 ** 32
 
 
@@ -59,26 +79,26 @@ def _check_grid(grid_bits, n_coordinates):
 
 
 def grid_norm_bound(grid_bits, n_coordinates):
-    """An integer ``B`` with ``||n_i||**2 <= B`` for every row's rounded contribution.
+    """An integer bound on ``||rint(2**k v)||**2`` for a vector ``||v|| <= 1`` of ``D`` entries.
 
     ``B >= (2**k (1 + 2**-30) + sqrt(D) / 2)**2``, computed with integers
     only: ``4**k (1 + 2**-30)**2 <= 4**k + 2**(2k - 29) + 1``, the cross term
     ``2**k sqrt(D) (1 + 2**-30) <= ceil(sqrt(4**k D)) + ceil(sqrt(4**k D) / 2**30)``,
-    and ``D / 4 <= ceil(D / 4)``.
+    and ``D / 4 <= ceil(D / 4)``. Each factor of a row's contribution is
+    held to it (``A`` for the residuals, ``Bb`` for the unit row).
 
     Parameters
     ----------
     grid_bits : int
-        ``k``: the grid step is ``2**-k`` times the clip norm.
+        ``k``, in ``[0, MAX_GRID_BITS]``: the grid step is ``2**-k`` times the
+        factor's norm bound.
     n_coordinates : int
-        ``D``: the coordinates of one contribution, ``K (d + 1)`` with an
-        intercept, ``K d`` without.
+        ``D``: the factor's entries.
 
     Returns
     -------
     int
-        The bound, in squared grid units (the sensitivity under add/remove is
-        its square root).
+        The bound, in squared grid units.
     """
     _check_grid(grid_bits, n_coordinates)
     k, dimension = int(grid_bits), int(n_coordinates)
@@ -89,180 +109,198 @@ def grid_norm_bound(grid_bits, n_coordinates):
             + -(-dimension // 4))
 
 
-def rounded_clipped_sum(rows, clipped_residuals, clip_norm, grid_bits, intercept_term=1.0):
-    """``sum_i n_i``: each row's clipped gradient on the grid ``2**-k clip_norm``, in int64.
+def factored_norm_bound(residual_bits, row_bits, n_outputs, row_width):
+    """``A Bb``: every kept row's ``||a_i (x) b_i||**2`` is at most this, exactly (grid units).
+
+    Parameters
+    ----------
+    residual_bits, row_bits : int
+        ``k1`` and ``k2``, each in ``[0, MAX_GRID_BITS]``.
+    n_outputs : int
+        ``K``.
+    row_width : int
+        ``D2``: ``d + 1`` with an intercept, ``d`` without.
+
+    Returns
+    -------
+    int
+        The squared sensitivity of a step's integer sum under add/remove, on
+        the grid ``2**-(k1 + k2) w_max C``.
+    """
+    return grid_norm_bound(residual_bits, n_outputs) * grid_norm_bound(row_bits, row_width)
+
+
+def check_batch_rows(n_rows):
+    """Refuse a batch of more than :data:`MAX_BATCH_ROWS` rows (its int64 sum could overflow)."""
+    if n_rows > MAX_BATCH_ROWS:
+        raise ValueError("a batch of more than 2**27 rows could overflow the integer sum.")
+
+
+# Rows whose factors are rounded (in float64, in cache) for one BLAS product.
+_ROWS_PER_PRODUCT = 128
+
+
+@njit(cache=True, nogil=True)
+def add_factored_rows(X, rows, scaled_residuals, row_norms, row_grid_scale, intercept_term,
+                      residual_bound, row_bound, start, stop, total):
+    """``total += sum_r a_r (x) b_r`` over the kept rows ``r`` in ``start .. stop - 1``, exactly.
+
+    Row ``r`` is ``X[rows[r]]`` (``x'`` its entries and ``intercept_term``);
+    its factors are ``a_r = rint(scaled_residuals[r])`` and ``b_r = rint(x'
+    (row_grid_scale / row_norms[rows[r]]))`` (0 for a zero norm), and it is
+    kept if ``||a_r||**2 <= residual_bound`` and ``||b_r||**2 <= row_bound``
+    (NaN fails both: a row whose values are not finite is left out). Both
+    squared norms are float64 sums of integer squares, exact while below
+    ``2**53`` and never decreasing under rounding, so a computed value ``<=``
+    a bound (``< 2**50``) was computed exactly.
+
+    The factors are rounded straight into blocks of :data:`_ROWS_PER_PRODUCT`
+    kept rows, each a float64 BLAS product added to a float64 partial sum.
+    Integers below ``2**17`` times integers below ``2**17``: products below
+    ``2**34``; at most :data:`MAX_GEMM_ROWS` rows go into the partial sum
+    before it is moved into int64, so every partial sum is an integer below
+    ``2**53`` and every operation exact, in any order the BLAS takes
+    (blocking, FMA).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32 or float64
+    rows : ndarray of int64, shape (b,)
+        The row of ``X`` each residual row is (the batch).
+    scaled_residuals : ndarray of shape (b, K), float64
+        ``2**k1 u_r / (w_max C)``.
+    row_norms : ndarray of shape (n,), float64
+        ``||x'_i||`` (the clip's feature norms: the same numbers scale the
+        residual factor).
+    row_grid_scale : float
+        ``2**k2``.
+    intercept_term : float
+        ``x'``'s last entry (0 without an intercept).
+    residual_bound, row_bound : float
+        ``A`` and ``Bb`` (integers below ``2**50``).
+    start, stop : int
+        The rows ``r`` summed.
+    total : ndarray of int64, shape (K, d + 1)
+        Added to in place.
+
+    Returns
+    -------
+    int
+        The rows left out by either factor's check.
+    """
+    n_outputs, width = total.shape
+    n_features = X.shape[1]
+    block = np.empty((_ROWS_PER_PRODUCT, width), dtype=np.float64)
+    block_factors = np.empty((_ROWS_PER_PRODUCT, n_outputs), dtype=np.float64)
+    partial = np.zeros((n_outputs, width), dtype=np.float64)
+    n_in_block = in_partial = left_out = 0
+    for r in range(start, stop):
+        squared = 0.0
+        for k in range(n_outputs):
+            entry = np.rint(scaled_residuals[r, k])
+            block_factors[n_in_block, k] = entry
+            squared += entry * entry
+        if not squared <= residual_bound:
+            left_out += 1
+            continue
+        i = rows[r]
+        norm = row_norms[i]
+        # A zero row's factor is 0 (its gradient is 0), not 0 / 0.
+        scale = 0.0 if norm == 0.0 else row_grid_scale / norm
+        last = np.rint(intercept_term * scale)
+        block[n_in_block, n_features] = last
+        squared = _round_into(X[i], scale, block[n_in_block]) + last * last
+        if not squared <= row_bound:
+            left_out += 1
+            continue
+        n_in_block += 1
+        if n_in_block == _ROWS_PER_PRODUCT:
+            partial += np.dot(block_factors.T, block)
+            in_partial += n_in_block
+            n_in_block = 0
+            if in_partial + _ROWS_PER_PRODUCT > MAX_GEMM_ROWS:
+                _move_into(partial, total)
+                in_partial = 0
+    if n_in_block > 0:
+        partial += np.dot(block_factors[:n_in_block].T, block[:n_in_block])
+    _move_into(partial, total)
+    return left_out
+
+
+@njit(cache=True, nogil=True)
+def _move_into(partial, total):
+    """``total += partial`` (float64-held integers below ``2**53``) and ``partial = 0``."""
+    n_outputs, width = partial.shape
+    for k in range(n_outputs):
+        for j in range(width):
+            total[k, j] += np.int64(partial[k, j])
+            partial[k, j] = 0.0
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _round_into(x, scale, out):
+    """``out[j] = rint(scale x_j)`` for ``x``'s entries; returns ``sum_j out[j]**2`` (float64).
+
+    Reassociated so that it runs on vectors: a sum of non-negative integers
+    is the same in any order while it stays below ``2**53``, and otherwise
+    above it in any order. Only the sum is reassociated (the product
+    ``scale x_j`` is one rounding in any order).
+    """
+    squared = 0.0
+    for j in range(x.shape[0]):
+        entry = np.rint(np.float64(x[j]) * scale)
+        out[j] = entry
+        squared += entry * entry
+    return squared
+
+
+def rounded_clipped_sum(rows, clipped_residuals, clip_norm, residual_bits, row_bits,
+                        intercept_term=1.0):
+    """``sum_i a_i (x) b_i`` of clipped gradients ``r_i x'_i``, in int64 (the mode's sum at once).
 
     Parameters
     ----------
     rows : ndarray of shape (b, d), float32 or float64
         The sampled rows.
     clipped_residuals : ndarray of shape (b, K), float64
-        The residuals already clipped: ``||r_i|| sqrt(||x_i||**2 + intercept_term**2)
-        <= clip_norm``.
+        The residuals already clipped: ``||r_i|| ||x'_i|| <= clip_norm``.
     clip_norm : float
-        ``C``, positive.
-    grid_bits : int
-        ``k``, in ``[0, MAX_GRID_BITS]``.
+        ``C`` (times ``w_max``), positive.
+    residual_bits, row_bits : int
+        ``k1`` and ``k2``, in ``[0, MAX_GRID_BITS]``.
     intercept_term : float, default=1.0
         The intercept's column value; 0 for a model without intercept (its
-        column of the sum is then 0 and not counted in ``D``).
+        column of the sum is then 0 and not counted in ``D2``).
 
     Returns
     -------
     total : ndarray of int64, shape (K, d + 1)
-        The integer sum; the last column is the intercept's.
+        The integer sum on the grid ``2**-(k1 + k2) clip_norm``; the last
+        column is the intercept's.
     n_left_out : int
-        Rows whose rounded contribution exceeded :func:`grid_norm_bound` (or
-        were not finite) and were left out: 0 unless the clip failed.
+        Rows left out by either factor's check: 0 unless the clip failed.
     """
     n_rows, n_features = rows.shape
-    n_outputs = clipped_residuals.shape[1]
     if clipped_residuals.shape[0] != n_rows:
         raise ValueError("rows and clipped_residuals must have the same number of rows.")
     if not (math.isfinite(clip_norm) and clip_norm > 0):
         raise ValueError("clip_norm must be a positive finite number.")
-    # The design rows [x_i, b] in float64 (a float32 row converts exactly).
     design = np.empty((n_rows, n_features + 1), dtype=np.float64)
     design[:, :n_features] = rows
     design[:, n_features] = intercept_term
-    scaled = np.ascontiguousarray(clipped_residuals, dtype=np.float64) * (
-        2.0 ** grid_bits / float(clip_norm))
-    total = np.zeros((n_outputs, n_features + 1), dtype=np.int64)
-    left_out = add_rounded_rows(design, scaled, grid_bits, intercept_term != 0, 0, n_rows,
-                                total)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(design, axis=1)
+    check_batch_rows(n_rows)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # As the exact mode's steps form it: the clipped residual times
+        # (||x'_i|| 2**k1 / C), one product of the two.
+        scaled = np.asarray(clipped_residuals, dtype=np.float64) * (
+            norms * (2.0 ** residual_bits / float(clip_norm)))[:, None]
+    total = np.zeros((clipped_residuals.shape[1], n_features + 1), dtype=np.int64)
+    left_out = add_factored_rows(
+        np.ascontiguousarray(rows), np.arange(n_rows, dtype=np.int64), scaled, norms,
+        2.0 ** row_bits, float(intercept_term),
+        float(grid_norm_bound(residual_bits, clipped_residuals.shape[1])),
+        float(grid_norm_bound(row_bits, n_features + int(intercept_term != 0))), 0, n_rows,
+        total)
     return total, int(left_out)
-
-
-def add_rounded_rows(design, scaled_residuals, grid_bits, with_intercept, start, stop, total):
-    """Add rows ``start .. stop - 1``'s rounded contributions to ``total``; how many were left out.
-
-    The compiled core of :func:`rounded_clipped_sum` and of the exact mode's
-    steps: row ``i`` contributes ``n_i[k, j] = rint(scaled_residuals[i, k] *
-    design[i, j])`` (round half to even) if ``||n_i||**2 <= grid_norm_bound(k, D)``
-    exactly, and nothing otherwise.
-
-    Parameters
-    ----------
-    design : ndarray of shape (b, d + 1), float32 or float64
-        The rows with the intercept's column (0 without an intercept).
-    scaled_residuals : ndarray of shape (b, K), float64
-        The clipped residuals times ``2**k / C`` (the product formed once,
-        as ``rint(r * (2**k / C) * x)`` rounds it).
-    grid_bits : int
-    with_intercept : bool
-        Whether the intercept's column counts in ``D``.
-    start, stop : int
-    total : ndarray of int64, shape (K, d + 1)
-        Added to in place.
-    """
-    n_rows = stop - start
-    if n_rows > MAX_BATCH_ROWS:
-        raise ValueError("a batch of more than 2**36 rows could overflow the integer sum.")
-    n_outputs, width = scaled_residuals.shape[1], design.shape[1]
-    dimension = n_outputs * (width if with_intercept else width - 1)
-    bound = grid_norm_bound(grid_bits, dimension)
-    # The quick test of a row's norm (see _add_rounded_rows) where its
-    # rounding errors are small enough: 0 turns it off.
-    quick_limit = (4.0 ** grid_bits * (1.0 + 2.0 ** -31)
-                   if 2 * n_outputs + 2 * width + 1 <= 2 ** 19 else 0.0)
-    return _add_rounded_rows(design, scaled_residuals, float(bound), quick_limit, int(start),
-                             int(stop), np.zeros(total.shape, dtype=np.float64), total)
-
-
-# Rows added into the float64 partial sum before it is moved into the int64
-# total: entries of accepted rows are below 2**25 in magnitude, so 2**20 rows
-# keep every partial sum below 2**45, where float64 holds integers exactly.
-_ROWS_PER_FLUSH = 2 ** 20
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _squared_rounded_norm(x, s):
-    """``sum_j rint(s x_j)**2`` in float64 (see :func:`_add_rounded_rows` for why it is exact).
-
-    Reassociated so that it runs on vectors: a sum of non-negative integers
-    is the same in any order while it stays below 2**53. Only a sum is
-    reassociated here (the product ``s x_j`` is one rounding in any order).
-    """
-    squared = 0.0
-    for j in range(x.shape[0]):
-        entry = np.rint(s * np.float64(x[j]))
-        squared += entry * entry
-    return squared
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _squared_norm(x):
-    """``sum_j x_j**2`` in float64, in any order (a sum of non-negative terms)."""
-    squared = 0.0
-    for j in range(x.shape[0]):
-        value = np.float64(x[j])
-        squared += value * value
-    return squared
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _add_rounded(x, s, partial):
-    """``partial[j] += rint(s x_j)``: sums of integers below 2**53, exact in any order."""
-    for j in range(x.shape[0]):
-        partial[j] += np.rint(s * np.float64(x[j]))
-
-
-@njit(cache=True, nogil=True)
-def _add_rounded_rows(design, scaled, bound, quick_limit, start, stop, partial, total):
-    """The rows' rounded contributions added to ``total``; the number left out.
-
-    The quick test first: a row whose computed ``||s||**2 ||x||**2`` (``s``
-    its scaled residuals, ``x`` its design row) is at most ``quick_limit =
-    4**k (1 + 2**-31)`` is kept without rounding it twice. Each of the ``m <=
-    2 K + 2 (d + 1) + 1`` float64 operations behind that number (squares, sums
-    in any order, the product) errs by a relative ``2**-53`` at most, so with
-    ``m <= 2**19`` (else the test is off) the exact ``||v||**2`` is at most
-    ``4**k (1 + 2**-31) (1 + 2**-32)``; the products ``s_k x_j`` as computed
-    are within ``2**-53`` of the exact ones, so their norm is at most
-    ``2**k (1 + 2**-30)``, and Lemma 1 bounds the rounded row by ``2**k (1 +
-    2**-30) + sqrt(D) / 2 <= sqrt(bound)``: the row is one the exact check
-    keeps. (A subnormal square or product errs by ``2**-1075`` absolutely
-    instead: times the largest finite factor and ``2**19`` terms, less than
-    ``3e-10``, inside the ``4**k 2**-30`` between the two bounds.) A clipped
-    row has ``||v|| <= 2**k`` up to ``2**-48``; the quick test fails only
-    for rows the clip did not bound, or not finite: they take the exact
-    check.
-
-    Exactness, with every integer held in float64: an entry ``e = rint(v)``
-    is an integer (or not finite); ``e**2`` is exact below ``2**53``; a sum of
-    such non-negative integers is exact while it stays below ``2**53`` and
-    never decreases under rounding. So a computed squared norm ``<= bound``
-    (``bound < 2**50``) means every partial sum and every square was exact
-    and the norm is ``||n_i||**2`` exactly; a computed norm above ``bound``
-    (or NaN) means the exact one is above it too (the first inexact partial
-    sum already exceeds ``2**53``). The row is kept exactly when the integer
-    oracle keeps it: an entry beyond the oracle's limit ``2**k + 2**17``
-    squares above every bound. A kept row's entries are below ``2**25``, so
-    the float64 partial sums of up to ``_ROWS_PER_FLUSH`` rows are exact
-    integers, moved into the int64 ``total`` as such.
-    """
-    n_outputs = scaled.shape[1]
-    left_out = 0
-    for flush_start in range(start, stop, _ROWS_PER_FLUSH):
-        flush_stop = min(stop, flush_start + _ROWS_PER_FLUSH)
-        for i in range(flush_start, flush_stop):
-            x = design[i]
-            residual_norm = 0.0
-            for k in range(n_outputs):
-                residual_norm += scaled[i, k] * scaled[i, k]
-            # A NaN fails the comparisons: the exact check, then the row is
-            # left out.
-            if not residual_norm * _squared_norm(x) <= quick_limit:
-                squared = 0.0
-                for k in range(n_outputs):
-                    squared += _squared_rounded_norm(x, scaled[i, k])
-                if not squared <= bound:
-                    left_out += 1
-                    continue
-            for k in range(n_outputs):
-                _add_rounded(x, scaled[i, k], partial[k])
-        for k in range(n_outputs):
-            for j in range(partial.shape[1]):
-                total[k, j] += np.int64(partial[k, j])
-                partial[k, j] = 0.0
-    return left_out

@@ -12,7 +12,7 @@ they answer. :data:`MECHANISMS` maps each value of the estimators'
 
 from ._exact_gradient import (
     DiscreteExactGradientPerturbationMechanism, ExactGradientPerturbation,
-    ExactGradientPerturbationMechanism, RoundedGaussianGradientPerturbation,
+    ExactGradientPerturbationMechanism, RoundedGaussianGradientPerturbation, grid_bits_for,
 )
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism, ReleasePlan
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord, TrainingData
@@ -38,6 +38,7 @@ __all__ = [
     "ReleasePlan",
     "ReleaseRecord",
     "TrainingData",
+    "grid_bits_for",
     "mechanism_named",
     "smoothness_constants",
 ]

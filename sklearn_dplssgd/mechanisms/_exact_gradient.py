@@ -3,8 +3,10 @@
 ``mechanism="gradient_exact"`` plans like gradient perturbation (the same
 q, T and clip from public quantities) and releases at each step ``S + Y`` in
 int64: ``S`` the sampled rows' clipped gradients, each rounded onto the
-public grid ``gamma = 2**-k w_max C`` with its squared norm enforced below
-``B = grid_norm_bound(k, D)``, ``Y`` integer noise on each of the ``D``
+public grid ``gamma = 2**-(k1 + k2) w_max C`` factor by factor (the
+residuals on ``2**-k1 w_max C``, the unit rows on ``2**-k2``) with each
+factor's squared norm enforced, so that a row's squared norm is at most ``B =
+factored_norm_bound(k1, k2, K, D2) = A Bb`` exactly, ``Y`` integer noise on each of the ``D``
 noisy coordinates, sampled exactly with integer arithmetic from a ChaCha20
 keystream keyed from the operating system
 (:mod:`sklearn_dplssgd.backends._exact`). The model is a post-processing
@@ -20,8 +22,8 @@ are not there to read. Two noise laws:
   subsampled and composed as the ordinary mode's. Its accounting *is* the
   ordinary mode's (the estimator's accountant, PLD by default) and its
   ``dp_event`` the ordinary composable event at multiplier ``s / sqrt(B)``;
-  the grid costs the ratio ``sqrt(B) / 2**k`` of noise (0.07 % at
-  ``D = 7,850``).
+  the grid costs the ratio ``sqrt(B) / 2**(k1 + k2)`` of noise (about
+  0.06 % at ``K = 10``, ``d = 784`` and the MNIST noise).
 * ``"gradient_exact_discrete"`` (:class:`ExactGradientPerturbation`): the
   discrete Gaussian ``N_Z(0, s^2)``, accounted by
   :func:`~sklearn_dplssgd.accounting.exact_noise_epsilon` (the
@@ -47,8 +49,8 @@ from ..accounting import (
     smallest_noise_for,
 )
 from ..backends import (
-    MAX_ROUNDED_SCALE, ChaChaWords, DiscreteGaussianScale, ExactNoise, RoundedGaussianScale,
-    grid_norm_bound, train_dp_lssgd_exact,
+    MAX_GRID_BITS, MAX_ROUNDED_SCALE, ChaChaWords, DiscreteGaussianScale, ExactNoise,
+    RoundedGaussianScale, factored_norm_bound, train_dp_lssgd_exact,
 )
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism
 
@@ -61,24 +63,27 @@ __all__ = [
     "grid_bits_for",
 ]
 
-# The finest grid: gamma = 2**-16 w_max C. Rounding then inflates the
-# sensitivity by sqrt(D) / 2**17 relative (0.07 % at D = 7,850).
-FINEST_GRID_BITS = 16
+# The finest grids: each factor on 2**-16 (the residuals times w_max C); the
+# sum's grid is then 2**-32 w_max C.
+FINEST_GRID_BITS = (MAX_GRID_BITS, MAX_GRID_BITS)
 # The grid is made coarser until the noise's scale in grid units, this many
-# times the first guess, fits the exact sampler's range (2**25).
-_SCALE_HEADROOM = 8.0
+# times the first guess (the exact bound needs some 10 to 20 % more noise than
+# the RDP calibration it starts from), fits the exact sampler's range (2**25).
+_SCALE_HEADROOM = 2.0
 _LARGEST_SCALE = 2.0 ** 25
 
 
-def grid_bits_for(noise_multiplier, n_coordinates, *, largest_scale=_LARGEST_SCALE,
+def grid_bits_for(noise_multiplier, n_outputs, row_width, *, largest_scale=_LARGEST_SCALE,
                   headroom=_SCALE_HEADROOM, name="gradient_exact_discrete"):
-    """``k`` of the grid for a noise multiplier near ``noise_multiplier`` over ``D`` coordinates.
+    """``(k1, k2)`` of the factored grid for a noise multiplier near ``noise_multiplier``.
 
-    The finest grid up to :data:`FINEST_GRID_BITS` bits on which the noise's
-    standard deviation ``z sqrt(B)`` (grid units), times ``headroom`` (room
-    for a calibration's search or a rounding up), stays within
-    the sampler's range ``largest_scale`` (by default the discrete
-    Gaussian's). From public quantities only.
+    Of the grids ``k1, k2 in [0, MAX_GRID_BITS]`` on which the noise's
+    standard deviation ``z sqrt(A Bb)`` (grid units), times ``headroom``
+    (room for a calibration's search or a rounding up), stays within the
+    sampler's range ``largest_scale`` (by default the discrete Gaussian's),
+    the one whose sensitivity ``sqrt(A Bb) / 2**(k1 + k2)`` is least relative
+    to the clip (the finer of equals). From public quantities only: ``z``,
+    ``K`` and ``D2`` (``d + 1``, or ``d`` without intercept).
 
     Raises
     ------
@@ -86,41 +91,62 @@ def grid_bits_for(noise_multiplier, n_coordinates, *, largest_scale=_LARGEST_SCA
         If even the coarsest grid needs a scale beyond ``largest_scale``
         (``name`` is the mechanism the message names).
     """
-    def fits(bits):
-        return headroom * noise_multiplier * math.sqrt(
-            grid_norm_bound(bits, n_coordinates)) <= largest_scale
-
-    bits = FINEST_GRID_BITS
-    while bits > 0 and not fits(bits):
-        bits -= 1
-    if not fits(bits):
+    best, best_ratio = None, math.inf
+    for residual_bits in range(MAX_GRID_BITS + 1):
+        for row_bits in range(MAX_GRID_BITS + 1):
+            root = math.sqrt(factored_norm_bound(residual_bits, row_bits, n_outputs, row_width))
+            if not headroom * noise_multiplier * root <= largest_scale:
+                continue
+            ratio = root * 2.0 ** -(residual_bits + row_bits)
+            if ratio < best_ratio or (ratio == best_ratio
+                                      and residual_bits + row_bits > sum(best)):
+                best, best_ratio = (residual_bits, row_bits), ratio
+    if best is None:
         raise ValueError(
             f"mechanism={name!r}: the noise this epsilon needs is beyond the exact "
             "sampler's range; use a larger epsilon, or mechanism='gradient'.")
-    return bits
+    return best
+
+
+def _row_width(n_coordinates, n_outputs):
+    """``D2 = D / K``, checked."""
+    if n_outputs < 1 or n_coordinates % n_outputs:
+        raise ValueError("n_coordinates must be a multiple of n_outputs.")
+    return n_coordinates // n_outputs
 
 
 @dataclasses.dataclass(frozen=True)
 class GridGradientPerturbation(GradientPerturbation):
-    """The steps of an exact mode: integer sums on a public grid, plus exact integer noise.
+    """The steps of an exact mode: integer sums on a public factored grid, plus exact noise.
 
     The fields of :class:`GradientPerturbation`, and:
 
     Parameters
     ----------
-    grid_bits : int
-        ``k``: the grid step is ``2**-k`` times ``max_sample_weight * clip_norm``.
+    residual_bits, row_bits : int
+        ``k1``, ``k2``: the residual factor's grid step is ``2**-k1`` times
+        ``max_sample_weight * clip_norm``, the unit row factor's ``2**-k2``.
     n_coordinates : int
-        ``D``, the noisy coordinates of a step.
+        ``D = K D2``, the noisy coordinates of a step.
+    n_outputs : int
+        ``K``.
     """
 
-    grid_bits: int = FINEST_GRID_BITS
+    residual_bits: int = MAX_GRID_BITS
+    row_bits: int = MAX_GRID_BITS
     n_coordinates: int = 1
+    n_outputs: int = 1
+
+    @property
+    def grid_bits(self):
+        """``k1 + k2``: the integer sum's grid step is ``2**-(k1 + k2) w_max C``."""
+        return self.residual_bits + self.row_bits
 
     @property
     def sensitivity_squared(self):
-        """``B``: one row's rounded contribution has squared norm at most this (grid units)."""
-        return grid_norm_bound(self.grid_bits, self.n_coordinates)
+        """``B = A Bb``: one row's rounded contribution has squared norm at most this."""
+        return factored_norm_bound(self.residual_bits, self.row_bits, self.n_outputs,
+                                   _row_width(self.n_coordinates, self.n_outputs))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +155,7 @@ class ExactGradientPerturbation(GridGradientPerturbation):
 
     The fields of :class:`GridGradientPerturbation` (``noise_multiplier`` is
     the noise's standard deviation relative to the sensitivity, ``sqrt(s^2) /
-    2**k``, for the step size rules and the record), and:
+    2**(k1 + k2)``, for the step size rules and the record), and:
 
     Parameters
     ----------
@@ -152,13 +178,15 @@ class ExactGradientPerturbation(GridGradientPerturbation):
 
     @classmethod
     def with_scale(cls, scale, *, grid_bits, **fields):
-        """The mechanism of a ``scale`` on the grid ``2**-grid_bits``."""
-        return cls(noise_multiplier=math.sqrt(float(scale.variance)) * 2.0 ** -grid_bits,
-                   grid_bits=int(grid_bits), noise_scale=(scale.t, scale.m, scale.q), **fields)
+        """The mechanism of a ``scale`` on the factored grid ``grid_bits = (k1, k2)``."""
+        residual_bits, row_bits = grid_bits
+        return cls(noise_multiplier=math.sqrt(float(scale.variance)) * 2.0 ** -(
+            residual_bits + row_bits), residual_bits=int(residual_bits), row_bits=int(row_bits),
+            noise_scale=(scale.t, scale.m, scale.q), **fields)
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, neighboring, clip_norm,
-                   n_coordinates, n_samples=None, max_sample_weight=1.0):
+                   n_coordinates, n_outputs=1, n_samples=None, max_sample_weight=1.0):
         """The exact mechanism whose :func:`exact_noise_epsilon` meets ``(epsilon, delta)``.
 
         The search starts at the ordinary mode's RDP calibration and goes up
@@ -177,13 +205,15 @@ class ExactGradientPerturbation(GridGradientPerturbation):
             # No noise, as in the ordinary mode: the integer sums on the
             # finest grid, released as they are, and epsilon_ = inf.
             mechanism = cls(
-                noise_multiplier=0.0, grid_bits=FINEST_GRID_BITS, noise_scale=None,
-                sample_rate=float(sample_rate), n_steps=int(n_steps), neighboring=neighboring,
-                clip_norm=float(clip_norm), max_sample_weight=float(max_sample_weight),
-                n_coordinates=int(n_coordinates), delta=float(delta))
+                noise_multiplier=0.0, residual_bits=MAX_GRID_BITS, row_bits=MAX_GRID_BITS,
+                noise_scale=None, sample_rate=float(sample_rate), n_steps=int(n_steps),
+                neighboring=neighboring, clip_norm=float(clip_norm),
+                max_sample_weight=float(max_sample_weight), n_coordinates=int(n_coordinates),
+                n_outputs=int(n_outputs), delta=float(delta))
             return mechanism, start
-        bits = grid_bits_for(start.noise_multiplier, n_coordinates)
-        bound = grid_norm_bound(bits, n_coordinates)
+        row_width = _row_width(n_coordinates, n_outputs)
+        bits = grid_bits_for(start.noise_multiplier, n_outputs, row_width)
+        bound = factored_norm_bound(*bits, n_outputs, row_width)
 
         def scale_of(multiplier):
             return DiscreteGaussianScale.at_least(
@@ -207,7 +237,7 @@ class ExactGradientPerturbation(GridGradientPerturbation):
             scale, grid_bits=bits, sample_rate=float(sample_rate), n_steps=int(n_steps),
             neighboring=neighboring, clip_norm=float(clip_norm),
             max_sample_weight=float(max_sample_weight), n_coordinates=int(n_coordinates),
-            delta=float(delta))
+            n_outputs=int(n_outputs), delta=float(delta))
         return mechanism, PrivacyCalibration(
             mechanism.noise_multiplier, float(stated), float(delta), float(sample_rate),
             int(n_steps), "rdp", neighboring)
@@ -274,7 +304,8 @@ class RoundedGaussianGradientPerturbation(GridGradientPerturbation):
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, accountant, neighboring,
-                   clip_norm, n_coordinates, n_samples=None, max_sample_weight=1.0):
+                   clip_norm, n_coordinates, n_outputs=1, n_samples=None,
+                   max_sample_weight=1.0):
         """The mechanism at the ordinary calibration's noise, rounded up to an integer ``s``.
 
         ``z`` is the ordinary mode's (:func:`~sklearn_dplssgd.accounting.calibrate_noise`
@@ -294,22 +325,23 @@ class RoundedGaussianGradientPerturbation(GridGradientPerturbation):
         fields = dict(sample_rate=float(sample_rate), n_steps=int(n_steps),
                       neighboring=neighboring, clip_norm=float(clip_norm),
                       max_sample_weight=float(max_sample_weight),
-                      n_coordinates=int(n_coordinates))
+                      n_coordinates=int(n_coordinates), n_outputs=int(n_outputs))
         if epsilon == math.inf:
             # No noise, as in the ordinary mode: the integer sums on the
             # finest grid, released as they are, and epsilon_ = inf.
-            return cls(noise_multiplier=0.0, grid_bits=FINEST_GRID_BITS, noise_scale=None,
-                       **fields), start
-        bits = grid_bits_for(start.noise_multiplier, n_coordinates,
+            return cls(noise_multiplier=0.0, residual_bits=MAX_GRID_BITS,
+                       row_bits=MAX_GRID_BITS, noise_scale=None, **fields), start
+        row_width = _row_width(n_coordinates, n_outputs)
+        bits = grid_bits_for(start.noise_multiplier, n_outputs, row_width,
                              largest_scale=MAX_ROUNDED_SCALE // 2, headroom=1.0,
                              name="gradient_exact")
-        bound = grid_norm_bound(bits, n_coordinates)
+        bound = factored_norm_bound(*bits, n_outputs, row_width)
         scale = math.ceil(start.noise_multiplier * math.sqrt(bound))
         while True:
             multiplier = cls.effective_multiplier(scale, bound)
             if multiplier >= start.noise_multiplier:
-                mechanism = cls(noise_multiplier=multiplier, grid_bits=bits,
-                                noise_scale=int(scale), **fields)
+                mechanism = cls(noise_multiplier=multiplier, residual_bits=bits[0],
+                                row_bits=bits[1], noise_scale=int(scale), **fields)
                 stated = mechanism.epsilon(delta, accountant)
                 # The paper accountants' z may not meet the target (their
                 # calibration warns); never state more than it does.
@@ -349,9 +381,12 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
 
     def noise_free_contribution_bound(self, n_coordinates):
         # Without noise (epsilon=inf) the grid is the finest one, and a
-        # rounded row's norm is at most sqrt(B) grid steps.
-        return math.sqrt(grid_norm_bound(FINEST_GRID_BITS, n_coordinates)) * 2.0 ** (
-            -FINEST_GRID_BITS)
+        # rounded row's norm is at most sqrt(A Bb) grid steps. K and D2 are
+        # not known here: A and Bb grow with their dimension, so D in place
+        # of each bounds them (K, D2 <= D).
+        bits = FINEST_GRID_BITS
+        return math.sqrt(factored_norm_bound(*bits, n_coordinates, n_coordinates)) * 2.0 ** (
+            -sum(bits))
 
     def check_release(self, estimator, X, *, namespace, sparse, continued):
         if sparse or namespace is not None:
@@ -380,7 +415,7 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
             epsilon, delta, accountant=estimator.accountant, **public)
 
     def calibrated_mechanism(self, estimator, delta, *, sample_rate, n_steps, n_samples,
-                             noise_schedule, n_coordinates=None):
+                             noise_schedule, n_coordinates=None, n_outputs=1):
         if len({level for _, level in noise_schedule}) > 1:
             raise ValueError(
                 f"mechanism={self.name!r} supports a constant noise_schedule only.")
@@ -389,7 +424,7 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
         return self.calibrated_release(
             estimator, estimator.epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
             neighboring=estimator.neighboring, clip_norm=float(estimator.clip_norm),
-            n_coordinates=n_coordinates, n_samples=n_samples,
+            n_coordinates=n_coordinates, n_outputs=n_outputs, n_samples=n_samples,
             max_sample_weight=float(estimator.max_sample_weight))
 
     def training_function(self, backend, plan):
@@ -402,7 +437,7 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
         else:
             words = ChaChaWords()
         return functools.partial(train_dp_lssgd_exact, exact_noise=ExactNoise(
-            mechanism.grid_bits, mechanism.scale, words))
+            mechanism.residual_bits, mechanism.row_bits, mechanism.scale, words))
 
     def claimed_epsilon(self, estimator, model, n_rows):
         n_outputs = len(model.intercept_)
@@ -411,7 +446,7 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
             estimator, estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,
             n_steps=model.n_steps_, neighboring=model.neighboring_,
             clip_norm=float(estimator.clip_norm), n_coordinates=n_coordinates,
-            n_samples=estimator._accounted_n_samples(n_rows))
+            n_outputs=n_outputs, n_samples=estimator._accounted_n_samples(n_rows))
         return calibration.epsilon
 
 

@@ -306,7 +306,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     def plan_before_reading(self, estimator, n_rows, series, partial):
         return self.plan(estimator, n_rows, series, partial) if n_rows else None
 
-    def plan(self, estimator, n_samples, series=None, partial=False, n_coordinates=None):
+    def plan(self, estimator, n_samples, series=None, partial=False, n_coordinates=None,
+             n_outputs=1):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
 
         The ``"auto"`` hyperparameters are resolved here, from the accounted
@@ -327,6 +328,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             The public number of noisy coordinates of a step, ``K (d + 1)``
             (``K d`` without intercept), where the mechanism plans once X is
             validated (:meth:`calibrated_mechanism`); None before.
+        n_outputs : int, default=1
+            ``K``, with ``n_coordinates``.
 
         Returns
         -------
@@ -366,7 +369,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         else:
             mechanism, calibration = self.calibrated_mechanism(
                 estimator, delta, sample_rate=sample_rate, n_steps=n_steps,
-                n_samples=n_accounted, noise_schedule=schedule, n_coordinates=n_coordinates)
+                n_samples=n_accounted, noise_schedule=schedule, n_coordinates=n_coordinates,
+                n_outputs=n_outputs)
         rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
         if seeded:
             # A seeded fit's noise is reproducible: it claims nothing.
@@ -381,7 +385,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         )
 
     def calibrated_mechanism(self, estimator, delta, *, sample_rate, n_steps, n_samples,
-                             noise_schedule, n_coordinates=None):
+                             noise_schedule, n_coordinates=None, n_outputs=1):
         """The mechanism of a fit whose noise meets the estimator's epsilon, and its calibration.
 
         From public quantities only; a mechanism with another noise (the
@@ -448,7 +452,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         n_samples = X.shape[0]
         if plan is None or plan.n_samples != n_samples:
             plan = self.plan(estimator, n_samples, series, partial, n_coordinates=(
-                data.n_outputs * (X.shape[1] + int(bool(estimator.fit_intercept)))))
+                data.n_outputs * (X.shape[1] + int(bool(estimator.fit_intercept)))),
+                n_outputs=data.n_outputs)
         mechanism, calibration = plan.mechanism, plan.calibration
         eta0 = self.resolve_step(estimator, plan, X.shape[1], series, partial)
         # Like eta0, from the plan and the public width of X; a call of a
