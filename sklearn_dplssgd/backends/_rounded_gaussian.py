@@ -457,15 +457,24 @@ def _rounded(words, state, k, s):
     2**(32 m)`` (no carry out of its digits). ``s d`` for a digit ``d`` is
     added as ``(s mod 2**32) d`` (below ``2**64``, in uint64) at position
     ``m`` and ``(s >> 32) d`` (below ``2**52``) at ``m - 1``. Only the
-    total's digits in use are set (each when first reached).
+    total's digits in use are set (each when first reached). The common
+    case, ``s < 2**32`` and x's first digit ``d`` enough, is the same sum in
+    one word: ``s d + 2**31 < 2**64``, its high half the integer part's
+    addition and its low half ``E``.
     """
+    result = np.int64(0)
+    undecided = True
+    if s < _DIGIT_BASE and state[_COUNTS + _X] >= 1:
+        total = np.uint64(s) * np.uint64(state[_DIGITS + DIGIT_CAPACITY * _X]) + np.uint64(
+            _HALF_DIGIT)
+        if np.int64(total & _UINT_MASK) + s - 1 < _DIGIT_BASE:
+            result = s * k + np.int64(total >> np.uint64(32))
+            undecided = False
     state[_TOTAL] = s * k
     state[_TOTAL + 1] = _HALF_DIGIT
     low_scale = np.uint64(s & _DIGIT_MASK)
     high_scale = s >> _DIGIT_BITS
     m = 0
-    result = np.int64(0)
-    undecided = True
     while undecided and state[_FLAG] == 0:
         digit = _digit(words, state, _X, m)
         if state[_FLAG] == 0:
