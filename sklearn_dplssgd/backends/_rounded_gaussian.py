@@ -50,7 +50,7 @@ fixed by making more of them until the integer is the same at both ends
 of the interval ``x`` is known to lie in. A u-rand holds at most
 :data:`DIGIT_CAPACITY` digits (1,024 bits), and ``|G|`` is below
 :data:`LARGEST_INTEGER_PART` ``+ 1``: a draw that needs more, with
-probability below ``2**-990``, raises
+probability below ``2**-960``, raises
 :class:`~._discrete_gaussian.SamplerCapacityError` rather than truncate
 (which would bias the law). No floating-point value takes part in a draw.
 
