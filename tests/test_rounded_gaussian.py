@@ -273,3 +273,79 @@ def test_the_noise_seam_draws_either_law():
         np.testing.assert_array_equal(noise.draw(100), scale.sample(100, SeededWords(19)))
     with pytest.raises(TypeError, match="scale"):
         ExactNoise(8, 5, SeededWords(19))
+
+
+class ReferenceUniform:
+    """A u-rand of the Python reference below: digits made from the half-words on demand."""
+
+    def __init__(self, halves, prefix=None):
+        self.halves, self.prefix, self.digits = halves, prefix, []
+
+    def digit(self, i):
+        while len(self.digits) <= i:
+            value = next(self.halves)
+            if not self.digits and self.prefix is not None:
+                value = self.prefix | (value >> CELL_BITS)
+            self.digits.append(value)
+        return self.digits[i]
+
+    def below(self, other):
+        i = 0
+        while self.digit(i) == other.digit(i):
+            i += 1
+        return self.digit(i) < other.digit(i)
+
+
+def reference_draws(words, scale, count):
+    """The sampler's draws from ``words``, in plain Python integers (a linear search for the
+    cell, no guide, no one-word rounding): the same algorithm written independently."""
+    halves = iter([int(w) >> shift for w in words for shift in (32, 0)])
+    halves = (h & (2 ** 32 - 1) for h in halves)
+    rows = _cumulative_table().reshape(-1, DIGIT_CAPACITY)
+    draws = []
+    while len(draws) < count:
+        u = ReferenceUniform(halves)
+        cell = 0
+        while True:
+            i = 0
+            while i < DIGIT_CAPACITY and u.digit(i) == rows[cell, i]:
+                i += 1
+            assert i < DIGIT_CAPACITY
+            if u.digit(i) < rows[cell, i]:
+                break
+            cell += 1
+        prefix = (cell % 2 ** CELL_BITS) << (32 - CELL_BITS)
+        half = next(halves)
+        x = ReferenceUniform(halves, prefix)
+        x.digits.append(prefix | (half >> CELL_BITS))
+        previous, length = x, 0
+        while True:
+            f = next(halves) >> (32 - (2 * CELL_BITS + 1))
+            if f > 2 * cell or (f == 2 * cell
+                                and not ReferenceUniform(halves, prefix).below(x)):
+                break
+            current = ReferenceUniform(halves, prefix)
+            if not current.below(previous):
+                break
+            previous, length = current, length + 1
+        if length % 2:
+            continue
+        k, m, a = cell >> CELL_BITS, 0, 0
+        while True:
+            a, m = (a << 32) | x.digit(m), m + 1
+            low = (scale * ((k << (32 * m)) + a) + (1 << (32 * m - 1))) >> (32 * m)
+            if low == (scale * ((k << (32 * m)) + a + 1) + (1 << (32 * m - 1)) - 1) >> (32 * m):
+                break
+        draws.append(-low if half & 1 else low)
+    return np.array(draws, dtype=np.int64)
+
+
+@pytest.mark.parametrize("scale, seed", [(3, 26), (1000, 27), (MAX_ROUNDED_SCALE - 1, 28)])
+def test_the_draws_are_those_of_a_python_reference(scale, seed):
+    # The kernel's bookkeeping (guide, prefixes, the chain's slots, the
+    # limbs, the cursor) against the same algorithm in plain Python on the
+    # same words, rejections and chains of several links included.
+    words = SeededWords(seed).words(6000)
+    draws, _ = fill_from(words, 0, size=2000, scale=scale)
+    assert draws.size == 2000
+    np.testing.assert_array_equal(draws, reference_draws(words, scale, 2000))
