@@ -20,8 +20,8 @@ partition: the half-line is cut into cells ``[j h, (j + 1) h)``, ``h =
   ``u``'s first 10 bits starts the search next to the answer);
 * ``y`` uniform in [0, 1) is kept with probability ``exp(-p)``, ``p = h^2 y
   (2j + y) / 2`` (the density at ``(j + y) h`` over its value at ``j h``),
-  else the draw restarts; ``p < 1`` always, and is about ``j h^2`` (a
-  rejection about once in 300 draws);
+  else the draw restarts; ``p <= (2j + 1) h^2 / 2 < 1`` always (a rejection
+  about once in 300 draws);
 * the sign is an independent bit.
 
 ``(j + y) h`` then has the density of ``|G|`` exactly. ``Bernoulli(exp(-p))``
@@ -39,13 +39,13 @@ uniform, ``y`` and the sign, ``f``), and a fourth when ``s`` exceeds
 Every uniform in [0, 1) is a *u-rand*: its base-``2**32`` digits are made
 (one per 32-bit half of a word of the source, the high half first) only
 when a comparison needs them, so every comparison is exact and ends after
-finitely many digits with probability one. ``x = k + (i + y) h``'s fraction
-``(i + y) h`` (``j = k 2**CELL_BITS + i``) is held as a u-rand whose first
+finitely many digits with probability one. The fraction ``x = (i + y) h``
+of ``|G| = k + x`` (``j = k 2**CELL_BITS + i``) is held as a u-rand whose first
 digit is ``i`` in its top ``CELL_BITS`` bits and the top bits of a
 half-word below them (that half-word's lowest bit is the sign); the
 chain's uniforms carry the same prefix, so comparing them compares the
 ``y``s. When the draw is kept, the digits of ``x`` not yet made are
-uniform given everything drawn so far: the output ``floor(s x + 1/2)`` is
+uniform given everything drawn so far: the output ``floor(s (k + x) + 1/2)`` is
 fixed by making more of them until the integer is the same at both ends
 of the interval ``x`` is known to lie in. A u-rand holds at most
 :data:`DIGIT_CAPACITY` digits (1,024 bits), and ``|G|`` is below
