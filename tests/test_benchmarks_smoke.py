@@ -211,6 +211,15 @@ def test_bench_regime_heldout_square_widths_and_diabetes_quick(tmp_path):
     assert "| 1.5 / 0.5 |" in text and "declared, same model epsilon" in text
 
 
+def test_screen_adaptive_clipping_quick(tmp_path):
+    _run("screen_adaptive_clipping.py", tmp_path)
+    text = (tmp_path / "adaptive_clipping_screen.md").read_text()
+    for variant in ("library", "fixed clip", "quantile 0.5", "quantile 0.9", "normalised"):
+        assert f"| {variant} | " in text
+    # The adaptive variants are run at the library's budget (dp-accounting's epsilon).
+    assert "Poisson-sampled steps" in text and "at z_eff: epsilon 1.0000." in text
+
+
 def test_bench_regime_sigma_quick(tmp_path):
     _run("bench_regime.py", tmp_path, "--sigma")
     text = (tmp_path / "regime_sigma.md").read_text()
