@@ -70,6 +70,11 @@ WORKER_LOST_MESSAGE = (
 )
 
 
+# Seconds between the client's checks that the holders of a fit run on a
+# worker are still where they were (a check is one look at their futures).
+_LIVENESS_PERIOD = 0.5
+
+
 class NonFiniteRowsError(ValueError):
     """A partition of a Dask fit holds NaN or infinite values (no value is named)."""
 
@@ -212,6 +217,9 @@ class _PartitionHolder:
         self.tokens = tokens
         self._drawn_step, self._drawn_batches = None, None
         self._thread = None
+        # Set by the client when it sees a worker of the fit lost, for a loop
+        # run here that waits on a call the lost worker will never answer.
+        self._stopped = False
 
     def _draw(self, step):
         batches = [_step_batch(partition, seed, step, self.settings)
@@ -230,6 +238,23 @@ class _PartitionHolder:
         for batch, out in zip(self._drawn_batches, sums):
             _batch_gradient_sum(batch, params, self.settings, out)
         return sums
+
+    def train(self, state, others, order):
+        """Run the whole loop here, as the fit's coordinator: see :func:`_train_here`."""
+        return _train_here(self, state, others, order)
+
+    async def stop(self):
+        """Make a loop run here fail at its next wait (answered on the worker's event loop)."""
+        self._stopped = True
+
+    def _answer(self, call):
+        """Another holder's answer to ``call``, or WorkerLostError once the client says stop."""
+        while not self._stopped:
+            try:
+                return call.result(timeout=_LIVENESS_PERIOD)
+            except TimeoutError:
+                continue
+        raise WorkerLostError(WORKER_LOST_MESSAGE)
 
     async def sums(self, params, step):
         """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``."""
@@ -313,9 +338,45 @@ class _DistributedRunner:
         except (OSError, RuntimeError, KeyError) as error:
             # The actor's worker went away, or came back without it.
             raise WorkerLostError(WORKER_LOST_MESSAGE) from error
-        sums = np.empty((len(self._order),) + params.shape, dtype=params.dtype)
-        sums[self._order] = np.concatenate(by_holder)
-        return sums
+        return _in_order(by_holder, self._order, params)
+
+    def train(self, state):
+        """Run the loop on the first holder's worker (the coordinator); its result here.
+
+        Returns ``(params, rng_state)``: the released parameters and the fit
+        generator's state after the loop (the client's generator goes on from
+        it, as after a loop run here).
+        """
+        if any(future.status != "finished" for future in self._actor_futures):
+            raise WorkerLostError(WORKER_LOST_MESSAGE)
+        coordinator, others = self._holders[0], self._holders[1:]
+        try:
+            call = coordinator.train(state, others, self._order)
+            while True:
+                try:
+                    return call.result(timeout=_LIVENESS_PERIOD)
+                except TimeoutError:
+                    # A lost worker does not always break the call (Dask may
+                    # wait to rebuild the coordinator and call it again): its
+                    # holders' futures say it.
+                    if any(future.status != "finished" for future in self._actor_futures):
+                        # The coordinator's thread may be waiting on the lost
+                        # worker: told to stop (if it is there to be told),
+                        # it frees the worker for later fits.
+                        coordinator.stop()
+                        raise WorkerLostError(WORKER_LOST_MESSAGE) from None
+        except WorkerLostError:
+            raise
+        except (OSError, RuntimeError, KeyError) as error:
+            # The coordinator's worker went away, or came back without it.
+            raise WorkerLostError(WORKER_LOST_MESSAGE) from error
+
+
+def _in_order(by_holder, order, params):
+    """The holders' answers (each its partitions' sums) as one array in partition order."""
+    sums = np.empty((len(order),) + params.shape, dtype=params.dtype)
+    sums[order] = np.concatenate(by_holder)
+    return sums
 
 
 class _LocalRunner:
@@ -372,7 +433,107 @@ class _Closure:
         return self.function(*self.args)
 
 
-class DaskTraining(HostWeightSteps):
+@dataclasses.dataclass
+class _LoopState:
+    """What the loop needs besides the partitions' sums; travels to the coordinator.
+
+    The fit's generator (the noise's; secret unless the fit is reproducible)
+    goes only where the rows already are.
+    """
+
+    plan: object
+    rng: object
+    noise_source: object
+    params: np.ndarray
+
+
+class _PartialSumsSteps(HostWeightSteps):
+    """The loop's steps over the partitions' sums: the noise drawn here, added once.
+
+    Shared by the loop run on the client (:class:`DaskTraining`) and on a
+    worker (:class:`_CoordinatorTraining`): the same draws in the same order,
+    the same sums added in partition order. A subclass calls :meth:`_start`
+    and supplies ``_partition_sums(params, step)``.
+    """
+
+    xp = None
+
+    def _start(self, state):
+        self.plan, self.rng, self.noise_source = state.plan, state.rng, state.noise_source
+        self.params = state.params
+        self.n_features = self.params.shape[1] - 1
+        self._n_noisy_columns = self.n_features + int(bool(self.plan.fit_intercept))
+        self._omega = smoothing_omega(self.plan.sigma) if self.plan.sigma > 0 else 0.0
+        self._smooth = smooth_rows
+
+    def context(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def chunks(self, chunk_starts, chunk, noise_std):
+        n_steps, shape, dtype = self.plan.n_steps, self.params.shape, self.params.dtype
+        for chunk_start in chunk_starts:
+            chunk_steps = min(chunk, n_steps - chunk_start)
+            # The noise only: the batches are drawn on the partitions.
+            noise = chunk_noise(self.noise_source, self.rng,
+                                noise_std[chunk_start:chunk_start + chunk_steps], shape,
+                                self._n_noisy_columns, dtype)
+            yield chunk_start, chunk_steps, (chunk_start, noise)
+
+    def gradient_sum(self, params, draws, local_step):
+        chunk_start, noise = draws
+        sums = self._partition_sums(params, chunk_start + local_step)
+        # The noise once, on the sum of the partitions' sums (added in order).
+        grad = noise[local_step].copy()
+        for partial in sums:
+            grad += partial
+        return grad
+
+    def compiled_steps(self, update):
+        # Every step waits for the partitions' sums: nothing to compile.
+        return None
+
+
+class _CoordinatorTraining(_PartialSumsSteps):
+    """The loop run on a worker, the coordinator: its own partitions here, the others' called.
+
+    A step sends the weights to every other worker's holder at once (worker
+    to worker, one hop each way), computes the coordinator's own partitions'
+    sums and draws their next sample while those calls travel, then adds
+    everything in partition order: the sums and the noise of the loop run on
+    the client, bit for bit.
+    """
+
+    def __init__(self, holder, state, others, order):
+        self._start(state)
+        self._holder, self._others, self._order = holder, others, order
+
+    def _partition_sums(self, params, step):
+        # A copy: the calls' arguments are serialized on the worker's event
+        # loop, while this thread goes on.
+        sent = params.copy()
+        calls = [other.sums(sent, step) for other in self._others]
+        own = self._holder._sums(params, step)
+        if step + 1 < self.plan.n_steps:
+            self._holder._draw(step + 1)
+        try:
+            answers = [self._holder._answer(call) for call in calls]
+        except WorkerLostError:
+            raise
+        except (OSError, RuntimeError, KeyError) as error:
+            # Another worker went away, or came back without its holder.
+            raise WorkerLostError(WORKER_LOST_MESSAGE) from error
+        return _in_order([own] + answers, self._order, params)
+
+
+def _train_here(holder, state, others, order):
+    """The whole loop on this worker: ``(params, rng_state)``."""
+    params = run_training(_CoordinatorTraining(holder, state, others, order), state.plan)
+    return params, state.rng.bit_generator.state
+
+
+class DaskTraining(_PartialSumsSteps):
     """The Dask backend of the training loop: partial sums on the partitions, the rest here.
 
     Parameters
@@ -392,8 +553,6 @@ class DaskTraining(HostWeightSteps):
         Validated weights, chunked as X's rows.
     initial_params : ndarray of shape (n_outputs, d + 1) or None, default=None
     """
-
-    xp = None
 
     def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
                  noise_source=gaussian_noise, sample_weight=None, initial_params=None):
@@ -422,17 +581,13 @@ class DaskTraining(HostWeightSteps):
         # The partitions' sampling seeds, from the fit's generator (secret
         # unless the fit is reproducible), before any noise.
         self._seeds = rng.integers(0, 2**63, size=(len(self._partitions), 2), dtype=np.int64)
-        self.plan, self.rng, self.noise_source = plan, rng, noise_source
-        self.n_features = X.shape[1]
-        self.params = np.zeros((n_outputs, self.n_features + 1), dtype=X.dtype)
+        self.params = np.zeros((n_outputs, X.shape[1] + 1), dtype=X.dtype)
         if initial_params is not None:
             self.params[:] = initial_params
+        self._start(_LoopState(plan, rng, noise_source, self.params))
         self._settings = _StepSettings(
             int(plan.loss_code), float(plan.loss_threshold), float(plan.clip_norm),
             bool(plan.fit_intercept), float(plan.sample_rate))
-        self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
-        self._omega = smoothing_omega(plan.sigma) if plan.sigma > 0 else 0.0
-        self._smooth = smooth_rows
         self._runner.bind(self._partitions, self._seeds, self._settings, self._tokens)
 
     @property
@@ -440,33 +595,29 @@ class DaskTraining(HostWeightSteps):
         """The number of partitions (tasks per step)."""
         return len(self._partitions)
 
-    def context(self):
-        import contextlib
+    @property
+    def runs_on_cluster(self):
+        """Whether the partitions are on the workers of a ``dask.distributed`` client."""
+        return isinstance(self._runner, _DistributedRunner)
 
-        return contextlib.nullcontext()
+    def _partition_sums(self, params, step):
+        return self._runner.sums(params, step)
 
-    def chunks(self, chunk_starts, chunk, noise_std):
-        n_steps, shape, dtype = self.plan.n_steps, self.params.shape, self.params.dtype
-        for chunk_start in chunk_starts:
-            chunk_steps = min(chunk, n_steps - chunk_start)
-            # The noise only: the batches are drawn on the partitions.
-            noise = chunk_noise(self.noise_source, self.rng,
-                                noise_std[chunk_start:chunk_start + chunk_steps], shape,
-                                self._n_noisy_columns, dtype)
-            yield chunk_start, chunk_steps, (chunk_start, noise)
+    def train_on_cluster(self):
+        """Run the whole loop on a worker of the cluster; the released parameters.
 
-    def gradient_sum(self, params, draws, local_step):
-        chunk_start, noise = draws
-        sums = self._runner.sums(params, chunk_start + local_step)
-        # The noise once, on the sum of the partitions' sums (added in order).
-        grad = noise[local_step].copy()
-        for partial in sums:
-            grad += partial
-        return grad
+        The same steps as :func:`~sklearn_dplssgd.training.run_training` on
+        this backend: the fit's generator travels to the coordinator, draws
+        the same noise there, and its state comes back to this generator.
 
-    def compiled_steps(self, update):
-        # Every step is a round trip to the partitions: nothing to compile.
-        return None
+        Returns
+        -------
+        params : ndarray of shape (K, d + 1)
+        """
+        params, rng_state = self._runner.train(
+            _LoopState(self.plan, self.rng, self.noise_source, self.params))
+        self.rng.bit_generator.state = rng_state
+        return params
 
 
 def train_dp_lssgd_dask(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0,
@@ -483,4 +634,10 @@ def train_dp_lssgd_dask(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0,
     """
     backend = DaskTraining(X, y, n_outputs, plan, rng, n_threads=n_threads,
                            sample_weight=sample_weight, initial_params=initial_params)
+    if backend.runs_on_cluster and not verbose and epoch_callback is None:
+        # The loop on a worker: a step is then one hop from worker to worker
+        # instead of a round trip from the client to every worker. Progress
+        # lines and callbacks need the iterate here every epoch: they keep
+        # the loop on the client.
+        return backend.train_on_cluster()
     return run_training(backend, plan, verbose=verbose, epoch_callback=epoch_callback)
