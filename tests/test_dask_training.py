@@ -94,8 +94,8 @@ def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
 
     async def steps():
         answers = [await holder.sums(params, 7)]
-        # Queued behind the answer, on the holder's thread: the next step's sample.
-        holder._thread.submit(lambda: None).result()
+        # Queued behind the answer, on the worker's event loop: the next step's sample.
+        await asyncio.sleep(0)
         assert holder._drawn_step == 8
         answers.append(await holder.sums(params, 8))
         return answers

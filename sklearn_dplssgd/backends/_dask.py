@@ -17,13 +17,17 @@ the active ``dask.distributed`` client, or in this process under Dask's
 local scheduler when no client is active. On a cluster, each worker's
 partitions are then handed to one Dask actor on that worker, so that a step
 is one direct call per worker (the weights out, the worker's partial sums
-back as one array) rather than one scheduled task per partition: the
-scheduler's per-task cost, paid every step, was most of a step's time. The
-client makes every worker's call at once and awaits them together in one
-hop to its event loop; each worker draws the next step's sample once it has
-answered. What is left a step is Dask's round trip (through the scheduler,
-or straight to the workers when the client is made with
-``direct_to_workers=True``; ``benchmarks/bench_dask.py`` measures both).
+back as one array) rather than one scheduled task per partition. The loop
+itself then runs on one of those workers, the coordinator
+(:class:`_CoordinatorTraining`): the workers already hold the rows, so they
+may hold the fit's generator too. A step is one hop from the coordinator to
+each other worker and back, overlapped with the coordinator's own
+partitions, instead of a round trip from the client to every worker (and
+through the scheduler unless the client is made with
+``direct_to_workers=True``); only the released parameters and the
+generator's state come back. A fit that prints progress (``verbose``) or
+calls back every epoch keeps the loop on the client, which needs the
+iterate every epoch. ``benchmarks/bench_dask.py`` measures both.
 
 The sampling randomness of partition k at step t comes from a generator
 seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
@@ -198,16 +202,15 @@ def _active_client():
 class _PartitionHolder:
     """A worker's partitions of a fit, held by one Dask actor for the whole fit.
 
-    A step is one call per worker, straight from the client to the worker
-    (or through the scheduler, as the client's ``direct_to_workers`` says),
-    carrying the weights and bringing back one array: the sums of the
-    worker's partitions, in their order. The call is answered by the
-    worker's event loop (an ``async`` method), which hands the compute to
-    the holder's own thread and, once the sums are ready, queues the next
-    step's sample (it does not depend on the weights) behind them on that
-    thread: it is drawn while the answer travels and the
-    client noises and steps. The compute stays off the event loop: measured
-    on a loaded 2-core machine, sums computed on the loop made a step slower.
+    A step is one call per worker carrying the weights and bringing back
+    one array: the sums of the worker's partitions, in their order. The
+    call comes from the coordinator (the holder on another worker that runs
+    the loop, :meth:`train`), or from the client when the loop runs there.
+    It is answered on the worker's event loop (an ``async`` method), which
+    computes the sums itself (no thread hop either way: about 0.5 ms a step
+    less, measured worker to worker) and then queues the next step's sample
+    (it does not depend on the weights) on the same loop, to be drawn while
+    the answer travels and the coordinator noises and steps.
     """
 
     def __init__(self, seeds, settings, tokens, *partitions):
@@ -216,7 +219,6 @@ class _PartitionHolder:
         # (under an actor rebuilt with them) have others, and fail every call.
         self.tokens = tokens
         self._drawn_step, self._drawn_batches = None, None
-        self._thread = None
         # Set by the client when it sees a worker of the fit lost, for a loop
         # run here that waits on a call the lost worker will never answer.
         self._stopped = False
@@ -259,20 +261,19 @@ class _PartitionHolder:
     async def sums(self, params, step):
         """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``."""
         import asyncio
-        import concurrent.futures
-        import weakref
 
-        if self._thread is None:
-            # One thread: the draws and the sums run in the order queued.
-            self._thread = concurrent.futures.ThreadPoolExecutor(1)
-            weakref.finalize(self, self._thread.shutdown, wait=False)
-        loop = asyncio.get_running_loop()
-        sums = await loop.run_in_executor(self._thread, self._sums, params, step)
-        ahead = loop.run_in_executor(self._thread, self._draw, step + 1)
-        # A draw ahead that fails is not an error of this step: that step
-        # draws its own (and meets the error, if it lasts, in its call).
-        ahead.add_done_callback(lambda draw: draw.cancelled() or draw.exception())
+        sums = self._sums(params, step)
+        # The next step's sample, drawn once this answer is on its way.
+        asyncio.get_running_loop().call_soon(self._draw_ahead, step + 1)
         return sums
+
+    def _draw_ahead(self, step):
+        try:
+            self._draw(step)
+        except Exception:
+            # Not an error of the step answered: the next step draws its own
+            # (and meets the error, if it lasts, in its call).
+            pass
 
 
 class _DistributedRunner:
