@@ -183,8 +183,8 @@ def _timed_fit(X, y, settings, max_iter, n_jobs=None):
 # client as created (an actor's call goes through the scheduler), then told to
 # reach the workers directly; the loop on a worker (now: worker to worker).
 DASK_MODES = (
-    ("dask", "Dask, the loop on the client (before)", False, False),
-    ("dask direct", "Dask, the loop on the client, `direct_to_workers=True` (before)",
+    ("dask", "Dask, the loop on the client (as before)", False, False),
+    ("dask direct", "Dask, the loop on the client, `direct_to_workers=True` (as before)",
      True, False),
     ("dask worker loop", "Dask, the loop on a worker (now)", False, True),
 )
@@ -428,7 +428,8 @@ def write_reports(out, accuracy, memory, speed, elapsed, quick, only=()):
             f"({speed['steps']} steps an epoch), epsilon 1. `in memory`: `fit` on a NumPy "
             "array with `n_jobs=2`; the Dask fits: `fit` on a Dask array persisted on a "
             f"LocalCluster of 2 worker processes (1 thread each), chunks of "
-            f"{speed['chunk']:,} rows. `the loop on the client` (before): every step is a "
+            f"{speed['chunk']:,} rows. `the loop on the client` (as before, the "
+            "workers' actors as now): every step is a "
             "call from the client to each worker's actor, with the client as created "
             "(`direct_to_workers` unset: through the scheduler) or told to reach the "
             "workers itself; `the loop on a worker` (now): the fit's loop runs on one "
