@@ -309,10 +309,10 @@ ROUND_TRIPS = (
      "together", "stacked_on_loop"),
     ("all calls in one coroutine, no thread hop a step either side (direct)", True,
      "in_loop", "stacked_on_loop"),
-    ("one worker's thread calls the other worker (the loop on a worker: now); the "
-     "worker's loop, then the holder's thread", True, "worker", "stacked_via_own_thread"),
-    ("the same; answered on the worker's loop, no thread hop", True,
-     "worker", "stacked_on_loop"),
+    ("one worker's thread calls the other worker; the worker's loop, then the holder's "
+     "thread", True, "worker", "stacked_via_own_thread"),
+    ("the same; answered on the worker's loop, no thread hop (the loop on a worker: now)",
+     True, "worker", "stacked_on_loop"),
 )
 
 
