@@ -6,7 +6,7 @@ each step, every partition Poisson-samples its own rows (each row
 independently with probability q) and returns the clipped-gradient sum of
 its sample, computed by the NumPy backend's kernel
 (:func:`~sklearn_dplssgd.backends._kernels.noisy_clipped_gradient_sum`, with
-zero noise); the client adds the K partial sums, adds the step's Gaussian
+zero noise); the loop adds the K partial sums, adds the step's Gaussian
 noise once (drawn from the fit's generator, as the NumPy backend draws it),
 smooths and steps. A step sends the weights out and brings ``n_blocks`` arrays
 of shape ``(K, d + 1)`` back; no row leaves its partition.
