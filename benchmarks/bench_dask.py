@@ -16,11 +16,13 @@ Three parts, each written to its own results file:
   that client fails.
 * ``dask_speed.md``: n = 2,000,000, d = 100, binary, batch 4,096: the fit of
   one epoch on a 2-worker LocalCluster (one thread each) against the
-  in-memory fit with ``n_jobs=2``, alternated, the client as created (calls
+  in-memory fit with ``n_jobs=2``, alternated: the loop on a worker (now),
+  and the loop on the client (before) with the client as created (calls
   through the scheduler) and with ``direct_to_workers=True``; the time of a
   step from the difference between fits of 1 and 3 epochs, and the cluster's
   per-step overhead (the Dask step minus the in-memory step); then a step's
-  round trip without compute, per way of calling the workers' actors.
+  round trip without compute, per way of calling the workers' actors (from
+  the client, or from one worker to the other).
 
 Run from the repository root::
 
@@ -32,6 +34,7 @@ a temporary folder).
 """
 
 import argparse
+import contextlib
 import math
 import os
 import subprocess
@@ -175,9 +178,25 @@ def _timed_fit(X, y, settings, max_iter, n_jobs=None):
     return time.perf_counter() - began, model.n_steps_
 
 
-# The Dask fits of the speed part: the client as created (an actor's call goes
-# through the scheduler), then told to reach the workers directly.
-DASK_MODES = (("dask", False), ("dask direct", True))
+# The Dask fits of the speed part: (key, label, client reaches the workers
+# directly, the loop on a worker): the loop on the client (as before) with the
+# client as created (an actor's call goes through the scheduler), then told to
+# reach the workers directly; the loop on a worker (now: worker to worker).
+DASK_MODES = (
+    ("dask", "Dask, the loop on the client (as before)", False, False),
+    ("dask direct", "Dask, the loop on the client, `direct_to_workers=True` (as before)",
+     True, False),
+    ("dask worker loop", "Dask, the loop on a worker (now)", False, True),
+)
+
+
+def _loop_on_the_client():
+    """Keep the Dask fit's loop on the client, as it ran before (a step a round trip)."""
+    from unittest import mock
+
+    from sklearn_dplssgd.backends import DaskTraining
+
+    return mock.patch.object(DaskTraining, "runs_on_cluster", False)
 
 
 def run_speed(client, settings, log):
@@ -195,7 +214,7 @@ def run_speed(client, settings, log):
     # Warm both paths (kernels, the cluster's imports) before timing.
     _timed_fit(X[:4096], y[:4096], settings, 1, n_jobs=2)
     _timed_fit(X_dask[:4 * chunk], y_dask[:4 * chunk], settings, 1)
-    kinds = ("memory",) + tuple(mode for mode, _ in DASK_MODES)
+    kinds = ("memory",) + tuple(mode for mode, *_ in DASK_MODES)
     times = {f"{kind} {epochs}": [] for kind in kinds for epochs in (1, 3)}
     steps = {}
     loads = []
@@ -206,10 +225,13 @@ def run_speed(client, settings, log):
             for epochs in (1, 3):
                 elapsed, steps[epochs] = _timed_fit(X, y, settings, epochs, n_jobs=2)
                 times[f"memory {epochs}"].append(elapsed)
-                for mode, direct in DASK_MODES:
+                for mode, _, direct, on_worker in DASK_MODES:
                     # Read by each actor call (the client's documented setting).
                     client.direct_to_workers = direct or as_created
-                    elapsed, _ = _timed_fit(X_dask, y_dask, settings, epochs)
+                    with contextlib.ExitStack() as stack:
+                        if not on_worker:
+                            stack.enter_context(_loop_on_the_client())
+                        elapsed, _ = _timed_fit(X_dask, y_dask, settings, epochs)
                     times[f"{mode} {epochs}"].append(elapsed)
                 loads.append(os.getloadavg()[0])
     finally:
@@ -221,9 +243,10 @@ def run_speed(client, settings, log):
     result = dict(medians=medians, step=step, steps=steps[1], loads=loads,
                   round_trips=run_round_trips(client, settings, log), **settings)
     log(f"speed: fit of one epoch in memory {medians['memory 1']:.2f} s, on Dask "
-        f"{medians['dask 1']:.2f} s ({medians['dask direct 1']:.2f} s direct); a step "
-        f"{1e3 * step['memory']:.2f} ms against {1e3 * step['dask']:.2f} ms "
-        f"({1e3 * step['dask direct']:.2f} ms direct)")
+        f"{medians['dask worker loop 1']:.2f} s (the loop on the client: "
+        f"{medians['dask 1']:.2f} s, {medians['dask direct 1']:.2f} s direct); a step "
+        f"{1e3 * step['memory']:.2f} ms against {1e3 * step['dask worker loop']:.2f} ms "
+        f"({1e3 * step['dask']:.2f}, {1e3 * step['dask direct']:.2f} ms)")
     return result
 
 
@@ -257,11 +280,20 @@ class _SumsStandIn:
     async def stacked_on_loop(self, params, step):
         return self.stacked
 
+    def call_other_from_thread(self, other, method, calls):
+        """Ms a call from this actor's thread to ``other``'s method, as the coordinator calls."""
+        params = np.zeros(self.stacked.shape[1:])
+        began = time.perf_counter()
+        for step in range(calls):
+            getattr(other, method)(params, step).result()
+        return 1e3 * (time.perf_counter() - began) / calls
 
-# (name, client reaches the workers directly, how the client calls, the method):
-# from the step's messages before (two blocking calls, each answered by the
-# actor's thread with a list of (sum, token) pairs) to the fit's now, then
-# what the worker's and the client's thread hops cost.
+
+# (name, client reaches the workers directly, how the calls are made, the method):
+# from the step's messages of an older loop on the client (two blocking calls,
+# each answered by the actor's thread with a list of (sum, token) pairs) to
+# its latest, what the worker's and the client's thread hops cost, then one
+# worker calling the other (a step of the loop run on a worker).
 ROUND_TRIPS = (
     ("two blocking calls; the actor's thread; (sum, token) pairs (before)", False,
      "blocking", "pairs_on_thread"),
@@ -269,14 +301,18 @@ ROUND_TRIPS = (
      "blocking", "stacked_on_thread"),
     ("both awaited in one hop to the client's loop; the actor's thread; one array", False,
      "together", "stacked_on_thread"),
-    ("the same; the worker's loop, then the holder's thread (now)", False,
+    ("the same; the worker's loop, then the holder's thread (the loop on the client)", False,
      "together", "stacked_via_own_thread"),
-    ("the same, the client reaching the workers directly (now, direct)", True,
+    ("the same, the client reaching the workers directly (direct)", True,
      "together", "stacked_via_own_thread"),
     ("the same; answered on the worker's loop, no thread hop (direct)", True,
      "together", "stacked_on_loop"),
     ("all calls in one coroutine, no thread hop a step either side (direct)", True,
      "in_loop", "stacked_on_loop"),
+    ("one worker's thread calls the other worker; the worker's loop, then the holder's "
+     "thread", True, "worker", "stacked_via_own_thread"),
+    ("the same; answered on the worker's loop, no thread hop (the loop on a worker: now)",
+     True, "worker", "stacked_on_loop"),
 )
 
 
@@ -305,6 +341,9 @@ def run_round_trips(client, settings, log):
             await together(method, step)
 
     def timed(how, method):
+        if how == "worker":
+            # One call a step, from worker to worker: the client is not involved.
+            return actors[0].call_other_from_thread(actors[1], method, calls).result()
         began = time.perf_counter()
         if how == "in_loop":
             client.sync(in_loop, method, asynchronous=False)
@@ -387,45 +426,48 @@ def write_reports(out, accuracy, memory, speed, elapsed, quick, only=()):
             "# fit on a Dask array: speed", "", header, "",
             f"n = {speed['n']:,}, d = {speed['d']}, binary, batch {speed['batch']:,} "
             f"({speed['steps']} steps an epoch), epsilon 1. `in memory`: `fit` on a NumPy "
-            "array with `n_jobs=2`; `Dask`: `fit` on a Dask array persisted on a "
+            "array with `n_jobs=2`; the Dask fits: `fit` on a Dask array persisted on a "
             f"LocalCluster of 2 worker processes (1 thread each), chunks of "
-            f"{speed['chunk']:,} rows, with the client as created (`direct_to_workers` "
-            "unset: each call to a worker's actor goes through the scheduler); `Dask, "
-            "direct`: the same client with `direct_to_workers=True` (it reaches the "
-            f"workers itself). Medians of {speed['repeats']} fits each, the three "
-            "alternated. The fit's time includes its preparation (the finite check, the "
-            "rows' norms: on the workers for Dask); a step's time is (fit of 3 epochs - "
-            "fit of 1 epoch) / the extra steps; the cluster's per-step overhead is the "
-            "Dask step minus the in-memory step. Load average (1 min) during the runs: "
+            f"{speed['chunk']:,} rows. `the loop on the client` (as before, the "
+            "workers' actors as now): every step is a "
+            "call from the client to each worker's actor, with the client as created "
+            "(`direct_to_workers` unset: through the scheduler) or told to reach the "
+            "workers itself; `the loop on a worker` (now): the fit's loop runs on one "
+            "worker, which computes its own partitions' sums and calls the other worker's "
+            f"actor directly. Medians of {speed['repeats']} fits each, all alternated. The "
+            "fit's time includes its preparation (the finite check, the rows' norms: on "
+            "the workers for Dask); a step's time is (fit of 3 epochs - fit of 1 epoch) / "
+            "the extra steps; the cluster's per-step overhead is the Dask step minus the "
+            "in-memory step. Load average (1 min) during the runs: "
             + ", ".join(f"{load:.1f}" for load in speed["loads"]) + ".", "",
-            "| | in memory (n_jobs=2) | Dask (2 workers) | Dask / in memory "
-            "| Dask, direct | Dask, direct / in memory |",
-            "|---|---|---|---|---|---|",
-            f"| fit of 1 epoch (s) | {m['memory 1']:.2f} | {m['dask 1']:.2f} "
-            f"| {m['dask 1'] / m['memory 1']:.2f}x | {m['dask direct 1']:.2f} "
-            f"| {m['dask direct 1'] / m['memory 1']:.2f}x |",
-            f"| fit of 3 epochs (s) | {m['memory 3']:.2f} | {m['dask 3']:.2f} "
-            f"| {m['dask 3'] / m['memory 3']:.2f}x | {m['dask direct 3']:.2f} "
-            f"| {m['dask direct 3'] / m['memory 3']:.2f}x |",
-            f"| a step (ms) | {1e3 * step['memory']:.2f} | {1e3 * step['dask']:.2f} "
-            f"| {step['dask'] / step['memory']:.2f}x | {1e3 * step['dask direct']:.2f} "
-            f"| {step['dask direct'] / step['memory']:.2f}x |",
-            f"| the cluster's per-step overhead (ms) | - "
-            f"| {1e3 * (step['dask'] - step['memory']):.2f} | - "
-            f"| {1e3 * (step['dask direct'] - step['memory']):.2f} | - |",
+            "| | fit of 1 epoch (s) | / in memory | fit of 3 epochs (s) | a step (ms) "
+            "| / in memory | the cluster's per-step overhead (ms) |",
+            "|---|---|---|---|---|---|---|",
+            f"| in memory (n_jobs=2) | {m['memory 1']:.2f} | 1.00x | {m['memory 3']:.2f} "
+            f"| {1e3 * step['memory']:.2f} | 1.00x | - |",
+        ]
+        for mode, label, _, _ in DASK_MODES:
+            lines.append(
+                f"| {label} | {m[mode + ' 1']:.2f} | {m[mode + ' 1'] / m['memory 1']:.2f}x "
+                f"| {m[mode + ' 3']:.2f} | {1e3 * step[mode]:.2f} "
+                f"| {step[mode] / step['memory']:.2f}x "
+                f"| {1e3 * (step[mode] - step['memory']):.2f} |")
+        lines += [
             "", "## A step's round trip, without compute", "",
             "Each worker holds an actor that answers at once with the messages of a step of "
             f"the fit above ({speed['n'] // speed['chunk'] // 2} partitions' sums of "
-            f"{speed['d'] + 1} values a worker); the client calls both actors "
-            f"{speed['round_trip_calls']} times a round, in {speed['repeats']} rounds "
-            "(the ways alternated). Milliseconds a step (both calls answered): the median "
-            "of the rounds, then each round.", "",
-            "| how the client calls and the actor answers | client reaches the workers "
+            f"{speed['d'] + 1} values a worker); the client calls both actors (or one "
+            f"worker's actor calls the other's) {speed['round_trip_calls']} times a round, "
+            f"in {speed['repeats']} rounds (the ways alternated). Milliseconds a step (all "
+            "its calls answered): the median of the rounds, then each round.", "",
+            "| how the step's calls are made and answered | the caller reaches the workers "
             "| ms a step | rounds |",
             "|---|---|---|---|",
         ]
-        for (name, values), (_, direct, _, _) in zip(speed["round_trips"], ROUND_TRIPS):
-            lines.append(f"| {name} | {'directly' if direct else 'through the scheduler'} "
+        for (name, values), (_, direct, how, _) in zip(speed["round_trips"], ROUND_TRIPS):
+            reach = ("worker to worker" if how == "worker"
+                     else "directly" if direct else "through the scheduler")
+            lines.append(f"| {name} | {reach} "
                          f"| {np.median(values):.2f} | "
                          + ", ".join(f"{value:.2f}" for value in values) + " |")
         (out / "dask_speed.md").write_text("\n".join(lines) + "\n")

@@ -94,8 +94,8 @@ def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
 
     async def steps():
         answers = [await holder.sums(params, 7)]
-        # Queued behind the answer, on the holder's thread: the next step's sample.
-        holder._thread.submit(lambda: None).result()
+        # Queued behind the answer, on the worker's event loop: the next step's sample.
+        await asyncio.sleep(0)
         assert holder._drawn_step == 8
         answers.append(await holder.sums(params, 8))
         return answers
@@ -292,9 +292,47 @@ def test_reproducible_fit_is_the_same_on_the_cluster_and_locally(client, monkeyp
         # Dask's local scheduler, in this process: the same draws, the same sums.
         local.setattr("sklearn_dplssgd.backends._dask._active_client", lambda: None)
         np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, first)
+    with monkeypatch.context() as on_the_client:
+        # The loop on the client, each step a call to every worker.
+        on_the_client.setattr(DaskTraining, "runs_on_cluster", False)
+        np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, first)
     # Another seed samples and noises differently.
     assert not np.array_equal(estimator.set_params(random_state=4).fit(X_dask, y_dask).coef_,
                               first)
+
+
+def test_the_loop_on_a_worker_draws_what_the_loop_on_the_client_draws(client, monkeypatch):
+    from sklearn_dplssgd.backends import _dask
+
+    X, y = _table(n=900)
+    X_dask, y_dask = _chunked(X, y, rows=150)
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], reproducible=True,
+                                  random_state=5, max_iter=2, average=True)
+    states, loops = {}, []
+    train_on_cluster, run_training = DaskTraining.train_on_cluster, _dask.run_training
+
+    def on_a_worker(self):
+        params = train_on_cluster(self)
+        states["worker"] = self.rng.bit_generator.state
+        return params
+
+    def on_the_client(backend, *args, **kwargs):
+        loops.append(backend)
+        params = run_training(backend, *args, **kwargs)
+        states["client"] = backend.rng.bit_generator.state
+        return params
+
+    monkeypatch.setattr(DaskTraining, "train_on_cluster", on_a_worker)
+    monkeypatch.setattr(_dask, "run_training", on_the_client)
+    on_worker = estimator.fit(X_dask, y_dask).coef_.copy()
+    # Nothing of the loop ran here.
+    assert not loops and "client" not in states
+    with monkeypatch.context() as client_loop:
+        client_loop.setattr(DaskTraining, "runs_on_cluster", False)
+        np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, on_worker)
+    assert len(loops) == 1
+    # The fit's generator goes on from where the worker's loop left it.
+    assert states["worker"] == states["client"]
 
 
 def test_accuracy_matches_the_in_memory_fit(client):
@@ -360,9 +398,68 @@ def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch, how):
 
     monkeypatch.setattr(DaskTraining, "gradient_sum", lose_a_worker)
     ledger = PrivacyLedger()
-    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger, max_iter=2)
+    # Progress lines keep the loop on the client (it prints every epoch's iterate).
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger, max_iter=2,
+                                  verbose=1)
     with pytest.raises(WorkerLostError, match="released nothing"):
         estimator.fit(X_dask, y_dask)
+    assert "coef_" not in estimator.__dict__ and len(ledger.records) == 1
+    assert len(calls) >= 3
+
+
+def _steps_drawn(keys, dask_worker):
+    """The latest step this fit's holder on this worker has drawn a sample for (-1: none)."""
+    return max([dask_worker.state.actors[key]._drawn_step or -1
+                for key in keys if key in dask_worker.state.actors], default=-1)
+
+
+@pytest.mark.parametrize("lost, how", [("coordinator", "restarted"), ("other", "restarted"),
+                                       ("other", "crashed")])
+def test_a_worker_lost_while_the_loop_runs_on_a_worker_fails_closed(client, monkeypatch,
+                                                                    lost, how):
+    import concurrent.futures
+    import os
+    import threading
+    import time
+
+    # A worker crashed by an earlier test is brought back by its nanny.
+    client.wait_for_workers(2, timeout=60)
+    X, y = _table(n=600)
+    X_dask, y_dask = _chunked(X, y, rows=100)
+    original = DaskTraining.train_on_cluster
+    started, workers = threading.Event(), {}
+
+    def note_the_coordinator(self):
+        try:
+            # The coordinator is the worker of the first partition (the first holder).
+            workers["coordinator"] = client.who_has(self._partitions[:1])[
+                self._partitions[0].key][0]
+            workers["other"] = next(address for address in client.scheduler_info()["workers"]
+                                    if address != workers["coordinator"])
+            workers["holders"] = [holder.key for holder in self._runner._actor_futures]
+        finally:
+            started.set()
+        return original(self)
+
+    monkeypatch.setattr(DaskTraining, "train_on_cluster", note_the_coordinator)
+    ledger = PrivacyLedger()
+    # Thousands of steps: the loss comes long before the loop's end.
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger, batch_size=6,
+                                  max_iter=30)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        fit = pool.submit(estimator.fit, X_dask, y_dask)
+        assert started.wait(60), fit.exception()
+        # Until the loop is a few steps in, on the workers.
+        for _ in range(400):
+            if min(client.run(_steps_drawn, workers["holders"]).values()) >= 3:
+                break
+            time.sleep(0.01)
+        if how == "restarted":
+            client.restart_workers([workers[lost]])
+        else:
+            client.submit(os._exit, 1, workers=[workers[lost]], pure=False)
+        with pytest.raises(WorkerLostError, match="released nothing"):
+            fit.result(timeout=120)
     assert "coef_" not in estimator.__dict__ and len(ledger.records) == 1
 
 

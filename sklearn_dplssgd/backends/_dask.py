@@ -6,7 +6,7 @@ each step, every partition Poisson-samples its own rows (each row
 independently with probability q) and returns the clipped-gradient sum of
 its sample, computed by the NumPy backend's kernel
 (:func:`~sklearn_dplssgd.backends._kernels.noisy_clipped_gradient_sum`, with
-zero noise); the client adds the K partial sums, adds the step's Gaussian
+zero noise); the loop adds the K partial sums, adds the step's Gaussian
 noise once (drawn from the fit's generator, as the NumPy backend draws it),
 smooths and steps. A step sends the weights out and brings ``n_blocks`` arrays
 of shape ``(K, d + 1)`` back; no row leaves its partition.
@@ -17,13 +17,17 @@ the active ``dask.distributed`` client, or in this process under Dask's
 local scheduler when no client is active. On a cluster, each worker's
 partitions are then handed to one Dask actor on that worker, so that a step
 is one direct call per worker (the weights out, the worker's partial sums
-back as one array) rather than one scheduled task per partition: the
-scheduler's per-task cost, paid every step, was most of a step's time. The
-client makes every worker's call at once and awaits them together in one
-hop to its event loop; each worker draws the next step's sample once it has
-answered. What is left a step is Dask's round trip (through the scheduler,
-or straight to the workers when the client is made with
-``direct_to_workers=True``; ``benchmarks/bench_dask.py`` measures both).
+back as one array) rather than one scheduled task per partition. The loop
+itself then runs on one of those workers, the coordinator
+(:class:`_CoordinatorTraining`): the workers already hold the rows, so they
+may hold the fit's generator too. A step is one hop from the coordinator to
+each other worker and back, overlapped with the coordinator's own
+partitions, instead of a round trip from the client to every worker (and
+through the scheduler unless the client is made with
+``direct_to_workers=True``); only the released parameters and the
+generator's state come back. A fit that prints progress (``verbose``) or
+calls back every epoch keeps the loop on the client, which needs the
+iterate every epoch. ``benchmarks/bench_dask.py`` measures both.
 
 The sampling randomness of partition k at step t comes from a generator
 seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
@@ -68,6 +72,11 @@ WORKER_LOST_MESSAGE = (
     "were rebuilt, so the fit stopped and released nothing. Any ledger was "
     "charged for this fit (it may have read rows). Fit again on a stable cluster."
 )
+
+
+# Seconds between the client's checks that the holders of a fit run on a
+# worker are still where they were (a check is one look at their futures).
+_LIVENESS_PERIOD = 0.5
 
 
 class NonFiniteRowsError(ValueError):
@@ -193,16 +202,15 @@ def _active_client():
 class _PartitionHolder:
     """A worker's partitions of a fit, held by one Dask actor for the whole fit.
 
-    A step is one call per worker, straight from the client to the worker
-    (or through the scheduler, as the client's ``direct_to_workers`` says),
-    carrying the weights and bringing back one array: the sums of the
-    worker's partitions, in their order. The call is answered by the
-    worker's event loop (an ``async`` method), which hands the compute to
-    the holder's own thread and, once the sums are ready, queues the next
-    step's sample (it does not depend on the weights) behind them on that
-    thread: it is drawn while the answer travels and the
-    client noises and steps. The compute stays off the event loop: measured
-    on a loaded 2-core machine, sums computed on the loop made a step slower.
+    A step is one call per worker carrying the weights and bringing back
+    one array: the sums of the worker's partitions, in their order. The
+    call comes from the coordinator (the holder on another worker that runs
+    the loop, :meth:`train`), or from the client when the loop runs there.
+    It is answered on the worker's event loop (an ``async`` method), which
+    computes the sums itself (no thread hop either way: about 0.5 ms a step
+    less, measured worker to worker) and then queues the next step's sample
+    (it does not depend on the weights) on the same loop, to be drawn while
+    the answer travels and the coordinator noises and steps.
     """
 
     def __init__(self, seeds, settings, tokens, *partitions):
@@ -211,7 +219,9 @@ class _PartitionHolder:
         # (under an actor rebuilt with them) have others, and fail every call.
         self.tokens = tokens
         self._drawn_step, self._drawn_batches = None, None
-        self._thread = None
+        # Set by the client when it sees a worker of the fit lost, for a loop
+        # run here that waits on a call the lost worker will never answer.
+        self._stopped = False
 
     def _draw(self, step):
         batches = [_step_batch(partition, seed, step, self.settings)
@@ -231,23 +241,39 @@ class _PartitionHolder:
             _batch_gradient_sum(batch, params, self.settings, out)
         return sums
 
+    def train(self, state, others, order):
+        """Run the whole loop here, as the fit's coordinator: see :func:`_train_here`."""
+        return _train_here(self, state, others, order)
+
+    async def stop(self):
+        """Make a loop run here fail at its next wait (answered on the worker's event loop)."""
+        self._stopped = True
+
+    def _answer(self, call):
+        """Another holder's answer to ``call``, or WorkerLostError once the client says stop."""
+        while not self._stopped:
+            try:
+                return call.result(timeout=_LIVENESS_PERIOD)
+            except TimeoutError:
+                continue
+        raise WorkerLostError(WORKER_LOST_MESSAGE)
+
     async def sums(self, params, step):
         """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``."""
         import asyncio
-        import concurrent.futures
-        import weakref
 
-        if self._thread is None:
-            # One thread: the draws and the sums run in the order queued.
-            self._thread = concurrent.futures.ThreadPoolExecutor(1)
-            weakref.finalize(self, self._thread.shutdown, wait=False)
-        loop = asyncio.get_running_loop()
-        sums = await loop.run_in_executor(self._thread, self._sums, params, step)
-        ahead = loop.run_in_executor(self._thread, self._draw, step + 1)
-        # A draw ahead that fails is not an error of this step: that step
-        # draws its own (and meets the error, if it lasts, in its call).
-        ahead.add_done_callback(lambda draw: draw.cancelled() or draw.exception())
+        sums = self._sums(params, step)
+        # The next step's sample, drawn once this answer is on its way.
+        asyncio.get_running_loop().call_soon(self._draw_ahead, step + 1)
         return sums
+
+    def _draw_ahead(self, step):
+        try:
+            self._draw(step)
+        except Exception:
+            # Not an error of the step answered: the next step draws its own
+            # (and meets the error, if it lasts, in its call).
+            pass
 
 
 class _DistributedRunner:
@@ -313,9 +339,45 @@ class _DistributedRunner:
         except (OSError, RuntimeError, KeyError) as error:
             # The actor's worker went away, or came back without it.
             raise WorkerLostError(WORKER_LOST_MESSAGE) from error
-        sums = np.empty((len(self._order),) + params.shape, dtype=params.dtype)
-        sums[self._order] = np.concatenate(by_holder)
-        return sums
+        return _in_order(by_holder, self._order, params)
+
+    def train(self, state):
+        """Run the loop on the first holder's worker (the coordinator); its result here.
+
+        Returns ``(params, rng_state)``: the released parameters and the fit
+        generator's state after the loop (the client's generator goes on from
+        it, as after a loop run here).
+        """
+        if any(future.status != "finished" for future in self._actor_futures):
+            raise WorkerLostError(WORKER_LOST_MESSAGE)
+        coordinator, others = self._holders[0], self._holders[1:]
+        try:
+            call = coordinator.train(state, others, self._order)
+            while True:
+                try:
+                    return call.result(timeout=_LIVENESS_PERIOD)
+                except TimeoutError:
+                    # A lost worker does not always break the call (Dask may
+                    # wait to rebuild the coordinator and call it again): its
+                    # holders' futures say it.
+                    if any(future.status != "finished" for future in self._actor_futures):
+                        # The coordinator's thread may be waiting on the lost
+                        # worker: told to stop (if it is there to be told),
+                        # it frees the worker for later fits.
+                        coordinator.stop()
+                        raise WorkerLostError(WORKER_LOST_MESSAGE) from None
+        except WorkerLostError:
+            raise
+        except (OSError, RuntimeError, KeyError) as error:
+            # The coordinator's worker went away, or came back without it.
+            raise WorkerLostError(WORKER_LOST_MESSAGE) from error
+
+
+def _in_order(by_holder, order, params):
+    """The holders' answers (each its partitions' sums) as one array in partition order."""
+    sums = np.empty((len(order),) + params.shape, dtype=params.dtype)
+    sums[order] = np.concatenate(by_holder)
+    return sums
 
 
 class _LocalRunner:
@@ -372,7 +434,107 @@ class _Closure:
         return self.function(*self.args)
 
 
-class DaskTraining(HostWeightSteps):
+@dataclasses.dataclass
+class _LoopState:
+    """What the loop needs besides the partitions' sums; travels to the coordinator.
+
+    The fit's generator (the noise's; secret unless the fit is reproducible)
+    goes only where the rows already are.
+    """
+
+    plan: object
+    rng: object
+    noise_source: object
+    params: np.ndarray
+
+
+class _PartialSumsSteps(HostWeightSteps):
+    """The loop's steps over the partitions' sums: the noise drawn here, added once.
+
+    Shared by the loop run on the client (:class:`DaskTraining`) and on a
+    worker (:class:`_CoordinatorTraining`): the same draws in the same order,
+    the same sums added in partition order. A subclass calls :meth:`_start`
+    and supplies ``_partition_sums(params, step)``.
+    """
+
+    xp = None
+
+    def _start(self, state):
+        self.plan, self.rng, self.noise_source = state.plan, state.rng, state.noise_source
+        self.params = state.params
+        self.n_features = self.params.shape[1] - 1
+        self._n_noisy_columns = self.n_features + int(bool(self.plan.fit_intercept))
+        self._omega = smoothing_omega(self.plan.sigma) if self.plan.sigma > 0 else 0.0
+        self._smooth = smooth_rows
+
+    def context(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def chunks(self, chunk_starts, chunk, noise_std):
+        n_steps, shape, dtype = self.plan.n_steps, self.params.shape, self.params.dtype
+        for chunk_start in chunk_starts:
+            chunk_steps = min(chunk, n_steps - chunk_start)
+            # The noise only: the batches are drawn on the partitions.
+            noise = chunk_noise(self.noise_source, self.rng,
+                                noise_std[chunk_start:chunk_start + chunk_steps], shape,
+                                self._n_noisy_columns, dtype)
+            yield chunk_start, chunk_steps, (chunk_start, noise)
+
+    def gradient_sum(self, params, draws, local_step):
+        chunk_start, noise = draws
+        sums = self._partition_sums(params, chunk_start + local_step)
+        # The noise once, on the sum of the partitions' sums (added in order).
+        grad = noise[local_step].copy()
+        for partial in sums:
+            grad += partial
+        return grad
+
+    def compiled_steps(self, update):
+        # Every step waits for the partitions' sums: nothing to compile.
+        return None
+
+
+class _CoordinatorTraining(_PartialSumsSteps):
+    """The loop run on a worker, the coordinator: its own partitions here, the others' called.
+
+    A step sends the weights to every other worker's holder at once (worker
+    to worker, one hop each way), computes the coordinator's own partitions'
+    sums and draws their next sample while those calls travel, then adds
+    everything in partition order: the sums and the noise of the loop run on
+    the client, bit for bit.
+    """
+
+    def __init__(self, holder, state, others, order):
+        self._start(state)
+        self._holder, self._others, self._order = holder, others, order
+
+    def _partition_sums(self, params, step):
+        # A copy: the calls' arguments are serialized on the worker's event
+        # loop, while this thread goes on.
+        sent = params.copy()
+        calls = [other.sums(sent, step) for other in self._others]
+        own = self._holder._sums(params, step)
+        if step + 1 < self.plan.n_steps:
+            self._holder._draw(step + 1)
+        try:
+            answers = [self._holder._answer(call) for call in calls]
+        except WorkerLostError:
+            raise
+        except (OSError, RuntimeError, KeyError) as error:
+            # Another worker went away, or came back without its holder.
+            raise WorkerLostError(WORKER_LOST_MESSAGE) from error
+        return _in_order([own] + answers, self._order, params)
+
+
+def _train_here(holder, state, others, order):
+    """The whole loop on this worker: ``(params, rng_state)``."""
+    params = run_training(_CoordinatorTraining(holder, state, others, order), state.plan)
+    return params, state.rng.bit_generator.state
+
+
+class DaskTraining(_PartialSumsSteps):
     """The Dask backend of the training loop: partial sums on the partitions, the rest here.
 
     Parameters
@@ -392,8 +554,6 @@ class DaskTraining(HostWeightSteps):
         Validated weights, chunked as X's rows.
     initial_params : ndarray of shape (n_outputs, d + 1) or None, default=None
     """
-
-    xp = None
 
     def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
                  noise_source=gaussian_noise, sample_weight=None, initial_params=None):
@@ -422,17 +582,13 @@ class DaskTraining(HostWeightSteps):
         # The partitions' sampling seeds, from the fit's generator (secret
         # unless the fit is reproducible), before any noise.
         self._seeds = rng.integers(0, 2**63, size=(len(self._partitions), 2), dtype=np.int64)
-        self.plan, self.rng, self.noise_source = plan, rng, noise_source
-        self.n_features = X.shape[1]
-        self.params = np.zeros((n_outputs, self.n_features + 1), dtype=X.dtype)
+        self.params = np.zeros((n_outputs, X.shape[1] + 1), dtype=X.dtype)
         if initial_params is not None:
             self.params[:] = initial_params
+        self._start(_LoopState(plan, rng, noise_source, self.params))
         self._settings = _StepSettings(
             int(plan.loss_code), float(plan.loss_threshold), float(plan.clip_norm),
             bool(plan.fit_intercept), float(plan.sample_rate))
-        self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
-        self._omega = smoothing_omega(plan.sigma) if plan.sigma > 0 else 0.0
-        self._smooth = smooth_rows
         self._runner.bind(self._partitions, self._seeds, self._settings, self._tokens)
 
     @property
@@ -440,33 +596,29 @@ class DaskTraining(HostWeightSteps):
         """The number of partitions (tasks per step)."""
         return len(self._partitions)
 
-    def context(self):
-        import contextlib
+    @property
+    def runs_on_cluster(self):
+        """Whether the partitions are on the workers of a ``dask.distributed`` client."""
+        return isinstance(self._runner, _DistributedRunner)
 
-        return contextlib.nullcontext()
+    def _partition_sums(self, params, step):
+        return self._runner.sums(params, step)
 
-    def chunks(self, chunk_starts, chunk, noise_std):
-        n_steps, shape, dtype = self.plan.n_steps, self.params.shape, self.params.dtype
-        for chunk_start in chunk_starts:
-            chunk_steps = min(chunk, n_steps - chunk_start)
-            # The noise only: the batches are drawn on the partitions.
-            noise = chunk_noise(self.noise_source, self.rng,
-                                noise_std[chunk_start:chunk_start + chunk_steps], shape,
-                                self._n_noisy_columns, dtype)
-            yield chunk_start, chunk_steps, (chunk_start, noise)
+    def train_on_cluster(self):
+        """Run the whole loop on a worker of the cluster; the released parameters.
 
-    def gradient_sum(self, params, draws, local_step):
-        chunk_start, noise = draws
-        sums = self._runner.sums(params, chunk_start + local_step)
-        # The noise once, on the sum of the partitions' sums (added in order).
-        grad = noise[local_step].copy()
-        for partial in sums:
-            grad += partial
-        return grad
+        The same steps as :func:`~sklearn_dplssgd.training.run_training` on
+        this backend: the fit's generator travels to the coordinator, draws
+        the same noise there, and its state comes back to this generator.
 
-    def compiled_steps(self, update):
-        # Every step is a round trip to the partitions: nothing to compile.
-        return None
+        Returns
+        -------
+        params : ndarray of shape (K, d + 1)
+        """
+        params, rng_state = self._runner.train(
+            _LoopState(self.plan, self.rng, self.noise_source, self.params))
+        self.rng.bit_generator.state = rng_state
+        return params
 
 
 def train_dp_lssgd_dask(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0,
@@ -483,4 +635,10 @@ def train_dp_lssgd_dask(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0,
     """
     backend = DaskTraining(X, y, n_outputs, plan, rng, n_threads=n_threads,
                            sample_weight=sample_weight, initial_params=initial_params)
+    if backend.runs_on_cluster and not verbose and epoch_callback is None:
+        # The loop on a worker: a step is then one hop from worker to worker
+        # instead of a round trip from the client to every worker. Progress
+        # lines and callbacks need the iterate here every epoch: they keep
+        # the loop on the client.
+        return backend.train_on_cluster()
     return run_training(backend, plan, verbose=verbose, epoch_callback=epoch_callback)
