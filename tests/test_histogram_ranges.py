@@ -48,6 +48,13 @@ def test_event_recomputed_by_dp_accounting_meets_epsilon(neighboring):
     assert (scaler.epsilon_, scaler.delta_) == (0.7, 1e-6)
 
 
+def test_the_default_mechanism_is_the_gaussian_histogram():
+    scaler = DPBoundedScaler(epsilon=0.7).fit(_table(500))
+    assert scaler.mechanism == "gaussian_histogram"
+    assert scaler.dp_event_ == dp_accounting.GaussianDpEvent(scaler.noise_multiplier_)
+    assert (scaler.epsilon_, scaler.delta_) == (0.7, 1e-6)
+
+
 def test_ledger_composes_the_release_under_pld():
     ledger = PrivacyLedger(max_epsilon=3.0, delta=1e-5)
     scaler = DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram", ledger=ledger)
