@@ -7,9 +7,10 @@ A census-like table arrives with numeric and categorical columns and nothing
 declared: no ranges, no list of categories. A ``ColumnTransformer`` with
 :class:`~sklearn_dplssgd.DPOneHotEncoder` (categories by private partition
 selection) and :class:`~sklearn_dplssgd.DPBoundedScaler` (ranges from one noisy
-histogram of each feature in bins of powers of 2) feeds :class:`~sklearn_dplssgd.DPLSSGDClassifier`, and
-one :class:`~sklearn_dplssgd.PrivacyLedger` composes the three releases:
-the whole pipeline is differentially private at a total epsilon of 1.
+histogram of each feature in bins of powers of 2) feeds
+:class:`~sklearn_dplssgd.DPLSSGDClassifier`, and one
+:class:`~sklearn_dplssgd.PrivacyLedger` composes the three releases: the
+whole pipeline is differentially private at a total epsilon of 1.
 
 For reference, the same pipeline with categories and bounds declared by hand
 (what a user would otherwise have to write) is trained at epsilon 1 for the
