@@ -3,8 +3,12 @@
 :class:`DPBoundedScaler` is :class:`~sklearn_dplssgd.BoundedScaler` whose
 bounds are released by a private, *unbounded* quantile method instead of being
 declared: nothing about the range of a feature needs to be known in advance.
+Two mechanisms: by default (``mechanism="gaussian_histogram"``) one Gaussian
+release of every learned feature's coarse histogram
+(:mod:`._histogram_ranges`), which a ledger composes with the model under
+PLD; with ``mechanism="above_threshold"`` the method below, pure epsilon-DP.
 
-The method (after Durfee, "Unbounded differentially private quantile and
+The AboveThreshold method (after Durfee, "Unbounded differentially private quantile and
 maximum estimation", NeurIPS 2023) runs AboveThreshold, the sparse vector
 technique, over a fixed, data-independent grid of candidates that grows
 exponentially in both directions from zero (``0, +-base**i``). The upper end
@@ -290,16 +294,20 @@ def _public_bounds(bounds, n_features, feature_names):
 class DPBoundedScaler(BoundedScaler):
     """Scale each feature to [-1, 1] from a range learned with differential privacy.
 
-    Each feature's lower and upper end is released by an unbounded private
-    quantile method, so no range has to be known: AboveThreshold (the sparse
-    vector technique) over a fixed grid of candidates growing exponentially
-    from zero in both directions, after Durfee (NeurIPS 2023). Then each
+    Each feature's lower and upper end is released privately, so no range
+    has to be known: by default from one Gaussian release of every learned
+    feature's counts in bins of powers of 2 (``mechanism``, below); with
+    ``mechanism="above_threshold"`` by an unbounded private quantile method,
+    AboveThreshold (the sparse vector technique) over a fixed grid of
+    candidates growing exponentially from zero in both directions, after
+    Durfee (NeurIPS 2023). Then each
     feature ``x`` is mapped to ``2 * (x - lower_) / (upper_ - lower_) - 1``
     with clipping to ``[-1, 1]``, exactly as :class:`BoundedScaler` does
     (it is a :class:`BoundedScaler`), so every scaled row of ``d`` features
     has an L2 norm of at most ``sqrt(d)``.
 
-    **Privacy.** ``epsilon`` is split evenly over the ends learned: two per
+    **Privacy** (``"above_threshold"``; the histogram's is under
+    ``mechanism``). ``epsilon`` is split evenly over the ends learned: two per
     feature that has no public bounds in ``bounds``, each end
     ``epsilon / (2 * n_learned)``-DP, composed by basic composition into a
     pure ``epsilon``-DP release (``delta_ = 0``), under both replace-one and
@@ -310,8 +318,9 @@ class DPBoundedScaler(BoundedScaler):
     The fit records ``dp_event_`` and charges ``ledger`` before reading any
     value. See the "Private preprocessing" pages of the documentation.
 
-    **Which quantiles.** Each scan aims to leave ``k`` rows outside each end,
-    ``k = ceil(4.5 / epsilon_end)`` (three noise scales of the threshold),
+    **Which quantiles** (``"above_threshold"``). Each scan aims to leave
+    ``k`` rows outside each end, ``k = ceil(4.5 / epsilon_end)`` (three
+    noise scales of the threshold),
     at most a sixteenth of the public row count (``tail_count_``): public
     quantities only. The row count is public under replace-one, or when
     declared with ``public_n_samples``; under add/remove without it ``k`` has
