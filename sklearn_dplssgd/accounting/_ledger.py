@@ -450,9 +450,9 @@ class PrivacyLedger:
         For a fit asked to spend what remains of the budget
         (``epsilon="remaining"``): the total of the ledger's records composed
         with ``event_of_noise(z)`` (the same accountant, adjacency, delta and
-        PLD interval as :meth:`charge`) is at most ``max_epsilon``, as
-        :func:`~sklearn_dplssgd.accounting.smallest_noise_for` certifies by
-        evaluating it. Public quantities only: the records and the fit's
+        PLD interval as :meth:`charge`) is at most ``max_epsilon``, as the
+        calibration's search (``smallest_noise_for``) certifies by evaluating
+        it. Public quantities only: the records and the fit's
         event, before any row is read. The fit's :meth:`charge` checks the
         cap again (another fit may have charged meanwhile: it is refused then).
 
