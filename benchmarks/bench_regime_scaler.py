@@ -17,7 +17,8 @@ units, a scaler on the features and one on the target whose ends become
   ``PrivacyLedger(max_epsilon=total)`` composes every event under PLD.
 
 Then the diabetes pipeline as a user writes it with nothing declared: both
-scalers with every default (``DPBoundedScaler(ledger=ledger)``) and
+scalers with every default (``DPBoundedScaler(ledger=ledger)``), or with
+``epsilon="auto"``, and
 ``DPLSSGDRegressor(epsilon="remaining", ledger=ledger)`` under
 ``PrivacyLedger(max_epsilon=3)``, against declared bounds with the whole
 budget on each split.
@@ -202,14 +203,15 @@ def run(args):
               "`ledger = PrivacyLedger(max_epsilon=3)`; `DPBoundedScaler(ledger=ledger)` on the "
               "target and on the features (every other parameter its default); "
               "`DPLSSGDRegressor(epsilon=\"remaining\", target_bounds=<the target scaler's "
-              "ends>, ledger=ledger)`. Also with the scalers' epsilons set (1 / 0.5), their "
-              "mechanism the default.", "",
+              "ends>, ledger=ledger)`. Also with `epsilon=\"auto\"` for both scalers, and "
+              "with their epsilons set (1 / 0.5), their mechanism the default.", "",
               "| scalers | model epsilon | private R2 | median R2 | private - declared | worst "
               "split difference | ledger total |", "|---|---|---|---|---|---|---|"]
     above = {"mechanism": "above_threshold"}
     for label, scaler_kwargs, target_kwargs in (
             ("all defaults", {}, {}),
             ("defaults but mechanism=\"above_threshold\"", above, above),
+            ("epsilon=\"auto\"", {"epsilon": "auto"}, {"epsilon": "auto"}),
             ("epsilon 1 / 0.5", {"epsilon": 1.0}, {"epsilon": 0.5})):
         results = [diabetes_private(X_train, y_train, X_test, y_test, scaler_kwargs,
                                     target_kwargs, "remaining", "auto")

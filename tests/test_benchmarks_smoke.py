@@ -207,7 +207,7 @@ def test_bench_regime_scaler_quick(tmp_path):
     text = (tmp_path / "regime_scaler_mechanisms.md").read_text()
     assert "Adult skipped" in text and "| synthetic 3000 | gaussian_histogram | ledger |" in text
     assert "| above_threshold | 1.5 / 0.5 | basic | 0.970 |" in text
-    assert "| all defaults |" in text
+    assert "| all defaults |" in text and '| epsilon="auto" |' in text
 
 
 def test_bench_regime_heldout_square_widths_and_diabetes_quick(tmp_path):

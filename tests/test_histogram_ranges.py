@@ -169,3 +169,26 @@ def test_mechanism_and_delta_are_validated():
         DPBoundedScaler(mechanism="laplace").fit(_table(50))
     with pytest.raises(ValueError, match="delta"):
         DPBoundedScaler(mechanism="gaussian_histogram", delta=0.0).fit(_table(50))
+
+
+def test_auto_epsilon_lets_an_eighth_of_the_rows_stand_out_within_its_range():
+    from sklearn_dplssgd.preprocessing._dp_scaler import AUTO_EPSILON_RANGE
+    from sklearn_dplssgd.preprocessing._histogram_ranges import rows_needed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # One feature of 331 rows: between the floor and the cap, and a bin
+        # of an eighth of the rows reaches the threshold (not much more noise).
+        target = DPBoundedScaler(epsilon="auto").fit(_table(331)[:, :1])
+        assert AUTO_EPSILON_RANGE[0] < target.epsilon_ < AUTO_EPSILON_RANGE[1]
+        needed = rows_needed(target.noise_multiplier_, 1, "replace_one")
+        assert 0.99 * 331 / 8 <= needed <= 331 / 8 * (1 + 1e-3)
+        # Ten features of 331 rows would need more than the cap; a large
+        # table needs less than the floor; a private row count gets the floor.
+        assert DPBoundedScaler(epsilon="auto").fit(
+            np.tile(_table(331), (1, 3))[:, :10]).epsilon_ == AUTO_EPSILON_RANGE[1]
+        assert DPBoundedScaler(epsilon="auto").fit(_table(50_000)).epsilon_ == (
+            AUTO_EPSILON_RANGE[0])
+        assert DPBoundedScaler(epsilon="auto", neighboring="add_remove").fit(
+            _table(331)).epsilon_ == AUTO_EPSILON_RANGE[0]
+    with pytest.raises(ValueError, match="'auto' is available with mechanism='gaussian_hist"):
+        DPBoundedScaler(epsilon="auto", mechanism="above_threshold").fit(_table(331))
