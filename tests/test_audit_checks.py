@@ -319,7 +319,8 @@ class _ScalerCappedByPrivateN(DPBoundedScaler):
 
 
 @pytest.mark.parametrize("obj", [
-    DPBoundedScaler(), DPBoundedScaler(neighboring="add_remove", public_n_samples=40),
+    DPBoundedScaler(), DPBoundedScaler(mechanism="above_threshold"),
+    DPBoundedScaler(neighboring="add_remove", public_n_samples=40),
     DPBoundedScaler(epsilon=1.0, bounds=[None, (0, 1), None]), DPOneHotEncoder(),
     DPLSSGDClassifier(classes=[0, 1], max_iter=2),
     DPLSSGDRegressor(max_iter=2, neighboring="add_remove", public_n_samples=60),
@@ -333,7 +334,8 @@ def test_public_attribute_check_passes_on_every_private_object(obj):
 
 
 def test_public_attribute_check_catches_a_tail_count_from_private_n():
-    result = check_public_attributes(_ScalerCappedByPrivateN(epsilon=1.0))
+    result = check_public_attributes(
+        _ScalerCappedByPrivateN(epsilon=1.0, mechanism="above_threshold"))
     assert not result.passed and "tail_count_" in result.detail, str(result)
 
 

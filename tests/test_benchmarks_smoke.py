@@ -202,6 +202,14 @@ def test_bench_regime_diabetes_quick(tmp_path):
     assert "| gaussian_histogram | 1 / 0.3 |" in text
 
 
+def test_bench_regime_scaler_quick(tmp_path):
+    _run("bench_regime_scaler.py", tmp_path, "--adult-dir", str(tmp_path / "none"))
+    text = (tmp_path / "regime_scaler_mechanisms.md").read_text()
+    assert "Adult skipped" in text and "| synthetic 3000 | gaussian_histogram | ledger |" in text
+    assert "| above_threshold | 1.5 / 0.5 | basic | 0.970 |" in text
+    assert "| all defaults |" in text and '| epsilon="auto" |' in text
+
+
 def test_bench_regime_heldout_square_widths_and_diabetes_quick(tmp_path):
     _run("bench_regime_heldout.py", tmp_path, "--square-widths")
     text = (tmp_path / "regime_heldout_square.md").read_text()

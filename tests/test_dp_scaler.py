@@ -1,5 +1,6 @@
-"""DPBoundedScaler: private ranges by AboveThreshold over an unbounded grid."""
+"""DPBoundedScaler(mechanism="above_threshold"): private ranges by AboveThreshold."""
 
+import functools
 import math
 import re
 import warnings
@@ -29,13 +30,17 @@ from sklearn_dplssgd.preprocessing._dp_scaler import (
 )
 from sklearn_dplssgd.audit import epsilon_lower_bound
 
+# This file tests the AboveThreshold mechanism (the Gaussian-histogram
+# default: test_histogram_ranges.py).
+AboveThreshold = functools.partial(DPBoundedScaler, mechanism="above_threshold")
+
 # Fits are seeded (reproducible=True) so that the tests are repeatable; that
 # fit's warning is the point of reproducible and is tested below.
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dplssgd.PrivacyLeakWarning")
 
 
 def _seeded(seed=0, **params):
-    return DPBoundedScaler(random_state=seed, reproducible=True, **params)
+    return AboveThreshold(random_state=seed, reproducible=True, **params)
 
 
 def _table(n=20_000, seed=0):
@@ -74,7 +79,7 @@ def test_add_remove_neighbours_get_the_same_public_attributes(declared):
     # 39 and 40 rows of 3 features at epsilon 1: below 432 rows the cap
     # n // 16 would bind, and tail_count_ would tell the two neighbours apart.
     X = _table(40)
-    fits = [DPBoundedScaler(epsilon=1.0, neighboring="add_remove", public_n_samples=declared)
+    fits = [AboveThreshold(epsilon=1.0, neighboring="add_remove", public_n_samples=declared)
             .fit(rows) for rows in (X[:39], X)]
     first, second = (_non_learned_attributes(fit) for fit in fits)
     assert first.keys() == second.keys()
@@ -105,7 +110,7 @@ def test_add_remove_without_a_row_count_warns_that_the_range_is_nearly_empty():
 def test_an_epsilon_too_small_to_split_is_refused_before_charging(epsilon):
     ledger = PrivacyLedger()
     with pytest.raises(ValueError, match="'epsilon' parameter of DPBoundedScaler is too small"):
-        DPBoundedScaler(epsilon=epsilon, ledger=ledger).fit(_table(50))
+        AboveThreshold(epsilon=epsilon, ledger=ledger).fit(_table(50))
     assert ledger.records == []
 
 
@@ -114,19 +119,19 @@ def test_an_epsilon_too_small_to_split_is_refused_before_charging(epsilon):
 def test_non_finite_or_non_positive_epsilon_is_refused(epsilon, error):
     ledger = PrivacyLedger()
     with pytest.raises(error, match="'epsilon' parameter of DPBoundedScaler"):
-        DPBoundedScaler(epsilon=epsilon, ledger=ledger).fit(_table(50))
+        AboveThreshold(epsilon=epsilon, ledger=ledger).fit(_table(50))
     assert ledger.records == []
 
 
 def test_huge_epsilon_fits():
-    scaler = DPBoundedScaler(epsilon=1.7e308).fit(_table(500))
+    scaler = AboveThreshold(epsilon=1.7e308).fit(_table(500))
     assert scaler.epsilon_ == 1.7e308 and scaler.tail_count_ == 1
     assert np.all(np.isfinite(scaler.lower_)) and np.all(scaler.lower_ < scaler.upper_)
 
 
 def test_public_n_samples_is_validated():
     with pytest.raises(ValueError, match="'public_n_samples' parameter of DPBoundedScaler"):
-        DPBoundedScaler(public_n_samples=0).fit(_table(50))
+        AboveThreshold(public_n_samples=0).fit(_table(50))
 
 
 def test_ranges_cover_the_bulk_and_clip_little():
@@ -152,7 +157,7 @@ def test_transform_is_bounded_scaler_with_the_released_bounds():
 
 
 def test_event_and_epsilon():
-    scaler = DPBoundedScaler(epsilon=0.6).fit(_table(2000))
+    scaler = AboveThreshold(epsilon=0.6).fit(_table(2000))
     assert isinstance(scaler.dp_event_, dp_accounting.SelfComposedDpEvent)
     assert scaler.dp_event_.count == 6
     assert scaler.dp_event_.event == EpsilonDeltaDpEvent(0.6 / 6, 0.0)
@@ -163,7 +168,7 @@ def test_event_and_epsilon():
 def test_accounting_recomputed_with_dp_accounting():
     # dp-accounting composes the six pure 0.1-DP ends (their tight PLD):
     # our basic-composition epsilon is never below it.
-    scaler = DPBoundedScaler(epsilon=0.6).fit(_table(2000))
+    scaler = AboveThreshold(epsilon=0.6).fit(_table(2000))
     part = scaler.dp_event_.event
     pld = pld_lib.from_privacy_parameters(
         common.DifferentialPrivacyParameters(part.epsilon, part.delta),
@@ -178,12 +183,12 @@ def test_public_bounds_spend_nothing():
     pd = pytest.importorskip("pandas")
     X = _table(2000)
     frame = pd.DataFrame(X, columns=["age", "income", "debt"])
-    scaler = DPBoundedScaler(epsilon=0.4, bounds={"age": (0, 120), 2: (-2000, 0)}).fit(frame)
+    scaler = AboveThreshold(epsilon=0.4, bounds={"age": (0, 120), 2: (-2000, 0)}).fit(frame)
     assert list(scaler.learned_) == [False, True, False]
     assert scaler.lower_[0] == 0 and scaler.upper_[0] == 120 and scaler.upper_[2] == 0
     assert scaler.dp_event_ == dp_accounting.SelfComposedDpEvent(
         EpsilonDeltaDpEvent(0.4 / 2, 0.0), 2)
-    everything = DPBoundedScaler(bounds=[(0, 120), (0, 1e6), (-2000, 0)]).fit(X)
+    everything = AboveThreshold(bounds=[(0, 120), (0, 1e6), (-2000, 0)]).fit(X)
     assert everything.epsilon_ == 0.0 and isinstance(everything.dp_event_,
                                                      dp_accounting.NoOpDpEvent)
 
@@ -198,7 +203,7 @@ def test_public_bounds_spend_nothing():
 ])
 def test_bad_bounds(bounds, match):
     with pytest.raises(ValueError, match=match):
-        DPBoundedScaler(bounds=bounds).fit(_table(100))
+        AboveThreshold(bounds=bounds).fit(_table(100))
 
 
 def test_ledger_composes_with_an_estimator():
@@ -206,7 +211,7 @@ def test_ledger_composes_with_an_estimator():
     X = _table(3000)
     y = (X[:, 0] > 50).astype(int)
     ledger = PrivacyLedger()
-    scaler = DPBoundedScaler(epsilon=0.2, ledger=ledger).fit(X)
+    scaler = AboveThreshold(epsilon=0.2, ledger=ledger).fit(X)
     clf = DPLSSGDClassifier(epsilon=0.8, classes=[0, 1], ledger=ledger, max_iter=2)
     clf.fit(scaler.transform(X), y)
     assert [record["estimator"] for record in ledger.records] == [
@@ -220,8 +225,8 @@ def test_ledger_composes_with_an_estimator():
 def test_capped_ledger_refuses_before_fitting():
     from sklearn_dplssgd import PrivacyBudgetExceededError
     ledger = PrivacyLedger(max_epsilon=0.5)
-    DPBoundedScaler(epsilon=0.4, ledger=ledger).fit(_table(500))
-    scaler = DPBoundedScaler(epsilon=0.4, ledger=ledger)
+    AboveThreshold(epsilon=0.4, ledger=ledger).fit(_table(500))
+    scaler = AboveThreshold(epsilon=0.4, ledger=ledger)
     with pytest.raises(PrivacyBudgetExceededError):
         scaler.fit(_table(500))
     assert not hasattr(scaler, "lower_") and len(ledger.records) == 1
@@ -229,19 +234,19 @@ def test_capped_ledger_refuses_before_fitting():
 
 def test_ledger_relation_must_match():
     with pytest.raises(ValueError, match="do not compose"):
-        DPBoundedScaler(neighboring="add_remove", ledger=PrivacyLedger()).fit(_table(100))
+        AboveThreshold(neighboring="add_remove", ledger=PrivacyLedger()).fit(_table(100))
 
 
 def test_reproducible_claims_nothing():
     X = _table(1000)
     with pytest.warns(PrivacyLeakWarning):
-        first = DPBoundedScaler(random_state=3, reproducible=True).fit(X)
-    second = DPBoundedScaler(random_state=3, reproducible=True).fit(X)
+        first = AboveThreshold(random_state=3, reproducible=True).fit(X)
+    second = AboveThreshold(random_state=3, reproducible=True).fit(X)
     np.testing.assert_array_equal(first.upper_, second.upper_)
     assert first.epsilon_ == math.inf
     assert isinstance(first.dp_event_, dp_accounting.NonPrivateDpEvent)
     # Without reproducible=True the seed is ignored: fresh noise each fit.
-    uppers = {DPBoundedScaler(epsilon=0.05, random_state=3).fit(X).upper_[1]
+    uppers = {AboveThreshold(epsilon=0.05, random_state=3).fit(X).upper_[1]
               for _ in range(8)}
     assert len(uppers) > 1
 
@@ -255,15 +260,15 @@ def test_non_finite_values_are_refused_without_echo(bad):
     X[5, 1] = SECRET
     X[7, 0] = bad
     with pytest.raises(ValueError) as error:
-        DPBoundedScaler().fit(X)
+        AboveThreshold().fit(X)
     assert "987654" not in str(error.value) and ("NaN" in str(error.value)
                                                  or "infinity" in str(error.value))
 
 
 def test_sparse_is_refused():
     with pytest.raises(TypeError, match="DPBoundedScaler.fit does not accept sparse"):
-        DPBoundedScaler().fit(sp.csr_matrix(_table(50)))
-    scaler = DPBoundedScaler().fit(_table(50))
+        AboveThreshold().fit(sp.csr_matrix(_table(50)))
+    scaler = AboveThreshold().fit(_table(50))
     with pytest.raises(TypeError, match="DPBoundedScaler.transform does not accept sparse"):
         scaler.transform(sp.csr_matrix(_table(50)))
 
@@ -286,14 +291,14 @@ def test_constant_and_huge_columns_are_documented_behaviour():
 
 def test_few_rows_for_the_budget_warn():
     with pytest.warns(UserWarning, match="rows are few"):
-        scaler = DPBoundedScaler(epsilon=0.1).fit(_table(300))
+        scaler = AboveThreshold(epsilon=0.1).fit(_table(300))
     assert scaler.tail_count_ == 300 // 16
 
 
 def test_input_is_not_mutated():
     X = _table(500)
     before = X.copy()
-    DPBoundedScaler().fit(X).transform(X)
+    AboveThreshold().fit(X).transform(X)
     np.testing.assert_array_equal(X, before)
 
 
@@ -328,12 +333,13 @@ def test_audit_refutes_the_noiseless_variant_only():
 
 def test_messages_name_the_parameter():
     with pytest.raises(ValueError, match=re.escape("'epsilon' parameter of DPBoundedScaler")):
-        DPBoundedScaler(epsilon=-1.0).fit(_table(50))
+        AboveThreshold(epsilon=-1.0).fit(_table(50))
     with pytest.raises(ValueError, match="'ledger' parameter"):
-        DPBoundedScaler(ledger="mine").fit(_table(50))
+        AboveThreshold(ledger="mine").fit(_table(50))
 
 
-@parametrize_with_checks([DPBoundedScaler(random_state=0, reproducible=True)],
+@parametrize_with_checks([AboveThreshold(random_state=0, reproducible=True),
+                          DPBoundedScaler(random_state=0, reproducible=True)],
                          expected_failed_checks=lambda estimator: {})
 def test_sklearn_compatible_transformer(estimator, check):
     with warnings.catch_warnings():

@@ -48,6 +48,13 @@ def test_event_recomputed_by_dp_accounting_meets_epsilon(neighboring):
     assert (scaler.epsilon_, scaler.delta_) == (0.7, 1e-6)
 
 
+def test_the_default_mechanism_is_the_gaussian_histogram():
+    scaler = DPBoundedScaler(epsilon=0.7).fit(_table(500))
+    assert scaler.mechanism == "gaussian_histogram"
+    assert scaler.dp_event_ == dp_accounting.GaussianDpEvent(scaler.noise_multiplier_)
+    assert (scaler.epsilon_, scaler.delta_) == (0.7, 1e-6)
+
+
 def test_ledger_composes_the_release_under_pld():
     ledger = PrivacyLedger(max_epsilon=3.0, delta=1e-5)
     scaler = DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram", ledger=ledger)
@@ -162,3 +169,26 @@ def test_mechanism_and_delta_are_validated():
         DPBoundedScaler(mechanism="laplace").fit(_table(50))
     with pytest.raises(ValueError, match="delta"):
         DPBoundedScaler(mechanism="gaussian_histogram", delta=0.0).fit(_table(50))
+
+
+def test_auto_epsilon_lets_an_eighth_of_the_rows_stand_out_within_its_range():
+    from sklearn_dplssgd.preprocessing._dp_scaler import AUTO_EPSILON_RANGE
+    from sklearn_dplssgd.preprocessing._histogram_ranges import rows_needed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # One feature of 331 rows: between the floor and the cap, and a bin
+        # of an eighth of the rows reaches the threshold (not much more noise).
+        target = DPBoundedScaler(epsilon="auto").fit(_table(331)[:, :1])
+        assert AUTO_EPSILON_RANGE[0] < target.epsilon_ < AUTO_EPSILON_RANGE[1]
+        needed = rows_needed(target.noise_multiplier_, 1, "replace_one")
+        assert 0.99 * 331 / 8 <= needed <= 331 / 8 * (1 + 1e-3)
+        # Ten features of 331 rows would need more than the cap; a large
+        # table needs less than the floor; a private row count gets the floor.
+        assert DPBoundedScaler(epsilon="auto").fit(
+            np.tile(_table(331), (1, 3))[:, :10]).epsilon_ == AUTO_EPSILON_RANGE[1]
+        assert DPBoundedScaler(epsilon="auto").fit(_table(50_000)).epsilon_ == (
+            AUTO_EPSILON_RANGE[0])
+        assert DPBoundedScaler(epsilon="auto", neighboring="add_remove").fit(
+            _table(331)).epsilon_ == AUTO_EPSILON_RANGE[0]
+    with pytest.raises(ValueError, match="'auto' is available with mechanism='gaussian_hist"):
+        DPBoundedScaler(epsilon="auto", mechanism="above_threshold").fit(_table(331))

@@ -6,10 +6,11 @@ From a raw DataFrame to a private model, one budget
 A census-like table arrives with numeric and categorical columns and nothing
 declared: no ranges, no list of categories. A ``ColumnTransformer`` with
 :class:`~sklearn_dplssgd.DPOneHotEncoder` (categories by private partition
-selection) and :class:`~sklearn_dplssgd.DPBoundedScaler` (ranges by private,
-unbounded quantiles) feeds :class:`~sklearn_dplssgd.DPLSSGDClassifier`, and
-one :class:`~sklearn_dplssgd.PrivacyLedger` composes the three releases:
-the whole pipeline is differentially private at a total epsilon of 1.
+selection) and :class:`~sklearn_dplssgd.DPBoundedScaler` (ranges from one noisy
+histogram of each feature in bins of powers of 2) feeds
+:class:`~sklearn_dplssgd.DPLSSGDClassifier`, and one
+:class:`~sklearn_dplssgd.PrivacyLedger` composes the three releases: the
+whole pipeline is differentially private at a total epsilon of 1.
 
 For reference, the same pipeline with categories and bounds declared by hand
 (what a user would otherwise have to write) is trained at epsilon 1 for the
@@ -72,10 +73,11 @@ print(people.head())
 # %%
 # The private pipeline at a total epsilon of 1
 # --------------------------------------------
-# Each transformer gets epsilon 0.1 (the defaults), the encoder a delta of
-# 1e-6; the model gets the rest, 0.79 at delta 9e-6 (a hundredth is left for
-# the ledger's slightly pessimistic accountant). Column order carries no
-# meaning in a table, so smoothing is off (``sigma=0``).
+# Each transformer gets epsilon 0.1 (the defaults) and a delta of 1e-6; the
+# model gets what remains of the ledger's budget (``epsilon="remaining"``):
+# its noise is set, before it reads any row, so that the ledger's total of
+# all three releases, composed under PLD, is at most 1. Column order carries
+# no meaning in a table, so smoothing is off (``sigma=0``).
 
 ledger = PrivacyLedger(max_epsilon=1.0, delta=1e-5)
 private = make_pipeline(
@@ -84,14 +86,14 @@ private = make_pipeline(
          categorical),
         ("numbers", DPBoundedScaler(epsilon=0.1, ledger=ledger), numeric),
     ]),
-    DPLSSGDClassifier(epsilon=0.79, delta=9e-6, sigma=0.0, classes=[0, 1],
-                      ledger=ledger),
+    DPLSSGDClassifier(epsilon="remaining", sigma=0.0, classes=[0, 1], ledger=ledger),
 )
 private.fit(X_train, y_train)
 private_accuracy = private.score(X_test, y_test)
 for record in ledger.records:
     print(record["estimator"])
-print(f"total epsilon {ledger.epsilon():.3f} at delta {ledger.delta:g}")
+print(f"total epsilon {ledger.epsilon():.3f} at delta {ledger.delta:g}; "
+      f"the model's own share {private[-1].epsilon_:.3f}")
 print(f"test accuracy {private_accuracy:.3f}")
 
 # %%

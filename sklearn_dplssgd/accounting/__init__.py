@@ -13,8 +13,12 @@ from ._discrete_gaussian_rdp import (
 from ._events import (
     ACCOUNTANTS, compute_epsilon, dp_event, EpsilonDeltaDpEvent, event_epsilon,
     NEIGHBORING_RELATIONS, pld_grid_points, PLD_MAX_POINTS, PrivacyCalibration,
+    REMAINING_BUDGET,
 )
-from ._ledger import ledger_error, LedgerFileError, PrivacyBudgetExceededError, PrivacyLedger
+from ._ledger import (
+    ledger_error, LedgerFileError, PrivacyBudgetExceededError, PrivacyLedger,
+    remaining_budget_error,
+)
 from ._report import estimator_report, search_report, transformer_report
 
 __all__ = [
@@ -26,6 +30,7 @@ __all__ = [
     "PrivacyBudgetExceededError",
     "PrivacyCalibration",
     "PrivacyLedger",
+    "REMAINING_BUDGET",
     "calibrate_noise",
     "compute_epsilon",
     "discrete_gaussian_rdp",
@@ -36,6 +41,7 @@ __all__ = [
     "ledger_error",
     "pld_grid_points",
     "poisson_subsampled_rdp",
+    "remaining_budget_error",
     "search_report",
     "smallest_noise_for",
     "store_calibration",

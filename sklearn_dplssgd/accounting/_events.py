@@ -93,11 +93,14 @@ __all__ = [
     "pld_interval_rule",
     "PLD_MAX_POINTS",
     "PrivacyCalibration",
+    "REMAINING_BUDGET",
     "split_epsilon_delta_events",
 ]
 
 ACCOUNTANTS = ("rdp", "pld", "paper", "paper_released")
 NEIGHBORING_RELATIONS = ("add_remove", "replace_one")
+# The estimators' epsilon that spends what remains of their ledger's budget.
+REMAINING_BUDGET = "remaining"
 
 _DP_RELATION = {
     "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,

@@ -47,6 +47,7 @@ import tempfile
 
 import dp_accounting
 
+from ._calibration import calibrate_noise, smallest_noise_for
 from ._events import NEIGHBORING_RELATIONS, event_epsilon
 from ._event_json import event_from_json, event_to_json
 from ._report import ledger_report
@@ -56,7 +57,8 @@ try:  # POSIX file locks; elsewhere the records are appended unlocked.
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["LedgerFileError", "PrivacyLedger", "PrivacyBudgetExceededError", "ledger_error"]
+__all__ = ["LedgerFileError", "PrivacyLedger", "PrivacyBudgetExceededError", "ledger_error",
+           "remaining_budget_error"]
 
 # The first line of every records file names the format with this key.
 _FORMAT_KEY = "sklearn_dplssgd_ledger"
@@ -377,17 +379,21 @@ class PrivacyLedger:
         """All records composed, as one dp-accounting event."""
         return dp_accounting.ComposedDpEvent([record["dp_event"] for record in self.records])
 
+    @property
+    def pld_interval(self):
+        """The PLD discretization interval of the ledger's totals (``max_epsilon / 1000``)."""
+        scale = self.max_epsilon if self.max_epsilon is not None else 1.0
+        return _INTERVAL_PER_EPSILON * scale
+
     def _total(self, events, delta):
         if not events:
             return 0.0
         composed = dp_accounting.ComposedDpEvent(events)
         if any(isinstance(event, dp_accounting.NonPrivateDpEvent) for event in events):
             return math.inf
-        scale = self.max_epsilon if self.max_epsilon is not None else 1.0
         # PLD where dp-accounting supports every record, RDP otherwise (a
         # private search's RepeatAndSelectDpEvent).
-        return event_epsilon(composed, delta, self.neighboring,
-                             pld_interval=_INTERVAL_PER_EPSILON * scale)
+        return event_epsilon(composed, delta, self.neighboring, pld_interval=self.pld_interval)
 
     def epsilon(self, delta=None):
         """Composed epsilon of all records at ``delta`` (default: the ledger's).
@@ -438,6 +444,65 @@ class PrivacyLedger:
             self._seen = (len(events), digest)
             self._write_head(len(events), digest)
 
+    def noise_within_cap(self, name, event_of_noise, *, sample_rate, n_steps):
+        """The smallest noise multiplier whose event keeps the composed total within the cap.
+
+        For a fit asked to spend what remains of the budget
+        (``epsilon="remaining"``): the total of the ledger's records composed
+        with ``event_of_noise(z)`` (the same accountant, adjacency, delta and
+        PLD interval as :meth:`charge`) is at most ``max_epsilon``, as the
+        calibration's search (``smallest_noise_for``) certifies by evaluating
+        it. Public quantities only: the records and the fit's
+        event, before any row is read. The fit's :meth:`charge` checks the
+        cap again (another fit may have charged meanwhile: it is refused then).
+
+        Parameters
+        ----------
+        name : str
+            The estimator's name, for the messages.
+        event_of_noise : callable
+            ``z -> dp_accounting.DpEvent`` of the fit at noise multiplier
+            ``z`` (non-increasing privacy loss in ``z``); it may return None
+            for a ``z`` too small to account (treated as exceeding the cap).
+        sample_rate, n_steps : float, int
+            The fit's Poisson rate and number of steps: the search starts at
+            the noise that meets the remaining epsilon on its own.
+
+        Returns
+        -------
+        noise_multiplier : float
+
+        Raises
+        ------
+        PrivacyBudgetExceededError
+            When the records already take the whole budget, or all but less
+            than :attr:`pld_interval` (the totals' resolution).
+        """
+        if self.max_epsilon is None:
+            raise ValueError(remaining_budget_error(self))
+        records = [record["dp_event"] for record in self.records]
+        spent = self._total(records, self.delta)
+        # A remainder below the totals' PLD grid step is within their
+        # resolution: nothing a fit could be certified to spend.
+        if not self.max_epsilon - spent > self.pld_interval:
+            raise PrivacyBudgetExceededError(
+                f"{name} was asked to spend the remaining budget (epsilon='remaining'), but "
+                f"this ledger's records already take {spent:.4g} of max_epsilon="
+                f"{self.max_epsilon:g} at delta={self.delta:g}: nothing remains. The fit "
+                "was refused before reading any row.")
+
+        def total_with(noise_multiplier):
+            event = event_of_noise(noise_multiplier)
+            return math.inf if event is None else self._total(records + [event], self.delta)
+
+        # The noise that meets the remainder on its own (cached): composed
+        # under PLD with the records it is usually a little more than needed,
+        # a starting point whose bracket the search then narrows.
+        guess = calibrate_noise(self.max_epsilon - spent, self.delta, sample_rate=sample_rate,
+                                n_steps=n_steps, neighboring=self.neighboring).noise_multiplier
+        return smallest_noise_for(total_with, self.max_epsilon, self.delta,
+                                  guess=max(guess, 1e-3))
+
     def privacy_report(self):
         """What this ledger's total means, in plain words.
 
@@ -456,6 +521,15 @@ class PrivacyLedger:
         for path in (self.path, self._head_path()):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(path)
+
+
+def remaining_budget_error(ledger):
+    """Why ``epsilon="remaining"`` cannot be used with ``ledger``: a message, or None."""
+    if ledger is not None and ledger.max_epsilon is not None:
+        return None
+    return ("epsilon='remaining' spends what remains of a PrivacyLedger's budget: it needs "
+            "ledger=PrivacyLedger(max_epsilon=...); "
+            + ("got ledger=None." if ledger is None else "this ledger has no max_epsilon."))
 
 
 def ledger_error(value):

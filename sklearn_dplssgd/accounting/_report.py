@@ -13,7 +13,7 @@ import numpy as np
 
 import dp_accounting
 
-from ._events import split_epsilon_delta_events
+from ._events import REMAINING_BUDGET, split_epsilon_delta_events
 
 __all__ = ["estimator_report", "ledger_report", "search_report", "transformer_report"]
 
@@ -148,7 +148,16 @@ def estimator_report(estimator, releases_integers=False):
             "together.")
     lines += _public_lines(estimator)
     lines += _noise_lines(estimator)
-    if getattr(estimator, "ledger", None) is not None:
+    ledger = getattr(estimator, "ledger", None)
+    if ledger is not None and estimator.get_params().get("epsilon") == REMAINING_BUDGET:
+        lines.append(
+            "Budget: epsilon='remaining': this fit's noise was set, before any row was "
+            "read, to the least for which the PrivacyLedger's composed total after it "
+            f"stays within the ledger's max_epsilon ({ledger.max_epsilon:g} at delta "
+            f"{ledger.delta:g}): the fit spent what remained of that budget, and the "
+            "guarantee above is this fit's own share. ledger.privacy_report() states the "
+            "total spent on the data.")
+    elif ledger is not None:
         lines.append("Ledger: this fit was charged to the PrivacyLedger given to it; "
                      "ledger.privacy_report() states the total spent on the data.")
     lines.append(_NOT_COVERED_EXACT if releases_integers else _NOT_COVERED)

@@ -17,8 +17,8 @@ __all__ = ["RELEASED_OUTPUTS", "check_category_representation", "check_public_at
 # "_") must be the same for any two neighbouring data sets.
 RELEASED_OUTPUTS = {
     DPBoundedScaler: {
-        "lower_": "the ends found by AboveThreshold (noisy)",
-        "upper_": "the ends found by AboveThreshold (noisy)",
+        "lower_": "the ends found from the noisy histogram or by AboveThreshold (noisy)",
+        "upper_": "the ends found from the noisy histogram or by AboveThreshold (noisy)",
     },
     DPOneHotEncoder: {
         "categories_": "the values kept by partition selection (random, count-dependent)",

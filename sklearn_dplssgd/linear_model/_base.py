@@ -8,7 +8,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..accounting import ACCOUNTANTS, NEIGHBORING_RELATIONS, ledger_error, estimator_report
+from ..accounting import (
+    ACCOUNTANTS, NEIGHBORING_RELATIONS, ledger_error, estimator_report, remaining_budget_error,
+    REMAINING_BUDGET,
+)
 from ..backends import (
     array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
     as_canonical_csr, backend_for, check_finite_rows,
@@ -49,7 +52,8 @@ class BaseDPLSSGD(BaseEstimator):
     """Base of the DP-LSSGD estimators (not for direct use)."""
 
     _parameter_constraints = {
-        "epsilon": [Interval("real", 0, math.inf, closed="right")],
+        "epsilon": [Interval("real", 0, math.inf, closed="right"),
+                    Options(str, (REMAINING_BUDGET,))],
         "delta": [Interval("real", 0, 1, closed="neither"), Options(str, (AUTO,))],
         # Beyond about 1e12 the smoothing is already a projection onto the
         # mean of the coefficients, and past about 1e16 the O(d) solve loses
@@ -126,8 +130,25 @@ class BaseDPLSSGD(BaseEstimator):
             raise ValueError(
                 "The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int)."
             )
+        if self.epsilon == REMAINING_BUDGET:
+            self._check_remaining_budget()
         check_feature_bounds(self)
         self._release_mechanism().check_settings(self)
+
+    def _check_remaining_budget(self):
+        """``epsilon="remaining"`` needs a capped ledger and a mechanism that can spend it."""
+        problem = remaining_budget_error(self.ledger)
+        if problem is not None:
+            raise ValueError(f"The 'epsilon' parameter of {type(self).__name__}: {problem}")
+        if not self._release_mechanism().spends_remaining_budget:
+            raise ValueError(
+                f"epsilon='remaining' is available with mechanism='gradient' only; "
+                f"mechanism={self.mechanism!r} needs a number (use "
+                "ledger.max_epsilon - ledger.epsilon() as a conservative one).")
+
+    def _spends_privacy(self):
+        """Whether the fit is meant to be private (finite epsilon, or the ledger's remainder)."""
+        return self.epsilon == REMAINING_BUDGET or math.isfinite(self.epsilon)
 
     def _accounted_n_samples(self, n_samples):
         """The row count that sets q and T: public by the chosen adjacency.
@@ -151,7 +172,7 @@ class BaseDPLSSGD(BaseEstimator):
                     UserWarning,
                 )
             return declared
-        if self.neighboring == "add_remove" and math.isfinite(self.epsilon):
+        if self.neighboring == "add_remove" and self._spends_privacy():
             raise ValueError(
                 "neighboring='add_remove' makes the number of rows private: the "
                 "sample rate and the number of steps cannot be computed from it. "
@@ -395,7 +416,7 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _warn_before_training(self, delta, n_samples):
         """The warnings every mechanism gives once its plan is fixed."""
-        if math.isfinite(self.epsilon) and delta * max(n_samples, 1) >= 1.0:
+        if self._spends_privacy() and delta * max(n_samples, 1) >= 1.0:
             # No per-fit number in the text: one warning per process, not
             # one per fold of a search.
             warn_once(

@@ -13,11 +13,20 @@ __all__ = ["fill_method_docs", "fill_parameter_docs"]
 # Documentation of the parameters both estimators share, filled into their
 # docstrings once (the placeholders are the parameter names).
 SHARED_PARAMETER_DOCS = {
-    "privacy_parameters": """epsilon : float, default=1.0
+    "privacy_parameters": """epsilon : float or "remaining", default=1.0
         Target privacy budget: the fit is (epsilon, delta)-differentially
         private with respect to one training row, replaced (the default) or
         added or removed (see ``neighboring``). ``float("inf")`` trains without noise (clipping
         stays on): the non-private reference at the same settings.
+        ``"remaining"`` spends what remains of ``ledger``'s budget (a
+        :class:`PrivacyLedger` with ``max_epsilon`` is required;
+        ``mechanism="gradient"`` only): before any row is read, the noise is
+        set to the smallest for which the ledger's composed total after this
+        fit (its accountant, adjacency and delta) stays within
+        ``max_epsilon``; ``epsilon_`` states the fit's own share at
+        ``delta``. The first fit takes everything: a second fit with the
+        same ledger (a clone, a cross-validation fold) is refused, as
+        nothing remains.
 
     delta : float or "auto", default="auto"
         Target delta, in (0, 1). ``"auto"`` is ``min(1e-5, 1 / (10 n))`` with
@@ -332,7 +341,9 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
 
     epsilon_ : float
         Epsilon actually reached by the fit, as certified by the accountant:
-        never above ``epsilon`` with ``"rdp"`` and ``"pld"``. With the paper
+        never above ``epsilon`` with ``"rdp"`` and ``"pld"``. With
+        ``epsilon="remaining"``: this fit's own event at ``delta_`` (the
+        ledger's total stays within its cap). With the paper
         accountants it is what the RDP accountant certifies for the
         Poisson-sampled run, and a warning says so if that exceeds ``epsilon``.
         ``inf`` when the fit had no noise or was ``reproducible``. After

@@ -373,6 +373,8 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
     supports_partial_fit = False
     searchable = False
     releases_integers = True
+    # Its noise is rounded up onto an integer grid after calibration.
+    spends_remaining_budget = False
 
     @property
     def partial_fit_refusal(self):

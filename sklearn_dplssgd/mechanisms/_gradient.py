@@ -16,7 +16,7 @@ import numpy as np
 
 from ..accounting import (
     PLD_MAX_POINTS, pld_grid_points, PrivacyCalibration, compute_epsilon, dp_event, event_epsilon,
-    calibrate_noise, smallest_noise_for,
+    calibrate_noise, smallest_noise_for, REMAINING_BUDGET,
 )
 from ..backends import backend_for, initial_gradient_norms, share_of_rows, to_device
 from ..training import (
@@ -165,6 +165,45 @@ class GradientPerturbation(Mechanism):
             float(delta), float(sample_rate), int(n_steps), "pld", neighboring)
         return mechanism, calibration
 
+    @classmethod
+    def within_ledger(cls, ledger, name, delta, *, sample_rate, n_steps, accountant,
+                      neighboring, clip_norm, noise_schedule=(), max_sample_weight=1.0):
+        """The mechanism that spends what remains of ``ledger``'s budget, and its calibration.
+
+        Its noise is the smallest for which the ledger's composed total with
+        this fit's event stays within ``max_epsilon``
+        (:meth:`~sklearn_dplssgd.PrivacyLedger.noise_within_cap`): public
+        quantities only. The calibration states the fit's own epsilon at
+        ``delta`` (the estimator's, not the ledger's).
+
+        Returns
+        -------
+        mechanism : GradientPerturbation
+        calibration : PrivacyCalibration
+        """
+        shape = cls(sample_rate=float(sample_rate), n_steps=int(n_steps), noise_multiplier=1.0,
+                    neighboring=neighboring, clip_norm=float(clip_norm),
+                    noise_schedule=tuple(noise_schedule),
+                    max_sample_weight=float(max_sample_weight))
+        smallest_level = float(step_levels(shape.noise_schedule).min()) if (
+            shape.scheduled) else 1.0
+
+        def event_of_noise(noise_multiplier):
+            if pld_grid_points(noise_multiplier * smallest_level,
+                               ledger.pld_interval) > PLD_MAX_POINTS:
+                return None  # far too little noise: not certified (the search goes higher)
+            return dataclasses.replace(shape, noise_multiplier=float(noise_multiplier)).dp_event()
+
+        noise_multiplier = ledger.noise_within_cap(name, event_of_noise,
+                                                   sample_rate=sample_rate, n_steps=n_steps)
+        mechanism = dataclasses.replace(shape, noise_multiplier=float(noise_multiplier))
+        stated_by = accountant if accountant in ("pld", "rdp") else "rdp"
+        calibration = PrivacyCalibration(
+            float(noise_multiplier), mechanism.epsilon(delta, stated_by), float(delta),
+            float(sample_rate), int(n_steps), "pld" if mechanism.scheduled else stated_by,
+            neighboring)
+        return mechanism, calibration
+
     def step_noise_multipliers(self):
         """``z_t`` for each of the ``n_steps`` steps (an array)."""
         if not self.noise_schedule:
@@ -238,6 +277,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
 
     name = "gradient"
     searchable = True
+    spends_remaining_budget = True
 
     def check_settings(self, estimator):
         if estimator.weight_norm_bound is not None:
@@ -389,8 +429,17 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         """The mechanism of a fit whose noise meets the estimator's epsilon, and its calibration.
 
         From public quantities only; a mechanism with another noise (the
-        exact-noise mode) answers its own.
+        exact-noise mode) answers its own. With ``epsilon="remaining"`` the
+        noise spends what remains of the ledger's budget
+        (:meth:`GradientPerturbation.within_ledger`).
         """
+        if estimator.epsilon == REMAINING_BUDGET:
+            return GradientPerturbation.within_ledger(
+                estimator.ledger, type(estimator).__name__, delta, sample_rate=sample_rate,
+                n_steps=n_steps, accountant=estimator.accountant,
+                neighboring=estimator.neighboring, clip_norm=float(estimator.clip_norm),
+                noise_schedule=noise_schedule,
+                max_sample_weight=float(estimator.max_sample_weight))
         return GradientPerturbation.calibrated(
             estimator.epsilon,
             delta,
@@ -542,6 +591,10 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         )
 
     def claimed_epsilon(self, estimator, model, n_rows):
+        if estimator.epsilon == REMAINING_BUDGET:
+            # The noise was set by the ledger's records at fit time: the
+            # claim is the epsilon the fit stated for its own event.
+            return model.epsilon_
         schedule = noise_schedule_blocks(estimator.noise_schedule, model.n_steps_,
                                          model.n_iter_)
         _, calibration = GradientPerturbation.calibrated(

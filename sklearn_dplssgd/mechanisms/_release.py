@@ -123,6 +123,9 @@ class ReleaseMechanism:
         Whether its noisy values are integers times a public grid step, whose
         law involves no floating-point arithmetic: the claim that
         :func:`~sklearn_dplssgd.audit.check_float_channel` audits.
+    spends_remaining_budget : bool
+        Whether it can calibrate its noise to what remains of a ledger's
+        budget (the estimators' ``epsilon="remaining"``).
     """
 
     name = None
@@ -133,6 +136,7 @@ class ReleaseMechanism:
     partial_fit_refusal = ""
     perturbs_weights = False
     searchable = False
+    spends_remaining_budget = False
     releases_integers = False
 
     def noise_free_contribution_bound(self, n_coordinates):

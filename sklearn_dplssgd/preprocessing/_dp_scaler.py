@@ -3,8 +3,12 @@
 :class:`DPBoundedScaler` is :class:`~sklearn_dplssgd.BoundedScaler` whose
 bounds are released by a private, *unbounded* quantile method instead of being
 declared: nothing about the range of a feature needs to be known in advance.
+Two mechanisms: by default (``mechanism="gaussian_histogram"``) one Gaussian
+release of every learned feature's coarse histogram
+(:mod:`._histogram_ranges`), which a ledger composes with the model under
+PLD; with ``mechanism="above_threshold"`` the method below, pure epsilon-DP.
 
-The method (after Durfee, "Unbounded differentially private quantile and
+The AboveThreshold method (after Durfee, "Unbounded differentially private quantile and
 maximum estimation", NeurIPS 2023) runs AboveThreshold, the sparse vector
 technique, over a fixed, data-independent grid of candidates that grows
 exponentially in both directions from zero (``0, +-base**i``). The upper end
@@ -65,12 +69,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 import dp_accounting
 
 from ..accounting import (
-    NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent, calibrate_noise, ledger_error,
+    NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent, calibrate_noise, compute_epsilon, ledger_error,
     transformer_report,
 )
 from ..training import make_generator, random_state_error, warn_about_seed
 from ..utils import Interval, Options, validate_hiding_values, validate_parameters
-from ._histogram_ranges import histogram_ranges, rows_needed
+from ._histogram_ranges import histogram_ranges, noise_for_rows, rows_needed
 from ._scaler import BoundedScaler
 
 __all__ = ["DPBoundedScaler", "MECHANISMS", "candidate_grid", "private_range", "tail_count"]
@@ -107,6 +111,16 @@ TAIL_NOISE_UNITS = 3.0
 # Where a row count is public, k is at most that count over this divisor:
 # small tables keep most of their range (see "The cap" above).
 TAIL_CAP_DIVISOR = 16
+# epsilon="auto" (the histogram): the epsilon at which a bin holding this
+# share of a public row count stands out of the noise, within these bounds.
+# An eighth: at a quarter, diabetes' target (331 rows, epsilon 0.3) lost a
+# bin of an eighth of its rows on some splits
+# (benchmarks/results/regime_heldout_diabetes_histogram.md). The floor is the
+# numeric default (large tables need no more); the cap keeps a small table's
+# scaler from taking a model's budget (1 per scaler was as good as 1.5 on
+# diabetes in a ledger: benchmarks/results/regime_scaler_mechanisms.md).
+AUTO_DETECTED_SHARE = 1.0 / 8.0
+AUTO_EPSILON_RANGE = (0.1, 1.0)
 # Counts and the threshold n - k are float64: exact up to 2**53.
 _LARGEST_EXACT_COUNT = 2.0 ** 53
 
@@ -290,16 +304,20 @@ def _public_bounds(bounds, n_features, feature_names):
 class DPBoundedScaler(BoundedScaler):
     """Scale each feature to [-1, 1] from a range learned with differential privacy.
 
-    Each feature's lower and upper end is released by an unbounded private
-    quantile method, so no range has to be known: AboveThreshold (the sparse
-    vector technique) over a fixed grid of candidates growing exponentially
-    from zero in both directions, after Durfee (NeurIPS 2023). Then each
+    Each feature's lower and upper end is released privately, so no range
+    has to be known: by default from one Gaussian release of every learned
+    feature's counts in bins of powers of 2 (``mechanism``, below); with
+    ``mechanism="above_threshold"`` by an unbounded private quantile method,
+    AboveThreshold (the sparse vector technique) over a fixed grid of
+    candidates growing exponentially from zero in both directions, after
+    Durfee (NeurIPS 2023). Then each
     feature ``x`` is mapped to ``2 * (x - lower_) / (upper_ - lower_) - 1``
     with clipping to ``[-1, 1]``, exactly as :class:`BoundedScaler` does
     (it is a :class:`BoundedScaler`), so every scaled row of ``d`` features
     has an L2 norm of at most ``sqrt(d)``.
 
-    **Privacy.** ``epsilon`` is split evenly over the ends learned: two per
+    **Privacy** (``"above_threshold"``; the histogram's is under
+    ``mechanism``). ``epsilon`` is split evenly over the ends learned: two per
     feature that has no public bounds in ``bounds``, each end
     ``epsilon / (2 * n_learned)``-DP, composed by basic composition into a
     pure ``epsilon``-DP release (``delta_ = 0``), under both replace-one and
@@ -310,8 +328,9 @@ class DPBoundedScaler(BoundedScaler):
     The fit records ``dp_event_`` and charges ``ledger`` before reading any
     value. See the "Private preprocessing" pages of the documentation.
 
-    **Which quantiles.** Each scan aims to leave ``k`` rows outside each end,
-    ``k = ceil(4.5 / epsilon_end)`` (three noise scales of the threshold),
+    **Which quantiles** (``"above_threshold"``). Each scan aims to leave
+    ``k`` rows outside each end, ``k = ceil(4.5 / epsilon_end)`` (three
+    noise scales of the threshold),
     at most a sixteenth of the public row count (``tail_count_``): public
     quantities only. The row count is public under replace-one, or when
     declared with ``public_n_samples``; under add/remove without it ``k`` has
@@ -328,8 +347,14 @@ class DPBoundedScaler(BoundedScaler):
 
     Parameters
     ----------
-    epsilon : float, default=0.1
+    epsilon : float or "auto", default=0.1
         Privacy budget of the whole fit (all features, both ends).
+        ``"auto"`` (``mechanism="gaussian_histogram"`` only): the epsilon at
+        which a bin holding an eighth of the rows stands out of the noise,
+        from the public row count and the number of learned features, within
+        0.1 and 1 (0.1 where the row count is private: add/remove without
+        ``public_n_samples``); ``epsilon_`` reports it. Small tables get
+        more, so that their ranges cover most of their rows.
     bounds : dict, list or None, default=None
         Public bounds of the features you know: a dict mapping a feature's
         name (DataFrame column) or index to a ``(lower, upper)`` pair, or a
@@ -356,9 +381,12 @@ class DPBoundedScaler(BoundedScaler):
     reproducible : bool, default=False
         Draw the noise from ``random_state`` (not private: ``epsilon_`` is
         then ``inf``). For tests and research on public data.
-    mechanism : {"above_threshold", "gaussian_histogram"}, default="above_threshold"
+    mechanism : {"gaussian_histogram", "above_threshold"}, default="gaussian_histogram"
         ``"above_threshold"``: one AboveThreshold scan per end, pure
-        ``epsilon``-DP by basic composition (above). ``"gaussian_histogram"``:
+        ``epsilon``-DP by basic composition (above). ``"gaussian_histogram"``
+        (the default: in a ledger it leaves the model more of the budget, and
+        on the raw-unit tables of the benchmarks it was no worse at the same
+        scaler epsilon; see the user guide):
         every learned feature's counts in the bins of a fixed grid of powers
         of 2 (``0, +-2**i``), released at once with Gaussian noise, each range
         running from the lowest to the highest bin whose noisy count stands
@@ -432,7 +460,7 @@ class DPBoundedScaler(BoundedScaler):
     """
 
     _parameter_constraints = {
-        "epsilon": [Interval("real", 0, math.inf, closed="neither")],
+        "epsilon": [Interval("real", 0, math.inf, closed="neither"), Options(str, ("auto",))],
         "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
         "public_n_samples": [Interval("integral", 1, None), None],
         "ledger": [None, ledger_error],
@@ -445,7 +473,7 @@ class DPBoundedScaler(BoundedScaler):
 
     def __init__(self, epsilon=0.1, bounds=None, neighboring="replace_one", ledger=None,
                  clip=True, random_state=None, reproducible=False, public_n_samples=None,
-                 mechanism="above_threshold", delta=1e-6):
+                 mechanism="gaussian_histogram", delta=1e-6):
         self.epsilon = epsilon
         self.mechanism = mechanism
         self.delta = delta
@@ -484,8 +512,32 @@ class DPBoundedScaler(BoundedScaler):
         learned = np.array([pair is None for pair in public], dtype=bool)
         return getattr(self, _RANGE_FITS[self.mechanism])(X, public, learned)
 
+    def _histogram_epsilon(self, n_samples, n_learned):
+        """The histogram's epsilon: the given one, or ``"auto"``'s from public quantities.
+
+        ``"auto"``: the epsilon of the largest noise at which a bin holding
+        ``AUTO_DETECTED_SHARE`` of the public row count stands out of the
+        noise (:func:`noise_for_rows`), within ``AUTO_EPSILON_RANGE``; the
+        range's floor where the row count is private (add/remove without
+        ``public_n_samples``).
+        """
+        if self.epsilon != "auto":
+            return float(self.epsilon)
+        floor, cap = AUTO_EPSILON_RANGE
+        n_public = self._public_row_count(n_samples)
+        if n_public is None or not n_learned:
+            return floor
+        noise = noise_for_rows(AUTO_DETECTED_SHARE * n_public, n_learned, self.neighboring)
+        needed = compute_epsilon(noise, self.delta, sample_rate=1.0, n_steps=1,
+                                 neighboring=self.neighboring) if noise > 0 else math.inf
+        return float(min(max(needed, floor), cap))
+
     def _fit_scans(self, X, public, learned):
         """``mechanism="above_threshold"``: one AboveThreshold scan per learned end."""
+        if self.epsilon == "auto":
+            raise ValueError(
+                "The 'epsilon' parameter of DPBoundedScaler: 'auto' is available with "
+                "mechanism='gaussian_histogram' only; give a number.")
         n_samples, n_features = X.shape
         n_ends = 2 * int(learned.sum())
         epsilon_end = _check_end_budget(self.epsilon, n_ends) if n_ends else math.inf
@@ -543,16 +595,18 @@ class DPBoundedScaler(BoundedScaler):
         warn_about_seed(self.random_state, self.reproducible)
         rng, seeded = make_generator(self.random_state, self.reproducible)
         noise_multiplier = 0.0
+        # Public quantities only (the row count where it is public).
+        target = self._histogram_epsilon(X.shape[0], n_learned)
         if n_learned:
             # Calibrated from epsilon and delta alone (one full-batch Gaussian step).
             noise_multiplier = calibrate_noise(
-                self.epsilon, self.delta, sample_rate=1.0, n_steps=1,
+                target, self.delta, sample_rate=1.0, n_steps=1,
                 neighboring=self.neighboring).noise_multiplier
         if seeded:
             event, epsilon, delta = dp_accounting.NonPrivateDpEvent(), math.inf, 0.0
         elif n_learned:
             event = dp_accounting.GaussianDpEvent(noise_multiplier)
-            epsilon, delta = float(self.epsilon), float(self.delta)
+            epsilon, delta = target, float(self.delta)
         else:
             event, epsilon, delta = dp_accounting.NoOpDpEvent(), 0.0, 0.0
         # The event depends on public quantities only: charge before reading values.
@@ -565,7 +619,7 @@ class DPBoundedScaler(BoundedScaler):
             if X.shape[0] < 3.0 * needed:
                 # For the person holding the data only: a warning is not released.
                 warnings.warn(
-                    f"DPBoundedScaler: {X.shape[0]} rows are few for epsilon={self.epsilon:g} "
+                    f"DPBoundedScaler: {X.shape[0]} rows are few for epsilon={target:g} "
                     f"over {n_learned} features: a bin of a feature's histogram needs about "
                     f"{needed:.0f} rows to stand out of the noise, so the ranges may cover "
                     "only the densest bins. Declaring bounds for these features would be "

@@ -41,7 +41,7 @@ import numpy as np
 __all__ = [
     "HISTOGRAM_GRID_BASE", "FALSE_DETECTION_RATE", "histogram_counts", "histogram_grid",
     "histogram_noise_scale", "histogram_ranges", "detection_threshold", "noisy_histograms",
-    "rows_needed",
+    "noise_for_rows", "rows_needed",
 ]
 
 # Bins twice as wide as the one below: ends right within a factor of 2.
@@ -191,6 +191,15 @@ def histogram_ranges(X, noise_multiplier, neighboring, rng):
     for j in range(X.shape[1]):
         lower[j], upper[j] = _ends(noisy[j], threshold, edges)
     return lower, upper
+
+
+def noise_for_rows(n_rows, n_learned, neighboring):
+    """The largest ``z`` at which a bin of ``n_rows`` rows reaches the detection threshold.
+
+    The inverse of :func:`rows_needed` in ``z``: public quantities only
+    (a public row count, ``d``, the grid).
+    """
+    return n_rows / rows_needed(1.0, n_learned, neighboring)
 
 
 def rows_needed(noise_multiplier, n_learned, neighboring):
