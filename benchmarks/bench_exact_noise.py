@@ -391,10 +391,13 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
         noise = np.zeros_like(grad)
         source = ChaChaWords()
         exact_noise = ExactNoise(residual_bits, row_bits, scale, ChaChaWords())
-        n_blocks = -(-dimension // _exact.NOISE_BLOCK_SAMPLES)
+        # The words a step's noise asks its blocks' streams for (a draw may ask for more than
+        # it uses), replayed alone: the sampler's share is the noise's time less theirs.
+        requests = _word_requests(exact_noise, dimension, _exact.NOISE_BLOCK_SAMPLES)
         parts = {
             "noise words (ChaCha20)": lambda: [
-                source.words(16 * _exact.NOISE_BLOCK_SAMPLES + 64) for _ in range(n_blocks)],
+                source.substream(b).words(count) for b, counts in enumerate(requests)
+                for count in counts],
             "sampler": lambda: exact_noise.draw(dimension),
             "gather + margins": lambda: _exact._gather_margins(X, batch, params, 1.0, design),
             "clip": lambda: _exact._scaled_clipped_residuals(
@@ -420,6 +423,27 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
         timings["sampler"] -= timings["noise words (ChaCha20)"]
         rows.append((batch.size, dimension, timings))
     return rows
+
+
+class _CountingWords:
+    """A word source that records how many words each request asks for."""
+
+    def __init__(self, source):
+        self.source, self.counts = source, []
+
+    def words(self, count):
+        self.counts.append(int(count))
+        return self.source.words(count)
+
+
+def _word_requests(exact_noise, count, block):
+    """Per noise block of ``block`` draws, the word counts its stream is asked for."""
+    requests = []
+    for start in range(0, count, block):
+        counting = _CountingWords(ChaChaWords().substream(len(requests)))
+        exact_noise.sample(min(block, count - start), counting)
+        requests.append(counting.counts)
+    return requests
 
 
 def _median_milliseconds(parts, repeats):
