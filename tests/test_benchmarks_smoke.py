@@ -228,6 +228,16 @@ def test_screen_adaptive_clipping_quick(tmp_path):
     assert "Poisson-sampled steps" in text and "at z_eff: epsilon 1.0000." in text
 
 
+def test_screen_image_smoothing_quick(tmp_path):
+    _run("screen_image_smoothing.py", tmp_path)
+    text = (tmp_path / "image_smoothing_screen.md").read_text()
+    for variant in ("none", "1-D sigma 0.25", "1-D sigma 1", "2-D sigma 0.25", "2-D sigma 1"):
+        assert f"| {variant} | " in text
+    # The noise variance each operator keeps: the 1-D one is the paper's gamma
+    # (0.447 at sigma 1); the 2-D one at the same sigma keeps less.
+    assert "| 1-D sigma 1 | 0.447 |" in text and "| 2-D sigma 1 | 0.254 |" in text
+
+
 def test_bench_regime_sigma_quick(tmp_path):
     _run("bench_regime.py", tmp_path, "--sigma")
     text = (tmp_path / "regime_sigma.md").read_text()
