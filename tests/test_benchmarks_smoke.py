@@ -308,6 +308,16 @@ def test_bench_sampler_revisions_quick(tmp_path):
     assert "| 2**20 |" in text and "shared machine" in text
 
 
+def test_bench_exact_sampler_quick(tmp_path):
+    # The same tree as old and new, then the kernel by part: the plumbing.
+    _run("bench_exact_sampler.py", tmp_path, "--old", str(REPO_ROOT))
+    text = (tmp_path / "exact_sampler_speed.md").read_text()
+    assert "| scale s | old ns per draw | new ns per draw | new / old |" in text
+    assert "| part (cumulative) | ns per draw |" in text
+    assert "| the kernel on uniform words (the rare rest included) |" in text
+    assert "shared machine" in text
+
+
 def test_bench_exact_noise_speed_quick(tmp_path):
     _run("bench_exact_noise.py", tmp_path, "--speed")
     text = (tmp_path / "exact_noise_speed.md").read_text()

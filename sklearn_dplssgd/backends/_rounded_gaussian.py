@@ -16,8 +16,7 @@ partition: the half-line is cut into cells ``[j h, (j + 1) h)``, ``h =
   / 2)`` the density's largest value on the cell and ``W`` the sum of all
   of them, by inversion: a uniform ``u`` is compared with the cumulative
   probabilities ``C_j``, whose first 1,024 bits are computed once, with a
-  rigorous error bound, by :func:`_cumulative_table` (a guide table on
-  ``u``'s first 10 bits starts the search next to the answer);
+  rigorous error bound, by :func:`_cumulative_table`;
 * ``y`` uniform in [0, 1) is kept with probability ``exp(-p)``, ``p = h^2 y
   (2j + y) / 2`` (the density at ``(j + y) h`` over its value at ``j h``),
   else the draw restarts; ``p <= (2j + 1) h^2 / 2 < 1`` always (a rejection
@@ -32,36 +31,66 @@ is even (``P(length >= n) = p^n / n!``). A link ``z_n < p`` is drawn as
 y) / 2**(2 CELL_BITS + 1)``: an integer ``f`` uniform in ``[0, 2**(2
 CELL_BITS + 1))`` with ``f < 2j``, or ``f = 2j`` and a fresh uniform below
 ``y``. The test on ``f`` comes first: it ends the chain (accepting) but
-about once in 300 draws, so a draw uses three 32-bit half-words (the cell's
-uniform, ``y`` and the sign, ``f``), and a fourth when ``s`` exceeds
-``2**32`` (below).
+about once in 150 draws.
 
-Every uniform in [0, 1) is a *u-rand*: its base-``2**32`` digits are made
-(one per 32-bit half of a word of the source, the high half first) only
+The bits. Every uniform in [0, 1) is a *u-rand*: its bits are made only
 when a comparison needs them, so every comparison is exact and ends after
-finitely many digits with probability one. The fraction ``x = (i + y) h``
-of ``|G| = k + x`` (``j = k 2**CELL_BITS + i``) is held as a u-rand whose first
-digit is ``i`` in its top ``CELL_BITS`` bits and the top bits of a
-half-word below them (that half-word's lowest bit is the sign); the
-chain's uniforms carry the same prefix, so comparing them compares the
-``y``s. When the draw is kept, the digits of ``x`` not yet made are
-uniform given everything drawn so far: the output ``floor(s (k + x) + 1/2)`` is
-fixed by making more of them until the integer is the same at both ends
-of the interval ``x`` is known to lie in. A u-rand holds at most
-:data:`DIGIT_CAPACITY` digits (1,024 bits), and ``|G|`` is below
-:data:`LARGEST_INTEGER_PART` ``+ 1``: a draw that needs more, with
-probability below ``2**-960``, raises
+finitely many bits with probability one; the output ``floor(s (k + x) +
+1/2)``, ``x = (i + y) h`` the fraction of ``|G| = k + x`` (``j = k
+2**CELL_BITS + i``), is fixed by making bits of ``x`` until the integer is
+the same at both ends of the interval ``x`` is known to lie in. An attempt
+reads one 64-bit word of the source, whose fields start four of them:
+
+* its top ``LEAD_BITS`` (16) bits are the first bits of ``u``: a lookup
+  table on them gives the cell unless a ``C_j``'s first 16 bits equal them
+  (about one word in 140), when the search goes on from the first such
+  cell with ``u``'s first base-``2**32`` digit made of them and the top 16
+  bits of a fresh half-word, then further digits;
+* the next ``Y_BITS`` (39) bits are the first bits of ``y``: with ``i``
+  they are ``x``'s first 46 bits;
+* the next ``F_LEAD_BITS`` (8) bits are the first bits of the first link's
+  ``f``: above ``2j``'s first 8 bits (``j >> 6``), ``f > 2j`` whatever its
+  other bits, and the chain is empty (the squeeze: all but about one draw
+  in 120); below them ``f < 2j``; equal, its other 7 bits are the top of a
+  fresh half-word;
+* the lowest bit is the sign.
+
+Most draws end there: the cell from the table, the squeeze, and ``floor(s
+(k + x) + 1/2)`` fixed by ``x``'s 46 bits (always but about ``s 2**-46`` of
+the time), in 64-bit integers (four exact 32-bit products). Otherwise the
+attempt goes on with fresh 32-bit half-words, read in order (both halves
+of each further word): the cell's search, the chain's links (each ``f``
+the top bits of a half-word, each ``z`` a u-rand whose first digit is ``i``
+in its top ``CELL_BITS`` bits and the half-word's top bits below it, so
+that comparing them compares the ``y``'s; ``x``'s first digit is ``i`` and
+``y``'s first 25 bits, its second ``y``'s other 14 bits and the top 18 of
+a half-word), and the rounding's further digits of ``x``. The next attempt
+starts on the next whole word (a half-word the attempt did not read is
+never read). Every bit of the stream is read by one decision only, and
+the position of every bit an attempt reads depends only on the bits it
+read before: given everything read so far, a bit not yet read is
+independent and uniform. So each u-rand's bits are independent uniform
+bits, the u-rands are independent, and every decision is the exact one
+the algorithm above makes (the squeeze and the table decide only what
+their bits already decide); the draws are independent, each of the law
+above. When the draw is kept, the bits of ``x`` not yet made are uniform
+given everything drawn so far, so the rounding from more of them is
+``round(s |G|)`` exactly. A u-rand holds at most :data:`DIGIT_CAPACITY`
+digits (1,024 bits), and ``|G|`` is below :data:`LARGEST_INTEGER_PART` ``+
+1``: a draw that needs more, with probability below ``2**-960``, raises
 :class:`~._discrete_gaussian.SamplerCapacityError` rather than truncate
 (which would bias the law). No floating-point value takes part in a draw.
 
-``s <= MAX_ROUNDED_SCALE = 2**52``: the products of ``s`` and a digit (up
-to ``2**84``) are made of two exact limbs, ``(s mod 2**32) d`` in uint64 and
-``(s >> 32) d`` below ``2**52``, and the output (below ``38 s < 2**58``)
+``s <= MAX_ROUNDED_SCALE = 2**52``: ``s`` times ``x``'s 46 bits (below
+``2**105``) is made from four 32-bit products, and ``s`` times a further
+digit (up to ``2**84``) of two exact limbs, ``(s mod 2**32) d`` in uint64
+and ``(s >> 32) d`` below ``2**52``; the output (below ``38 s < 2**58``)
 fits int64 with room for any grid sum. Words come from a word source as for
 :func:`~._discrete_gaussian.sample_discrete_gaussian` (by default the
 operating system's CSPRNG), through the same restart of a draw whose words
-ran out (:func:`~._discrete_gaussian.draw_from_word_stream`; the kernel's
-cursor counts half-words, so a draw may start in a word's low half).
+ran out (:func:`~._discrete_gaussian.draw_from_word_stream`; a draw starts
+on a whole word). A draw uses about 1.02 words up to ``s = 2**44``, 2 past
+``s = 2**46``.
 """
 
 import decimal
@@ -96,10 +125,10 @@ LARGEST_INTEGER_PART = 37
 # of them. Finer cells reject less (about j h^2 a draw) but make the table
 # longer (computed once, about 0.2 s at 7 bits); p < 1 needs j < 4**CELL_BITS.
 CELL_BITS = 7
-# Words requested per missing draw: a draw uses about 1.5 (2 past s = 2**32)
-# on average (a short buffer only costs another request, an oversized one
-# the words' making).
-_WORDS_PER_SAMPLE = 1.1
+# Words requested per missing draw (a draw uses about 1.02 up to s = 2**44,
+# 2 past 2**46); a short buffer only costs another request.
+_WORDS_PER_SAMPLE = 1.04
+_WORDS_PER_SAMPLE_PAST_44_BITS = 2.04
 
 _CELLS = (LARGEST_INTEGER_PART + 1) << CELL_BITS
 _CELL_MASK = np.int64((1 << CELL_BITS) - 1)
@@ -126,9 +155,7 @@ _X_SPLIT = _X_BITS - 32
 # of a fresh half-word; f_lead > j >> _SQUEEZE_SHIFT settles f > 2j.
 _F_REST_BITS = 2 * CELL_BITS + 1 - F_LEAD_BITS
 _SQUEEZE_SHIFT = np.int64(_F_REST_BITS - 1)
-# The cells' lookup table on the uniform's first LEAD_BITS bits: the cell,
-# or -1 - (the first cell to search) where a cumulative probability's first
-# LEAD_BITS bits equal them.
+# The cells' lookup table on the uniform's first LEAD_BITS bits (_table).
 _LOOKUP_SIZE = 1 << LEAD_BITS
 
 _DIGIT_BITS = np.int64(32)
@@ -151,10 +178,8 @@ _TOTAL = _COUNTS + _SLOTS
 _DIGITS = _TOTAL + DIGIT_CAPACITY + 1
 _STATE_SIZE = _DIGITS + _SLOTS * DIGIT_CAPACITY
 # The table (read only, shared by all draws): each cell's 1,024-bit
-# cumulative probability as DIGIT_CAPACITY digits, then every first digit
-# again (contiguous, for the search).
+# cumulative probability as DIGIT_CAPACITY digits, then every first digit.
 _FIRST = _CELLS * DIGIT_CAPACITY
-_TABLE_SIZE = _FIRST + _CELLS
 # Deliberate faults, for the tests that show a broken sampler fails them
 # (bits of the kernel's ``faults``; always 0 outside those tests): the cells
 # drawn with the wrong law exp(-j h / 2), the sign ignored, every draw
@@ -316,7 +341,9 @@ def sample_rounded_gaussian(size, scale, source=None, *, capacity=DIGIT_CAPACITY
         raise ValueError("sample_rounded_gaussian: size must be non-negative.")
     if not 1 <= int(capacity) <= DIGIT_CAPACITY:
         raise ValueError(f"sample_rounded_gaussian: capacity must be in [1, {DIGIT_CAPACITY}].")
-    return draw_from_word_stream(size, source, _WORDS_PER_SAMPLE, _fill_rounded_gaussian,
+    words_per_sample = (_WORDS_PER_SAMPLE if scale.scale <= 2 ** 44
+                        else _WORDS_PER_SAMPLE_PAST_44_BITS)
+    return draw_from_word_stream(size, source, words_per_sample, _fill_rounded_gaussian,
                                  *_kernel_parameters(scale.scale, capacity, 0))
 
 
@@ -568,9 +595,8 @@ def _rounded(words, state, k, s):
     2**(32 m)`` (no carry out of its digits). ``s d`` for a digit ``d`` is
     added as ``(s mod 2**32) d`` (below ``2**64``, in uint64) at position
     ``m`` and ``(s >> 32) d`` (below ``2**52``) at ``m - 1``. Only the
-    total's digits in use are set (each when first reached). The kernel
-    calls it when x's first ``_X_BITS`` bits leave the floor open, so it
-    is open after x's first digit too and the second is made.
+    total's digits in use are set (each when first reached). Called when
+    x's first ``_X_BITS`` bits leave the floor open (its first digit too).
     """
     result = np.int64(0)
     undecided = True
@@ -603,15 +629,10 @@ def _rounded(words, state, k, s):
 def _fill_rounded_gaussian(out, start, words, table, lookup, s, capacity, faults, cursor):
     """Fill ``out[start:]`` until the words run out; return how many entries are filled.
 
-    An attempt reads one word: its cell (the lookup table), the squeeze of
-    its first link and x's first ``_X_BITS`` bits settle most draws there
-    (the common case, in local variables); the rest goes on in the state
-    with fresh half-words (the cell's search, the chain, the rounding's
-    further digits). A rejection starts a new attempt on the next whole
-    word (the unread half of a word that an attempt started is never read).
-    The stream starts at word ``cursor[0]``. On return ``cursor[0]`` is the
-    first word of the unfinished draw (or of the end of the words used when
-    all are filled), ``cursor[1]`` why it stopped, ``cursor[2]`` 0.
+    The common case in local variables, the rest in the state (see the
+    module's notes). The stream starts at word ``cursor[0]``. On return
+    ``cursor[0]`` is the first word of the unfinished draw (or the end of
+    the words used), ``cursor[1]`` why it stopped, ``cursor[2]`` 0.
     """
     state = np.zeros(_STATE_SIZE, dtype=np.int64)
     state[_CAPACITY] = capacity
