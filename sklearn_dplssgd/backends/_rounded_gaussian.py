@@ -16,8 +16,7 @@ partition: the half-line is cut into cells ``[j h, (j + 1) h)``, ``h =
   / 2)`` the density's largest value on the cell and ``W`` the sum of all
   of them, by inversion: a uniform ``u`` is compared with the cumulative
   probabilities ``C_j``, whose first 1,024 bits are computed once, with a
-  rigorous error bound, by :func:`_cumulative_table` (a guide table on
-  ``u``'s first 10 bits starts the search next to the answer);
+  rigorous error bound, by :func:`_cumulative_table`;
 * ``y`` uniform in [0, 1) is kept with probability ``exp(-p)``, ``p = h^2 y
   (2j + y) / 2`` (the density at ``(j + y) h`` over its value at ``j h``),
   else the draw restarts; ``p <= (2j + 1) h^2 / 2 < 1`` always (a rejection
@@ -32,36 +31,66 @@ is even (``P(length >= n) = p^n / n!``). A link ``z_n < p`` is drawn as
 y) / 2**(2 CELL_BITS + 1)``: an integer ``f`` uniform in ``[0, 2**(2
 CELL_BITS + 1))`` with ``f < 2j``, or ``f = 2j`` and a fresh uniform below
 ``y``. The test on ``f`` comes first: it ends the chain (accepting) but
-about once in 300 draws, so a draw uses three 32-bit half-words (the cell's
-uniform, ``y`` and the sign, ``f``), and a fourth when ``s`` exceeds
-``2**32`` (below).
+about once in 150 draws.
 
-Every uniform in [0, 1) is a *u-rand*: its base-``2**32`` digits are made
-(one per 32-bit half of a word of the source, the high half first) only
+The bits. Every uniform in [0, 1) is a *u-rand*: its bits are made only
 when a comparison needs them, so every comparison is exact and ends after
-finitely many digits with probability one. The fraction ``x = (i + y) h``
-of ``|G| = k + x`` (``j = k 2**CELL_BITS + i``) is held as a u-rand whose first
-digit is ``i`` in its top ``CELL_BITS`` bits and the top bits of a
-half-word below them (that half-word's lowest bit is the sign); the
-chain's uniforms carry the same prefix, so comparing them compares the
-``y``s. When the draw is kept, the digits of ``x`` not yet made are
-uniform given everything drawn so far: the output ``floor(s (k + x) + 1/2)`` is
-fixed by making more of them until the integer is the same at both ends
-of the interval ``x`` is known to lie in. A u-rand holds at most
-:data:`DIGIT_CAPACITY` digits (1,024 bits), and ``|G|`` is below
-:data:`LARGEST_INTEGER_PART` ``+ 1``: a draw that needs more, with
-probability below ``2**-960``, raises
+finitely many bits with probability one; the output ``floor(s (k + x) +
+1/2)``, ``x = (i + y) h`` the fraction of ``|G| = k + x`` (``j = k
+2**CELL_BITS + i``), is fixed by making bits of ``x`` until the integer is
+the same at both ends of the interval ``x`` is known to lie in. An attempt
+reads one 64-bit word of the source, whose fields start four of them:
+
+* its top ``LEAD_BITS`` (16) bits are the first bits of ``u``: a lookup
+  table on them gives the cell unless a ``C_j``'s first 16 bits equal them
+  (about one word in 140), when the search goes on from the first such
+  cell with ``u``'s first base-``2**32`` digit made of them and the top 16
+  bits of a fresh half-word, then further digits;
+* the next ``Y_BITS`` (39) bits are the first bits of ``y``: with ``i``
+  they are ``x``'s first 46 bits;
+* the next ``F_LEAD_BITS`` (8) bits are the first bits of the first link's
+  ``f``: above ``2j``'s first 8 bits (``j >> 6``), ``f > 2j`` whatever its
+  other bits, and the chain is empty (the squeeze: all but about one draw
+  in 120); below them ``f < 2j``; equal, its other 7 bits are the top of a
+  fresh half-word;
+* the lowest bit is the sign.
+
+Most draws end there: the cell from the table, the squeeze, and ``floor(s
+(k + x) + 1/2)`` fixed by ``x``'s 46 bits (always but about ``s 2**-46`` of
+the time), in 64-bit integers (four exact 32-bit products). Otherwise the
+attempt goes on with fresh 32-bit half-words, read in order (both halves
+of each further word): the cell's search, the chain's links (each ``f``
+the top bits of a half-word, each ``z`` a u-rand whose first digit is ``i``
+in its top ``CELL_BITS`` bits and the half-word's top bits below it, so
+that comparing them compares the ``y``'s; ``x``'s first digit is ``i`` and
+``y``'s first 25 bits, its second ``y``'s other 14 bits and the top 18 of
+a half-word), and the rounding's further digits of ``x``. The next attempt
+starts on the next whole word (a half-word the attempt did not read is
+never read). Every bit of the stream is read by one decision only, and
+the position of every bit an attempt reads depends only on the bits it
+read before: given everything read so far, a bit not yet read is
+independent and uniform. So each u-rand's bits are independent uniform
+bits, the u-rands are independent, and every decision is the exact one
+the algorithm above makes (the squeeze and the table decide only what
+their bits already decide); the draws are independent, each of the law
+above. When the draw is kept, the bits of ``x`` not yet made are uniform
+given everything drawn so far, so the rounding from more of them is
+``round(s |G|)`` exactly. A u-rand holds at most :data:`DIGIT_CAPACITY`
+digits (1,024 bits), and ``|G|`` is below :data:`LARGEST_INTEGER_PART` ``+
+1``: a draw that needs more, with probability below ``2**-960``, raises
 :class:`~._discrete_gaussian.SamplerCapacityError` rather than truncate
 (which would bias the law). No floating-point value takes part in a draw.
 
-``s <= MAX_ROUNDED_SCALE = 2**52``: the products of ``s`` and a digit (up
-to ``2**84``) are made of two exact limbs, ``(s mod 2**32) d`` in uint64 and
-``(s >> 32) d`` below ``2**52``, and the output (below ``38 s < 2**58``)
+``s <= MAX_ROUNDED_SCALE = 2**52``: ``s`` times ``x``'s 46 bits (below
+``2**105``) is made from four 32-bit products, and ``s`` times a further
+digit (up to ``2**84``) of two exact limbs, ``(s mod 2**32) d`` in uint64
+and ``(s >> 32) d`` below ``2**52``; the output (below ``38 s < 2**58``)
 fits int64 with room for any grid sum. Words come from a word source as for
 :func:`~._discrete_gaussian.sample_discrete_gaussian` (by default the
 operating system's CSPRNG), through the same restart of a draw whose words
-ran out (:func:`~._discrete_gaussian.draw_from_word_stream`; the kernel's
-cursor counts half-words, so a draw may start in a word's low half).
+ran out (:func:`~._discrete_gaussian.draw_from_word_stream`; a draw starts
+on a whole word). A draw uses about 1.02 words up to ``s = 2**44``, 2 past
+``s = 2**46``.
 """
 
 import decimal
@@ -96,20 +125,38 @@ LARGEST_INTEGER_PART = 37
 # of them. Finer cells reject less (about j h^2 a draw) but make the table
 # longer (computed once, about 0.2 s at 7 bits); p < 1 needs j < 4**CELL_BITS.
 CELL_BITS = 7
-# Words requested per missing draw: a draw uses about 1.5 (2 past s = 2**32)
-# on average (a short buffer only costs another request, an oversized one
-# the words' making).
-_WORDS_PER_SAMPLE = 2.25
+# Words requested per missing draw (a draw uses about 1.02 up to s = 2**44,
+# 2 past 2**46); a short buffer only costs another request.
+_WORDS_PER_SAMPLE = 1.04
+_WORDS_PER_SAMPLE_PAST_44_BITS = 2.04
 
 _CELLS = (LARGEST_INTEGER_PART + 1) << CELL_BITS
 _CELL_MASK = np.int64((1 << CELL_BITS) - 1)
 _PREFIX_SHIFT = np.int64(32 - CELL_BITS)
 # f of a link: the top 2 CELL_BITS + 1 bits of a half-word.
 _LINK_SHIFT = np.int64(32 - (2 * CELL_BITS + 1))
-# The guide table: entry g is the first cell whose cumulative probability's
-# first digit is at least g 2**(32 - _GUIDE_BITS).
-_GUIDE_BITS = 10
-_GUIDE_SHIFT = np.int64(32 - _GUIDE_BITS)
+
+# An attempt's word (64 bits, high to low): the cell's uniform's first
+# LEAD_BITS bits, y's first Y_BITS bits, the first F_LEAD_BITS bits of the
+# first link's f, the sign. Every bit feeds one decision only.
+LEAD_BITS = 16
+Y_BITS = 39
+F_LEAD_BITS = 8
+_LEAD_SHIFT = np.uint64(64 - LEAD_BITS)
+_Y_SHIFT = np.uint64(1 + F_LEAD_BITS)
+_Y_MASK = np.uint64((1 << Y_BITS) - 1)
+_F_LEAD_MASK = np.uint64((1 << F_LEAD_BITS) - 1)
+# x's bits the word gives: its i, then y's Y_BITS bits. Its first digit is
+# their top 32 bits; the low _X_SPLIT bits start its second digit, whose
+# other 32 - _X_SPLIT bits come from a fresh half-word when needed.
+_X_BITS = CELL_BITS + Y_BITS
+_X_SPLIT = _X_BITS - 32
+# The first link's f is (f_lead << _F_REST_BITS) + the top _F_REST_BITS bits
+# of a fresh half-word; f_lead > j >> _SQUEEZE_SHIFT settles f > 2j.
+_F_REST_BITS = 2 * CELL_BITS + 1 - F_LEAD_BITS
+_SQUEEZE_SHIFT = np.int64(_F_REST_BITS - 1)
+# The cells' lookup table on the uniform's first LEAD_BITS bits (_table).
+_LOOKUP_SIZE = 1 << LEAD_BITS
 
 _DIGIT_BITS = np.int64(32)
 _DIGIT_BASE = np.int64(2 ** 32)
@@ -122,26 +169,26 @@ _X, _LINK_A, _LINK_B, _FRESH, _INVERSION = 0, 1, 2, 3, 4
 _SLOTS = 5
 # The kernel's state is one small int64 array: the next half-word and the
 # stop flag (as the discrete Gaussian's ``cursor``), the capacity in use,
-# the prefix of the draw's u-rands (its i in their top bits), each slot's
-# count of digits made, the rounding's total (integer part, then fraction
-# digits), then each slot's digits.
-_POSITION, _FLAG, _CAPACITY, _PREFIX, _COUNTS = 0, 1, 2, 3, 4
+# the prefix of the draw's u-rands (its i in their top bits), the word's
+# bits that start the cell's uniform's first digit and x's second, each
+# slot's count of digits made, the rounding's total (integer part, then
+# fraction digits), then each slot's digits.
+_POSITION, _FLAG, _CAPACITY, _PREFIX, _LEAD, _X_TAIL, _COUNTS = 0, 1, 2, 3, 4, 5, 6
 _TOTAL = _COUNTS + _SLOTS
 _DIGITS = _TOTAL + DIGIT_CAPACITY + 1
 _STATE_SIZE = _DIGITS + _SLOTS * DIGIT_CAPACITY
 # The table (read only, shared by all draws): each cell's 1,024-bit
-# cumulative probability as DIGIT_CAPACITY digits, then every first digit
-# again (contiguous, for the search), then the guide.
+# cumulative probability as DIGIT_CAPACITY digits, then every first digit.
 _FIRST = _CELLS * DIGIT_CAPACITY
-_GUIDE = _FIRST + _CELLS
-_TABLE_SIZE = _GUIDE + (1 << _GUIDE_BITS)
 # Deliberate faults, for the tests that show a broken sampler fails them
 # (bits of the kernel's ``faults``; always 0 outside those tests): the cells
-# drawn with the wrong law exp(-j h / 2), the sign ignored, or every draw
-# kept (the acceptance test skipped).
+# drawn with the wrong law exp(-j h / 2), the sign ignored, every draw
+# kept (the acceptance test skipped), or the sign read from the word's top
+# bit, which the cell's uniform reads too (a bit reused).
 _FAULT_WRONG_CELLS = 1
 _FAULT_SKIP_SIGN = 2
 _FAULT_SKIP_ACCEPTANCE = 4
+_FAULT_REUSE_SIGN_BIT = 8
 
 
 def _cumulative_table(wrong_cells=False):
@@ -198,19 +245,32 @@ def _cumulative_table(wrong_cells=False):
 
 @functools.lru_cache(maxsize=2)
 def _table(wrong_cells=False):
-    """The kernel's read-only table: the rows, their first digits and the guide."""
+    """The kernel's read-only tables: the rows and their first digits; the lookup table.
+
+    Lookup entry ``b`` is for a uniform whose first ``LEAD_BITS`` bits are
+    ``b``: it lies in ``[b, b + 1) 2**-LEAD_BITS``. Let ``c`` be the first
+    cell whose row's first ``LEAD_BITS`` bits ``t_c`` are at least ``b``.
+    Every earlier row has ``t < b``, so its ``C`` is below ``b
+    2**-LEAD_BITS``: the uniform is above it. If ``t_c > b``, ``C_c >=
+    floor(C_c 2**1024) 2**-1024 >= (b + 1) 2**-LEAD_BITS``: the uniform is
+    below ``C_c``, and the cell is ``c`` (entry ``c``). If ``t_c = b``, more
+    bits decide, from cell ``c`` on (entry ``-1 - c``).
+    """
     rows = _cumulative_table(wrong_cells)
     first = rows[::DIGIT_CAPACITY]
-    bucket_starts = np.arange(1 << _GUIDE_BITS, dtype=np.int64) << int(_GUIDE_SHIFT)
-    guide = np.searchsorted(first, bucket_starts, side="left")
-    table = np.concatenate((rows, first, guide)).astype(np.int64)
+    table = np.concatenate((rows, first)).astype(np.int64)
     table.setflags(write=False)
-    return table
+    leads = first >> (32 - LEAD_BITS)
+    buckets = np.arange(_LOOKUP_SIZE, dtype=np.int64)
+    cells = np.searchsorted(leads, buckets, side="left")
+    lookup = np.where(leads[cells] > buckets, cells, -1 - cells).astype(np.int16)
+    lookup.setflags(write=False)
+    return table, lookup
 
 
 def _kernel_parameters(scale, capacity, faults):
-    """The table and scalars that :func:`_fill_rounded_gaussian` takes after ``words``."""
-    return (_table(bool(faults & _FAULT_WRONG_CELLS)), np.int64(scale), np.int64(capacity),
+    """The tables and scalars that :func:`_fill_rounded_gaussian` takes after ``words``."""
+    return (*_table(bool(faults & _FAULT_WRONG_CELLS)), np.int64(scale), np.int64(capacity),
             np.int64(faults))
 
 
@@ -281,7 +341,9 @@ def sample_rounded_gaussian(size, scale, source=None, *, capacity=DIGIT_CAPACITY
         raise ValueError("sample_rounded_gaussian: size must be non-negative.")
     if not 1 <= int(capacity) <= DIGIT_CAPACITY:
         raise ValueError(f"sample_rounded_gaussian: capacity must be in [1, {DIGIT_CAPACITY}].")
-    return draw_from_word_stream(size, source, _WORDS_PER_SAMPLE, _fill_rounded_gaussian,
+    words_per_sample = (_WORDS_PER_SAMPLE if scale.scale <= 2 ** 44
+                        else _WORDS_PER_SAMPLE_PAST_44_BITS)
+    return draw_from_word_stream(size, source, words_per_sample, _fill_rounded_gaussian,
                                  *_kernel_parameters(scale.scale, capacity, 0))
 
 
@@ -298,10 +360,10 @@ def _new_state(capacity=DIGIT_CAPACITY):
 # on their conditions (see above). Digit i of u-rand u is
 # ``state[_DIGITS + DIGIT_CAPACITY u + i]``, made while ``i < state[_COUNTS + u]``.
 # ``state[_POSITION]`` counts half-words: half-word h is the high half of
-# word h >> 1 when h is even, its low half when odd. The helpers are inlined
-# and leave their loops on their conditions (a ``break`` or ``return`` in a
-# loop made Numba count the arrays' references at every call: ten times
-# slower).
+# word h >> 1 when h is even, its low half when odd; an attempt starts on a
+# word (even h). The helpers are inlined and leave their loops on their
+# conditions (a ``break`` or ``return`` in a loop made Numba count the
+# arrays' references at every call: ten times slower).
 # ---------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True, inline="always")
@@ -322,9 +384,12 @@ def _next_half_word(words, state):
 def _digit(words, state, u, i):
     """Digit ``i`` of u-rand ``u``, made from the next half-word when first needed.
 
-    The first digit of every u-rand but the cell's carries the draw's prefix
-    (``i`` of the cell) in its top ``CELL_BITS`` bits, the half-word's top
-    bits below it.
+    The first digit of the cell's u-rand is the attempt word's ``LEAD_BITS``
+    bits, then the half-word's top bits; x's second digit is the word's
+    last ``_X_SPLIT`` bits of y, then the half-word's top bits; the first
+    digit of every other u-rand carries the draw's prefix (``i`` of the
+    cell) in its top ``CELL_BITS`` bits, the half-word's top bits below it.
+    (x's first digit is set from the word before any comparison.)
     """
     value = np.int64(0)
     if i < state[_COUNTS + u]:
@@ -340,7 +405,13 @@ def _digit(words, state, u, i):
         shift = np.uint64(32 - 32 * (position & 1))
         value = np.int64((words[position >> 1] >> shift) & _UINT_MASK)
         state[_POSITION] = position + 1
-        if i == 0 and u != _INVERSION:
+        if u == _INVERSION:
+            if i == 0:
+                value = (state[_LEAD] << (32 - LEAD_BITS)) | (value >> LEAD_BITS)
+        elif u == _X:
+            if i == 1:
+                value = state[_X_TAIL] | (value >> _X_SPLIT)
+        elif i == 0:
             value = state[_PREFIX] | (value >> CELL_BITS)
         state[_DIGITS + DIGIT_CAPACITY * u + i] = value
         state[_COUNTS + u] = i + 1
@@ -385,26 +456,66 @@ def _below_cumulative(words, state, table, cell):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _accepted(words, state, cell, faults):
+def _searched_cell(words, state, table, cell):
+    """The cell of the u-rand in slot ``_INVERSION``, searched from ``cell`` on.
+
+    The cell is the first whose cumulative probability is above the
+    uniform; every cell before ``cell`` is known to be below it. Each cell's
+    first digit decides, except a tie, which the cell's whole row decides.
+    """
+    leading = _digit(words, state, _INVERSION, 0)
+    searching = state[_FLAG] == 0
+    while searching:
+        bound = table[_FIRST + cell]
+        if leading < bound:
+            searching = False
+        elif leading == bound and _below_cumulative(words, state, table, cell):
+            searching = False
+        else:
+            cell += 1
+            if cell == _CELLS:
+                # Not reachable with the exact table (its last row is all
+                # ones): failing closed all the same.
+                state[_FLAG] = CAPACITY_EXCEEDED
+        searching = searching and state[_FLAG] == 0
+    return cell
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _accepted(words, state, cell, f_lead, faults):
     """Bernoulli(exp(-h^2 y (2j + y) / 2)) for the u-rand x = (i + y) h in slot ``_X``.
 
     A link is three tests in turn (``phase``): ``f`` uniform in ``[0, 2**(2
-    CELL_BITS + 1))`` (the top bits of a half-word) below ``2j``, or equal
-    to it and a fresh u-rand below x (phase 1); then the new link below the
-    last (phase 2). One loop with one comparison in it: two comparisons'
-    loops inside one loop made Numba count the arrays' references.
+    CELL_BITS + 1))`` below ``2j``, or equal to it and a fresh u-rand below
+    x (phase 1); then the new link below the last (phase 2). The first
+    link's ``f`` starts with the word's ``f_lead`` (its top
+    ``F_LEAD_BITS`` bits): above ``2j``'s (``j >> _SQUEEZE_SHIFT``) it is
+    above ``2j``, below them below ``2j``, and only when they are equal are
+    its other bits (the top bits of a half-word) read; a later link's
+    ``f`` is the top bits of a half-word. One loop with one comparison in
+    it: two comparisons' loops inside one loop made Numba count the arrays'
+    references.
     """
     previous, current = _X, _LINK_A
     length = 0
     growing = True
     twice = 2 * cell
     phase = 0
+    first_link = True
     if faults & _FAULT_SKIP_ACCEPTANCE:
         growing = False
     while growing and state[_FLAG] == 0:
         linked = False
         if phase == 0:
-            f = _next_half_word(words, state) >> _LINK_SHIFT
+            if first_link and f_lead != cell >> _SQUEEZE_SHIFT:
+                # f's first bits settle f against 2j without its others.
+                f = twice + 1 if f_lead > cell >> _SQUEEZE_SHIFT else np.int64(0)
+            elif first_link:
+                f = (f_lead << _F_REST_BITS) | (_next_half_word(words, state) >> (
+                    32 - _F_REST_BITS))
+            else:
+                f = _next_half_word(words, state) >> _LINK_SHIFT
+            first_link = False
             if f > twice or state[_FLAG] != 0:
                 growing = False
             elif f == twice:
@@ -429,6 +540,33 @@ def _accepted(words, state, cell, faults):
             else:
                 previous, current = current, previous
     return length % 2 == 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rounded_known(cell, y, s):
+    """``floor(s (k + x) + 1/2)`` from x's first ``_X_BITS`` bits, and whether they fix it.
+
+    ``k + x`` lies in ``[V, V + 1) 2**-_X_BITS``, ``V = cell 2**Y_BITS + y
+    < 2**52``: with ``T = s V + 2**(_X_BITS - 1)`` (below ``2**105``, made
+    from four exact 32-bit products), the floor is ``T >> _X_BITS`` over
+    the whole interval when ``(T mod 2**_X_BITS) + s <= 2**_X_BITS``.
+    """
+    v = np.uint64((cell << Y_BITS) | y)
+    scale = np.uint64(s)
+    s_low, s_high = scale & _UINT_MASK, scale >> np.uint64(32)
+    v_low, v_high = v & _UINT_MASK, v >> np.uint64(32)
+    low = s_low * v_low
+    # s_low v_high and s_high v_low are below 2**52 each.
+    middle = (low >> np.uint64(32)) + s_low * v_high + s_high * v_low
+    high = s_high * v_high + (middle >> np.uint64(32))
+    low = ((middle & _UINT_MASK) << np.uint64(32)) | (low & _UINT_MASK)
+    half = np.uint64(1 << (_X_BITS - 1))
+    total = low + half
+    if total < low:
+        high += np.uint64(1)
+    remainder = total & np.uint64((1 << _X_BITS) - 1)
+    value = np.int64((high << np.uint64(64 - _X_BITS)) | (total >> np.uint64(_X_BITS)))
+    return value, remainder + scale <= np.uint64(1 << _X_BITS)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -457,19 +595,11 @@ def _rounded(words, state, k, s):
     2**(32 m)`` (no carry out of its digits). ``s d`` for a digit ``d`` is
     added as ``(s mod 2**32) d`` (below ``2**64``, in uint64) at position
     ``m`` and ``(s >> 32) d`` (below ``2**52``) at ``m - 1``. Only the
-    total's digits in use are set (each when first reached). The common
-    case, ``s < 2**32`` and x's first digit ``d`` enough, is the same sum in
-    one word: ``s d + 2**31 < 2**64``, its high half the integer part's
-    addition and its low half ``E``.
+    total's digits in use are set (each when first reached). Called when
+    x's first ``_X_BITS`` bits leave the floor open (its first digit too).
     """
     result = np.int64(0)
     undecided = True
-    if s < _DIGIT_BASE and state[_COUNTS + _X] >= 1:
-        total = np.uint64(s) * np.uint64(state[_DIGITS + DIGIT_CAPACITY * _X]) + np.uint64(
-            _HALF_DIGIT)
-        if np.int64(total & _UINT_MASK) + s - 1 < _DIGIT_BASE:
-            result = s * k + np.int64(total >> np.uint64(32))
-            undecided = False
     state[_TOTAL] = s * k
     state[_TOTAL + 1] = _HALF_DIGIT
     low_scale = np.uint64(s & _DIGIT_MASK)
@@ -496,62 +626,73 @@ def _rounded(words, state, k, s):
 
 
 @njit(cache=True, nogil=True)
-def _fill_rounded_gaussian(out, start, words, table, s, capacity, faults, cursor):
+def _fill_rounded_gaussian(out, start, words, table, lookup, s, capacity, faults, cursor):
     """Fill ``out[start:]`` until the words run out; return how many entries are filled.
 
-    A draw: a cell, its acceptance test (a rejection restarts the draw), the
-    sign, the exact rounding. The stream starts at half-word ``cursor[2]`` of ``words`` (0 or 1). On
-    return ``cursor[0]`` and ``cursor[2]`` are the word and the half of the
-    first half-word of the unfinished draw (or of the end of the half-words
-    used when all are filled), ``cursor[1]`` why it stopped.
+    The common case in local variables, the rest in the state (see the
+    module's notes). The stream starts at word ``cursor[0]``. On return
+    ``cursor[0]`` is the first word of the unfinished draw (or the end of
+    the words used), ``cursor[1]`` why it stopped, ``cursor[2]`` 0.
     """
     state = np.zeros(_STATE_SIZE, dtype=np.int64)
-    state[_POSITION] = 2 * cursor[0] + cursor[2]
     state[_CAPACITY] = capacity
+    n_words = words.shape[0]
+    word_at = cursor[0]
     filled = start
-    first = state[_POSITION]
-    while filled < out.shape[0] and state[_FLAG] == 0:
-        # One draw, written out here: a helper taking the table as a third
-        # array made Numba count the arrays' references at every draw.
-        first = state[_POSITION]
-        # The cell, by inversion of the C_j: u is at least C_j for every
-        # cell before the guide's (their first digits are below u's); from
-        # there each cell's first digit decides, except a tie, which the
-        # cell's whole row decides.
-        state[_COUNTS + _INVERSION] = 0
-        leading = _digit(words, state, _INVERSION, 0)
-        cell = table[_GUIDE + (leading >> _GUIDE_SHIFT)]
-        searching = state[_FLAG] == 0
-        while searching:
-            bound = table[_FIRST + cell]
-            if leading < bound:
-                searching = False
-            elif leading == bound and _below_cumulative(words, state, table, cell):
-                searching = False
+    first = word_at
+    flag = 0
+    keep_all = (faults & _FAULT_SKIP_ACCEPTANCE) != 0
+    no_sign = (faults & _FAULT_SKIP_SIGN) != 0
+    sign_shift = np.uint64(63 if faults & _FAULT_REUSE_SIGN_BIT else 0)
+    one = np.uint64(1)
+    while filled < out.shape[0] and flag == 0:
+        first = word_at
+        value = np.int64(0)
+        negative = False
+        drawing = True
+        while drawing and flag == 0:
+            if word_at >= n_words:
+                flag = WORDS_EXHAUSTED
             else:
-                cell += 1
-                if cell == _CELLS:
-                    # Not reachable with the exact table (its last row is
-                    # all ones): failing closed all the same.
-                    state[_FLAG] = CAPACITY_EXCEEDED
-            searching = searching and state[_FLAG] == 0
-        # x = (i + y) h: its first digit holds i, then y's top bits; the
-        # half-word's lowest bit, unused by x, is the sign.
-        prefix = (cell & _CELL_MASK) << _PREFIX_SHIFT
-        state[_PREFIX] = prefix
-        half = _next_half_word(words, state)
-        state[_DIGITS + DIGIT_CAPACITY * _X] = prefix | (half >> CELL_BITS)
-        state[_COUNTS + _X] = 1
-        negative = half & 1 == 1 and not faults & _FAULT_SKIP_SIGN
-        kept = state[_FLAG] == 0 and _accepted(words, state, cell, faults)
-        if kept and state[_FLAG] == 0:
-            value = _rounded(words, state, cell >> CELL_BITS, s)
-            if state[_FLAG] == 0:
-                out[filled] = -value if negative else value
-                filled += 1
-    if state[_FLAG] == 0:
-        first = state[_POSITION]
-    cursor[0] = first >> 1
-    cursor[2] = first & 1
-    cursor[1] = state[_FLAG]
+                word = words[word_at]
+                word_at += 1
+                lead = np.int64(word >> _LEAD_SHIFT)
+                y = np.int64((word >> _Y_SHIFT) & _Y_MASK)
+                f_lead = np.int64((word >> one) & _F_LEAD_MASK)
+                negative = ((word >> sign_shift) & one) == one and not no_sign
+                cell = np.int64(lookup[lead])
+                settled = False
+                if cell >= 0 and (f_lead > cell >> _SQUEEZE_SHIFT or keep_all):
+                    # The common case: the cell known, the chain empty.
+                    value, settled = _rounded_known(cell, y, s)
+                if not settled:
+                    # The rest of the attempt, from the bits already read.
+                    state[_POSITION] = 2 * word_at
+                    state[_LEAD] = lead
+                    state[_COUNTS + _INVERSION] = 0
+                    if cell < 0:
+                        cell = _searched_cell(words, state, table, -1 - cell)
+                    prefix = (cell & _CELL_MASK) << _PREFIX_SHIFT
+                    state[_PREFIX] = prefix
+                    state[_DIGITS + DIGIT_CAPACITY * _X] = prefix | (y >> _X_SPLIT)
+                    state[_COUNTS + _X] = 1
+                    state[_X_TAIL] = (y & ((1 << _X_SPLIT) - 1)) << (32 - _X_SPLIT)
+                    kept = state[_FLAG] == 0 and _accepted(words, state, cell, f_lead, faults)
+                    if kept and state[_FLAG] == 0:
+                        value, settled = _rounded_known(cell, y, s)
+                        if not settled:
+                            value = _rounded(words, state, cell >> CELL_BITS, s)
+                            settled = state[_FLAG] == 0
+                    flag = state[_FLAG]
+                    # The next attempt starts on a whole word.
+                    word_at = (state[_POSITION] + 1) >> 1
+                drawing = not settled
+        if flag == 0:
+            out[filled] = -value if negative else value
+            filled += 1
+    if flag == 0:
+        first = word_at
+    cursor[0] = first
+    cursor[2] = 0
+    cursor[1] = flag
     return filled
