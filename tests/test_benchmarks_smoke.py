@@ -202,6 +202,20 @@ def test_bench_regime_diabetes_quick(tmp_path):
     assert "| gaussian_histogram | 1 / 0.3 |" in text
 
 
+def test_bench_regime_diabetes_per_split_quick(tmp_path):
+    _run("bench_regime_diabetes.py", tmp_path, "--per-split")
+    text = (tmp_path / "regime_diabetes_per_split.md").read_text()
+    assert "## Scalers' epsilon='auto'" in text and "| 702 |" in text
+    assert "worst split" in text and "| 9 | [55, 130] |" in text
+
+
+def test_bench_regime_small_quick(tmp_path):
+    _run("bench_regime_small.py", tmp_path, "--large-sample", "--candidates", "today", "n/32")
+    text = (tmp_path / "regime_small.md").read_text()
+    assert "| iris | [0, 1] | 112 | 4 |" in text and "| n/32 |" in text
+    assert "## Full batches against 16-row batches" in text
+
+
 def test_bench_regime_scaler_quick(tmp_path):
     _run("bench_regime_scaler.py", tmp_path, "--adult-dir", str(tmp_path / "none"))
     text = (tmp_path / "regime_scaler_mechanisms.md").read_text()
