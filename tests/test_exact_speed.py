@@ -95,8 +95,8 @@ def test_the_step_integer_sum_equals_the_oracle_on_its_clipped_residuals(
     batch = np.sort(rng.choice(1200, 1100, replace=False))
     for n_threads in (1, 2):
         backend = _backend(X, y, n_outputs, n_threads, fit_intercept)
-        # Four outputs on two threads: the row blocks are shared in two parts.
-        assert backend._row_parts(1100) == (2 if n_threads == 2 and n_outputs == 4 else 1)
+        # Four outputs on two threads: the row blocks are shared in parts.
+        assert (backend._row_parts(1100) > 1) == (n_threads == 2 and n_outputs == 4)
         total = backend.integer_sum(params, batch)
         plan = backend.plan
         largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]

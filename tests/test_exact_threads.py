@@ -136,4 +136,5 @@ def test_large_batches_split_their_sum_and_small_ones_do_not():
         backend = ExactNoiseTraining(X, y, 1, plan, np.random.default_rng(1),
                                      noise_source=exact, n_threads=n_threads)
         assert backend._row_parts(plan_rows - 1) == 1
-        assert backend._row_parts(2 * plan_rows) == n_threads
+        assert backend._row_parts(2 * plan_rows) == (1 if n_threads == 1 else min(
+            2 * plan_rows // _exact.ROWS_PER_STEP_BLOCK, 2 * _exact.PARTS_PER_THREAD))

@@ -48,7 +48,8 @@ from ._threads import blocks_on_threads, share_with_helpers
 
 __all__ = [
     "ExactNoise", "ExactNoiseTraining", "NOISE_BLOCK_SAMPLES", "NoiseBlocks",
-    "ROWS_PER_STEP_BLOCK", "SPLIT_MIN_ROWS",
+    "PARTS_PER_THREAD", "ROWS_PER_STEP_BLOCK",
+    "SPLIT_MIN_ROWS",
     "train_dp_lssgd_exact",
 ]
 
@@ -66,6 +67,8 @@ ROWS_PER_STEP_BLOCK = 128
 # about 40 ns, costs about the sum of 250 rows (about 0.17 ns a row and
 # coordinate). A public constant.
 SPLIT_MIN_ROWS = 1024
+# Parts a thread of a split step's sum, taken one at a time.
+PARTS_PER_THREAD = 4
 # How long the calling thread waits for a block of noise a helper holds, in
 # blocks' times, before it makes the block again itself.
 _NOISE_PATIENCE = 2.0
@@ -207,6 +210,10 @@ class NoiseBlocks:
     def release(self):
         """What a helper calls when it is done (nothing to free)."""
 
+    def all_taken(self):
+        """Whether every block is taken (made, or being made): nothing left to draw ahead."""
+        return self.next_block >= self.n_blocks
+
     def cancel(self):
         """Leave the blocks nobody took undrawn (the fit stopped before needing them)."""
         with self.condition:
@@ -251,8 +258,12 @@ class ExactNoiseTraining(NumpyTraining):
     only; the mechanism refuses other inputs before any row is read.
     """
 
-    # The compiled runs embed the float noise of the ordinary kernels.
+    # The compiled runs embed the float noise of the ordinary kernels (this
+    # class has its own: compiled_steps).
     supports_compiled_runs = False
+    # The noise the helpers draw ahead (the next chunk's, or the last one's),
+    # and the grid's settings of the compiled sum, once per fit.
+    _ahead_noise = _settings = None
 
     def chunks(self, chunk_starts, chunk, noise_std):
         exact = self.noise_source
@@ -285,10 +296,13 @@ class ExactNoiseTraining(NumpyTraining):
                 noise, ahead = ahead, None
                 if index + 1 < len(chunk_starts):
                     ahead = noise_of(index + 1)
+                # Whether the helpers have noise left to draw (_row_parts).
+                self._ahead_noise = noise if ahead is None else ahead
                 yield chunk_start, chunk_steps, (rows, offsets, noise)
         finally:
             if ahead is not None:
                 ahead.cancel()
+            self._ahead_noise = None
 
     def compiled_steps(self, update):
         """A run of steps whose sums are not split among threads, each run in one compiled call.
@@ -372,7 +386,7 @@ class ExactNoiseTraining(NumpyTraining):
 
     def _sum_settings(self):
         """The public grid's settings of the step's compiled sum (made once per fit)."""
-        settings = getattr(self, "_settings", None)
+        settings = self._settings
         if settings is None:
             plan, exact = self.plan, self.noise_source
             n_outputs = self.params.shape[0]
@@ -386,19 +400,25 @@ class ExactNoiseTraining(NumpyTraining):
         return settings
 
     def _row_parts(self, n_rows):
-        """How many parts the fit's threads split a step's row blocks into (1: not split).
+        """How many parts the fit's threads share a step's row blocks in (1: not split).
 
-        From public quantities only. A batch of fewer than
-        :data:`SPLIT_MIN_ROWS` rows is summed on the calling thread while
-        the helpers draw the noise ahead (a step's noise costs about as much
-        as the sum of a few hundred rows, so below that the helpers have no
-        time to spare, and a hand-off per step costs more than it saves).
+        A batch of fewer than :data:`SPLIT_MIN_ROWS` rows is summed on the
+        calling thread while the helpers draw noise ahead (a step's noise
+        costs about as much as the sum of a few hundred rows), unless they
+        have none left to draw. A split batch is cut into about
+        :data:`PARTS_PER_THREAD` parts a thread, taken one at a time, so that
+        a helper that starts late costs little. Which rows form which part
+        changes nothing released (the blocks are fixed, the sums exact).
         """
-        if self.n_threads <= 1 or n_rows < SPLIT_MIN_ROWS:
+        if self.n_threads <= 1:
             return 1
-        n_row_blocks = -(-n_rows // ROWS_PER_STEP_BLOCK)
-        return min(n_row_blocks, parallel_blocks(
-            n_rows * self.params.size, n_rows, self.n_threads))
+        if n_rows < SPLIT_MIN_ROWS and not (
+                self._ahead_noise is not None and self._ahead_noise.all_taken()):
+            return 1
+        threads = parallel_blocks(n_rows * self.params.size, n_rows, self.n_threads)
+        if threads <= 1:
+            return 1
+        return min(-(-n_rows // ROWS_PER_STEP_BLOCK), PARTS_PER_THREAD * threads)
 
     def integer_sum(self, params, batch):
         """``S``: the batch's clipped gradients, factor by factor on the grid, summed in int64.
