@@ -23,10 +23,15 @@ mode (:meth:`NumpyTraining.chunks`); the noise never comes from it.
 
 Threads (``n_jobs``): a chunk's noise is drawn in blocks of
 :data:`NOISE_BLOCK_SAMPLES` draws, each from its own stream of the word
-source (:meth:`~._chacha.ChaChaWords.substream`), and a step's rows are
-clipped and their residual factors rounded in blocks; both are shared by the
-fit's threads, and neither result depends on them (the noise's blocks are
-fixed, the sums are of integers).
+source (:meth:`~._chacha.ChaChaWords.substream`), by whichever thread takes
+the block first (:class:`NoiseBlocks`): the helpers draw the next chunk's
+blocks ahead while the fit's thread sums the rows, and that thread draws any
+block it needs that nobody took. A step's rows are summed in fixed blocks of
+:data:`ROWS_PER_STEP_BLOCK` rows, shared by the threads for a batch of
+:data:`SPLIT_MIN_ROWS` rows or more (or when the helpers have no noise left
+to draw). Neither result depends on the threads: the noise's blocks are
+fixed, the sums are of integers. The steps between, on the fit's thread,
+run as one compiled call per segment (:meth:`ExactNoiseTraining.compiled_steps`).
 """
 
 import math
