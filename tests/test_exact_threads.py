@@ -49,6 +49,9 @@ def test_a_block_a_stalled_helper_holds_is_made_again_with_the_same_draws():
     assert blocks.made_count() == 0
     values = blocks.upto(BLOCK + 1)
     np.testing.assert_array_equal(values, np.concatenate(_expected(scale, [BLOCK, BLOCK])))
+    # Without noise (epsilon=inf) every draw is made (zeros) at once.
+    silent = _exact.NoiseBlocks(ExactNoise(4, 4, None, None), 10)
+    assert silent.made_count() == 10 and not silent.upto(10).any()
     # Cancelled: nothing more to take.
     other = _exact.NoiseBlocks(exact, BLOCK)
     other.cancel()

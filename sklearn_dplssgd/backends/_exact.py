@@ -228,7 +228,9 @@ class NoiseBlocks:
         """How many draws from the first are made (without waiting for any)."""
         while self.ready_blocks < self.n_blocks and self.done[self.ready_blocks]:
             self.ready_blocks += 1
-        return min(self.count, self.ready_blocks * self.block_size)
+        if self.ready_blocks == self.n_blocks:
+            return self.count
+        return self.ready_blocks * self.block_size
 
     def upto(self, stop):
         """The draws, once ``0 .. stop - 1`` of them are made (the later ones may not be)."""
@@ -240,8 +242,8 @@ class NoiseBlocks:
                 continue
             taken = self._take()
             if taken >= 0:
-                # Blocks are taken in order: ``taken <= block`` is one
-                # nobody had, made here.
+                # The next block nobody took: this one, or a later one
+                # while a helper makes this one.
                 self._make(taken)
                 continue
             # A helper holds it: wait about as long as a block takes, then
