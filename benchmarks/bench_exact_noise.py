@@ -52,6 +52,7 @@ import math
 import os
 import time
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -254,7 +255,8 @@ class _TrainingClock:
 
     Wall-clock seconds, and the process's processor seconds (all its threads:
     on a loaded machine, less disturbed by the time others take); and the
-    wall-clock seconds of the exact noise's draws within it.
+    seconds of the exact noise's draws within it, added over the threads that
+    drew them.
 
     The loop is the one ``run_training`` of both backends: wrapped where
     each backend module looks it up, for the duration of the benchmark.
@@ -264,19 +266,26 @@ class _TrainingClock:
         from sklearn_dplssgd.backends import _exact, _numpy
         self.modules, self.seconds, self.cpu_seconds = (_numpy, _exact), [], []
         self.noise_class, self.noise_seconds = _exact.ExactNoise, []
+        self.noise_on_fit_thread = []
 
     def __enter__(self):
         self.originals = [module.run_training for module in self.modules]
-        self.original_draw = self.noise_class.draw
+        self.original_sample = self.noise_class.sample
+        lock = threading.Lock()
 
-        def timed_draw(noise, *args, **kwargs):
+        def timed_sample(noise, *args, **kwargs):
+            # A block of noise, on whichever thread draws it (the fit's own
+            # or a helper drawing ahead): the seconds add up over threads.
             start = time.perf_counter()
             try:
-                return self.original_draw(noise, *args, **kwargs)
+                return self.original_sample(noise, *args, **kwargs)
             finally:
-                self.noise_seconds.append(time.perf_counter() - start)
+                with lock:
+                    self.noise_seconds.append(time.perf_counter() - start)
+                    self.noise_on_fit_thread.append(
+                        threading.current_thread() is threading.main_thread())
 
-        self.noise_class.draw = timed_draw
+        self.noise_class.sample = timed_sample
 
         def timed(original):
             def run(*args, **kwargs):
@@ -295,7 +304,7 @@ class _TrainingClock:
     def __exit__(self, *exc):
         for module, original in zip(self.modules, self.originals):
             module.run_training = original
-        self.noise_class.draw = self.original_draw
+        self.noise_class.sample = self.original_sample
 
 
 def speed_data(quick):
@@ -337,7 +346,8 @@ def speed_rows(X, y, n_classes, batches, jobs, rounds):
                         cpu[mode].append(sum(clock.cpu_seconds))
                         whole[mode].append(elapsed)
                         if mode == MODES[1]:
-                            noise.append(sum(clock.noise_seconds))
+                            noise.append((sum(clock.noise_seconds),
+                                          np.mean(clock.noise_on_fit_thread)))
             rows.append((batch, n_jobs, model.n_steps_, loop, whole, cpu, noise))
             print(f"batch {batch} n_jobs {n_jobs}: " + ", ".join(
                 f"{mode} {np.median(loop[mode]):.3f} s" for mode in MODES), flush=True)
@@ -538,15 +548,17 @@ def speed_report(rows, profile, quick, rounds):
 
 
 def noise_budget_lines(rows, dimension):
-    """The noise's cost per draw at which the exact loop would meet the targets."""
+    """The noise's cost per draw at which the exact loop would meet the targets (one thread)."""
     lines = [
         "",
         "## The noise's budget",
         "",
-        "From the loop's own times (medians): the exact loop less its noise's draws is "
-        "what the rest of the exact steps costs; the noise may take what is left of the "
-        "ordinary loop's time times the target ratio. Per draw: that budget / (steps x "
-        "K (d + 1) draws), words and sampler together, on the fit's threads.",
+        "From the loop's own times (medians), on one thread: the exact loop less its noise's "
+        "draws is what the rest of the exact steps costs; the noise may take what is left of "
+        "the ordinary loop's time times the target ratio. Per draw: that budget / (steps x "
+        "K (d + 1) draws), words and sampler together. With two threads the helper draws "
+        "the noise ahead beside the sums of the fit's thread (the noise's seconds, added "
+        "over both threads, are given; the loop is not their sum with the rest).",
         "",
         "| batch | n_jobs | target | noise in the exact loop s | ns per draw now "
         "| exact loop less noise s | ns per draw needed |",
@@ -555,8 +567,15 @@ def noise_budget_lines(rows, dimension):
     for batch, n_jobs, n_steps, loop, _, _, noise in rows:
         target = 1.5 if batch <= 256 else 1.2
         ordinary, exact = (float(np.median(loop[mode])) for mode in MODES)
-        noise_seconds = float(np.median(noise))
+        noise_seconds = float(np.median([seconds for seconds, _ in noise]))
         draws = n_steps * dimension
+        if n_jobs > 1:
+            on_fit_thread = float(np.median([share for _, share in noise]))
+            lines.append(f"| {batch} | {n_jobs} | {target}x | {noise_seconds:.3f} "
+                         f"| {1e9 * noise_seconds / draws:.0f} | (drawn beside the sums: "
+                         f"{100 * on_fit_thread:.0f} % of the blocks on the fit's thread) "
+                         "| - |")
+            continue
         rest = exact - noise_seconds
         budget = target * ordinary - rest
         needed = f"{1e9 * budget / draws:.0f}" if budget > 0 else (

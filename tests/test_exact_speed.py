@@ -88,40 +88,40 @@ def test_the_step_integer_sum_equals_the_oracle_on_its_clipped_residuals(
     # two threads (the batch is large enough to be split), against the
     # integer oracle on the same clipped residuals.
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(900, 200)).astype(dtype)
+    X = rng.normal(size=(1200, 200)).astype(dtype)
     X[3] *= 1e3  # a row that the clip scales down
-    y = rng.integers(0, n_outputs if n_outputs > 1 else 2, 900).astype(np.float64)
+    y = rng.integers(0, n_outputs if n_outputs > 1 else 2, 1200).astype(np.float64)
     params = (rng.normal(size=(n_outputs, 201)) * 0.1).astype(dtype)
-    batch = np.sort(rng.choice(900, 800, replace=False))
-    # Four outputs on two threads: the rows are rounded in two blocks.
-    assert parallel_blocks(800 * 4 * 201, 800, 2) == 2
+    batch = np.sort(rng.choice(1200, 1100, replace=False))
     for n_threads in (1, 2):
         backend = _backend(X, y, n_outputs, n_threads, fit_intercept)
+        # Four outputs on two threads: the row blocks are shared in parts.
+        assert (backend._row_parts(1100) > 1) == (n_threads == 2 and n_outputs == 4)
         total = backend.integer_sum(params, batch)
         plan = backend.plan
         largest, tiny = COEFFICIENT_RANGE[np.dtype(np.float64)]
-        design = np.empty((800, 201), dtype=dtype)
-        clipped = np.empty((800, n_outputs))
+        design = np.empty((1100, 201), dtype=dtype)
+        clipped = np.empty((1100, n_outputs))
         intercept = 1.0 if fit_intercept else 0.0
         # The margins as the step forms them: one BLAS product a fixed block.
         block = _exact.ROWS_PER_STEP_BLOCK
         margins = np.concatenate([
             _exact._gather_margins(X, batch[start:start + block], params, intercept,
                                    design[start:start + block])
-            for start in range(0, 800, block)])
+            for start in range(0, 1100, block)])
         _exact._scaled_clipped_residuals(
             X, y, batch, params, margins, backend.feature_norms, plan.loss_code, 0.0,
-            plan.clip_norm, intercept, np.empty(0), largest, tiny, 1.0, 0, 800, clipped)
+            plan.clip_norm, intercept, np.empty(0), largest, tiny, 1.0, 0, 1100, clipped)
         np.testing.assert_array_equal(design[:, :200], X[batch])
         # The clip holds: the residual factors u_i = clip(r_i) ||x'_i|| are
         # within C, and the clipped residuals are those of float64 margins up
         # to the dtype's rounding.
         norms = np.linalg.norm(clipped, axis=1)
         assert norms.max() <= 0.5 * (1 + 1e-12) and norms.max() > 0.49
-        scaled = np.empty((800, n_outputs))
+        scaled = np.empty((1100, n_outputs))
         _exact._scaled_clipped_residuals(
             X, y, batch, params, margins, backend.feature_norms, plan.loss_code, 0.0,
-            plan.clip_norm, intercept, np.empty(0), largest, tiny, 2.0 ** 6 / 0.5, 0, 800, scaled)
+            plan.clip_norm, intercept, np.empty(0), largest, tiny, 2.0 ** 6 / 0.5, 0, 1100, scaled)
         expected, left_out = factored_sum_reference(
             X[batch], clipped, 0.5, 6, 6, intercept, row_norms=backend.feature_norms[batch],
             scaled_residuals=scaled)
@@ -136,9 +136,9 @@ def test_reproducible_fits_are_the_same_on_one_thread_and_two():
     X = rng.normal(size=(6000, 300)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0)
     # Three classes of 301 coordinates, 8 steps: two blocks of noise, and
-    # batches whose rows are rounded in two blocks on two threads.
+    # batches whose rows are rounded in two parts on two threads.
     assert 8 * 3 * 301 > _exact.NOISE_BLOCK_SAMPLES
-    assert parallel_blocks(1500 * 3 * 301, 1500, 2) == 2
+    assert 1300 > _exact.SPLIT_MIN_ROWS and parallel_blocks(1300 * 3 * 301, 1300, 2) == 2
     models = []
     for n_jobs in (1, 2):
         with warnings.catch_warnings():

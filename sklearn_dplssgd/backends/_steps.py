@@ -32,6 +32,7 @@ from ._threads import (
 __all__ = [
     "dense_several_outputs_steps",
     "dense_single_output_steps",
+    "finish_step",
     "sparse_steps",
     "team_helper",
     "team_steps",
@@ -45,9 +46,9 @@ def _batch(rows, offsets, full_batch, local):
 
 
 @njit(cache=True, nogil=True)
-def _finish_step(params, grad, n_features, sigma, omega, learning_rates, step, alpha,
-                 inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
-                 average_start):
+def finish_step(params, grad, n_features, sigma, omega, learning_rates, step, alpha,
+                inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
+                average_start):
     """What follows the noisy gradient sum in step ``step`` (all post-processing).
 
     Smoothing, the decay ``params *= 1 - eta alpha``, the optimizer's update
@@ -98,9 +99,9 @@ def dense_single_output_steps(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
             coefficients, residual, scaled, upcoming)
-        _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                     alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                     averaged, average_start)
+        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
+                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+                    averaged, average_start)
 
 
 @njit(cache=True, nogil=True)
@@ -117,9 +118,9 @@ def dense_several_outputs_steps(
         several_outputs_gradient_sum(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights)
-        _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                     alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                     averaged, average_start)
+        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
+                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+                    averaged, average_start)
 
 
 @njit(cache=True, nogil=True)
@@ -136,9 +137,9 @@ def sparse_steps(
         csr_gradient_sum(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights)
-        _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                     alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                     averaged, average_start)
+        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
+                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+                    averaged, average_start)
 
 
 # --- A run of steps shared by a team of threads ---
@@ -355,9 +356,9 @@ def team_steps(
                                  partial, states, rows_per_chunk, 0, chunk_buffers, chunk,
                                  several)
             team_add_chunks(noise[local], partial, states, n_chunks, grad)
-        _finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                     alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                     averaged, average_start)
+        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
+                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+                    averaged, average_start)
 
 
 @njit(cache=True, nogil=True)

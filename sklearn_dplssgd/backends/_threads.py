@@ -59,6 +59,7 @@ __all__ = [
     "team_add_chunks",
     "draws_ahead",
     "blocks_on_threads",
+    "share_with_helpers",
 ]
 
 
@@ -448,9 +449,8 @@ def blocks_on_threads(function, n_blocks, n_threads):
         ``function(b)`` for every block, in block order.
     """
     shared = _SharedBlocks(function, n_blocks)
-    if n_threads > 1 and n_blocks > 1:
-        for work in _helpers(n_threads - 1).queues:
-            work.put((shared.claim, (), shared))
+    if n_blocks > 1:
+        share_with_helpers(shared, n_threads)
     started = time.perf_counter()
     taken = shared.claim(-1)
     if not shared.finished.is_set() and n_blocks > 0:
@@ -460,3 +460,19 @@ def blocks_on_threads(function, n_blocks, n_threads):
             if not shared.done[block]:
                 shared.claim(block)
     return shared.results
+
+
+def share_with_helpers(shared, n_threads):
+    """Hand ``shared`` to the ``n_threads - 1`` helper threads (none with one thread).
+
+    Each helper calls ``shared.claim(-1)`` when it comes to it (after the
+    work handed to it before), then ``shared.release()``. ``claim(-1)``
+    computes whatever is left to take; the caller never waits for a helper
+    to start, and computes again what a late helper holds (as
+    :func:`blocks_on_threads` does), so its result must not depend on which
+    thread computed what. An exception on a helper is swallowed there: the
+    calling thread, computing the same part again, raises it.
+    """
+    if n_threads > 1:
+        for work in _helpers(n_threads - 1).queues:
+            work.put((shared.claim, (), shared))

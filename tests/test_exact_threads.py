@@ -1,0 +1,143 @@
+"""The exact mode's steps on threads: noise drawn ahead, compiled runs, the same integers."""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_dplssgd import DPLSSGDClassifier
+from sklearn_dplssgd.backends import (
+    ChaChaWords, DiscreteGaussianScale, ExactNoise, ExactNoiseTraining, sample_discrete_gaussian,
+)
+from sklearn_dplssgd.backends import _exact
+from sklearn_dplssgd.backends._threads import share_with_helpers
+from sklearn_dplssgd.training import _loop
+
+KEY, NONCE = bytes(range(3, 35)), bytes.fromhex("0807060504030201")
+BLOCK = _exact.NOISE_BLOCK_SAMPLES
+
+
+def _expected(scale, sizes):
+    root = ChaChaWords(key=KEY, nonce=NONCE)
+    return [sample_discrete_gaussian(size, scale, root.substream(stream))
+            for stream, size in enumerate(sizes)]
+
+
+def test_noise_blocks_made_in_turn_take_their_streams_in_turn_on_helpers():
+    # Two objects made one after the other (as a fit makes a chunk's noise
+    # and the next's): the second's blocks are the streams after the
+    # first's, whoever draws them.
+    scale = DiscreteGaussianScale.at_least(30.0)
+    exact = ExactNoise(4, 4, scale, ChaChaWords(key=KEY, nonce=NONCE))
+    first = _exact.NoiseBlocks(exact, 2 * BLOCK + 7)
+    second = _exact.NoiseBlocks(exact, BLOCK + 1)
+    share_with_helpers(second, 2)
+    share_with_helpers(first, 2)
+    expected = _expected(scale, [BLOCK, BLOCK, 7, BLOCK, 1])
+    np.testing.assert_array_equal(second.upto(BLOCK + 1), np.concatenate(expected[3:]))
+    np.testing.assert_array_equal(first.upto(2 * BLOCK + 7), np.concatenate(expected[:3]))
+    assert first.made_count() == 2 * BLOCK + 7
+
+
+def test_a_block_a_stalled_helper_holds_is_made_again_with_the_same_draws():
+    scale = DiscreteGaussianScale.at_least(30.0)
+    exact = ExactNoise(4, 4, scale, ChaChaWords(key=KEY, nonce=NONCE))
+    blocks = _exact.NoiseBlocks(exact, 2 * BLOCK)
+    # A helper took block 0 and never finishes it.
+    assert blocks._take() == 0
+    assert blocks.made_count() == 0
+    values = blocks.upto(BLOCK + 1)
+    np.testing.assert_array_equal(values, np.concatenate(_expected(scale, [BLOCK, BLOCK])))
+    # Without noise (epsilon=inf) every draw is made (zeros) at once.
+    silent = _exact.NoiseBlocks(ExactNoise(4, 4, None, None), 10)
+    assert silent.made_count() == 10 and not silent.upto(10).any()
+    # Cancelled: nothing more to take.
+    other = _exact.NoiseBlocks(exact, BLOCK)
+    other.cancel()
+    assert other._take() == -1
+
+
+def test_a_failing_block_on_a_helper_fails_on_the_calling_thread():
+    class Failing:
+        calls = 0
+
+        def sample(self, count, source):
+            Failing.calls += 1
+            raise RuntimeError("sampler out of range")
+
+    exact = ExactNoise(4, 4, Failing(), ChaChaWords(key=KEY, nonce=NONCE))
+    blocks = _exact.NoiseBlocks(exact, 3 * BLOCK)
+    done = threading.Event()
+
+    class Marker:
+        def claim(self, again):
+            done.set()
+
+        def release(self):
+            pass
+
+    share_with_helpers(blocks, 2)
+    share_with_helpers(Marker(), 2)
+    done.wait(5)
+    with pytest.raises(RuntimeError, match="out of range"):
+        blocks.upto(1)
+
+
+def _fits(monkeypatch, batch_size, n_jobs_list, values_per_chunk=None, compiled=True, **kwargs):
+    if values_per_chunk is not None:
+        # Small chunks, so that noise is drawn ahead across several.
+        monkeypatch.setattr(_loop, "NOISE_VALUES_PER_CHUNK", values_per_chunk)
+    if not compiled:
+        monkeypatch.setattr(ExactNoiseTraining, "compiled_steps", lambda self, update: None)
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(3000, 120)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)
+    models = []
+    for n_jobs in n_jobs_list:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            models.append(DPLSSGDClassifier(
+                mechanism="gradient_exact", epsilon=1.0, batch_size=batch_size, max_iter=2,
+                reproducible=True, random_state=9, n_jobs=n_jobs, **kwargs).fit(X, y))
+    return models
+
+
+def test_small_batches_give_the_same_model_on_one_thread_and_two_across_chunks(monkeypatch):
+    # Batches under SPLIT_MIN_ROWS: the sums on the calling thread, the
+    # noise of the next chunk drawn ahead on the helper (chunks of 4 steps).
+    assert 200 < _exact.SPLIT_MIN_ROWS
+    models = _fits(monkeypatch, 200, (1, 2), values_per_chunk=4 * 3 * 121)
+    assert models[0].n_steps_ >= 20
+    np.testing.assert_array_equal(models[0].coef_, models[1].coef_)
+    np.testing.assert_array_equal(models[0].intercept_, models[1].intercept_)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"optimizer": "momentum", "average": True}])
+def test_the_compiled_run_is_the_python_steps_bit_for_bit(monkeypatch, kwargs):
+    compiled = _fits(monkeypatch, 200, (1, 2), **kwargs)
+    with monkeypatch.context() as patch:
+        python = _fits(patch, 200, (1,), compiled=False, **kwargs)
+    for model in compiled:
+        np.testing.assert_array_equal(model.coef_, python[0].coef_)
+        np.testing.assert_array_equal(model.intercept_, python[0].intercept_)
+
+
+def test_large_batches_split_their_sum_and_small_ones_do_not():
+    plan_rows = _exact.SPLIT_MIN_ROWS
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3 * plan_rows, 250))
+    y = rng.integers(0, 2, 3 * plan_rows).astype(np.float64)
+    from sklearn_dplssgd.training import TrainingPlan, loss_code
+    plan = TrainingPlan(
+        loss_code=loss_code("log_loss", 1), loss_threshold=0.0, fit_intercept=True,
+        clip_norm=1.0, noise_multiplier=np.ones(1), sample_rate=0.5, batch_size=plan_rows,
+        n_steps=1, n_epochs=1, learning_rates=np.full(1, 0.1), alpha=0.0, sigma=0.0,
+        average_start=None, optimizer=None, max_sample_weight=1.0)
+    exact = ExactNoise(6, 6, None, ChaChaWords(KEY, NONCE))
+    for n_threads in (1, 2):
+        backend = ExactNoiseTraining(X, y, 1, plan, np.random.default_rng(1),
+                                     noise_source=exact, n_threads=n_threads)
+        assert backend._row_parts(plan_rows - 1) == 1
+        assert backend._row_parts(2 * plan_rows) == (1 if n_threads == 1 else min(
+            2 * plan_rows // _exact.ROWS_PER_STEP_BLOCK, 2 * _exact.PARTS_PER_THREAD))
