@@ -194,36 +194,40 @@ def test_auto_epsilon_lets_an_eighth_of_the_rows_stand_out_within_its_range():
         DPBoundedScaler(epsilon="auto", mechanism="above_threshold").fit(_table(331))
 
 
-def test_grid_edges_are_powers_of_the_square_root_of_two():
+def test_grid_edges_are_exact_powers_and_sqrt2_powers_at_two_bins_an_octave():
     from sklearn_dplssgd.preprocessing._histogram_ranges import (
         HISTOGRAM_BINS_PER_OCTAVE, HISTOGRAM_GRID_BASE)
-    assert HISTOGRAM_BINS_PER_OCTAVE == 2 and HISTOGRAM_GRID_BASE == math.sqrt(2.0)
-    edges = histogram_grid()
-    positive = edges[edges > 0]
-    assert np.array_equal(edges, np.concatenate([-positive[::-1], [0.0], positive]))
+    assert HISTOGRAM_BINS_PER_OCTAVE == 1 and HISTOGRAM_GRID_BASE == 2.0
+    octaves = histogram_grid()
+    assert np.array_equal(octaves, np.concatenate(
+        [-(2.0 ** np.arange(50.0, -21.0, -1.0)), [0.0], 2.0 ** np.arange(-20.0, 51.0)]))
+    assert np.array_equal(histogram_grid(1), octaves)
+    halves = histogram_grid(2)
+    positive = halves[halves > 0]
+    assert np.array_equal(halves, np.concatenate([-positive[::-1], [0.0], positive]))
     # 2**-20 .. 2**50 in half-octaves: even steps exact powers of two, odd
     # ones the correctly rounded sqrt(2) times a power of two.
-    assert positive.shape == (141,) and positive[0] == 2.0 ** -20 and positive[-1] == 2.0 ** 50
+    assert positive.shape == (141,)
     exponents = np.arange(-40, 101)
     assert np.array_equal(positive[::2], np.ldexp(1.0, exponents[::2] // 2))
     assert np.array_equal(positive[1::2], np.ldexp(math.sqrt(2.0), exponents[1::2] // 2))
-    # The octave grid is its every other edge.
-    octaves = histogram_grid(1)
-    assert np.array_equal(octaves[octaves > 0], 2.0 ** np.arange(-20.0, 51.0))
 
 
-def test_threshold_counts_the_grids_bins():
+def test_threshold_counts_the_grids_bins(monkeypatch):
     from sklearn_dplssgd.preprocessing._histogram_ranges import (
         detection_threshold, rows_needed)
-    n_bins = histogram_grid().shape[0] + 1
-    assert n_bins == 284
-    for d, neighboring in [(1, "replace_one"), (10, "add_remove")]:
-        expected = histogram_noise_scale(2.0, d, neighboring) * detection_threshold(d, n_bins)
-        assert rows_needed(2.0, d, neighboring) == pytest.approx(expected, rel=1e-12)
+    for k, n_bins in [(1, 144), (2, 284)]:
+        monkeypatch.setattr(_histogram_ranges, "histogram_grid",
+                            lambda k=k: histogram_grid(k))
+        assert _histogram_ranges.histogram_grid().shape[0] + 1 == n_bins
+        for d, neighboring in [(1, "replace_one"), (10, "add_remove")]:
+            expected = (histogram_noise_scale(2.0, d, neighboring)
+                        * detection_threshold(d, n_bins))
+            assert rows_needed(2.0, d, neighboring) == pytest.approx(expected, rel=1e-12)
 
 
 def _spread_over_octaves(rows_a_bin, seed):
-    """One feature spread evenly over 40 half-octave bins from 1 to 2**20."""
+    """One feature spread evenly over the grid's 20 bins from 1 to 2**20."""
     edges = histogram_grid()
     positive = edges[(edges >= 1.0) & (edges <= 2.0 ** 20)]
     rng = np.random.default_rng(seed)
@@ -233,12 +237,12 @@ def _spread_over_octaves(rows_a_bin, seed):
 
 def _ranges_fail_safe(find_ranges):
     """Over seeds, where no fine bin stands out: ranges on the data or the whole grid."""
-    # z = 10, one feature, replace-one: noise 7.1 rows, a fine bin needs ~32.
-    # 8 rows a bin over 20 octaves: blocks of 16 to 32 bins stand out; five
+    # z = 10, one feature, replace-one: noise 7.1 rows, a bin needs ~31.
+    # 10 rows a bin over 20 octaves: blocks of 8 to 16 bins stand out; five
     # rows: nothing does, and the largest noisy count is a bin of noise.
     edges = histogram_grid()
     for seed in range(8):
-        for X in (_spread_over_octaves(8, seed), _spread_over_octaves(8, seed)[::64]):
+        for X in (_spread_over_octaves(10, seed), _spread_over_octaves(10, seed)[::40]):
             lower, upper, detected = find_ranges(X, 10.0, "replace_one",
                                                  np.random.default_rng(100 + seed))
             assert not detected[0]
@@ -253,7 +257,8 @@ def _ranges_fail_safe(find_ranges):
 def test_fallback_merges_coarser_bins_and_a_largest_count_fallback_is_caught(monkeypatch):
     assert _ranges_fail_safe(_histogram_ranges.histogram_ranges)
 
-    def largest_noisy_count(noisy, threshold, edges, sigma, n_learned):
+    def largest_noisy_count(noisy, sigma, edges, n_learned):
+        threshold = sigma * _histogram_ranges.detection_threshold(n_learned, noisy.shape[0])
         crossed = np.flatnonzero(noisy >= threshold)
         detected = bool(crossed.size)
         if not detected:
@@ -265,14 +270,13 @@ def test_fallback_merges_coarser_bins_and_a_largest_count_fallback_is_caught(mon
 
 def test_nothing_seen_at_any_level_gives_the_whole_grid_and_the_scaler_names_the_feature():
     edges = histogram_grid()
-    X = _spread_over_octaves(10, 0)[::80]  # 5 rows: nothing stands out at any level
+    X = _spread_over_octaves(10, 0)[::40]  # 5 rows: nothing stands out at any level
     lower, upper, detected = _histogram_ranges.histogram_ranges(
         X, 10.0, "replace_one", np.random.default_rng(3))
     assert (lower[0], upper[0], detected[0]) == (edges[0], edges[-1], False)
     pd = pytest.importorskip("pandas")
-    # 60 rows: ages all in one bin stand out; incomes, 1.5 rows a bin, do not.
-    frame = pd.DataFrame({"age": np.full(60, 40.0),
-                          "income": _spread_over_octaves(3, 1)[::2, 0][:60]})
+    # 60 rows: ages all in one bin stand out; incomes, 3 rows a bin, do not.
+    frame = pd.DataFrame({"age": np.full(60, 40.0), "income": _spread_over_octaves(3, 1)[:, 0]})
     with pytest.warns(UserWarning, match=r"no bin of feature\(s\) income stood out"):
         scaler = DPBoundedScaler(epsilon=1.0, random_state=0, reproducible=True).fit(frame)
     assert (scaler.lower_[0], scaler.upper_[0]) == (edges[edges < 40][-1], edges[edges >= 40][0])

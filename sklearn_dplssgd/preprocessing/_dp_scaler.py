@@ -388,16 +388,15 @@ class DPBoundedScaler(BoundedScaler):
         on the raw-unit tables of the benchmarks it was no worse at the same
         scaler epsilon; see the user guide):
         every learned feature's counts in the bins of a fixed grid of powers
-        of ``sqrt(2)`` (``0, +-2**(i / 2)``), released at once with Gaussian
-        noise, each range running from the lowest to the highest bin whose
-        noisy count stands out of the noise (where none does, coarser blocks
-        of the same noisy counts, and a warning naming the feature);
+        of 2 (``0, +-2**i``), released at once with Gaussian noise, each
+        range running from the lowest to the highest bin whose noisy count
+        stands out of the noise (where none does, coarser blocks of the same
+        noisy counts, and a warning naming the feature);
         ``(epsilon, delta)``-DP, recorded as one ``GaussianDpEvent`` that
         composes with a model's steps under the PLD accountant (a ledger's
         total), so that a pipeline spends much less of its budget on the
-        bounds; ends right within a factor of ``sqrt(2)``. The grid's width
-        does not enter the guarantee: a row moves one count per feature at
-        any grid.
+        bounds; ends right within a factor of 2. The grid's width does not
+        enter the guarantee: a row moves one count per feature at any grid.
     delta : float, default=1e-6
         Delta at which ``"gaussian_histogram"`` calibrates its noise to
         ``epsilon`` (unused by ``"above_threshold"``).

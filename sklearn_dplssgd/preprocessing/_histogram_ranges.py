@@ -3,8 +3,9 @@
 The second mechanism of :class:`~sklearn_dplssgd.DPBoundedScaler`
 (``mechanism="gaussian_histogram"``). Each learned feature's values are
 counted in the bins of a fixed, data-independent grid that grows by a
-factor of ``sqrt(2)`` in both directions from zero (``0, +-2**(i / 2)``
-for ``i / 2`` from -20 to 50, the span of the AboveThreshold grid); all
+factor of 2 in both directions from zero (``0, +-2**i`` for ``i`` from -20
+to 50, the span of the AboveThreshold grid; ``histogram_grid(k)`` is the
+grid of ``k`` bins an octave, for screens); all
 features' counts are released at once with Gaussian noise; each feature's
 range runs from the lowest to the highest bin whose noisy count reaches a
 public threshold. Where no bin of a feature reaches it, the same noisy
@@ -16,9 +17,9 @@ each feature, so the whole release has the L2 sensitivity ``sqrt(d)`` of a
 row (``sqrt(2 d)`` when a row is replaced: one count down and one up per
 feature), and it is one Gaussian mechanism: its privacy loss composes with
 the model's subsampled Gaussian steps under the PLD accountant, in
-quadrature rather than by adding epsilons. Ends right within a factor of
-``sqrt(2)`` are enough for scaling; octaves were not (a range twice too
-wide halves the signal; one half too narrow clips the top of a feature).
+quadrature rather than by adding epsilons. Ends right within a factor of 2
+are enough for scaling (a range twice too wide halves the signal; one half
+too narrow clips the top of a feature).
 
 Privacy. The counts of a learned feature form a vector in which one row
 adds 1 to one entry (add/remove neighbours: L2 change 1 per feature, at
@@ -51,13 +52,15 @@ __all__ = [
     "noise_for_rows", "rows_needed",
 ]
 
-# Bins sqrt(2) wider than the one below: ends right within a factor of
-# sqrt(2). Octaves cut diabetes' body mass index (data 18 to 42) to [16, 32]
-# and cost 0.030 R2 against declared bounds; half-octaves 0.006 (a quarter
-# octave is too fine: too few rows a bin stand out of the noise)
-# (benchmarks/results/regime_diabetes_per_split.md).
-HISTOGRAM_BINS_PER_OCTAVE = 2
-HISTOGRAM_GRID_BASE = math.sqrt(2.0)
+# Bins twice as wide as the one below: ends right within a factor of 2.
+# Half-octaves (HISTOGRAM_BINS_PER_OCTAVE = 2) place the ends of a dense
+# small table closer (diabetes in raw units: 0.005 R2 below declared bounds
+# on average instead of 0.030, benchmarks/results/regime_diabetes_per_split_grid2.md)
+# but split a sparse tail into bins too thin to stand out (UCI Adult at
+# scaler epsilon 0.1: 0.845 instead of 0.852,
+# benchmarks/results/regime_scaler_mechanisms_grid2.md): octaves stay.
+HISTOGRAM_BINS_PER_OCTAVE = 1
+HISTOGRAM_GRID_BASE = 2.0 ** (1.0 / HISTOGRAM_BINS_PER_OCTAVE)
 _SMALLEST_EXPONENT, _LARGEST_EXPONENT = -20, 50
 # The threshold is set so that, over every bin of every learned feature,
 # the chance that pure noise reaches it somewhere is at most this (a bin
@@ -66,13 +69,13 @@ FALSE_DETECTION_RATE = 0.01
 
 
 def histogram_grid(bins_per_octave=None):
-    """The fixed bin edges, increasing: ``0`` and ``+-2**(i / k)`` for ``i / k`` in [-20, 50].
+    """The fixed bin edges, increasing: ``0`` and ``+-2**(i / k)``, ``i / k`` in [-20, 50].
 
-    ``k`` bins an octave (``HISTOGRAM_BINS_PER_OCTAVE``, 2 by default: the
-    edges are the powers of ``sqrt(2)``). Every edge is a power of two
-    times one of ``k`` fixed factors ``2**(s / k)``, ``s < k`` (for
-    ``k = 2``: 1 and the correctly rounded ``sqrt(2)``), so the octave edges
-    are exact powers of two and the grid depends on ``k`` alone: public.
+    ``k`` bins an octave (``HISTOGRAM_BINS_PER_OCTAVE``, 1 by default: the
+    edges are the powers of 2). Every edge is a power of two times one of
+    ``k`` fixed factors ``2**(s / k)``, ``s < k`` (for ``k = 2``: 1 and the
+    correctly rounded ``sqrt(2)``), so the octave edges are exact powers of
+    two and the grid depends on ``k`` alone: public.
 
     Parameters
     ----------
@@ -161,54 +164,81 @@ def _bin_span(first, last, edges):
     return float(edges[low]), float(edges[high])
 
 
-def _merged_levels(n_bins, edges):
-    """The coarser levels' block of every bin: blocks of 2, 4, 8, ... bins.
+def _blocks(n_bins, edges, width):
+    """The block of ``width`` adjacent bins that each bin lies in, numbered from 0.
 
     Blocks are aligned on zero (no block straddles it except where a
     block is wider than a side) and depend on the grid alone: public.
     """
     # Bin 1 + (index of the edge 0) is (0, smallest edge]: start the blocks
     # at the next one, so that they run between powers of two.
-    first_full = int(np.searchsorted(edges, 0.0)) + 2
-    offsets = np.arange(n_bins) - first_full
-    levels, width = [], 2
+    offsets = np.arange(n_bins) - (int(np.searchsorted(edges, 0.0)) + 2)
+    blocks = offsets // width
+    return blocks - blocks[0]
+
+
+def _n_blocks(n_bins, edges, widths):
+    """How many blocks the levels of ``widths`` test together: the union bound's count."""
+    return sum(int(_blocks(n_bins, edges, width)[-1]) + 1 for width in widths)
+
+
+def _fallback_widths(n_bins):
+    """The fallback's levels: blocks of 2, 4, 8, ... bins, up to the whole grid."""
+    width, widths = 2, []
     while width < 2 * n_bins:
-        blocks = offsets // width
-        levels.append((width, blocks - blocks[0]))
+        widths.append(width)
         width *= 2
-    return levels
+    return widths
 
 
-def _ends(noisy, threshold, edges, sigma, n_learned):
-    """Lowest and highest bin at or above ``threshold`` as a range (post-processing).
+def _crossed_span(noisy, edges, widths, threshold):
+    """First and last bin of the blocks, over levels ``widths``, that reach the threshold.
 
-    Where no bin of the feature reaches it (too few rows a bin against the
-    noise), the fallback sums the same noisy counts over blocks of 2, 4,
-    8, ... adjacent bins (a block of ``w`` bins has noise ``sigma sqrt(w)``;
-    its threshold is the union bound over every block of every level) and
-    takes the first level at which a block stands out: wider ends, never a
-    bin of pure noise far from the data. Where nothing stands out at any
-    level, the range is the whole grid (a public function of the grid: the
-    feature is constant once scaled). All post-processing of the release.
+    A block of ``w`` bins has noise ``sigma sqrt(w)``: it must reach
+    ``threshold sqrt(w)`` (``threshold`` in noise scales of one bin times
+    ``sigma``). None where no block does.
+    """
+    first, last = None, None
+    for width in widths:
+        blocks = _blocks(noisy.shape[0], edges, width)
+        merged = np.bincount(blocks, weights=noisy)
+        crossed = np.flatnonzero(merged >= threshold * math.sqrt(width))
+        if crossed.size:
+            members = np.flatnonzero((blocks == crossed[0]) | (blocks == crossed[-1]))
+            first = members[0] if first is None else min(first, members[0])
+            last = members[-1] if last is None else max(last, members[-1])
+    return None if first is None else (first, last)
+
+
+def _ends(noisy, sigma, edges, n_learned):
+    """The range of one feature from its noisy counts (post-processing).
+
+    The ends are the lowest and highest bin that stands out of the noise
+    (the threshold a union bound over every bin of every feature). Where
+    none does (too few rows a bin against the noise), the fallback sums the
+    same noisy counts over blocks of 2, 4, 8, ... adjacent bins (its own
+    union bound over every block of every level) and takes the first level
+    at which a block stands out: wider ends, never a bin of pure noise far
+    from the data. Where nothing stands out at any level, the range is the
+    whole grid (a public function of the grid: the feature is constant once
+    scaled).
 
     Returns
     -------
     low, high : float
     detected : bool
-        False where no bin reached ``threshold`` (the fallback ran).
+        False where the fallback ran.
     """
-    crossed = np.flatnonzero(noisy >= threshold)
-    if crossed.size:
-        return (*_bin_span(crossed[0], crossed[-1], edges), True)
-    levels = _merged_levels(noisy.shape[0], edges)
-    n_blocks = sum(int(blocks[-1]) + 1 for _, blocks in levels)
-    level_threshold = sigma * detection_threshold(n_learned, n_blocks)
-    for width, blocks in levels:
-        merged = np.bincount(blocks, weights=noisy)
-        crossed = np.flatnonzero(merged >= level_threshold * math.sqrt(width))
-        if crossed.size:
-            members = np.flatnonzero((blocks == crossed[0]) | (blocks == crossed[-1]))
-            return (*_bin_span(members[0], members[-1], edges), False)
+    n_bins = noisy.shape[0]
+    span = _crossed_span(noisy, edges, (1,), sigma * detection_threshold(n_learned, n_bins))
+    if span is not None:
+        return (*_bin_span(*span, edges), True)
+    widths = _fallback_widths(n_bins)
+    threshold = sigma * detection_threshold(n_learned, _n_blocks(n_bins, edges, widths))
+    for width in widths:
+        span = _crossed_span(noisy, edges, (width,), threshold)
+        if span is not None:
+            return (*_bin_span(*span, edges), False)
     return float(edges[0]), float(edges[-1]), False
 
 
@@ -262,12 +292,11 @@ def histogram_ranges(X, noise_multiplier, neighboring, rng):
     """
     edges = histogram_grid()
     noisy = noisy_histograms(X, noise_multiplier, neighboring, rng)
-    threshold = rows_needed(noise_multiplier, X.shape[1], neighboring)
     sigma = histogram_noise_scale(noise_multiplier, X.shape[1], neighboring)
     lower, upper = np.empty(X.shape[1]), np.empty(X.shape[1])
     detected = np.empty(X.shape[1], dtype=bool)
     for j in range(X.shape[1]):
-        lower[j], upper[j], detected[j] = _ends(noisy[j], threshold, edges, sigma, X.shape[1])
+        lower[j], upper[j], detected[j] = _ends(noisy[j], sigma, edges, X.shape[1])
     return lower, upper, detected
 
 
