@@ -219,13 +219,13 @@ def _ends(noisy, sigma, edges, n_learned):
     same noisy counts over blocks of 2, 4, 8, ... adjacent bins (its own
     union bound over every block of every level) and takes the first level
     at which a block stands out: wider ends, never a bin of pure noise far
-    from the data. Where nothing stands out at any level, the range is the
-    whole grid (a public function of the grid: the feature is constant once
-    scaled).
+    from the data. Where nothing stands out at any level, there is no range
+    (NaN ends): the caller refuses rather than guess one.
 
     Returns
     -------
     low, high : float
+        NaN where nothing stood out at any level.
     detected : bool
         False where the fallback ran.
     """
@@ -239,7 +239,7 @@ def _ends(noisy, sigma, edges, n_learned):
         span = _crossed_span(noisy, edges, (width,), threshold)
         if span is not None:
             return (*_bin_span(*span, edges), False)
-    return float(edges[0]), float(edges[-1]), False
+    return math.nan, math.nan, False
 
 
 def noisy_histograms(X, noise_multiplier, neighboring, rng):
@@ -284,11 +284,11 @@ def histogram_ranges(X, noise_multiplier, neighboring, rng):
     Returns
     -------
     lower, upper : ndarray of shape (n_learned,)
-        ``lower < upper``, both grid values.
+        ``lower < upper``, both grid values; both NaN for a column of which
+        nothing stood out at any level (see ``_ends``).
     detected : ndarray of bool, shape (n_learned,)
         False for a column none of whose bins reached the threshold: its
-        range comes from the coarser levels' merged counts, or is the whole
-        grid where nothing stood out at any level (see ``_ends``).
+        range comes from the coarser levels' merged counts, or is NaN.
     """
     edges = histogram_grid()
     noisy = noisy_histograms(X, noise_multiplier, neighboring, rng)
