@@ -35,6 +35,7 @@ Writes ``regime_scaler_mechanisms.md`` to ``--out`` (default
 """
 
 import argparse
+import math
 import sys
 import tempfile
 import warnings
@@ -111,12 +112,20 @@ def diabetes_private(X_train, y_train, X_test, y_test, scaler_kwargs, target_kwa
     from sklearn.pipeline import make_pipeline
     import sklearn_dplssgd as dp
     ledger = dp.PrivacyLedger(max_epsilon=DIABETES_TOTAL, delta=TOTAL_DELTA)
-    target = dp.DPBoundedScaler(ledger=ledger, **target_kwargs).fit(y_train.reshape(-1, 1))
-    pipeline = make_pipeline(
-        dp.DPBoundedScaler(ledger=ledger, **scaler_kwargs),
-        dp.DPLSSGDRegressor(epsilon=model_epsilon, delta=model_delta, ledger=ledger,
-                            target_bounds=(target.lower_[0], target.upper_[0])))
-    score = pipeline.fit(X_train, y_train).score(X_test, y_test)
+    try:
+        target = dp.DPBoundedScaler(ledger=ledger, **target_kwargs).fit(
+            y_train.reshape(-1, 1))
+        pipeline = make_pipeline(
+            dp.DPBoundedScaler(ledger=ledger, **scaler_kwargs),
+            dp.DPLSSGDRegressor(epsilon=model_epsilon, delta=model_delta, ledger=ledger,
+                                target_bounds=(target.lower_[0], target.upper_[0])))
+        score = pipeline.fit(X_train, y_train).score(X_test, y_test)
+    except ValueError as error:
+        if "stood out of the noise" not in str(error):
+            raise
+        # The scaler refused (nothing of a feature stood out): no model.
+        ledger.close()
+        return math.nan, math.nan, math.nan
     total = ledger.epsilon()
     ledger.close()
     return score, total, pipeline[-1].epsilon_
@@ -217,8 +226,15 @@ def run(args):
                                     target_kwargs, "remaining", "auto")
                    for X_train, X_test, y_train, y_test in splits]
         scores, totals, epsilons = map(np.array, zip(*results))
-        difference = scores - declared
-        lines.append(f"| {label} | {np.mean(epsilons):.3f} | {_mean_se(scores)} | "
+        refused = np.isnan(scores)
+        if refused.all():
+            lines.append(f"| {label} | the scaler refused on every split | | | | | |")
+            print(lines[-1], flush=True)
+            continue
+        scores, totals, epsilons = scores[~refused], totals[~refused], epsilons[~refused]
+        difference = scores - np.asarray(declared)[~refused]
+        note = f" (refused on {refused.sum()} of {refused.size} splits)" if refused.any() else ""
+        lines.append(f"| {label}{note} | {np.mean(epsilons):.3f} | {_mean_se(scores)} | "
                      f"{np.median(scores):.3f} | {difference.mean():+.3g} | "
                      f"{difference.min():+.3g} | {np.mean(totals):.4f} |")
         print(lines[-1], flush=True)

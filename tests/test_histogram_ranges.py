@@ -148,7 +148,8 @@ def test_add_remove_needs_no_public_row_count_and_small_tables_warn():
         DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram",
                         neighboring="add_remove").fit(X)
     with pytest.warns(UserWarning, match="few for epsilon"):
-        DPBoundedScaler(epsilon=0.1, mechanism="gaussian_histogram").fit(X[:100])
+        DPBoundedScaler(epsilon=0.5, mechanism="gaussian_histogram", random_state=0,
+                        reproducible=True).fit(X[:250])
 
 
 def test_seeded_fit_repeats_and_input_is_not_changed():
@@ -189,6 +190,106 @@ def test_auto_epsilon_lets_an_eighth_of_the_rows_stand_out_within_its_range():
         assert DPBoundedScaler(epsilon="auto").fit(_table(50_000)).epsilon_ == (
             AUTO_EPSILON_RANGE[0])
         assert DPBoundedScaler(epsilon="auto", neighboring="add_remove").fit(
-            _table(331)).epsilon_ == AUTO_EPSILON_RANGE[0]
+            _table(3_000)).epsilon_ == AUTO_EPSILON_RANGE[0]
     with pytest.raises(ValueError, match="'auto' is available with mechanism='gaussian_hist"):
         DPBoundedScaler(epsilon="auto", mechanism="above_threshold").fit(_table(331))
+
+
+def test_grid_edges_are_exact_powers_and_sqrt2_powers_at_two_bins_an_octave():
+    from sklearn_dplssgd.preprocessing._histogram_ranges import (
+        HISTOGRAM_BINS_PER_OCTAVE, HISTOGRAM_GRID_BASE)
+    assert HISTOGRAM_BINS_PER_OCTAVE == 1 and HISTOGRAM_GRID_BASE == 2.0
+    octaves = histogram_grid()
+    assert np.array_equal(octaves, np.concatenate(
+        [-(2.0 ** np.arange(50.0, -21.0, -1.0)), [0.0], 2.0 ** np.arange(-20.0, 51.0)]))
+    assert np.array_equal(histogram_grid(1), octaves)
+    halves = histogram_grid(2)
+    positive = halves[halves > 0]
+    assert np.array_equal(halves, np.concatenate([-positive[::-1], [0.0], positive]))
+    # 2**-20 .. 2**50 in half-octaves: even steps exact powers of two, odd
+    # ones the correctly rounded sqrt(2) times a power of two.
+    assert positive.shape == (141,)
+    exponents = np.arange(-40, 101)
+    assert np.array_equal(positive[::2], np.ldexp(1.0, exponents[::2] // 2))
+    assert np.array_equal(positive[1::2], np.ldexp(math.sqrt(2.0), exponents[1::2] // 2))
+
+
+def test_threshold_counts_the_grids_bins(monkeypatch):
+    from sklearn_dplssgd.preprocessing._histogram_ranges import (
+        detection_threshold, rows_needed)
+    for k, n_bins in [(1, 144), (2, 284)]:
+        monkeypatch.setattr(_histogram_ranges, "histogram_grid",
+                            lambda k=k: histogram_grid(k))
+        assert _histogram_ranges.histogram_grid().shape[0] + 1 == n_bins
+        for d, neighboring in [(1, "replace_one"), (10, "add_remove")]:
+            expected = (histogram_noise_scale(2.0, d, neighboring)
+                        * detection_threshold(d, n_bins))
+            assert rows_needed(2.0, d, neighboring) == pytest.approx(expected, rel=1e-12)
+
+
+def _spread_over_octaves(rows_a_bin, seed):
+    """One feature spread evenly over the grid's 20 bins from 1 to 2**20."""
+    edges = histogram_grid()
+    positive = edges[(edges >= 1.0) & (edges <= 2.0 ** 20)]
+    rng = np.random.default_rng(seed)
+    values = [rng.uniform(low, high, rows_a_bin) for low, high in zip(positive, positive[1:])]
+    return np.concatenate(values)[:, None]
+
+
+def _ranges_fail_safe(find_ranges):
+    """Over seeds, where no fine bin stands out: ranges on the data or none at all."""
+    # z = 10, one feature, replace-one: noise 7.1 rows, a bin needs ~31.
+    # 10 rows a bin over 20 octaves: blocks of 8 to 16 bins stand out; five
+    # rows: nothing does, and the largest noisy count is a bin of noise.
+    for seed in range(8):
+        for X in (_spread_over_octaves(10, seed), _spread_over_octaves(10, seed)[::40]):
+            lower, upper, detected = find_ranges(X, 10.0, "replace_one",
+                                                 np.random.default_rng(100 + seed))
+            assert not detected[0]
+            inside = ((X[:, 0] >= lower[0]) & (X[:, 0] <= upper[0])).mean()
+            none = np.isnan(lower[0]) and np.isnan(upper[0])
+            near = inside >= 0.05 and lower[0] >= 2.0 ** -8 and upper[0] <= 2.0 ** 28
+            if not (none or near):
+                return False
+    return True
+
+
+def test_fallback_merges_coarser_bins_and_a_largest_count_fallback_is_caught(monkeypatch):
+    assert _ranges_fail_safe(_histogram_ranges.histogram_ranges)
+
+    def largest_noisy_count(noisy, sigma, edges, n_learned):
+        threshold = sigma * _histogram_ranges.detection_threshold(n_learned, noisy.shape[0])
+        crossed = np.flatnonzero(noisy >= threshold)
+        detected = bool(crossed.size)
+        if not detected:
+            crossed = np.array([int(np.argmax(noisy))])
+        return float(edges[max(crossed[0] - 1, 0)]), float(edges[crossed[-1]]), detected
+    monkeypatch.setattr(_histogram_ranges, "_ends", largest_noisy_count)
+    assert not _ranges_fail_safe(_histogram_ranges.histogram_ranges)
+
+
+def test_nothing_seen_at_any_level_gives_no_range_and_the_scaler_names_the_feature():
+    edges = histogram_grid()
+    X = _spread_over_octaves(10, 0)[::40]  # 5 rows: nothing stands out at any level
+    lower, upper, detected = _histogram_ranges.histogram_ranges(
+        X, 10.0, "replace_one", np.random.default_rng(3))
+    assert np.isnan(lower[0]) and np.isnan(upper[0]) and not detected[0]
+    # The scaler refuses (a guessed range would be a target's useless bounds),
+    # after charging its ledger: the release was made.
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=r"nothing of feature\(s\) 0 stood out.*bounds="):
+        DPBoundedScaler(epsilon=0.01, ledger=ledger, random_state=0).fit(X)
+    assert len(ledger.records) == 1
+    pd = pytest.importorskip("pandas")
+    # 60 rows: ages all in one bin stand out; incomes, 3 rows a bin, do not,
+    # even merged: the error names the column.
+    frame = pd.DataFrame({"age": np.full(60, 40.0), "income": _spread_over_octaves(3, 1)[:, 0]})
+    with pytest.raises(ValueError, match=r"nothing of feature\(s\) income stood out"):
+        DPBoundedScaler(epsilon=1.0, random_state=0, reproducible=True).fit(frame)
+    # 200 rows, incomes 10 a bin: merged blocks stand out; the warning names them.
+    income = _spread_over_octaves(10, 1)[:, 0]
+    frame = pd.DataFrame({"age": np.full(200, 40.0), "income": income})
+    with pytest.warns(UserWarning, match=r"no bin of feature\(s\) income stood out"):
+        scaler = DPBoundedScaler(epsilon=1.0, random_state=0, reproducible=True).fit(frame)
+    assert (scaler.lower_[0], scaler.upper_[0]) == (edges[edges < 40][-1], edges[edges >= 40][0])
+    assert income.min() <= scaler.lower_[1] < scaler.upper_[1] <= 2 * income.max()

@@ -388,12 +388,16 @@ class DPBoundedScaler(BoundedScaler):
         on the raw-unit tables of the benchmarks it was no worse at the same
         scaler epsilon; see the user guide):
         every learned feature's counts in the bins of a fixed grid of powers
-        of 2 (``0, +-2**i``), released at once with Gaussian noise, each range
-        running from the lowest to the highest bin whose noisy count stands
-        out of the noise; ``(epsilon, delta)``-DP, recorded as one
-        ``GaussianDpEvent`` that composes with a model's steps under the PLD
-        accountant (a ledger's total), so that a pipeline spends much less of
-        its budget on the bounds; ends right within a factor of 2.
+        of 2 (``0, +-2**i``), released at once with Gaussian noise, each
+        range running from the lowest to the highest bin whose noisy count
+        stands out of the noise (where none does, coarser blocks of the same
+        noisy counts, and a warning naming the feature; where nothing does
+        even there, an error naming it);
+        ``(epsilon, delta)``-DP, recorded as one ``GaussianDpEvent`` that
+        composes with a model's steps under the PLD accountant (a ledger's
+        total), so that a pipeline spends much less of its budget on the
+        bounds; ends right within a factor of 2. The grid's width does not
+        enter the guarantee: a row moves one count per feature at any grid.
     delta : float, default=1e-6
         Delta at which ``"gaussian_histogram"`` calibrates its noise to
         ``epsilon`` (unused by ``"above_threshold"``).
@@ -624,8 +628,32 @@ class DPBoundedScaler(BoundedScaler):
                     f"{needed:.0f} rows to stand out of the noise, so the ranges may cover "
                     "only the densest bins. Declaring bounds for these features would be "
                     "far better; otherwise give it more budget.", UserWarning)
-            lower[learned], upper[learned] = histogram_ranges(
+            lower[learned], upper[learned], detected = histogram_ranges(
                 X[:, learned], noise_multiplier, self.neighboring, rng)
+            # Both are functions of the noisy release (post-processing).
+            names = getattr(self, "feature_names_in_", None)
+            columns = np.flatnonzero(learned)
+
+            def named(indices):
+                return ", ".join(str(names[j]) if names is not None else str(j)
+                                 for j in indices)
+
+            unseen = columns[np.isnan(lower[learned])]
+            if unseen.size:
+                # No range to give: a guessed one (the whole grid) would make
+                # a target's bounds, and so the model's predictions, useless.
+                raise ValueError(
+                    f"DPBoundedScaler: nothing of feature(s) {named(unseen)} stood out of the "
+                    f"noise, even in coarse bins: {X.shape[0]} rows are too few for "
+                    f"epsilon={target:g}. Declare their bounds (bounds=...) or give the "
+                    "scaler more budget (e.g. epsilon=\"auto\"). The ledger, if any, has "
+                    "been charged for this fit.")
+            coarse = columns[~detected]
+            if coarse.size:
+                warnings.warn(
+                    f"DPBoundedScaler: no bin of feature(s) {named(coarse)} stood out of the "
+                    "noise; their ranges come from coarser bins (wider). Declare bounds for "
+                    "them, or give the scaler more budget.", UserWarning)
         self.lower_ = lower
         self.upper_ = upper
         self.learned_ = learned

@@ -4,9 +4,12 @@ The second mechanism of :class:`~sklearn_dplssgd.DPBoundedScaler`
 (``mechanism="gaussian_histogram"``). Each learned feature's values are
 counted in the bins of a fixed, data-independent grid that grows by a
 factor of 2 in both directions from zero (``0, +-2**i`` for ``i`` from -20
-to 50, the span of the AboveThreshold grid); all features' counts are
-released at once with Gaussian noise; each feature's range runs from the
-lowest to the highest bin whose noisy count reaches a public threshold.
+to 50, the span of the AboveThreshold grid; ``histogram_grid(k)`` is the
+grid of ``k`` bins an octave, for screens); all
+features' counts are released at once with Gaussian noise; each feature's
+range runs from the lowest to the highest bin whose noisy count reaches a
+public threshold. Where no bin of a feature reaches it, the same noisy
+counts summed over coarser blocks of bins give the range (``_ends``).
 
 Why. AboveThreshold spends a pure epsilon on each of the ``2 d`` ends and
 the ends add up by basic composition. Here a row moves exactly one count of
@@ -28,8 +31,12 @@ add/remove sensitivity and, under replace-one, a shift of twice that: the
 noise is ``sigma = z * sqrt(d)`` under add/remove and ``z * sqrt(d / 2)``
 under replace-one, so that the accountant's shift is the true one in both.
 ``z`` is calibrated from the scaler's epsilon and delta alone; the grid and
-the threshold depend only on the grid size and ``d``; the ends are a
-function of the noisy counts (post-processing). Nothing depends on the
+the threshold depend only on the grid size and ``d``; the ends, and the
+fallback's merged counts, are a function of the noisy counts
+(post-processing). The grid's width changes none of this: however many bins
+there are, a row moves one count per feature, so the sensitivity, the noise
+and the event are the same at any grid; only the threshold's union bound
+counts the bins (a public number). Nothing depends on the
 number of rows, so the mechanism needs no public row count under
 add/remove.
 """
@@ -39,13 +46,21 @@ import math
 import numpy as np
 
 __all__ = [
-    "HISTOGRAM_GRID_BASE", "FALSE_DETECTION_RATE", "histogram_counts", "histogram_grid",
-    "histogram_noise_scale", "histogram_ranges", "detection_threshold", "noisy_histograms",
+    "HISTOGRAM_BINS_PER_OCTAVE", "HISTOGRAM_GRID_BASE", "FALSE_DETECTION_RATE",
+    "histogram_counts", "histogram_grid", "histogram_noise_scale", "histogram_ranges",
+    "detection_threshold", "noisy_histograms",
     "noise_for_rows", "rows_needed",
 ]
 
 # Bins twice as wide as the one below: ends right within a factor of 2.
-HISTOGRAM_GRID_BASE = 2.0
+# Half-octaves (HISTOGRAM_BINS_PER_OCTAVE = 2) place the ends of a dense
+# small table closer (diabetes in raw units: 0.005 R2 below declared bounds
+# on average instead of 0.030, benchmarks/results/regime_diabetes_per_split_grid2.md)
+# but split a sparse tail into bins too thin to stand out (UCI Adult at
+# scaler epsilon 0.1: 0.845 instead of 0.852,
+# benchmarks/results/regime_scaler_mechanisms_grid2.md): octaves stay.
+HISTOGRAM_BINS_PER_OCTAVE = 1
+HISTOGRAM_GRID_BASE = 2.0 ** (1.0 / HISTOGRAM_BINS_PER_OCTAVE)
 _SMALLEST_EXPONENT, _LARGEST_EXPONENT = -20, 50
 # The threshold is set so that, over every bin of every learned feature,
 # the chance that pure noise reaches it somewhere is at most this (a bin
@@ -53,15 +68,28 @@ _SMALLEST_EXPONENT, _LARGEST_EXPONENT = -20, 50
 FALSE_DETECTION_RATE = 0.01
 
 
-def histogram_grid():
-    """The fixed bin edges, increasing: ``-2**50 .. -2**-20, 0, 2**-20 .. 2**50``.
+def histogram_grid(bins_per_octave=None):
+    """The fixed bin edges, increasing: ``0`` and ``+-2**(i / k)``, ``i / k`` in [-20, 50].
+
+    ``k`` bins an octave (``HISTOGRAM_BINS_PER_OCTAVE``, 1 by default: the
+    edges are the powers of 2). Every edge is a power of two times one of
+    ``k`` fixed factors ``2**(s / k)``, ``s < k`` (for ``k = 2``: 1 and the
+    correctly rounded ``sqrt(2)``), so the octave edges are exact powers of
+    two and the grid depends on ``k`` alone: public.
+
+    Parameters
+    ----------
+    bins_per_octave : int, optional
+        ``k``; ``HISTOGRAM_BINS_PER_OCTAVE`` when None.
 
     Returns
     -------
     edges : ndarray of float64
     """
-    magnitudes = HISTOGRAM_GRID_BASE ** np.arange(_SMALLEST_EXPONENT, _LARGEST_EXPONENT + 1,
-                                                  dtype=np.float64)
+    k = HISTOGRAM_BINS_PER_OCTAVE if bins_per_octave is None else int(bins_per_octave)
+    octaves, steps = np.divmod(np.arange(_SMALLEST_EXPONENT * k, _LARGEST_EXPONENT * k + 1), k)
+    factors = np.array([math.sqrt(2.0) if 2 * s == k else 2.0 ** (s / k) for s in range(k)])
+    magnitudes = np.ldexp(factors[steps], octaves)
     return np.concatenate([-magnitudes[::-1], [0.0], magnitudes])
 
 
@@ -127,17 +155,91 @@ def detection_threshold(n_learned, n_bins):
     return math.sqrt(2.0 * math.log(n_learned * n_bins / FALSE_DETECTION_RATE))
 
 
-def _ends(noisy, threshold, edges):
-    """Lowest and highest bin at or above ``threshold`` as a range (post-processing)."""
-    crossed = np.flatnonzero(noisy >= threshold)
-    if crossed.size == 0:
-        # Nothing stands out of the noise: the bin with the largest noisy count.
-        crossed = np.array([int(np.argmax(noisy))])
-    last = edges.shape[0] - 1
-    low, high = max(int(crossed[0]) - 1, 0), min(int(crossed[-1]), last)
+def _bin_span(first, last, edges):
+    """The range from bin ``first`` to bin ``last`` (bin indices as in :func:`histogram_counts`)."""
+    top = edges.shape[0] - 1
+    low, high = max(int(first) - 1, 0), min(int(last), top)
     if low == high:  # both ends clipped to the same end of the grid
-        low, high = (low - 1, high) if high == last else (low, high + 1)
+        low, high = (low - 1, high) if high == top else (low, high + 1)
     return float(edges[low]), float(edges[high])
+
+
+def _blocks(n_bins, edges, width):
+    """The block of ``width`` adjacent bins that each bin lies in, numbered from 0.
+
+    Blocks are aligned on zero (no block straddles it except where a
+    block is wider than a side) and depend on the grid alone: public.
+    """
+    # Bin 1 + (index of the edge 0) is (0, smallest edge]: start the blocks
+    # at the next one, so that they run between powers of two.
+    offsets = np.arange(n_bins) - (int(np.searchsorted(edges, 0.0)) + 2)
+    blocks = offsets // width
+    return blocks - blocks[0]
+
+
+def _n_blocks(n_bins, edges, widths):
+    """How many blocks the levels of ``widths`` test together: the union bound's count."""
+    return sum(int(_blocks(n_bins, edges, width)[-1]) + 1 for width in widths)
+
+
+def _fallback_widths(n_bins):
+    """The fallback's levels: blocks of 2, 4, 8, ... bins, up to the whole grid."""
+    width, widths = 2, []
+    while width < 2 * n_bins:
+        widths.append(width)
+        width *= 2
+    return widths
+
+
+def _crossed_span(noisy, edges, widths, threshold):
+    """First and last bin of the blocks, over levels ``widths``, that reach the threshold.
+
+    A block of ``w`` bins has noise ``sigma sqrt(w)``: it must reach
+    ``threshold sqrt(w)`` (``threshold`` in noise scales of one bin times
+    ``sigma``). None where no block does.
+    """
+    first, last = None, None
+    for width in widths:
+        blocks = _blocks(noisy.shape[0], edges, width)
+        merged = np.bincount(blocks, weights=noisy)
+        crossed = np.flatnonzero(merged >= threshold * math.sqrt(width))
+        if crossed.size:
+            members = np.flatnonzero((blocks == crossed[0]) | (blocks == crossed[-1]))
+            first = members[0] if first is None else min(first, members[0])
+            last = members[-1] if last is None else max(last, members[-1])
+    return None if first is None else (first, last)
+
+
+def _ends(noisy, sigma, edges, n_learned):
+    """The range of one feature from its noisy counts (post-processing).
+
+    The ends are the lowest and highest bin that stands out of the noise
+    (the threshold a union bound over every bin of every feature). Where
+    none does (too few rows a bin against the noise), the fallback sums the
+    same noisy counts over blocks of 2, 4, 8, ... adjacent bins (its own
+    union bound over every block of every level) and takes the first level
+    at which a block stands out: wider ends, never a bin of pure noise far
+    from the data. Where nothing stands out at any level, there is no range
+    (NaN ends): the caller refuses rather than guess one.
+
+    Returns
+    -------
+    low, high : float
+        NaN where nothing stood out at any level.
+    detected : bool
+        False where the fallback ran.
+    """
+    n_bins = noisy.shape[0]
+    span = _crossed_span(noisy, edges, (1,), sigma * detection_threshold(n_learned, n_bins))
+    if span is not None:
+        return (*_bin_span(*span, edges), True)
+    widths = _fallback_widths(n_bins)
+    threshold = sigma * detection_threshold(n_learned, _n_blocks(n_bins, edges, widths))
+    for width in widths:
+        span = _crossed_span(noisy, edges, (width,), threshold)
+        if span is not None:
+            return (*_bin_span(*span, edges), False)
+    return math.nan, math.nan, False
 
 
 def noisy_histograms(X, noise_multiplier, neighboring, rng):
@@ -182,15 +284,20 @@ def histogram_ranges(X, noise_multiplier, neighboring, rng):
     Returns
     -------
     lower, upper : ndarray of shape (n_learned,)
-        ``lower < upper``, both grid values.
+        ``lower < upper``, both grid values; both NaN for a column of which
+        nothing stood out at any level (see ``_ends``).
+    detected : ndarray of bool, shape (n_learned,)
+        False for a column none of whose bins reached the threshold: its
+        range comes from the coarser levels' merged counts, or is NaN.
     """
     edges = histogram_grid()
     noisy = noisy_histograms(X, noise_multiplier, neighboring, rng)
-    threshold = rows_needed(noise_multiplier, X.shape[1], neighboring)
+    sigma = histogram_noise_scale(noise_multiplier, X.shape[1], neighboring)
     lower, upper = np.empty(X.shape[1]), np.empty(X.shape[1])
+    detected = np.empty(X.shape[1], dtype=bool)
     for j in range(X.shape[1]):
-        lower[j], upper[j] = _ends(noisy[j], threshold, edges)
-    return lower, upper
+        lower[j], upper[j], detected[j] = _ends(noisy[j], sigma, edges, X.shape[1])
+    return lower, upper, detected
 
 
 def noise_for_rows(n_rows, n_learned, neighboring):
