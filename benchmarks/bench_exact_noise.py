@@ -250,7 +250,7 @@ SPEED_BATCHES = (256, 4096)
 SPEED_JOBS = (1, 2)
 
 
-class _TrainingClock:
+class TrainingClock:
     """Seconds spent in the training loop of each fit (calibration and checks left out).
 
     Wall-clock seconds, and the process's processor seconds (all its threads:
@@ -336,7 +336,7 @@ def speed_rows(X, y, n_classes, batches, jobs, rounds):
                     model = DPLSSGDClassifier(
                         epsilon=1.0, mechanism=mode, batch_size=batch, max_iter=1,
                         n_jobs=n_jobs, classes=list(range(n_classes)))
-                    with _TrainingClock() as clock, warnings.catch_warnings():
+                    with TrainingClock() as clock, warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         start = time.perf_counter()
                         model.fit(X, y)

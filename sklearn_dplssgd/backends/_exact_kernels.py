@@ -179,9 +179,11 @@ def scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, 
             scaled[r, k] = clipped[k] * row_scale
 
 
-# Cycles a team helper waits for the next step before it yields the processor
-# (its caller sleeps a moment, then calls it again): a few milliseconds.
-_HELPER_PATIENCE_CYCLES = 1 << 23
+# Cycles a team helper waits for the next step before it returns to Python
+# (where it yields the processor and comes back until the run is over): about
+# 50 us, as the ordinary mode's team helper. Spinning longer takes a core from
+# the calling thread and from other processes when the machine is busy.
+_HELPER_PATIENCE_CYCLES = 150_000
 
 
 @njit(cache=True, nogil=True)
