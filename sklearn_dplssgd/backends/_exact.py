@@ -70,8 +70,8 @@ __all__ = [
 NOISE_BLOCK_SAMPLES = 4096
 # Rows of a step below which a step run from Python (no compiled run: see
 # compiled_steps, whose team shares smaller batches) is not split among the
-# fit's threads (they draw the noise ahead instead): a step's noise, K (d + 1) draws of
-# about 40 ns, costs about the sum of 250 rows (about 0.17 ns a row and
+# fit's threads (they draw the noise ahead instead): a step's noise, K (d + 1)
+# draws of about 40 ns, costs about the sum of 250 rows (about 0.17 ns a row and
 # coordinate). A public constant.
 SPLIT_MIN_ROWS = 1024
 # How long the calling thread waits for a block of noise a helper holds, in
@@ -397,15 +397,17 @@ class ExactNoiseTraining(NumpyTraining):
         """:func:`~._exact_kernels.exact_team_steps` over the steps, the helpers sharing blocks.
 
         Each step has its own progress row (a helper late on a step never
-        touches a later step's); each thread has a buffer per block.
+        touches a later step's); each thread has a buffer per part of whole
+        blocks (:func:`~._exact_kernels.team_parts`).
         """
-        X, y, rows, offsets, full_batch = arguments[:5]
+        rows, offsets, full_batch = arguments[2:5]
         if full_batch:
             largest = rows.shape[0]
         else:
             largest = int(np.diff(offsets[local_start:local_stop + 1]).max(initial=0))
         n_parts = max(1, team_parts(largest, self.n_threads)[0])
-        partial = np.zeros((self.n_threads, n_parts) + self.params.shape, dtype=np.int64)
+        # Each part zeroes its buffer before its sum (only the parts used are touched).
+        partial = np.empty((self.n_threads, n_parts) + self.params.shape, dtype=np.int64)
         progress = np.zeros((local_stop - local_start, n_parts + 1), dtype=np.int64)
         control = np.zeros(2, dtype=np.int64)
         helper_args = arguments[:18] + (partial, progress, control, local_start)
