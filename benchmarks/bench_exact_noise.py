@@ -250,7 +250,7 @@ SPEED_BATCHES = (256, 4096)
 SPEED_JOBS = (1, 2)
 
 
-class _TrainingClock:
+class TrainingClock:
     """Seconds spent in the training loop of each fit (calibration and checks left out).
 
     Wall-clock seconds, and the process's processor seconds (all its threads:
@@ -336,7 +336,7 @@ def speed_rows(X, y, n_classes, batches, jobs, rounds):
                     model = DPLSSGDClassifier(
                         epsilon=1.0, mechanism=mode, batch_size=batch, max_iter=1,
                         n_jobs=n_jobs, classes=list(range(n_classes)))
-                    with _TrainingClock() as clock, warnings.catch_warnings():
+                    with TrainingClock() as clock, warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         start = time.perf_counter()
                         model.fit(X, y)
@@ -363,7 +363,7 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     margins; the clip; the rounding with the bound's check and the
     integer sum; the smoothing. Median of ``repeats``.
     """
-    from sklearn_dplssgd.backends import ExactNoise, _exact
+    from sklearn_dplssgd.backends import ExactNoise, _exact, _exact_kernels
     from sklearn_dplssgd.backends._grid_sum import add_factored_rows, grid_norm_bound
     from sklearn_dplssgd.backends._clipping import COEFFICIENT_RANGE
     from sklearn_dplssgd.backends._kernels import (
@@ -394,7 +394,7 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
     for batch_size in batches:
         batch = np.sort(rng.choice(n_rows, min(batch_size, n_rows), replace=False))
         design = np.empty((batch.size, n_features + 1), dtype=np.float32)
-        margins = _exact._gather_margins(X, batch, params, 1.0, design)
+        margins = _exact_kernels.gather_margins(X, batch, params, 1.0, design)
         scaled = np.empty((batch.size, n_classes))
         total = np.zeros((n_classes, n_features + 1), dtype=np.int64)
         grad = np.zeros((n_classes, n_features + 1), dtype=np.float32)
@@ -409,14 +409,16 @@ def step_profile_rows(X, y, n_classes, batches, repeats):
                 source.substream(b).words(count) for b, counts in enumerate(requests)
                 for count in counts],
             "sampler": lambda: exact_noise.draw(dimension),
-            "gather + margins": lambda: _exact._gather_margins(X, batch, params, 1.0, design),
-            "clip": lambda: _exact._scaled_clipped_residuals(
+            "gather + margins": lambda: _exact_kernels.gather_margins(
+                X, batch, params, 1.0, design),
+            "clip": lambda: _exact_kernels.scaled_clipped_residuals(
                 X, labels, batch, params, margins, feature_norms, code, 0.0, 1.0, 1.0,
                 no_weights, largest, tiny, 2.0 ** residual_bits, 0, batch.size, scaled),
             "rounding + bound + integer sum": lambda: add_factored_rows(
                 X, batch, scaled, feature_norms, 2.0 ** row_bits, 1.0, *bounds, 0, batch.size,
                 total),
-            "the step's sum in one call (gather to integer sum)": lambda: _exact._exact_blocks_sum(
+            "the step's sum in one call (gather to integer sum)": lambda: (
+                _exact_kernels.exact_blocks_sum)(
                 X, labels, batch, params, feature_norms, code, 0.0, 1.0, 1.0, no_weights,
                 largest, tiny, 2.0 ** residual_bits, 2.0 ** row_bits, *bounds, 0,
                 -(-batch.size // _exact.ROWS_PER_STEP_BLOCK), total),

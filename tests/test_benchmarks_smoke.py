@@ -369,3 +369,11 @@ def test_bench_dask_quick(tmp_path):
     assert "| X.compute() on the client | fit |" in (tmp_path / "dask_memory.md").read_text()
     assert "| the cluster's per-step overhead (ms) |" in (
         tmp_path / "dask_speed.md").read_text()
+
+
+def test_bench_exact_team_quick(tmp_path):
+    _run("bench_exact_team.py", tmp_path)
+    text = (tmp_path / "exact_noise_team.md").read_text()
+    assert "| 256 | exact, n_jobs 2 (team) |" in text
+    assert "| 4,096 | exact, n_jobs 2 (no team) |" in text
+    assert "Measured on a shared machine" in text

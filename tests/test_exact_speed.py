@@ -10,7 +10,7 @@ from sklearn_dplssgd import DPLSSGDClassifier
 from sklearn_dplssgd.backends import (
     ChaChaWords, DiscreteGaussianScale, ExactNoise, ExactNoiseTraining, sample_discrete_gaussian,
 )
-from sklearn_dplssgd.backends import _exact
+from sklearn_dplssgd.backends import _exact, _exact_kernels
 from sklearn_dplssgd.backends._clipping import COEFFICIENT_RANGE
 from sklearn_dplssgd.backends._kernels import parallel_blocks
 from sklearn_dplssgd.training import TrainingPlan, loss_code
@@ -106,10 +106,10 @@ def test_the_step_integer_sum_equals_the_oracle_on_its_clipped_residuals(
         # The margins as the step forms them: one BLAS product a fixed block.
         block = _exact.ROWS_PER_STEP_BLOCK
         margins = np.concatenate([
-            _exact._gather_margins(X, batch[start:start + block], params, intercept,
-                                   design[start:start + block])
+            _exact_kernels.gather_margins(X, batch[start:start + block], params, intercept,
+                                          design[start:start + block])
             for start in range(0, 1100, block)])
-        _exact._scaled_clipped_residuals(
+        _exact_kernels.scaled_clipped_residuals(
             X, y, batch, params, margins, backend.feature_norms, plan.loss_code, 0.0,
             plan.clip_norm, intercept, np.empty(0), largest, tiny, 1.0, 0, 1100, clipped)
         np.testing.assert_array_equal(design[:, :200], X[batch])
@@ -119,7 +119,7 @@ def test_the_step_integer_sum_equals_the_oracle_on_its_clipped_residuals(
         norms = np.linalg.norm(clipped, axis=1)
         assert norms.max() <= 0.5 * (1 + 1e-12) and norms.max() > 0.49
         scaled = np.empty((1100, n_outputs))
-        _exact._scaled_clipped_residuals(
+        _exact_kernels.scaled_clipped_residuals(
             X, y, batch, params, margins, backend.feature_norms, plan.loss_code, 0.0,
             plan.clip_norm, intercept, np.empty(0), largest, tiny, 2.0 ** 6 / 0.5, 0, 1100, scaled)
         expected, left_out = factored_sum_reference(

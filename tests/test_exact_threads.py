@@ -141,3 +141,65 @@ def test_large_batches_split_their_sum_and_small_ones_do_not():
         assert backend._row_parts(plan_rows - 1) == 1
         assert backend._row_parts(2 * plan_rows) == (1 if n_threads == 1 else min(
             2 * plan_rows // _exact.ROWS_PER_STEP_BLOCK, 2 * _exact.PARTS_PER_THREAD))
+
+
+def _wide_fits(monkeypatch, n_jobs_list, stall_helpers=False):
+    # Batches of about 300 rows of 500 columns: several row blocks a step,
+    # and work enough that a team shares them (ExactNoiseTraining.team_blocks).
+    runs = []
+    original = _exact.exact_team_steps
+
+    def counted(*args):
+        runs.append(args[25] - args[24])
+        return original(*args)
+
+    monkeypatch.setattr(_exact, "exact_team_steps", counted)
+    if stall_helpers:
+        # Helpers that never come: the calling thread makes every block itself.
+        monkeypatch.setattr(_exact, "run_with_team",
+                            lambda run, helper, args, control, n_threads: run())
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1200, 500)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)
+    models = []
+    for n_jobs in n_jobs_list:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            models.append(DPLSSGDClassifier(
+                mechanism="gradient_exact", epsilon=1.0, batch_size=300, max_iter=2,
+                reproducible=True, random_state=4, n_jobs=n_jobs).fit(X, y))
+    return models, runs
+
+
+def test_a_team_shares_the_row_blocks_and_gives_the_one_thread_model(monkeypatch):
+    (one, two), runs = _wide_fits(monkeypatch, (1, 2))
+    assert sum(runs) == two.n_steps_ >= 8
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.intercept_, two.intercept_)
+
+
+def test_a_team_whose_helpers_never_run_gives_the_same_model(monkeypatch):
+    (one,), _ = _wide_fits(monkeypatch, (1,))
+    (stalled,), runs = _wide_fits(monkeypatch, (2,), stall_helpers=True)
+    assert sum(runs) == stalled.n_steps_
+    np.testing.assert_array_equal(one.coef_, stalled.coef_)
+
+
+def test_team_blocks_is_a_function_of_the_batch_and_the_shape():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, 784))
+    y = rng.integers(0, 10, 600).astype(np.float64)
+    from sklearn_dplssgd.training import TrainingPlan, loss_code
+    plan = TrainingPlan(
+        loss_code=loss_code("log_loss", 10), loss_threshold=0.0, fit_intercept=True,
+        clip_norm=1.0, noise_multiplier=np.ones(1), sample_rate=0.5, batch_size=256,
+        n_steps=1, n_epochs=1, learning_rates=np.full(1, 0.1), alpha=0.0, sigma=0.0,
+        average_start=None, optimizer=None, max_sample_weight=1.0)
+    exact = ExactNoise(6, 6, None, ChaChaWords(KEY, NONCE))
+    blocks = {}
+    for n_threads in (1, 2):
+        backend = ExactNoiseTraining(X, y, 10, plan, np.random.default_rng(1),
+                                     noise_source=exact, n_threads=n_threads)
+        blocks[n_threads] = [backend.team_blocks(rows) for rows in (60, 128, 256, 300)]
+    assert blocks[1] == [1, 1, 1, 1]
+    assert blocks[2] == [1, 2, 4, 5]

@@ -25,31 +25,37 @@ Threads (``n_jobs``): a chunk's noise is drawn in blocks of
 :data:`NOISE_BLOCK_SAMPLES` draws, each from its own stream of the word
 source (:meth:`~._chacha.ChaChaWords.substream`), by whichever thread takes
 the block first (:class:`NoiseBlocks`): the helpers draw the next chunk's
-blocks ahead while the fit's thread sums the rows, and that thread draws any
-block it needs that nobody took. A step's rows are summed in fixed blocks of
-:data:`ROWS_PER_STEP_BLOCK` rows, shared by the threads for a batch of
-:data:`SPLIT_MIN_ROWS` rows or more (or when the helpers have no noise left
-to draw). Neither result depends on the threads: the noise's blocks are
-fixed, the sums are of integers. The steps between, on the fit's thread,
-run as one compiled call per segment (:meth:`ExactNoiseTraining.compiled_steps`).
+blocks ahead, and the fit's thread draws any block it needs that nobody
+took. A step's rows are summed in fixed blocks of
+:data:`ROWS_PER_STEP_BLOCK` rows. Where a batch of the plan's size has
+several blocks and enough work to split (:meth:`ExactNoiseTraining.team_blocks`,
+from the batch's length and the parameters' shape only), the compiled run
+of steps shares each step's blocks with the helpers
+(:func:`~._exact_kernels.exact_team_steps`): a helper drawing the next
+chunk's noise joins the sums once it is done. Neither result depends on the
+threads: the noise's blocks are fixed, the sums are of integers. The steps
+run as one compiled call per segment of steps whose noise is made
+(:meth:`ExactNoiseTraining.compiled_steps`).
 """
 
-import math
 import threading
 import time
 
 import numpy as np
-from numba import njit
 
-from ..training import multiclass_residual, run_training, single_output_residual
-from ._clipping import COEFFICIENT_RANGE, clipped_residual
+from ..training import run_training
+from ._clipping import COEFFICIENT_RANGE
+from ._exact_kernels import (
+    PARTS_PER_THREAD, ROWS_PER_STEP_BLOCK, exact_blocks_sum, exact_steps, exact_team_helper,
+    exact_team_steps, scaled_noisy_sum, team_parts,
+)
 from ._grid_sum import (
-    MAX_GRID_BITS, add_factored_rows, check_batch_rows, grid_norm_bound,
+    MAX_GRID_BITS, check_batch_rows, grid_norm_bound,
 )
 from ._kernels import check_weights, parallel_blocks
 from ._numpy import NumpyTraining
 from ._steps import finish_step
-from ._threads import blocks_on_threads, share_with_helpers
+from ._threads import blocks_on_threads, run_with_team, share_with_helpers
 
 __all__ = [
     "ExactNoise", "ExactNoiseTraining", "NOISE_BLOCK_SAMPLES", "NoiseBlocks",
@@ -62,18 +68,12 @@ __all__ = [
 # constant, so that the noise never depends on the number of threads. About
 # 1 to 4 ms of sampling a block (a step at MNIST shape is 7,850 draws).
 NOISE_BLOCK_SAMPLES = 4096
-# Rows of a step gathered, clipped, rounded and summed together: a block's
-# rows (about 400 KB at MNIST's width in float32) stay in cache from the
-# gather to the integer sum. A public constant: the margins' BLAS calls, and
-# so the released integers, do not depend on the threads.
-ROWS_PER_STEP_BLOCK = 128
-# Rows of a step below which its sum is not split among the fit's threads
-# (they draw the noise ahead instead): a step's noise, K (d + 1) draws of
-# about 40 ns, costs about the sum of 250 rows (about 0.17 ns a row and
+# Rows of a step below which a step run from Python (no compiled run: see
+# compiled_steps, whose team shares smaller batches) is not split among the
+# fit's threads (they draw the noise ahead instead): a step's noise, K (d + 1)
+# draws of about 40 ns, costs about the sum of 250 rows (about 0.17 ns a row and
 # coordinate). A public constant.
 SPLIT_MIN_ROWS = 1024
-# Parts a thread of a split step's sum, taken one at a time.
-PARTS_PER_THREAD = 4
 # How long the calling thread waits for a block of noise a helper holds, in
 # blocks' times, before it makes the block again itself.
 _NOISE_PATIENCE = 2.0
@@ -319,9 +319,11 @@ class ExactNoiseTraining(NumpyTraining):
         followed by the ordinary compiled run's post-processing
         (:func:`~._steps.finish_step`), in the same arithmetic as the loop's
         Python steps. A segment runs the steps whose noise is made (this
-        thread makes what the next step needs); a step whose sum is shared
-        by the threads (:meth:`_row_parts`) forms it from Python, then the
-        same compiled post-processing.
+        thread makes what the next step needs). With several threads and a
+        plan whose batches :meth:`team_blocks` shares, the segment runs on a
+        team (:meth:`_team_steps`); otherwise a step whose sum is shared by
+        the threads (:meth:`_row_parts`) forms it from Python, then the same
+        compiled post-processing.
         """
         optimizer, plan = update.optimizer, self.plan
         if optimizer.compiled_code is None:
@@ -334,6 +336,8 @@ class ExactNoiseTraining(NumpyTraining):
         total = np.zeros(self.params.shape, dtype=np.int64)
         settings = (float(plan.alpha), float(plan.sigma), self._omega, update.inv_batch,
                     optimizer.compiled_code, optimizer.compiled_factor(), state)
+        # Steps on a team where a typical batch has several row blocks.
+        team = self.n_threads > 1 and self.team_blocks(plan.batch_size) > 1
 
         def run(params, averaged, draws, chunk_start, local_start, local_stop):
             rows, offsets, noise = draws
@@ -341,7 +345,7 @@ class ExactNoiseTraining(NumpyTraining):
             local = local_start
             while local < local_stop:
                 size = self.X.shape[0] if full_batch else int(offsets[local + 1] - offsets[local])
-                if self._row_parts(size) > 1:
+                if not team and self._row_parts(size) > 1:
                     # The sum on the threads, then the same compiled post-processing.
                     grad = self.gradient_sum(params, draws, local)
                     finish_step(params, grad, self.n_features, *settings[1:3], learning_rates,
@@ -355,7 +359,7 @@ class ExactNoiseTraining(NumpyTraining):
                 wanted = local_stop if self.n_threads <= 1 else local + 1
                 values = noise.upto(wanted * per_step)
                 stop = max(wanted, min(local_stop, noise.made_count() // per_step))
-                _exact_steps(
+                arguments = (
                     self.X, self.y, self._all_rows if full_batch else rows,
                     self._no_offsets if full_batch else offsets, full_batch, params,
                     self.feature_norms, *self._sum_settings(),
@@ -363,11 +367,52 @@ class ExactNoiseTraining(NumpyTraining):
                     self._grid_step(), total, self._grad, learning_rates, chunk_start, local,
                     stop, *settings, no_average if averaged is None else averaged,
                     average_start)
+                if team:
+                    self._team_steps(arguments, local, stop)
+                else:
+                    exact_steps(*arguments)
                 update.n_updates += stop - local
                 local = stop
             return params, averaged
 
         return run
+
+    def team_blocks(self, n_rows):
+        """Row blocks a step of ``n_rows`` rows is shared in by a team (1: not shared).
+
+        A public function of the batch's length and the parameters' shape
+        (never of timing, which would make runs vary): the batch's blocks of
+        :data:`ROWS_PER_STEP_BLOCK` rows where the ordinary step would split
+        a batch of that size (:func:`~._kernels.parallel_blocks`). Which
+        thread sums which block changes nothing released (the blocks are
+        fixed, their sums integers).
+        """
+        n_blocks = -(-int(n_rows) // ROWS_PER_STEP_BLOCK)
+        if n_blocks <= 1 or parallel_blocks(
+                int(n_rows) * self.params.size, int(n_rows), self.n_threads) <= 1:
+            return 1
+        return n_blocks
+
+    def _team_steps(self, arguments, local_start, local_stop):
+        """:func:`~._exact_kernels.exact_team_steps` over the steps, the helpers sharing blocks.
+
+        Each step has its own progress row (a helper late on a step never
+        touches a later step's); each thread has a buffer per part of whole
+        blocks (:func:`~._exact_kernels.team_parts`).
+        """
+        rows, offsets, full_batch = arguments[2:5]
+        if full_batch:
+            largest = rows.shape[0]
+        else:
+            largest = int(np.diff(offsets[local_start:local_stop + 1]).max(initial=0))
+        n_parts = max(1, team_parts(largest, self.n_threads)[0])
+        # Each part zeroes its buffer before its sum (only the parts used are touched).
+        partial = np.empty((self.n_threads, n_parts) + self.params.shape, dtype=np.int64)
+        progress = np.zeros((local_stop - local_start, n_parts + 1), dtype=np.int64)
+        control = np.zeros(2, dtype=np.int64)
+        helper_args = arguments[:18] + (partial, progress, control, local_start)
+        run_with_team(lambda: exact_team_steps(*arguments, partial, progress, control),
+                      exact_team_helper, helper_args, control, self.n_threads)
 
     def _step_noise(self, noise, local_step):
         """Step ``local_step``'s draws, ``(K, D2)``, once made (here or by a helper)."""
@@ -381,8 +426,8 @@ class ExactNoiseTraining(NumpyTraining):
         batch = self.step_batch(rows, offsets, local_step)
         total = self.integer_sum(params, batch)
         # gamma (S + Y): the integers times the public grid step.
-        _scaled_noisy_sum(total, self._step_noise(noise, local_step), self._grid_step(),
-                          self._grad)
+        scaled_noisy_sum(total, self._step_noise(noise, local_step), self._grid_step(),
+                         self._grad)
         return self._grad
 
     def _grid_step(self):
@@ -450,159 +495,19 @@ class ExactNoiseTraining(NumpyTraining):
         n_parts = self._row_parts(n_rows)
         if n_parts <= 1:
             total = np.zeros((n_outputs, width), dtype=np.int64)
-            _exact_blocks_sum(self.X, self.y, batch, params, self.feature_norms, *settings, 0,
-                              n_row_blocks, total)
+            exact_blocks_sum(self.X, self.y, batch, params, self.feature_norms, *settings, 0,
+                             n_row_blocks, total)
             return total
         bounds = [n_row_blocks * b // n_parts for b in range(n_parts + 1)]
 
         def part(b):
             total = np.zeros((n_outputs, width), dtype=np.int64)
-            _exact_blocks_sum(self.X, self.y, batch, params, self.feature_norms, *settings,
-                              bounds[b], bounds[b + 1], total)
+            exact_blocks_sum(self.X, self.y, batch, params, self.feature_norms, *settings,
+                             bounds[b], bounds[b + 1], total)
             return total
 
         # Sums of integers: the same whatever the threads.
         return sum(blocks_on_threads(part, n_parts, self.n_threads))
-
-
-@njit(cache=True, nogil=True)
-def _scaled_noisy_sum(total, noise, grid_step, grad):
-    """``grad = gamma (S + Y)``: ``Y`` on the noisy columns, in int64, then times the grid step."""
-    n_outputs, width = total.shape
-    n_noisy = noise.shape[1]
-    for k in range(n_outputs):
-        for j in range(width):
-            value = total[k, j] + noise[k, j] if j < n_noisy else total[k, j]
-            grad[k, j] = np.float64(value) * grid_step
-
-
-@njit(cache=True, nogil=True)
-def _exact_steps(X, y, rows, offsets, full_batch, params, feature_norms, code, threshold,
-                 clip_norm, intercept_term, weights, largest, tiny, residual_scale,
-                 row_grid_scale, residual_bound, row_bound, noise, grid_step, total, grad,
-                 learning_rates, chunk_start, local_start, local_stop, alpha, sigma, omega,
-                 inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
-                 average_start):
-    """Steps ``local_start .. local_stop - 1`` of a chunk, each on one thread.
-
-    A step is :meth:`ExactNoiseTraining.gradient_sum`'s: ``S`` over all the
-    batch's row blocks (:func:`_exact_blocks_sum`), ``grad = gamma (S +
-    noise[local])`` (:func:`_scaled_noisy_sum`), then the post-processing
-    of :func:`~._steps.finish_step`.
-    """
-    n_features = X.shape[1]
-    for local in range(local_start, local_stop):
-        batch = rows if full_batch else rows[offsets[local]:offsets[local + 1]]
-        total[:] = 0
-        _exact_blocks_sum(X, y, batch, params, feature_norms, code, threshold, clip_norm,
-                          intercept_term, weights, largest, tiny, residual_scale,
-                          row_grid_scale, residual_bound, row_bound, 0,
-                          (batch.shape[0] + ROWS_PER_STEP_BLOCK - 1) // ROWS_PER_STEP_BLOCK,
-                          total)
-        _scaled_noisy_sum(total, noise[local], grid_step, grad)
-        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                    averaged, average_start)
-
-
-@njit(cache=True, nogil=True)
-def _exact_blocks_sum(X, y, batch, params, feature_norms, code, threshold, clip_norm,
-                      intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
-                      residual_bound, row_bound, first_block, stop_block, total):
-    """``total += S`` of the batch's row blocks ``first_block .. stop_block - 1``.
-
-    Block ``b`` is the batch's rows ``b R .. (b + 1) R - 1`` (``R =``
-    :data:`ROWS_PER_STEP_BLOCK`): :func:`_gather_margins` of its rows (one
-    BLAS product), then :func:`_clipped_factored_sum` of them, all while
-    they are in cache. Returns the rows left out.
-    """
-    n_rows, width = batch.shape[0], params.shape[1]
-    n_outputs = params.shape[0]
-    design = np.empty((ROWS_PER_STEP_BLOCK, width), dtype=params.dtype)
-    scaled = np.empty((ROWS_PER_STEP_BLOCK, n_outputs), dtype=np.float64)
-    left_out = 0
-    for b in range(first_block, stop_block):
-        start = b * ROWS_PER_STEP_BLOCK
-        rows = batch[start:min(start + ROWS_PER_STEP_BLOCK, n_rows)]
-        margins = _gather_margins(X, rows, params, intercept_term, design[:rows.shape[0]])
-        left_out += _clipped_factored_sum(
-            X, y, rows, params, margins, feature_norms, code, threshold, clip_norm,
-            intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
-            residual_bound, row_bound, 0, rows.shape[0], scaled, total)
-    return left_out
-
-
-@njit(cache=True, nogil=True)
-def _clipped_factored_sum(X, y, batch, params, margins, feature_norms, code, threshold,
-                          clip_norm, intercept_term, weights, largest, tiny, residual_scale,
-                          row_grid_scale, residual_bound, row_bound, start, stop, scaled, total):
-    """``total += S`` of the batch's rows ``start .. stop - 1``; returns the rows left out.
-
-    :func:`_scaled_clipped_residuals` (the residual factors before rounding,
-    on the grid ``residual_scale``), then
-    :func:`~._grid_sum.add_factored_rows` (the rows' factors on
-    ``row_grid_scale``, both norms enforced against ``residual_bound`` and
-    ``row_bound``, the products summed exactly).
-    """
-    _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, threshold,
-                              clip_norm, intercept_term, weights, largest, tiny, residual_scale,
-                              start, stop, scaled)
-    return add_factored_rows(X, batch, scaled, feature_norms, row_grid_scale, intercept_term,
-                             residual_bound, row_bound, start, stop, total)
-
-
-@njit(cache=True, nogil=True)
-def _gather_margins(X, batch, params, intercept_term, design):
-    """``design[r] = [x_i, b]`` for the batch's rows; returns ``design params^T`` (BLAS)."""
-    n_rows, n_features = batch.shape[0], X.shape[1]
-    for r in range(n_rows):
-        # Element by element: a slice assignment compiles Numba's general
-        # broadcasting.
-        i = batch[r]
-        for j in range(n_features):
-            design[r, j] = X[i, j]
-        design[r, n_features] = intercept_term
-    if n_rows == 0:
-        return np.zeros((0, params.shape[0]), dtype=params.dtype)
-    return np.dot(design, params.T)
-
-
-@njit(cache=True, nogil=True)
-def _scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, threshold,
-                              clip_norm, intercept_term, weights, largest, tiny, scale, start,
-                              stop, scaled):
-    """``scaled[r] = clip(r_i) ||x'_i|| scale`` for the batch's rows ``start .. stop - 1``.
-
-    The residual factor ``u_i = clip(r_i) ||x'_i||`` (norm at most ``w_i C``)
-    on the residual grid. The residuals are clipped (and weighted) as the
-    ordinary kernels clip them, in float64; only their bound matters to the
-    guarantee, and it is enforced on the integers.
-    """
-    n_features = X.shape[1]
-    n_outputs = params.shape[0]
-    row_margins = np.empty(n_outputs, dtype=np.float64)
-    row_residual = np.empty(n_outputs, dtype=np.float64)
-    clipped = np.empty(n_outputs, dtype=np.float64)
-    for r in range(start, stop):
-        i = batch[r]
-        for k in range(n_outputs):
-            row_margins[k] = margins[r, k]
-            if not math.isfinite(row_margins[k]):
-                # A float32 sum that overflowed: the margin in float64.
-                acc = np.float64(params[k, n_features]) * intercept_term
-                for j in range(n_features):
-                    acc += np.float64(params[k, j]) * np.float64(X[i, j])
-                row_margins[k] = acc
-        if n_outputs == 1:
-            row_residual[0] = single_output_residual(code, row_margins[0], y[i], threshold)
-        else:
-            multiclass_residual(code, row_margins, y[i], threshold, row_residual)
-        weight = weights[i] if weights.shape[0] > 0 else 1.0
-        clipped_residual(row_residual, feature_norms[i], clip_norm, weight, largest, tiny,
-                         clipped)
-        row_scale = feature_norms[i] * scale
-        for k in range(n_outputs):
-            scaled[r, k] = clipped[k] * row_scale
 
 
 def train_dp_lssgd_exact(X, y, n_outputs, plan, rng, *, exact_noise, n_threads=1, verbose=0,
