@@ -75,7 +75,10 @@ def check_search_private_steps(estimator):
         ledger = PrivacyLedger(path=os.path.join(folder, "refit.records"),
                                neighboring=neighboring)
         _CountedPrivateScaler.fit_count = 0
-        step = _CountedPrivateScaler(epsilon=0.5, neighboring=neighboring, ledger=ledger)
+        # AboveThreshold: it spends budget on any table (the histogram
+        # refuses a table too small for its budget, as the check's may be).
+        step = _CountedPrivateScaler(epsilon=0.5, neighboring=neighboring, ledger=ledger,
+                                     mechanism="above_threshold")
         search = _search_of(model, step, ledger)
         try:
             quietly(search.fit, X, y)
@@ -94,7 +97,7 @@ def check_search_private_steps(estimator):
         ledger = PrivacyLedger(path=os.path.join(folder, "frozen.records"),
                                neighboring=neighboring)
         step = quietly(_CountedPrivateScaler(epsilon=0.5, neighboring=neighboring,
-                                             ledger=ledger).fit, X)
+                                             ledger=ledger, mechanism="above_threshold").fit, X)
         search = _search_of(model, FrozenEstimator(step), ledger)
         try:
             quietly(search.fit, X, y)
