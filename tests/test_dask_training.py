@@ -129,6 +129,36 @@ def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
         _dask._unwrap(answer)
 
 
+@pytest.mark.parametrize("dtype, value, finite, long_rows", [
+    (np.float64, np.nan, False, False), (np.float32, np.nan, False, False),
+    (np.float64, np.inf, False, False), (np.float32, -np.inf, False, False),
+    (np.float64, "y nan", False, False),
+    # Finite entries whose row is too long (its norm overflows in float64, or not): the
+    # row dropped with a warning, not the partition refused as non-finite.
+    (np.float64, 1e300, True, True), (np.float64, -1e200, True, True),
+    # A float32 row's norm never overflows in float64, nor reaches the limit.
+    (np.float32, 3e38, True, False),
+])
+def test_a_partition_is_finite_exactly_when_its_values_are(dtype, value, finite, long_rows):
+    from sklearn_dplssgd.backends import _dask
+
+    X, y = _table(n=50)
+    X, y = X.astype(dtype), y.astype(np.float64)
+    if value == "y nan":
+        y[7] = np.nan
+    else:
+        X[7, 3] = value
+    with warnings.catch_warnings():
+        # No warning of the arithmetic on a partition's values reaches the worker's log.
+        warnings.simplefilter("error", RuntimeWarning)
+        partition = _dask._prepare(X, y, None, True)
+    assert partition.finite is finite
+    if finite:
+        assert partition.long_rows is long_rows
+        assert bool(np.isinf(partition.row_norms[7])) is long_rows
+        assert np.isfinite(np.delete(partition.row_norms, 7)).all()
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_a_steps_sample_is_read_in_place_with_the_sums_of_its_rows_copied_out(dtype):
     from sklearn_dplssgd.backends import _dask

@@ -94,13 +94,11 @@ _LOST_WORKER_ERRORS = (OSError, RuntimeError, KeyError)
 
 
 class _Raised:
-    """An error raised by the fit's own code on a worker, sent back as a value.
+    """An error of the fit's own code on a worker, sent back as a value.
 
-    Dask re-raises the error of a remote call with its own type, and raises
-    the errors of a lost worker (:data:`_LOST_WORKER_ERRORS`) the same way: a
-    RuntimeError of the loop would read as a lost worker. Returned as a value
-    instead, an error of the fit's code keeps its type (raised again by
-    :func:`_unwrap`), and whatever a call itself raises is the transport's.
+    Dask re-raises a remote call's error with its type, as it raises a lost
+    worker's (:data:`_LOST_WORKER_ERRORS`): returned as a value, an error of
+    the fit's code keeps its type, and what a call itself raises is Dask's.
     """
 
     def __init__(self, error):
@@ -138,12 +136,19 @@ class _Partition:
         self.y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
         self.weights = None if weights is None else np.ascontiguousarray(
             weights, dtype=np.float64).reshape(-1)
-        self.finite = bool(np.isfinite(self.X).all() and np.isfinite(self.y).all())
+        # A row with a NaN or infinite entry has no finite norm: finite norms
+        # prove the rows finite, and the check over X (a second pass over the
+        # partition) is needed only where a norm is not (or a row is too long).
+        with np.errstate(invalid="ignore"):
+            # A non-finite row's rescaled norm divides inf by inf: NaN, as it should.
+            row_norms = compute_row_norms(self.X)
+        self.finite = bool(np.isfinite(self.y).all()) and (
+            bool(np.isfinite(row_norms).all()) or bool(np.isfinite(self.X).all()))
         self.long_rows = False
         if self.finite:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                self.row_norms = without_long_rows(np, compute_row_norms(self.X))
+                self.row_norms = without_long_rows(np, row_norms)
             # The client warns once (a worker's warning reaches no one).
             self.long_rows = bool(caught)
             self.feature_norms = compute_feature_norms(
@@ -331,11 +336,8 @@ class _DistributedRunner:
         self._holders = []
 
     def hold(self, tasks):
-        from distributed import wait
-
-        partitions = self.client.compute(tasks)
-        wait(partitions)
-        return partitions
+        # Not waited for: gathering the summaries waits (one wait a fit, not two).
+        return self.client.compute(tasks)
 
     def map(self, function, partitions, *args):
         futures = [self.client.submit(function, partition, *args, pure=False)
@@ -344,6 +346,8 @@ class _DistributedRunner:
 
     def bind(self, partitions, seeds, settings, tokens):
         """One actor per worker, holding that worker's partitions (and their seeds)."""
+        from distributed import wait
+
         holders = self.client.who_has(partitions)
         by_worker = {}
         for index, partition in enumerate(partitions):
@@ -360,6 +364,8 @@ class _DistributedRunner:
                 # partitions, whose new tokens fail the fit.
                 actor=True, workers=[worker], allow_other_workers=True, pure=False))
             self._order.extend(indices)
+        # Created side by side: one wait for all.
+        wait(actors)
         self._holders = [actor.result() for actor in actors]
         self._actor_futures = actors
         self._order = np.asarray(self._order)
