@@ -20,9 +20,11 @@ Three parts, each written to its own results file:
   and the loop on the client (before) with the client as created (calls
   through the scheduler) and with ``direct_to_workers=True``; the time of a
   step from the difference between fits of 1 and 3 epochs, and the cluster's
-  per-step overhead (the Dask step minus the in-memory step); then a step's
-  round trip without compute, per way of calling the workers' actors (from
-  the client, or from one worker to the other).
+  per-step overhead (the Dask step minus the in-memory step), and a fit's
+  fixed part (the fit of one epoch minus its steps); then a step's round trip
+  without compute, per way of calling the workers' actors (from the client,
+  or from one worker to the other), and the one-way exchange an all-reduce
+  would make instead (both workers sending their sums to each other at once).
 
 Run from the repository root::
 
