@@ -546,13 +546,14 @@ def test_an_error_of_the_loop_on_a_worker_is_raised_as_itself_and_fails_closed(c
     # Progress lines keep the loop on the client, each step a call to both workers.
     estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger, batch_size=60,
                                   max_iter=2, verbose=int(where == "client loop"))
-    client.run(_exec_on_worker, _BREAK_THE_SUMS.format(
-        address=other if where == "other" else coordinator))
+    broken = other if where == "other" else coordinator
+    # On that worker alone: a call to every worker would also wait for one still restarting.
+    client.run(_exec_on_worker, _BREAK_THE_SUMS.format(address=broken), workers=[broken])
     try:
         with pytest.raises(RuntimeError, match="a fault of the step") as raised:
             estimator.fit(X_dask, y_dask)
     finally:
-        client.run(_exec_on_worker, _MEND_THE_SUMS)
+        client.run(_exec_on_worker, _MEND_THE_SUMS, workers=[broken])
     # Not reported as a lost worker: both workers are there.
     assert not isinstance(raised.value, WorkerLostError)
     assert "coef_" not in estimator.__dict__ and len(ledger.records) == 1
