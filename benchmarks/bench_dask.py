@@ -20,9 +20,11 @@ Three parts, each written to its own results file:
   and the loop on the client (before) with the client as created (calls
   through the scheduler) and with ``direct_to_workers=True``; the time of a
   step from the difference between fits of 1 and 3 epochs, and the cluster's
-  per-step overhead (the Dask step minus the in-memory step); then a step's
-  round trip without compute, per way of calling the workers' actors (from
-  the client, or from one worker to the other).
+  per-step overhead (the Dask step minus the in-memory step), and a fit's
+  fixed part (the fit of one epoch minus its steps); then a step's round trip
+  without compute, per way of calling the workers' actors (from the client,
+  or from one worker to the other), and the one-way exchange an all-reduce
+  would make instead (both workers sending their sums to each other at once).
 
 Run from the repository root::
 
@@ -260,10 +262,13 @@ class _SumsStandIn:
 
     def __init__(self, n_partitions, d):
         import concurrent.futures
+        import threading
 
         self.stacked = np.zeros((n_partitions, 1, d + 1))
         self.pairs = [(np.zeros((1, d + 1)), os.urandom(16)) for _ in range(n_partitions)]
         self.thread = concurrent.futures.ThreadPoolExecutor(1)
+        # A peer's sums may arrive before this worker's loop starts: kept from the start.
+        self._inbox, self._arrived = {}, threading.Condition()
 
     def pairs_on_thread(self, params, step):
         return self.pairs
@@ -279,6 +284,32 @@ class _SumsStandIn:
 
     async def stacked_on_loop(self, params, step):
         return self.stacked
+
+    async def store(self, step, value):
+        """Keep a peer's sums for ``step`` (a one-way message: its answer is empty)."""
+        with self._arrived:
+            self._inbox[step] = value
+            self._arrived.notify_all()
+
+    def exchange_from_thread(self, other, calls):
+        """Ms a step of an all-reduce: this worker's sums sent to ``other``, its own awaited.
+
+        Both workers run this at once, each sending its sums without waiting
+        for an answer (the one-way message a step of a loop run on every
+        worker would need) and waiting for the other's.
+        """
+        # Started together: both workers are in the loop before the first step is sent.
+        began, sent = time.perf_counter(), []
+        for step in range(calls):
+            sent.append(other.store(step, self.stacked))
+            with self._arrived:
+                while step not in self._inbox:
+                    self._arrived.wait()
+                del self._inbox[step]
+        elapsed = 1e3 * (time.perf_counter() - began) / calls
+        for call in sent:
+            call.result()
+        return elapsed
 
     def call_other_from_thread(self, other, method, calls):
         """Ms a call from this actor's thread to ``other``'s method, as the coordinator calls."""
@@ -313,6 +344,9 @@ ROUND_TRIPS = (
      "thread", True, "worker", "stacked_via_own_thread"),
     ("the same; answered on the worker's loop, no thread hop (the loop on a worker: now)",
      True, "worker", "stacked_on_loop"),
+    ("both workers send their sums to each other at once, one-way (an all-reduce: the loop "
+     "on every worker), each waiting on its thread for the other's", True, "exchange",
+     "store"),
 )
 
 
@@ -344,6 +378,11 @@ def run_round_trips(client, settings, log):
         if how == "worker":
             # One call a step, from worker to worker: the client is not involved.
             return actors[0].call_other_from_thread(actors[1], method, calls).result()
+        if how == "exchange":
+            # Both workers at once; a step ends when the slower has the other's sums.
+            both = [actors[0].exchange_from_thread(actors[1], calls),
+                    actors[1].exchange_from_thread(actors[0], calls)]
+            return max(call.result() for call in both)
         began = time.perf_counter()
         if how == "in_loop":
             client.sync(in_loop, method, asynchronous=False)
@@ -438,20 +477,23 @@ def write_reports(out, accuracy, memory, speed, elapsed, quick, only=()):
             "fit's time includes its preparation (the finite check, the rows' norms: on "
             "the workers for Dask); a step's time is (fit of 3 epochs - fit of 1 epoch) / "
             "the extra steps; the cluster's per-step overhead is the Dask step minus the "
-            "in-memory step. Load average (1 min) during the runs: "
+            "in-memory step; a fit's fixed part is the fit of 1 epoch minus its steps (the "
+            "preparation, the actors, the result's return). Load average (1 min) during the runs: "
             + ", ".join(f"{load:.1f}" for load in speed["loads"]) + ".", "",
             "| | fit of 1 epoch (s) | / in memory | fit of 3 epochs (s) | a step (ms) "
-            "| / in memory | the cluster's per-step overhead (ms) |",
-            "|---|---|---|---|---|---|---|",
+            "| / in memory | the cluster's per-step overhead (ms) | a fit's fixed part (s) |",
+            "|---|---|---|---|---|---|---|---|",
             f"| in memory (n_jobs=2) | {m['memory 1']:.2f} | 1.00x | {m['memory 3']:.2f} "
-            f"| {1e3 * step['memory']:.2f} | 1.00x | - |",
+            f"| {1e3 * step['memory']:.2f} | 1.00x | - "
+            f"| {m['memory 1'] - speed['steps'] * step['memory']:.2f} |",
         ]
         for mode, label, _, _ in DASK_MODES:
             lines.append(
                 f"| {label} | {m[mode + ' 1']:.2f} | {m[mode + ' 1'] / m['memory 1']:.2f}x "
                 f"| {m[mode + ' 3']:.2f} | {1e3 * step[mode]:.2f} "
                 f"| {step[mode] / step['memory']:.2f}x "
-                f"| {1e3 * (step[mode] - step['memory']):.2f} |")
+                f"| {1e3 * (step[mode] - step['memory']):.2f} "
+                f"| {m[mode + ' 1'] - speed['steps'] * step[mode]:.2f} |")
         lines += [
             "", "## A step's round trip, without compute", "",
             "Each worker holds an actor that answers at once with the messages of a step of "
@@ -465,7 +507,7 @@ def write_reports(out, accuracy, memory, speed, elapsed, quick, only=()):
             "|---|---|---|---|",
         ]
         for (name, values), (_, direct, how, _) in zip(speed["round_trips"], ROUND_TRIPS):
-            reach = ("worker to worker" if how == "worker"
+            reach = ("worker to worker" if how in ("worker", "exchange")
                      else "directly" if direct else "through the scheduler")
             lines.append(f"| {name} | {reach} "
                          f"| {np.median(values):.2f} | "

@@ -367,8 +367,16 @@ def test_bench_dask_quick(tmp_path):
     for mode in ("| in memory |", "| Dask array |", "| Incremental |"):
         assert mode in accuracy
     assert "| X.compute() on the client | fit |" in (tmp_path / "dask_memory.md").read_text()
-    assert "| the cluster's per-step overhead (ms) |" in (
-        tmp_path / "dask_speed.md").read_text()
+    speed = (tmp_path / "dask_speed.md").read_text()
+    assert "| the cluster's per-step overhead (ms) | a fit's fixed part (s) |" in speed
+    assert "one-way (an all-reduce" in speed
+
+
+def test_bench_dask_fixed_quick(tmp_path):
+    pytest.importorskip("distributed")
+    out = _run("bench_dask_fixed.py", tmp_path)
+    assert "round 1, new:" in out
+    assert "| new (`" in (tmp_path / "dask_fixed.md").read_text()
 
 
 def test_bench_exact_team_quick(tmp_path):

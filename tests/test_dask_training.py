@@ -123,8 +123,40 @@ def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
     # Rebuilt partitions (new tokens) under an actor rebuilt from its arguments.
     rebuilt = _dask._PartitionHolder(
         seeds, settings, tokens, *[_dask._prepare(X[:250], y[:250], None, True)] * 2)
+    # Sent back as a value (whatever the call itself raises is the transport's), raised here.
+    answer = asyncio.run(rebuilt.sums(params, 0))
     with pytest.raises(WorkerLostError, match="released nothing"):
-        asyncio.run(rebuilt.sums(params, 0))
+        _dask._unwrap(answer)
+
+
+@pytest.mark.parametrize("dtype, value, finite, long_rows", [
+    (np.float64, np.nan, False, False), (np.float32, np.nan, False, False),
+    (np.float64, np.inf, False, False), (np.float32, -np.inf, False, False),
+    (np.float64, "y nan", False, False),
+    # Finite entries whose row is too long (its norm overflows in float64, or not): the
+    # row dropped with a warning, not the partition refused as non-finite.
+    (np.float64, 1e300, True, True), (np.float64, -1e200, True, True),
+    # A float32 row's norm never overflows in float64, nor reaches the limit.
+    (np.float32, 3e38, True, False),
+])
+def test_a_partition_is_finite_exactly_when_its_values_are(dtype, value, finite, long_rows):
+    from sklearn_dplssgd.backends import _dask
+
+    X, y = _table(n=50)
+    X, y = X.astype(dtype), y.astype(np.float64)
+    if value == "y nan":
+        y[7] = np.nan
+    else:
+        X[7, 3] = value
+    with warnings.catch_warnings():
+        # No warning of the arithmetic on a partition's values reaches the worker's log.
+        warnings.simplefilter("error", RuntimeWarning)
+        partition = _dask._prepare(X, y, None, True)
+    assert partition.finite is finite
+    if finite:
+        assert partition.long_rows is long_rows
+        assert bool(np.isinf(partition.row_norms[7])) is long_rows
+        assert np.isfinite(np.delete(partition.row_norms, 7)).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -407,6 +439,20 @@ def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch, how):
     assert len(calls) >= 3
 
 
+def _on_both_workers(client, X, y):
+    """X and y in 6 partitions of 100 rows, the first 3 on one worker, the others on the other.
+
+    A worker holding none of the partitions takes no part in the fit (losing
+    it loses nothing), and the scheduler may well put them all on one. Fresh
+    keys at each call (a lost key of an earlier case is not asked for again).
+    """
+    X_dask = da.from_array(X, chunks=(100, X.shape[1]), name=False)
+    y_dask = da.from_array(y, chunks=100, name=False)
+    first, second = sorted(client.scheduler_info()["workers"])
+    return (da.concatenate([part[:300].persist(workers=[first]),
+                            part[300:].persist(workers=[second])]) for part in (X_dask, y_dask))
+
+
 def _steps_drawn(keys, dask_worker):
     """The latest step this fit's holder on this worker has drawn a sample for (-1: none)."""
     return max([dask_worker.state.actors[key]._drawn_step or -1
@@ -424,16 +470,7 @@ def test_a_worker_lost_while_the_loop_runs_on_a_worker_fails_closed(client, monk
 
     # A worker crashed by an earlier test is brought back by its nanny.
     client.wait_for_workers(2, timeout=60)
-    X, y = _table(n=600)
-    # Fresh keys in each case (an earlier case's lost keys are not asked for again).
-    X_dask = da.from_array(X, chunks=(100, X.shape[1]), name=False)
-    y_dask = da.from_array(y, chunks=100, name=False)
-    # Half of the partitions on each worker: a worker holding none of them takes no part in
-    # the fit (losing it loses nothing), and the scheduler may well put them all on one.
-    first, second = sorted(client.scheduler_info()["workers"])
-    X_dask, y_dask = (da.concatenate([part[:300].persist(workers=[first]),
-                                      part[300:].persist(workers=[second])])
-                      for part in (X_dask, y_dask))
+    X_dask, y_dask = _on_both_workers(client, *_table(n=600))
     original = DaskTraining.train_on_cluster
     started, workers = threading.Event(), {}
 
@@ -471,6 +508,54 @@ def test_a_worker_lost_while_the_loop_runs_on_a_worker_fails_closed(client, monk
             client.submit(os._exit, 1, workers=[workers[lost]], pure=False)
         with pytest.raises(WorkerLostError, match="released nothing"):
             fit.result(timeout=120)
+    assert "coef_" not in estimator.__dict__ and len(ledger.records) == 1
+
+
+# Run on every worker by ``client.run(exec, ...)``: a holder's sums fail at step 3 with a
+# RuntimeError of its own on the worker named (the function is not sent: the workers' module).
+_BREAK_THE_SUMS = """
+import sklearn_dplssgd.backends._dask as module
+
+def broken(self, params, step, sums=module._PartitionHolder._sums):
+    if step == 3 and dask_worker.address == {address!r}:
+        raise RuntimeError("a fault of the step, not of the cluster")
+    return sums(self, params, step)
+
+module._PartitionHolder._unbroken_sums = module._PartitionHolder._sums
+module._PartitionHolder._sums = broken
+"""
+_MEND_THE_SUMS = """
+import sklearn_dplssgd.backends._dask as module
+
+module._PartitionHolder._sums = module._PartitionHolder.__dict__["_unbroken_sums"]
+del module._PartitionHolder._unbroken_sums
+"""
+
+
+def _exec_on_worker(code, dask_worker):
+    exec(code, {"dask_worker": dask_worker})
+
+
+@pytest.mark.parametrize("where", ["coordinator", "other", "client loop"])
+def test_an_error_of_the_loop_on_a_worker_is_raised_as_itself_and_fails_closed(client, where):
+    client.wait_for_workers(2, timeout=60)
+    X_dask, y_dask = _on_both_workers(client, *_table(n=600))
+    # The coordinator is the worker of the first partition (the first holder).
+    coordinator, other = sorted(client.scheduler_info()["workers"])
+    ledger = PrivacyLedger()
+    # Progress lines keep the loop on the client, each step a call to both workers.
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger, batch_size=60,
+                                  max_iter=2, verbose=int(where == "client loop"))
+    broken = other if where == "other" else coordinator
+    # On that worker alone: a call to every worker would also wait for one still restarting.
+    client.run(_exec_on_worker, _BREAK_THE_SUMS.format(address=broken), workers=[broken])
+    try:
+        with pytest.raises(RuntimeError, match="a fault of the step") as raised:
+            estimator.fit(X_dask, y_dask)
+    finally:
+        client.run(_exec_on_worker, _MEND_THE_SUMS, workers=[broken])
+    # Not reported as a lost worker: both workers are there.
+    assert not isinstance(raised.value, WorkerLostError)
     assert "coef_" not in estimator.__dict__ and len(ledger.records) == 1
 
 

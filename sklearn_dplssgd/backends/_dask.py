@@ -87,6 +87,31 @@ class WorkerLostError(RuntimeError):
     """A worker holding a partition of a Dask fit was lost mid-fit."""
 
 
+# What Dask raises for a call to an actor whose worker is gone or came back
+# without it: the worker cannot be reached (OSError), the actor's task is
+# lost (RuntimeError), the restarted worker holds no such actor (KeyError).
+_LOST_WORKER_ERRORS = (OSError, RuntimeError, KeyError)
+
+
+class _Raised:
+    """An error of the fit's own code on a worker, sent back as a value.
+
+    Dask re-raises a remote call's error with its type, as it raises a lost
+    worker's (:data:`_LOST_WORKER_ERRORS`): returned as a value, an error of
+    the fit's code keeps its type, and what a call itself raises is Dask's.
+    """
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _unwrap(answer):
+    """``answer``, or the error of the fit's code it carries raised here."""
+    if isinstance(answer, _Raised):
+        raise answer.error
+    return answer
+
+
 def is_dask_collection(X):
     """Whether ``X`` is a Dask collection (an array or a DataFrame), without importing Dask."""
     return callable(getattr(X, "__dask_graph__", None)) and not isinstance(X, type)
@@ -111,12 +136,19 @@ class _Partition:
         self.y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
         self.weights = None if weights is None else np.ascontiguousarray(
             weights, dtype=np.float64).reshape(-1)
-        self.finite = bool(np.isfinite(self.X).all() and np.isfinite(self.y).all())
+        # A row with a NaN or infinite entry has no finite norm: finite norms
+        # prove the rows finite, and the check over X (a second pass over the
+        # partition) is needed only where a norm is not (or a row is too long).
+        with np.errstate(invalid="ignore"):
+            # A non-finite row's rescaled norm divides inf by inf: NaN, as it should.
+            row_norms = compute_row_norms(self.X)
+        self.finite = bool(np.isfinite(self.y).all()) and (
+            bool(np.isfinite(row_norms).all()) or bool(np.isfinite(self.X).all()))
         self.long_rows = False
         if self.finite:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                self.row_norms = without_long_rows(np, compute_row_norms(self.X))
+                self.row_norms = without_long_rows(np, row_norms)
             # The client warns once (a worker's warning reaches no one).
             self.long_rows = bool(caught)
             self.feature_norms = compute_feature_norms(
@@ -242,8 +274,15 @@ class _PartitionHolder:
         return sums
 
     def train(self, state, others, order):
-        """Run the whole loop here, as the fit's coordinator: see :func:`_train_here`."""
-        return _train_here(self, state, others, order)
+        """Run the whole loop here, as the fit's coordinator: see :func:`_train_here`.
+
+        An error of the loop comes back as a :class:`_Raised` value (a lost
+        worker found by the loop as a :class:`WorkerLostError`).
+        """
+        try:
+            return _train_here(self, state, others, order)
+        except Exception as error:
+            return _Raised(error)
 
     async def stop(self):
         """Make a loop run here fail at its next wait (answered on the worker's event loop)."""
@@ -259,10 +298,17 @@ class _PartitionHolder:
         raise WorkerLostError(WORKER_LOST_MESSAGE)
 
     async def sums(self, params, step):
-        """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``."""
+        """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``.
+
+        An error comes back as a :class:`_Raised` value (rebuilt partitions as
+        a :class:`WorkerLostError`).
+        """
         import asyncio
 
-        sums = self._sums(params, step)
+        try:
+            sums = self._sums(params, step)
+        except Exception as error:
+            return _Raised(error)
         # The next step's sample, drawn once this answer is on its way.
         asyncio.get_running_loop().call_soon(self._draw_ahead, step + 1)
         return sums
@@ -290,11 +336,8 @@ class _DistributedRunner:
         self._holders = []
 
     def hold(self, tasks):
-        from distributed import wait
-
-        partitions = self.client.compute(tasks)
-        wait(partitions)
-        return partitions
+        # Not waited for: gathering the summaries waits (one wait a fit, not two).
+        return self.client.compute(tasks)
 
     def map(self, function, partitions, *args):
         futures = [self.client.submit(function, partition, *args, pure=False)
@@ -303,6 +346,8 @@ class _DistributedRunner:
 
     def bind(self, partitions, seeds, settings, tokens):
         """One actor per worker, holding that worker's partitions (and their seeds)."""
+        from distributed import wait
+
         holders = self.client.who_has(partitions)
         by_worker = {}
         for index, partition in enumerate(partitions):
@@ -319,6 +364,8 @@ class _DistributedRunner:
                 # partitions, whose new tokens fail the fit.
                 actor=True, workers=[worker], allow_other_workers=True, pure=False))
             self._order.extend(indices)
+        # Created side by side: one wait for all.
+        wait(actors)
         self._holders = [actor.result() for actor in actors]
         self._actor_futures = actors
         self._order = np.asarray(self._order)
@@ -336,10 +383,11 @@ class _DistributedRunner:
             # Both calls at once, awaited together on the client's event loop:
             # one hop from this thread to the loop a step.
             by_holder = self.client.sync(self._call_holders, params, step, asynchronous=False)
-        except (OSError, RuntimeError, KeyError) as error:
+        except _LOST_WORKER_ERRORS as error:
             # The actor's worker went away, or came back without it.
             raise WorkerLostError(WORKER_LOST_MESSAGE) from error
-        return _in_order(by_holder, self._order, params)
+        # The holders' own errors, as themselves.
+        return _in_order([_unwrap(answer) for answer in by_holder], self._order, params)
 
     def train(self, state):
         """Run the loop on the first holder's worker (the coordinator); its result here.
@@ -355,7 +403,8 @@ class _DistributedRunner:
             call = coordinator.train(state, others, self._order)
             while True:
                 try:
-                    return call.result(timeout=_LIVENESS_PERIOD)
+                    answer = call.result(timeout=_LIVENESS_PERIOD)
+                    break
                 except TimeoutError:
                     # A lost worker does not always break the call (Dask may
                     # wait to rebuild the coordinator and call it again): its
@@ -368,9 +417,11 @@ class _DistributedRunner:
                         raise WorkerLostError(WORKER_LOST_MESSAGE) from None
         except WorkerLostError:
             raise
-        except (OSError, RuntimeError, KeyError) as error:
+        except _LOST_WORKER_ERRORS as error:
             # The coordinator's worker went away, or came back without it.
             raise WorkerLostError(WORKER_LOST_MESSAGE) from error
+        # The loop's own errors (a lost worker it found included), as themselves.
+        return _unwrap(answer)
 
 
 def _in_order(by_holder, order, params):
@@ -514,7 +565,11 @@ class _CoordinatorTraining(_PartialSumsSteps):
         # A copy: the calls' arguments are serialized on the worker's event
         # loop, while this thread goes on.
         sent = params.copy()
-        calls = [other.sums(sent, step) for other in self._others]
+        try:
+            calls = [other.sums(sent, step) for other in self._others]
+        except _LOST_WORKER_ERRORS as error:
+            # Another holder's worker is known lost before the call.
+            raise WorkerLostError(WORKER_LOST_MESSAGE) from error
         own = self._holder._sums(params, step)
         if step + 1 < self.plan.n_steps:
             self._holder._draw(step + 1)
@@ -522,10 +577,11 @@ class _CoordinatorTraining(_PartialSumsSteps):
             answers = [self._holder._answer(call) for call in calls]
         except WorkerLostError:
             raise
-        except (OSError, RuntimeError, KeyError) as error:
+        except _LOST_WORKER_ERRORS as error:
             # Another worker went away, or came back without its holder.
             raise WorkerLostError(WORKER_LOST_MESSAGE) from error
-        return _in_order([own] + answers, self._order, params)
+        # The other holders' own errors, as themselves.
+        return _in_order([own] + [_unwrap(answer) for answer in answers], self._order, params)
 
 
 def _train_here(holder, state, others, order):
