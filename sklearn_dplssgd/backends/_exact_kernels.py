@@ -20,8 +20,11 @@ from numba import njit
 from ..training import multiclass_residual, single_output_residual
 from ._clipping import clipped_residual
 from ._grid_sum import add_factored_rows
-from ._steps import finish_step
-from ._threads import atomic_add, atomic_read, cycle_count, finish_chunk
+from ._steps import finish_step, step_rows
+from ._threads import (
+    atomic_add, atomic_read, cycle_count, finish_chunk, made_by, next_published_step,
+    redo_deadline,
+)
 
 __all__ = [
     "PARTS_PER_THREAD", "ROWS_PER_STEP_BLOCK", "exact_blocks_sum", "exact_steps",
@@ -179,19 +182,6 @@ def scaled_clipped_residuals(X, y, batch, params, margins, feature_norms, code, 
             scaled[r, k] = clipped[k] * row_scale
 
 
-# Cycles a team helper waits for the next step before it returns to Python
-# (where it yields the processor and comes back until the run is over): about
-# 50 us, as the ordinary mode's team helper. Spinning longer takes a core from
-# the calling thread and from other processes when the machine is busy.
-_HELPER_PATIENCE_CYCLES = 150_000
-
-
-@njit(cache=True, nogil=True)
-def _step_rows(rows, offsets, full_batch, local):
-    """Step ``local``'s rows of a chunk (every row for a full-batch plan)."""
-    return rows if full_batch else rows[offsets[local]:offsets[local + 1]]
-
-
 @njit(cache=True, nogil=True)
 def team_parts(n_rows, n_threads):
     """``(parts, blocks per part)`` of a team step of ``n_rows`` rows.
@@ -246,21 +236,16 @@ def exact_team_helper(X, y, rows, offsets, full_batch, params, feature_norms, co
     is the p-th), ``control[1]`` is 1 once the run is over. Returns -1 when
     the run is over, else the steps seen after waiting long for the next.
     """
-    idle_since = cycle_count()
-    while True:
-        published = atomic_read(control, 0)
-        if published > seen:
-            seen = published
-            row = published - 1
-            batch = _step_rows(rows, offsets, full_batch, local_start + row)
-            _team_parts(X, y, batch, params, feature_norms, code, threshold, clip_norm,
-                        intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
-                        residual_bound, row_bound, partial, progress[row], thread, -1)
-            idle_since = cycle_count()
-        elif atomic_read(control, 1) != 0:
-            return -1
-        elif cycle_count() - idle_since > _HELPER_PATIENCE_CYCLES:
-            return seen
+    published = next_published_step(control, seen)
+    while published > seen:
+        seen = published
+        row = published - 1
+        batch = step_rows(rows, offsets, full_batch, local_start + row)
+        _team_parts(X, y, batch, params, feature_norms, code, threshold, clip_norm,
+                    intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
+                    residual_bound, row_bound, partial, progress[row], thread, -1)
+        published = next_published_step(control, seen)
+    return published
 
 
 @njit(cache=True, nogil=True)
@@ -281,7 +266,7 @@ def exact_team_steps(X, y, rows, offsets, full_batch, params, feature_norms, cod
     """
     n_features = X.shape[1]
     for local in range(local_start, local_stop):
-        batch = _step_rows(rows, offsets, full_batch, local)
+        batch = step_rows(rows, offsets, full_batch, local)
         states = progress[local - local_start]
         n_parts = team_parts(batch.shape[0], partial.shape[0])[0]
         atomic_add(control, 0, 1)
@@ -289,13 +274,10 @@ def exact_team_steps(X, y, rows, offsets, full_batch, params, feature_norms, cod
         made = _team_parts(X, y, batch, params, feature_norms, code, threshold, clip_norm,
                            intercept_term, weights, largest, tiny, residual_scale,
                            row_grid_scale, residual_bound, row_bound, partial, states, 0, -1)
-        finished = cycle_count()
-        deadline = finished + (3 * (finished - started)) // (2 * max(1, made))
+        deadline = redo_deadline(started, cycle_count(), made)
         total[:] = 0
         for part in range(n_parts):
-            while atomic_read(states, 1 + part) == 0 and cycle_count() < deadline:
-                pass
-            if atomic_read(states, 1 + part) == 0:
+            if not made_by(states, part, deadline):
                 _team_parts(X, y, batch, params, feature_norms, code, threshold, clip_norm,
                             intercept_term, weights, largest, tiny, residual_scale,
                             row_grid_scale, residual_bound, row_bound, partial, states, 0,

@@ -26,13 +26,15 @@ from ._kernels import (
 from ..training import apply_weight_decay, compiled_update
 from ._sparse import csr_gradient_sum
 from ._threads import (
-    atomic_add, atomic_read, cycle_count, finish_chunk, take_chunk, team_add_chunks,
+    atomic_add, cycle_count, finish_chunk, made_by, next_published_step, redo_deadline,
+    take_chunk, team_add_chunks,
 )
 
 __all__ = [
     "dense_several_outputs_steps",
     "dense_single_output_steps",
     "finish_step",
+    "step_rows",
     "sparse_steps",
     "team_helper",
     "team_steps",
@@ -40,7 +42,7 @@ __all__ = [
 
 
 @njit(cache=True, nogil=True)
-def _batch(rows, offsets, full_batch, local):
+def step_rows(rows, offsets, full_batch, local):
     """The rows of the chunk's step ``local`` (every row with ``full_batch``)."""
     return rows if full_batch else rows[offsets[local]:offsets[local + 1]]
 
@@ -87,7 +89,7 @@ def dense_single_output_steps(
     gathered, per_row, coefficients, residual, scaled = single_output_buffers(
         params, X.shape[0])
     for local in range(local_start, local_stop):
-        batch = _batch(rows, offsets, full_batch, local)
+        batch = step_rows(rows, offsets, full_batch, local)
         # The next step's rows (none after the chunk's last step), written
         # out here: a compiled helper would add to a first fit's compilation.
         upcoming = rows[:0]
@@ -114,7 +116,7 @@ def dense_several_outputs_steps(
     """As :func:`dense_single_output_steps`, for several outputs (the BLAS kernel)."""
     n_features = X.shape[1]
     for local in range(local_start, local_stop):
-        batch = _batch(rows, offsets, full_batch, local)
+        batch = step_rows(rows, offsets, full_batch, local)
         several_outputs_gradient_sum(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights)
@@ -133,7 +135,7 @@ def sparse_steps(
     """As :func:`dense_single_output_steps`; ``X`` is the tuple ``(data, indices, indptr)``."""
     n_features = params.shape[1] - 1
     for local in range(local_start, local_stop):
-        batch = _batch(rows, offsets, full_batch, local)
+        batch = step_rows(rows, offsets, full_batch, local)
         csr_gradient_sum(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, noise[local], grad, weights)
@@ -163,10 +165,6 @@ def sparse_steps(
 # chunk calls (:func:`_chunk_sum`). CSR rows keep the Python steps: on the
 # tables measured their team run gained nothing (a CSR fit's time is mostly
 # its passes over every row), and it would compile one more run.
-
-# Cycles a helper waits for the next step before it returns to Python (where it
-# yields the processor and comes back until the run is over): about 50 us.
-_HELPER_PATIENCE_CYCLES = 150_000
 
 
 def _chunk_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
@@ -289,22 +287,17 @@ def team_helper(
     ``_HELPER_PATIENCE_CYCLES`` for the next step (the count seen).
     """
     buffers = single_output_buffers(params, max(1, int(chunk_sizes.max())))
-    idle_since = cycle_count()
-    while True:
-        published = atomic_read(control, 0)
-        if published > seen:
-            seen = published
-            row = published - 1
-            if chunk_sizes[row] > 0:
-                batch = _batch(rows, offsets, full_batch, local_start + row)
-                _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
-                             clip_norm, fit_intercept, largest, tiny, weights, partial,
-                             progress[row], chunk_sizes[row], thread, buffers, -1, several)
-            idle_since = cycle_count()
-        elif atomic_read(control, 1) != 0:
-            return -1
-        elif cycle_count() - idle_since > _HELPER_PATIENCE_CYCLES:
-            return seen
+    published = next_published_step(control, seen)
+    while published > seen:
+        seen = published
+        row = published - 1
+        if chunk_sizes[row] > 0:
+            batch = step_rows(rows, offsets, full_batch, local_start + row)
+            _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
+                         clip_norm, fit_intercept, largest, tiny, weights, partial,
+                         progress[row], chunk_sizes[row], thread, buffers, -1, several)
+        published = next_published_step(control, seen)
+    return published
 
 
 @njit(cache=True, nogil=True)
@@ -329,7 +322,7 @@ def team_steps(
     buffers = single_output_buffers(params, max(1, rows.shape[0]))
     chunk_buffers = single_output_buffers(params, max(1, int(chunk_sizes.max())))
     for local in range(local_start, local_stop):
-        batch = _batch(rows, offsets, full_batch, local)
+        batch = step_rows(rows, offsets, full_batch, local)
         row = local - local_start
         rows_per_chunk = chunk_sizes[row]
         if rows_per_chunk == 0:
@@ -345,12 +338,9 @@ def team_steps(
             taken = _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
                                  clip_norm, fit_intercept, largest, tiny, weights, partial,
                                  states, rows_per_chunk, 0, chunk_buffers, -1, several)
-            finished = cycle_count()
-            deadline = finished + (3 * (finished - started)) // (2 * max(1, taken))
+            deadline = redo_deadline(started, cycle_count(), taken)
             for chunk in range(n_chunks):
-                while atomic_read(states, 1 + chunk) == 0 and cycle_count() < deadline:
-                    pass
-                if atomic_read(states, 1 + chunk) == 0:
+                if not made_by(states, chunk, deadline):
                     _team_chunks(X, y, batch, params, row_norms, feature_norms, code,
                                  threshold, clip_norm, fit_intercept, largest, tiny, weights,
                                  partial, states, rows_per_chunk, 0, chunk_buffers, chunk,

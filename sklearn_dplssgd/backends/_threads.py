@@ -55,6 +55,9 @@ __all__ = [
     "atomic_read",
     "cycle_count",
     "atomic_add",
+    "next_published_step",
+    "redo_deadline",
+    "made_by",
     "run_with_team",
     "team_add_chunks",
     "draws_ahead",
@@ -146,6 +149,54 @@ def atomic_read(array, index):
 def atomic_add(array, index, value):
     """Atomically ``array[index] += value``; the value it had."""
     return _fetch_add(array, index, value)
+
+
+# Cycles a team helper waits for the next step before it returns to Python
+# (where it yields the processor and comes back until the run is over): about
+# 50 us. Spinning longer takes a core from the calling thread and from other
+# processes when the machine is busy.
+_HELPER_PATIENCE_CYCLES = 150_000
+
+
+@njit(cache=True, nogil=True)
+def next_published_step(control, seen):
+    """What a team helper waits for: the count of steps published once above ``seen``.
+
+    ``control[0]`` counts the steps the calling thread has published,
+    ``control[1]`` is 1 once the run is over. Returns the new count (above
+    ``seen``), ``-1`` when the run is over, or ``seen`` after waiting about
+    ``_HELPER_PATIENCE_CYCLES`` with nothing new (the helper then returns to
+    Python, yields the processor, and comes back).
+    """
+    idle_since = cycle_count()
+    while True:
+        published = atomic_read(control, 0)
+        if published > seen:
+            return published
+        if atomic_read(control, 1) != 0:
+            return -1
+        if cycle_count() - idle_since > _HELPER_PATIENCE_CYCLES:
+            return seen
+
+
+@njit(cache=True, nogil=True)
+def redo_deadline(started, finished, made):
+    """When the calling thread stops waiting for a helper's part: half again its own mean time.
+
+    ``started`` and ``finished`` bracket the calling thread's own ``made``
+    parts (cycle counts); a part a helper still holds at the deadline is
+    made again by the calling thread, so a step never waits long for a
+    thread the system does not run.
+    """
+    return finished + (3 * (finished - started)) // (2 * max(1, made))
+
+
+@njit(cache=True, nogil=True)
+def made_by(states, part, deadline):
+    """Whether part ``part`` (its state ``states[1 + part]``) is made by ``deadline``."""
+    while atomic_read(states, 1 + part) == 0 and cycle_count() < deadline:
+        pass
+    return atomic_read(states, 1 + part) != 0
 
 
 # progress[0] counts the chunks taken; progress[1 + c] is chunk c's state.
