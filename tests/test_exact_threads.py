@@ -90,16 +90,22 @@ def _fits(monkeypatch, batch_size, n_jobs_list, values_per_chunk=None, compiled=
         monkeypatch.setattr(_loop, "NOISE_VALUES_PER_CHUNK", values_per_chunk)
     if not compiled:
         monkeypatch.setattr(ExactNoiseTraining, "compiled_steps", lambda self, update: None)
-    rng = np.random.default_rng(11)
-    X = rng.normal(size=(3000, 120)).astype(np.float32)
+    return _exact_fits(11, (3000, 120), n_jobs_list, batch_size=batch_size, random_state=9,
+                       **kwargs)
+
+
+def _exact_fits(data_seed, shape, n_jobs_list, **params):
+    """Reproducible exact-mode fits of one 3-class table, one per ``n_jobs``."""
+    rng = np.random.default_rng(data_seed)
+    X = rng.normal(size=shape).astype(np.float32)
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)
     models = []
     for n_jobs in n_jobs_list:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             models.append(DPLSSGDClassifier(
-                mechanism="gradient_exact", epsilon=1.0, batch_size=batch_size, max_iter=2,
-                reproducible=True, random_state=9, n_jobs=n_jobs, **kwargs).fit(X, y))
+                mechanism="gradient_exact", epsilon=1.0, max_iter=2, reproducible=True,
+                n_jobs=n_jobs, **params).fit(X, y))
     return models
 
 
@@ -158,17 +164,7 @@ def _wide_fits(monkeypatch, n_jobs_list, stall_helpers=False):
         # Helpers that never come: the calling thread makes every block itself.
         monkeypatch.setattr(_exact, "run_with_team",
                             lambda run, helper, args, control, n_threads: run())
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(1200, 500)).astype(np.float32)
-    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)
-    models = []
-    for n_jobs in n_jobs_list:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            models.append(DPLSSGDClassifier(
-                mechanism="gradient_exact", epsilon=1.0, batch_size=300, max_iter=2,
-                reproducible=True, random_state=4, n_jobs=n_jobs).fit(X, y))
-    return models, runs
+    return _exact_fits(5, (1200, 500), n_jobs_list, batch_size=300, random_state=4), runs
 
 
 def test_a_team_shares_the_row_blocks_and_gives_the_one_thread_model(monkeypatch):
