@@ -214,7 +214,7 @@ def test_an_exact_release_states_its_lattice_bound_and_law(data, mechanism, law)
     assert f"at most B = {bound} squared lattice units: norm {math.sqrt(bound) * gamma:.6g}." \
         in report
     assert f"plus {law} noise" in report
-    assert f"{scale * gamma:.3g} (s gamma) in the model's units" in report
+    assert f"{scale * gamma:.3g} (s gamma) on the sum's scale" in report
     if law == "rounded Gaussian":
         # noise_multiplier_ is s / sqrt(B): relative to the enforced bound.
         assert f"round(s G) (G standard normal; s = {int(scale)} lattice units" in report

@@ -134,7 +134,7 @@ def _lattice_words(noise):
         f"row's contribution has squared norm at most B = {noise.grid_bound} squared "
         f"lattice units: norm {noise.bound:.6g}. Each step releases the integer sum plus "
         f"{law} on every coordinate, sampled exactly with integer arithmetic: "
-        f"{noise.stds[0]:.3g} (s gamma) in the model's units, "
+        f"{noise.stds[0]:.3g} (s gamma) on the sum's scale, "
         f"{scale / math.sqrt(noise.grid_bound):.3g} times the bound. The model is computed "
         "from those integers times gamma.")
 

@@ -58,7 +58,8 @@ class NoiseAdded(typing.NamedTuple):
 
     Made by the release's mechanism (``noise_added()``) from its public
     fields, kept on the fitted estimator and stated by ``privacy_report()``.
-    Model units are those of a step's sum of clipped, weighted gradients.
+    Figures not in lattice units are on the scale of a step's sum of clipped,
+    weighted gradients (the training scale, before any feature or target map is undone).
 
     ``law`` is ``"Gaussian"`` (sampled in floating point), ``"rounded
     Gaussian"`` or ``"discrete Gaussian"`` (sampled exactly on the integer
