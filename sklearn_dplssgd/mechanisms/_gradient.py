@@ -26,7 +26,7 @@ from ..training import (
     compose_events, series_average, series_epsilon, smoothed_noise_share, TrainingPlan,
 )
 from ..utils import warn_once
-from ._release import Mechanism, ReleaseMechanism, ReleaseRecord
+from ._release import Mechanism, NoiseAdded, ReleaseMechanism, ReleaseRecord
 
 __all__ = ["GradientPerturbation", "GradientPerturbationMechanism", "ReleasePlan"]
 
@@ -215,6 +215,12 @@ class GradientPerturbation(Mechanism):
         if not self.noise_schedule:
             return np.array([self.noise_multiplier])
         return np.array([self.noise_multiplier * level for _, level in self.noise_schedule])
+
+    def noise_added(self):
+        """The :class:`NoiseAdded` of the steps: ``z_t * sensitivity``, floating-point Gaussian."""
+        return NoiseAdded("Gaussian", self.clip_norm, self.max_sample_weight, self.sensitivity,
+                          tuple(float(z) * self.sensitivity
+                                for z in self.block_noise_multipliers()))
 
     @property
     def private(self):
@@ -588,6 +594,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             output_sensitivity=None,
             series_trajectory=trajectory,
             series_weight=series_weight,
+            noise_added=mechanism.noise_added(),
         )
 
     def claimed_epsilon(self, estimator, model, n_rows):
