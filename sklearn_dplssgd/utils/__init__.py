@@ -6,7 +6,6 @@ The modules are private; the names other layers use are re-exported here.
 
 from ._compile_notice import install_compile_notice
 from ._compiled_cache import forget_stale_compiled_code, module_sources
-from ._legacy_paths import install_legacy_paths
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._validation import (
     check_choice, check_delta, check_epsilon, check_guess, check_mechanism,
@@ -34,7 +33,6 @@ __all__ = [
     "forget_stale_compiled_code",
     "forget_warnings",
     "install_compile_notice",
-    "install_legacy_paths",
     "module_sources",
     "public_row_count",
     "score_hiding_values",
