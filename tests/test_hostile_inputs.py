@@ -44,7 +44,6 @@ from hypothesis.extra import numpy as hnp
 from sklearn.base import clone, is_classifier
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd.utils import forget_warnings
 
 # --------------------------------------------------------------------------
 # Settings, counters, helpers
@@ -109,7 +108,6 @@ def _own_runtime_warnings(caught):
 
 def _try_fit(estimator, X, y):
     """Fit; return (exception or None, warnings). Other exception types propagate."""
-    forget_warnings()  # each example sees the warnings its own fit issues
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

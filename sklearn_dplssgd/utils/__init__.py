@@ -9,10 +9,10 @@ from ._compiled_cache import forget_stale_compiled_code, module_sources
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._validation import (
     check_choice, check_delta, check_epsilon, check_guess, check_mechanism,
-    check_noise_multiplier, check_positive_int, check_sample_rate, forget_warnings, Interval,
+    check_noise_multiplier, check_positive_int, check_sample_rate, Interval,
     Options,
     PrivacyLeakWarning, public_row_count, score_hiding_values, validate_hiding_values,
-    validate_parameters, VALUES_NOT_SHOWN, warn_once,
+    validate_parameters, VALUES_NOT_SHOWN,
 )
 
 __all__ = [
@@ -31,12 +31,10 @@ __all__ = [
     "check_positive_int",
     "check_sample_rate",
     "forget_stale_compiled_code",
-    "forget_warnings",
     "install_compile_notice",
     "module_sources",
     "public_row_count",
     "score_hiding_values",
     "validate_hiding_values",
     "validate_parameters",
-    "warn_once",
 ]
