@@ -211,7 +211,7 @@ def test_the_layer_scans_find_what_they_look_for(tmp_path):
     bad = layer / "_bad.py"
     bad.write_text(
         "from ..linear_model import DPLSSGDClassifier\n"
-        "from ..utils import warn_once\n"
+        "from ..utils import check_epsilon\n"
         "from . import _losses\n"
         "import sklearn_dplssgd.audit\n"
         "from sklearn.utils._array_api import get_namespace\n"

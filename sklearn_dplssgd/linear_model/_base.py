@@ -2,6 +2,7 @@
 
 import math
 import os
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,7 +24,7 @@ from ..training import (
 )
 from ..utils import (
     Interval, Options, PrivacyLeakWarning, public_row_count, validate_hiding_values,
-    validate_parameters, warn_once,
+    validate_parameters,
 )
 from ._dask_input import dask_arrays, dask_training_rows
 from ._feature_bounds import (
@@ -164,7 +165,7 @@ class BaseDPLSSGD(BaseEstimator):
             declared = int(self.public_n_samples)
             if not 0.5 <= n_samples / declared <= 2.0:
                 # For the person holding the data only: nothing is stored.
-                warn_once(
+                warnings.warn(
                     "public_n_samples is more than a factor 2 away from the number "
                     "of rows: each step samples q * n_samples rows, not batch_size, "
                     "so the effective step size changes by that factor. Declare a "
@@ -182,7 +183,7 @@ class BaseDPLSSGD(BaseEstimator):
         return n_samples
 
     def _warn_about_workflow(self):
-        """Warnings about how this fit is used, shown once per process each."""
+        """Warnings about how this fit is used."""
         warn_about_seed(self.random_state, self.reproducible)
 
     def _n_threads(self):
@@ -417,9 +418,9 @@ class BaseDPLSSGD(BaseEstimator):
     def _warn_before_training(self, delta, n_samples):
         """The warnings every mechanism gives once its plan is fixed."""
         if self._spends_privacy() and delta * max(n_samples, 1) >= 1.0:
-            # No per-fit number in the text: one warning per process, not
-            # one per fold of a search.
-            warn_once(
+            # No per-fit number in the text: the same message for every fold
+            # of a search.
+            warnings.warn(
                 "delta is not below 1/n_samples (n_samples: the number of training "
                 "rows): a mechanism that publishes a random row with probability "
                 "delta meets such a guarantee. Use a smaller delta, or delta='auto' "

@@ -250,7 +250,7 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
     random_state : int, Generator, RandomState, SeedSequence or None, default=None
         Used only with ``reproducible=True``. By default every fit draws its
         batches and its noise from fresh operating-system entropy whatever
-        ``random_state`` is (a warning says so once per process): a seed is
+        ``random_state`` is (a warning says so): a seed is
         part of the model's ``get_params()`` and pickle, and anyone who
         knows it can regenerate the noise and remove it.
 

@@ -10,7 +10,7 @@ from ..backends import copy_params
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
 from ..training import REGRESSION_LOSSES
-from ..utils import Interval, Options, score_hiding_values
+from ..utils import Interval, Options, score_hiding_values, validate_hiding_values
 
 __all__ = ["DPLSSGDRegressor"]
 
@@ -176,7 +176,9 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         return (low + high) / 2.0, (high - low) / 2.0
 
     def _encode_targets(self, y, classes=None):
-        y = np.asarray(y, dtype=np.float64)
+        # scikit-learn converts only object targets to numbers: text in a
+        # string array arrives here, and NumPy's error would quote it.
+        y = validate_hiding_values({"y": y}, np.asarray, y, dtype=np.float64)
         scale = self._target_scale()
         if scale is None:
             return y, 1

@@ -10,6 +10,7 @@ from public quantities and charged to the ledger before any row is read.
 import dataclasses
 import math
 import typing
+import warnings
 
 import dp_accounting
 import numpy as np
@@ -25,7 +26,6 @@ from ..training import (
     make_generator, learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series,
     compose_events, series_average, series_epsilon, smoothed_noise_share, TrainingPlan,
 )
-from ..utils import warn_once
 from ._release import Mechanism, NoiseAdded, ReleaseMechanism, ReleaseRecord
 
 __all__ = ["GradientPerturbation", "GradientPerturbationMechanism", "ReleasePlan"]
@@ -664,7 +664,7 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
             "target_bounds=(low, high)")
     if not causes:
         causes.append("clip_norm is small compared with the gradients")
-    warn_once(
+    warnings.warn(
         f"Almost every training row's gradient is more than "
         f"{CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
         f"learns slowly: {'; '.join(causes)}. (This check is shown only to you; "
