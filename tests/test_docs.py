@@ -90,10 +90,25 @@ def test_docs_are_found():
     names = {page.relative_to(DOCS).as_posix() for page in PAGES}
     assert {"index.rst", "user_guide.rst", "privacy.rst", "api.rst",
             "user_guide/getting_started.rst", "user_guide/search.rst"} <= names
-    assert {"index.rst", "user_guide/getting_started.rst", "user_guide/epsilon.rst",
+    assert {"user_guide/getting_started.rst", "user_guide/epsilon.rst",
             "privacy.rst"} <= {
         page.relative_to(DOCS).as_posix() for page in PAGES_WITH_EXAMPLES
     }
+
+
+def test_the_index_shows_the_readmes_quick_start():
+    # One quick start: the landing page includes the README's first python
+    # block (run by tests/test_readme.py) instead of keeping a second one.
+    index = (DOCS / "index.rst").read_text(encoding="utf-8")
+    include = re.search(r"^\.\. literalinclude:: \.\./README\.md\n((?:[ \t]+:.*\n)+)", index, re.M)
+    assert include, "the index does not include the README's quick start"
+    options = dict(re.findall(r"^[ \t]+:([\w-]+):[ \t]*(.*)$", include[1], re.M))
+    assert options == {"language": "python", "start-after": "```python", "end-before": "```"}
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    quick_start = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "## Quick start" in readme.split("```python\n", 1)[0]
+    assert ".fit(X_train, y_train)" in quick_start and "privacy_report()" in quick_start
+    assert not any(language in RUN_LANGUAGES for language, _, _ in _code_blocks(DOCS / "index.rst"))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
