@@ -51,7 +51,7 @@ search = DPRandomizedSearch(model, search_space, epsilon=2.0, n_trials=6)
 search.fit(X_train, y_train)
 one_fit = clone(model).set_params(dplssgdclassifier__epsilon=2.0).fit(X_train, y_train)
 print(f"search: best parameters {search.best_params_}, test accuracy "
-      f"{search.score(X_test, y_test):.3f} ({search.n_trials_} trials run)")
+      f"{search.score(X_test, y_test):.3f}")
 print(f"one fit at the defaults, same epsilon 2: test accuracy "
       f"{one_fit.score(X_test, y_test):.3f}")
 print(f"noise multiplier of each trial {search.noise_multiplier_:.1f}, against "
@@ -62,11 +62,11 @@ print(f"noise multiplier of each trial {search.noise_multiplier_:.1f}, against "
 # %%
 # Why the search scores lower here
 # --------------------------------
-# The two lines above spend the same epsilon. The one fit spends all of it
+# The first two lines above spend the same epsilon. The one fit spends all of it
 # on one training run; the search divides it among a random number of
 # trials (whose count is itself part of what it must hide) and their noisy
-# validation scores. So each trial trains with a noise multiplier several
-# times the single fit's, on fewer rows, and on 1,347 rows that noise
+# validation scores. So each trial trains with a noise multiplier more than
+# twice the single fit's, on fewer rows, and on 1,347 rows that noise
 # dominates: whatever setting wins, its model is much noisier than the
 # defaults' model. The defaults need no search because they are chosen from
 # public quantities (rows, features, epsilon) to suit this budget. A search
