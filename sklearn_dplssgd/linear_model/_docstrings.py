@@ -325,9 +325,11 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         ``fit``).
 
     noise_multiplier_ : float
-        z: the Gaussian noise added to each step's clipped gradient sum has
-        standard deviation ``z * max_sample_weight * clip_norm`` per
-        coordinate.
+        z: the noise added to each step's clipped gradient sum has standard
+        deviation ``z * max_sample_weight * clip_norm`` per coordinate; with
+        ``mechanism="gradient_exact"``, ``z`` times the bound the rounded
+        factors enforce, slightly above ``max_sample_weight * clip_norm``
+        (:meth:`privacy_report` states the figures).
 
     sample_rate_ : float
         Poisson sampling rate q (NaN with ``mechanism="output"``, whose
