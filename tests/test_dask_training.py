@@ -209,6 +209,34 @@ def test_non_numeric_dataframe_and_output_perturbation_are_refused():
         DPLSSGDClassifier(classes=[0, 1], mechanism="output").fit(*_chunked(X, y, rows=50))
 
 
+def test_an_in_process_cluster_fits_the_model_of_the_local_scheduler(monkeypatch):
+    from sklearn_dplssgd.backends import _dask
+
+    X, y = _table(n=600)
+    X_dask, y_dask = _chunked(X, y, rows=150)
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], reproducible=True,
+                                  random_state=3, max_iter=2)
+    expected = estimator.fit(X_dask, y_dask).coef_.copy()
+    called = []
+    coordinate = _dask._CoordinatorTraining.__init__
+
+    def counting(self, holder, state, others, order):
+        called.append(len(others))
+        coordinate(self, holder, state, others, order)
+
+    monkeypatch.setattr(_dask._CoordinatorTraining, "__init__", counting)
+    # Workers in this process: the coordinator calls the other worker's holder.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster):
+            np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, expected)
+            assert called == [1]
+            # The loop on the client, each step a call to both workers.
+            monkeypatch.setattr(DaskTraining, "runs_on_cluster", False)
+            np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, expected)
+            assert called == [1]
+
+
 # Predictions and scores on Dask input: blockwise, lazily, nothing gathered.
 
 

@@ -276,6 +276,7 @@ class _PartitionHolder:
     def train(self, state, others, order):
         """Run the whole loop here, as the fit's coordinator: see :func:`_train_here`.
 
+        ``others`` are the other holders' ``(worker address, key)`` pairs.
         An error of the loop comes back as a :class:`_Raised` value (a lost
         worker found by the loop as a :class:`WorkerLostError`).
         """
@@ -368,6 +369,10 @@ class _DistributedRunner:
         wait(actors)
         self._holders = [actor.result() for actor in actors]
         self._actor_futures = actors
+        # Where each holder is (it may not be where it was asked to be), for
+        # the coordinator's own handles on the others (see _CoordinatorTraining).
+        where = self.client.who_has(actors)
+        self._addresses = [(where[actor.key][0], actor.key) for actor in actors]
         self._order = np.asarray(self._order)
 
     async def _call_holders(self, params, step):
@@ -398,7 +403,7 @@ class _DistributedRunner:
         """
         if any(future.status != "finished" for future in self._actor_futures):
             raise WorkerLostError(WORKER_LOST_MESSAGE)
-        coordinator, others = self._holders[0], self._holders[1:]
+        coordinator, others = self._holders[0], self._addresses[1:]
         try:
             call = coordinator.train(state, others, self._order)
             while True:
@@ -558,8 +563,15 @@ class _CoordinatorTraining(_PartialSumsSteps):
     """
 
     def __init__(self, holder, state, others, order):
+        from distributed import Actor
+
         self._start(state)
-        self._holder, self._others, self._order = holder, others, order
+        # Handles made here, bound to this worker: a handle the client made
+        # (which in-process workers receive as it is, unserialized) may be
+        # bound to the holder's own worker, and Dask then calls the holder
+        # directly, in this thread, as if it were on this worker.
+        self._others = [Actor(_PartitionHolder, address, key) for address, key in others]
+        self._holder, self._order = holder, order
 
     def _partition_sums(self, params, step):
         # A copy: the calls' arguments are serialized on the worker's event
