@@ -190,6 +190,21 @@ def _noise_lines(estimator):
     return [f"{steps}{clip}, {words}{smoothing}"]
 
 
+# The trust a fit on a Dask cluster placed in the network its secrets crossed
+# (see backends.check_cluster_network), keyed by what the fit recorded.
+_CLUSTER_NETWORK = {
+    "protected": (
+        "Cluster: trained on a Dask cluster reached locally or over TLS; the guarantee "
+        "assumes every machine of the cluster is trusted (they held the rows, the "
+        "noise-free gradient sums and the noise's generator)."),
+    "declared": (
+        "Cluster: trained on a Dask cluster reached in plaintext over a network declared "
+        "trusted (sklearn_dplssgd.trusted_network), which the noise-free gradient sums "
+        "and the noise's generator crossed: the guarantee holds only if no one else "
+        "could read that traffic."),
+}
+
+
 def estimator_report(estimator, releases_integers=False):
     """The report of a fitted ``DPLSSGDClassifier`` or ``DPLSSGDRegressor``.
 
@@ -220,6 +235,9 @@ def estimator_report(estimator, releases_integers=False):
     elif ledger is not None:
         lines.append("Ledger: this fit was charged to the PrivacyLedger given to it; "
                      "ledger.privacy_report() states the total spent on the data.")
+    network = getattr(estimator, "_cluster_network", None)
+    if network is not None:
+        lines.append(_CLUSTER_NETWORK[network])
     lines.append(_NOT_COVERED_EXACT if releases_integers else _NOT_COVERED)
     if not releases_integers:
         lines.append(_FLOAT_NOISE)

@@ -21,7 +21,9 @@ from ._discrete_gaussian import (
     DiscreteGaussianScale, SamplerCapacityError, SecureWords, sample_discrete_gaussian,
 )
 from ._dask import (
-    DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
+    TRUSTED_NETWORK_SETTING, DaskTraining, NonFiniteRowsError, UntrustedNetworkError,
+    WorkerLostError, check_cluster_network, is_dask_collection, is_protected_address,
+    train_dp_lssgd_dask,
 )
 from ._dask_rows import as_dask_array
 from ._grid_sum import (
@@ -57,11 +59,14 @@ __all__ = [
     "RoundedGaussianScale",
     "SamplerCapacityError",
     "SecureWords",
+    "TRUSTED_NETWORK_SETTING",
+    "UntrustedNetworkError",
     "WorkerLostError",
     "array_api_namespace",
     "as_canonical_csr",
     "as_dask_array",
     "backend_for",
+    "check_cluster_network",
     "check_finite_rows",
     "blas_controller",
     "check_fitted_namespace",
@@ -76,6 +81,7 @@ __all__ = [
     "integral_labels",
     "on_row_blocks",
     "is_dask_collection",
+    "is_protected_address",
     "numpy_backend",
     "rounded_clipped_sum",
     "row_norms_of",

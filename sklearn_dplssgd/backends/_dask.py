@@ -37,9 +37,17 @@ reproducible for the same partitions and seed. Because each step's sample
 depends on ``(s_k, t)`` alone, a task recomputed elsewhere draws the same
 sample; a partition that had to be rebuilt (its worker was lost) is detected
 by its token and fails the fit before anything is released.
+
+What crosses the cluster's network (the partitions' noise-free sums every
+step, their seeds, the generator) is secret, so a fit refuses a cluster
+whose scheduler or a worker is reached neither locally nor over TLS,
+unless the user declares the network trusted
+(:func:`check_cluster_network`): before anything is sent, and in a fit
+before any ledger is charged.
 """
 
 import dataclasses
+import ipaddress
 import os
 import warnings
 
@@ -56,10 +64,29 @@ from ._numpy import HostWeightSteps, LONG_ROWS_MESSAGE, chunk_noise, gaussian_no
 __all__ = [
     "DaskTraining",
     "NonFiniteRowsError",
+    "TRUSTED_NETWORK_SETTING",
+    "UntrustedNetworkError",
     "WorkerLostError",
+    "check_cluster_network",
     "is_dask_collection",
+    "is_protected_address",
     "train_dp_lssgd_dask",
 ]
+
+# The Dask configuration key by which a user declares the cluster's network
+# trusted (see check_cluster_network).
+TRUSTED_NETWORK_SETTING = "sklearn_dplssgd.trusted_network"
+
+UNTRUSTED_NETWORK_MESSAGE = (
+    "The Dask cluster is reached at {address}, which is neither local to this machine "
+    "nor TLS: a fit sends the noise-free sums of clipped gradients, and the generator "
+    "that draws its noise, between the client, the scheduler and the workers, and "
+    "anyone who reads that plaintext traffic learns what the noise protects. Nothing "
+    "was sent. Connect the cluster with TLS (tls:// addresses, see "
+    "distributed.security.Security), or, if every machine and link of the cluster is "
+    "trusted, declare it with dask.config.set({{'sklearn_dplssgd.trusted_network': "
+    "True}})."
+)
 
 NON_FINITE_MESSAGE = (
     "X or y contains NaN or infinity (found on a Dask worker); nothing was trained "
@@ -85,6 +112,10 @@ class NonFiniteRowsError(ValueError):
 
 class WorkerLostError(RuntimeError):
     """A worker holding a partition of a Dask fit was lost mid-fit."""
+
+
+class UntrustedNetworkError(RuntimeError):
+    """A Dask cluster reached in plaintext over a network not declared trusted."""
 
 
 # What Dask raises for a call to an actor whose worker is gone or came back
@@ -231,6 +262,94 @@ def _active_client():
         return None
 
 
+# Comm schemes whose traffic is encrypted (TLS, and websockets over TLS).
+_ENCRYPTED_SCHEMES = ("tls", "wss")
+
+
+def is_protected_address(address):
+    """Whether traffic to a ``dask.distributed`` address is local or encrypted.
+
+    Local: ``inproc://`` (this process), or any transport to a loopback
+    address (``127.0.0.0/8``, ``::1``, ``localhost``), whose traffic never
+    leaves this machine. Encrypted: ``tls://`` and ``wss://``. Anything
+    else, a host name other than ``localhost`` included (it may resolve
+    anywhere), is neither.
+
+    Parameters
+    ----------
+    address : str
+        A scheduler's or worker's address, such as ``"tcp://10.0.0.5:8786"``.
+
+    Returns
+    -------
+    bool
+    """
+    from distributed.comm import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme == "inproc" or scheme in _ENCRYPTED_SCHEMES:
+            return True
+        host, _ = parse_host_port(location, default_port=0)
+    except (TypeError, ValueError):
+        return False
+    if host == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    # An IPv4 address written as an IPv6 one (::ffff:127.0.0.1) is read as itself.
+    return (getattr(ip, "ipv4_mapped", None) or ip).is_loopback
+
+
+def check_cluster_network(client=None):
+    """Refuse a cluster whose traffic a third party could read, unless declared trusted.
+
+    A fit on a ``dask.distributed`` cluster moves secrets between processes:
+    the partitions' noise-free clipped-gradient sums every step, their
+    sampling seeds, and the fit's generator (which draws the noise). They
+    are as safe as the network they cross: the scheduler and every worker
+    must be reached locally or over TLS (:func:`is_protected_address`),
+    unless the user declares the network trusted with the Dask
+    configuration key ``sklearn_dplssgd.trusted_network`` (``True``).
+
+    Parameters
+    ----------
+    client : distributed.Client or None, default=None
+        None: the active client, if any (none: Dask's local scheduler, in
+        this process, which sends nothing).
+
+    Returns
+    -------
+    network : {None, "protected", "declared"}
+        None without a client; ``"protected"`` when every address is local
+        or TLS; ``"declared"`` when one is not, under the trusted setting.
+
+    Raises
+    ------
+    UntrustedNetworkError
+        Naming the first unprotected address (an address is not private).
+    """
+    import dask
+
+    client = _active_client() if client is None else client
+    if client is None:
+        return None
+    trusted = dask.config.get(TRUSTED_NETWORK_SETTING, default=False)
+    if not isinstance(trusted, (bool, np.bool_)):
+        raise TypeError(
+            f"The Dask setting {TRUSTED_NETWORK_SETTING!r} must be True or False; got "
+            f"{trusted!r}.")
+    addresses = [client.scheduler.address, *client.scheduler_info()["workers"]]
+    exposed = [address for address in addresses if not is_protected_address(address)]
+    if not exposed:
+        return "protected"
+    if trusted:
+        return "declared"
+    raise UntrustedNetworkError(UNTRUSTED_NETWORK_MESSAGE.format(address=exposed[0]))
+
+
 class _PartitionHolder:
     """A worker's partitions of a fit, held by one Dask actor for the whole fit.
 
@@ -276,6 +395,7 @@ class _PartitionHolder:
     def train(self, state, others, order):
         """Run the whole loop here, as the fit's coordinator: see :func:`_train_here`.
 
+        ``others`` are the other holders' ``(worker address, key)`` pairs.
         An error of the loop comes back as a :class:`_Raised` value (a lost
         worker found by the loop as a :class:`WorkerLostError`).
         """
@@ -368,6 +488,10 @@ class _DistributedRunner:
         wait(actors)
         self._holders = [actor.result() for actor in actors]
         self._actor_futures = actors
+        # Where each holder is (it may not be where it was asked to be), for
+        # the coordinator's own handles on the others (see _CoordinatorTraining).
+        where = self.client.who_has(actors)
+        self._addresses = [(where[actor.key][0], actor.key) for actor in actors]
         self._order = np.asarray(self._order)
 
     async def _call_holders(self, params, step):
@@ -398,7 +522,7 @@ class _DistributedRunner:
         """
         if any(future.status != "finished" for future in self._actor_futures):
             raise WorkerLostError(WORKER_LOST_MESSAGE)
-        coordinator, others = self._holders[0], self._holders[1:]
+        coordinator, others = self._holders[0], self._addresses[1:]
         try:
             call = coordinator.train(state, others, self._order)
             while True:
@@ -558,8 +682,15 @@ class _CoordinatorTraining(_PartialSumsSteps):
     """
 
     def __init__(self, holder, state, others, order):
+        from distributed import Actor
+
         self._start(state)
-        self._holder, self._others, self._order = holder, others, order
+        # Handles made here, bound to this worker: a handle the client made
+        # (which in-process workers receive as it is, unserialized) may be
+        # bound to the holder's own worker, and Dask then calls the holder
+        # directly, in this thread, as if it were on this worker.
+        self._others = [Actor(_PartitionHolder, address, key) for address, key in others]
+        self._holder, self._order = holder, order
 
     def _partition_sums(self, params, step):
         # A copy: the calls' arguments are serialized on the worker's event
@@ -614,6 +745,8 @@ class DaskTraining(_PartialSumsSteps):
     def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
                  noise_source=gaussian_noise, sample_weight=None, initial_params=None):
         client = _active_client()
+        # Before anything is sent: the partitions' sums and the generator cross its network.
+        check_cluster_network(client)
         self._runner = _DistributedRunner(client) if client is not None else _LocalRunner(
             n_threads)
         x_parts = X.to_delayed().reshape(-1)

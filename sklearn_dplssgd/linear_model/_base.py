@@ -15,7 +15,7 @@ from ..accounting import (
 )
 from ..backends import (
     array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
-    as_canonical_csr, backend_for, check_finite_rows,
+    as_canonical_csr, backend_for, check_cluster_network, check_finite_rows,
 )
 from ..mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ..training import (
@@ -313,11 +313,15 @@ class BaseDPLSSGD(BaseEstimator):
         # _dask_input): its shape and dtype are read from metadata only.
         backend = backend_for(X)
         distributed = backend.rows_are_remote
+        # The network a Dask fit's secrets cross (None: none, see check_cluster_network).
+        network = None
         if distributed:
             if not mechanism.accepts_dask:
                 raise TypeError(
                     f"mechanism={self.mechanism!r} trains on NumPy arrays only; use "
                     "mechanism='gradient' for Dask arrays, or compute X first.")
+            # A cluster whose traffic others could read is refused before the charge.
+            network = check_cluster_network()
             X, y, sample_weight, feature_names = dask_arrays(X, y, sample_weight)
         # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
         # device (see _array_api); everything else takes the NumPy path.
@@ -408,6 +412,10 @@ class BaseDPLSSGD(BaseEstimator):
             setattr(self, name, value)
         # The map the series continues in (a later call must use the same).
         self._feature_map = mapping
+        # The network a Dask fit crossed, for the report: a series keeps the
+        # weakest assumption any of its releases made.
+        earlier = self.__dict__.get("_cluster_network") if series is not None else None
+        self._cluster_network = network if earlier is None or network == "declared" else earlier
         # Post-processing of the release: the weights in the rows' own units.
         return params if mapping is None else mapping.to_original(params)
 
