@@ -21,9 +21,10 @@ from ._discrete_gaussian import (
     DiscreteGaussianScale, SamplerCapacityError, SecureWords, sample_discrete_gaussian,
 )
 from ._dask import (
-    TRUSTED_NETWORK_SETTING, DaskTraining, NonFiniteRowsError, UntrustedNetworkError,
-    WorkerLostError, check_cluster_network, is_dask_collection, is_protected_address,
-    train_dp_lssgd_dask,
+    DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
+)
+from ._dask_network import (
+    TRUSTED_NETWORK_SETTING, UntrustedNetworkError, check_cluster_network, is_protected_address,
 )
 from ._dask_rows import as_dask_array
 from ._grid_sum import (

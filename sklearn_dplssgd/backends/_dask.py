@@ -38,16 +38,11 @@ depends on ``(s_k, t)`` alone, a task recomputed elsewhere draws the same
 sample; a partition that had to be rebuilt (its worker was lost) is detected
 by its token and fails the fit before anything is released.
 
-What crosses the cluster's network (the partitions' noise-free sums every
-step, their seeds, the generator) is secret, so a fit refuses a cluster
-whose scheduler or a worker is reached neither locally nor over TLS,
-unless the user declares the network trusted
-(:func:`check_cluster_network`): before anything is sent, and in a fit
-before any ledger is charged.
+What crosses the cluster's network is secret: :mod:`._dask_network` decides
+whether it may carry it, before anything is sent.
 """
 
 import dataclasses
-import ipaddress
 import os
 import warnings
 
@@ -58,35 +53,12 @@ from ._kernels import (
     compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum, smooth_rows,
     smoothing_omega,
 )
+from ._dask_network import active_client as _active_client, check_cluster_network
 from ._numpy import HostWeightSteps, LONG_ROWS_MESSAGE, chunk_noise, gaussian_noise, \
     poisson_batches, without_long_rows
 
-__all__ = [
-    "DaskTraining",
-    "NonFiniteRowsError",
-    "TRUSTED_NETWORK_SETTING",
-    "UntrustedNetworkError",
-    "WorkerLostError",
-    "check_cluster_network",
-    "is_dask_collection",
-    "is_protected_address",
-    "train_dp_lssgd_dask",
-]
-
-# The Dask configuration key by which a user declares the cluster's network
-# trusted (see check_cluster_network).
-TRUSTED_NETWORK_SETTING = "sklearn_dplssgd.trusted_network"
-
-UNTRUSTED_NETWORK_MESSAGE = (
-    "The Dask cluster is reached at {address}, which is neither local to this machine "
-    "nor TLS: a fit sends the noise-free sums of clipped gradients, and the generator "
-    "that draws its noise, between the client, the scheduler and the workers, and "
-    "anyone who reads that plaintext traffic learns what the noise protects. Nothing "
-    "was sent. Connect the cluster with TLS (tls:// addresses, see "
-    "distributed.security.Security), or, if every machine and link of the cluster is "
-    "trusted, declare it with dask.config.set({{'sklearn_dplssgd.trusted_network': "
-    "True}})."
-)
+__all__ = ["DaskTraining", "NonFiniteRowsError", "WorkerLostError", "is_dask_collection",
+           "train_dp_lssgd_dask"]
 
 NON_FINITE_MESSAGE = (
     "X or y contains NaN or infinity (found on a Dask worker); nothing was trained "
@@ -100,7 +72,6 @@ WORKER_LOST_MESSAGE = (
     "charged for this fit (it may have read rows). Fit again on a stable cluster."
 )
 
-
 # Seconds between the client's checks that the holders of a fit run on a
 # worker are still where they were (a check is one look at their futures).
 _LIVENESS_PERIOD = 0.5
@@ -112,10 +83,6 @@ class NonFiniteRowsError(ValueError):
 
 class WorkerLostError(RuntimeError):
     """A worker holding a partition of a Dask fit was lost mid-fit."""
-
-
-class UntrustedNetworkError(RuntimeError):
-    """A Dask cluster reached in plaintext over a network not declared trusted."""
 
 
 # What Dask raises for a call to an actor whose worker is gone or came back
@@ -248,106 +215,6 @@ def _partition_sum(partition, seed, params, step, settings):
     """
     batch = _step_batch(partition, seed, step, settings)
     return _batch_gradient_sum(batch, params, settings, np.empty_like(params)), partition.token
-
-
-def _active_client():
-    """The active ``dask.distributed`` client, or None (then Dask's local scheduler)."""
-    try:
-        from distributed import default_client
-    except ImportError:
-        return None
-    try:
-        return default_client()
-    except ValueError:
-        return None
-
-
-# Comm schemes whose traffic is encrypted (TLS, and websockets over TLS).
-_ENCRYPTED_SCHEMES = ("tls", "wss")
-
-
-def is_protected_address(address):
-    """Whether traffic to a ``dask.distributed`` address is local or encrypted.
-
-    Local: ``inproc://`` (this process), or any transport to a loopback
-    address (``127.0.0.0/8``, ``::1``, ``localhost``), whose traffic never
-    leaves this machine. Encrypted: ``tls://`` and ``wss://``. Anything
-    else, a host name other than ``localhost`` included (it may resolve
-    anywhere), is neither.
-
-    Parameters
-    ----------
-    address : str
-        A scheduler's or worker's address, such as ``"tcp://10.0.0.5:8786"``.
-
-    Returns
-    -------
-    bool
-    """
-    from distributed.comm import parse_address, parse_host_port
-
-    try:
-        scheme, location = parse_address(address)
-        if scheme == "inproc" or scheme in _ENCRYPTED_SCHEMES:
-            return True
-        host, _ = parse_host_port(location, default_port=0)
-    except (TypeError, ValueError):
-        return False
-    if host == "localhost":
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    # An IPv4 address written as an IPv6 one (::ffff:127.0.0.1) is read as itself.
-    return (getattr(ip, "ipv4_mapped", None) or ip).is_loopback
-
-
-def check_cluster_network(client=None):
-    """Refuse a cluster whose traffic a third party could read, unless declared trusted.
-
-    A fit on a ``dask.distributed`` cluster moves secrets between processes:
-    the partitions' noise-free clipped-gradient sums every step, their
-    sampling seeds, and the fit's generator (which draws the noise). They
-    are as safe as the network they cross: the scheduler and every worker
-    must be reached locally or over TLS (:func:`is_protected_address`),
-    unless the user declares the network trusted with the Dask
-    configuration key ``sklearn_dplssgd.trusted_network`` (``True``).
-
-    Parameters
-    ----------
-    client : distributed.Client or None, default=None
-        None: the active client, if any (none: Dask's local scheduler, in
-        this process, which sends nothing).
-
-    Returns
-    -------
-    network : {None, "protected", "declared"}
-        None without a client; ``"protected"`` when every address is local
-        or TLS; ``"declared"`` when one is not, under the trusted setting.
-
-    Raises
-    ------
-    UntrustedNetworkError
-        Naming the first unprotected address (an address is not private).
-    """
-    import dask
-
-    client = _active_client() if client is None else client
-    if client is None:
-        return None
-    trusted = dask.config.get(TRUSTED_NETWORK_SETTING, default=False)
-    if not isinstance(trusted, (bool, np.bool_)):
-        raise TypeError(
-            f"The Dask setting {TRUSTED_NETWORK_SETTING!r} must be True or False; got "
-            f"{trusted!r}.")
-    addresses = [client.scheduler.address, *client.scheduler_info()["workers"]]
-    exposed = [address for address in addresses if not is_protected_address(address)]
-    if not exposed:
-        return "protected"
-    if trusted:
-        return "declared"
-    raise UntrustedNetworkError(UNTRUSTED_NETWORK_MESSAGE.format(address=exposed[0]))
 
 
 class _PartitionHolder:
