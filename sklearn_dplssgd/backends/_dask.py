@@ -27,7 +27,7 @@ through the scheduler unless the client is made with
 ``direct_to_workers=True``); only the released parameters and the
 generator's state come back. A fit that prints progress (``verbose``) or
 calls back every epoch keeps the loop on the client, which needs the
-iterate every epoch. ``benchmarks/bench_dask.py`` measures both.
+iterate every epoch.
 
 The sampling randomness of partition k at step t comes from a generator
 seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
