@@ -18,10 +18,33 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 _CALIBRATION_CACHE_DIR = tempfile.mkdtemp(prefix="sklearn-dplssgd-test-cache-")
 os.environ["SKLEARN_DPLSSGD_CACHE_DIR"] = _CALIBRATION_CACHE_DIR
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--run-slow", action="store_true", default=False,
+        help="also run the tests marked slow (the benchmark scripts' quick runs and the "
+             "documentation's examples); CI runs them with -m slow --run-slow")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: a test that runs a whole script or page; skipped without --run-slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (CI does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 def pytest_sessionfinish(session, exitstatus):

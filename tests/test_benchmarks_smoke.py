@@ -21,6 +21,10 @@ try:  # the figures need matplotlib (the "benchmark" extra); the rest does not
 except ImportError:
     HAVE_MATPLOTLIB = False
 
+# Each test runs a whole script in its own process (about 6 minutes together on
+# two cores): CI runs them (--run-slow), the everyday command does not.
+pytestmark = pytest.mark.slow
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = REPO_ROOT / "benchmarks"
 MNIST_DIR = REPO_ROOT / ".." / "shared" / "data" / "mnist-t10k"

@@ -193,6 +193,8 @@ def test_block_extraction(tmp_path):
     ]
 
 
+# Every page's examples, in order (about 2 minutes together): CI runs them.
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=_page_id)
 def test_examples_run(page, tmp_path, monkeypatch):
     # Run where the examples cannot litter the repository, with the page's
