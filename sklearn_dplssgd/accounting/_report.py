@@ -105,6 +105,25 @@ def _public_lines(estimator):
     return ["Treated as public: " + "; ".join(public) + "."] + lines
 
 
+def _target_range_lines(estimator):
+    """The regressor's target range learned under privacy: what was released and its cost."""
+    noise = getattr(estimator, "target_range_noise_multiplier_", None)
+    if noise is None:
+        return []
+    low, high = estimator.target_bounds_
+    if noise == 0:
+        return [f"Target range: [{low:g}, {high:g}], read from the targets without noise "
+                "(epsilon=inf)."]
+    from ..linear_model import TARGET_RANGE_SHARE  # the estimators import this module
+    return [
+        f"Target range: no target_bounds were declared, so the first release learned the "
+        f"target's range [{low:g}, {high:g}] from one Gaussian release of the targets' "
+        f"counts in bins of powers of 2 (noise multiplier {noise:.3g}, calibrated alone to "
+        f"{TARGET_RANGE_SHARE:g} of epsilon: GaussianDpEvent, the first part of dp_event_). "
+        "The guarantee above composes it with the training steps. Targets were clipped "
+        "to that range and mapped to [-1, 1]; predictions are mapped back (post-processing)."]
+
+
 def _noise_lines(estimator):
     if estimator.output_sensitivity_ is not None:
         return [
@@ -147,6 +166,7 @@ def estimator_report(estimator, releases_integers=False):
             "warm_start calls) on the rows; the guarantee above covers all of them "
             "together.")
     lines += _public_lines(estimator)
+    lines += _target_range_lines(estimator)
     lines += _noise_lines(estimator)
     ledger = getattr(estimator, "ledger", None)
     if ledger is not None and estimator.get_params().get("epsilon") == REMAINING_BUDGET:
