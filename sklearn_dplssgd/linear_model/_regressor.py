@@ -10,6 +10,7 @@ from sklearn.utils.metaestimators import available_if
 
 from ..accounting import REMAINING_BUDGET, calibrate_noise
 from ..backends import backend_for, copy_params
+from ..mechanisms import MECHANISMS
 from ..preprocessing import histogram_ranges
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
@@ -77,9 +78,13 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         ``epsilon_``, ``dp_event_``, the ledger and ``privacy_report()``
         state. Where no bin of the targets stands out of the noise (a small
         table) the fit raises an error naming ``target_bounds``; with
-        ``epsilon=inf`` the range is read without noise. Declare bounds
-        when a range is known from the units or a public source: they are
-        never worse and leave the whole budget to the steps.
+        ``epsilon=inf`` the range is read without noise. A continued series
+        keeps its first release's range. ``mechanism="gradient_exact"``, a
+        trial of :class:`DPRandomizedSearch` and Dask input need declared
+        bounds; ``mechanism="output"`` trains on ``y`` as given (its
+        ``squared_error`` needs declared bounds). Declare bounds when a range
+        is known from the units or a public source: they leave the whole
+        budget to the steps.
 
     {privacy_parameters}
 
@@ -287,7 +292,15 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
 
     def _prepare_targets(self, X, continued):
         """Whether this fit learns the target's range; refuse where it cannot."""
-        learns = self.target_bounds is None and not continued
+        learns = (self.target_bounds is None and not continued
+                  # (An invalid name is refused by the parameter validation.)
+                  and getattr(MECHANISMS.get(self.mechanism), "composes_prior_release", False))
+        if self.target_bounds is None and not continued and not learns:
+            # Output perturbation: its bounded losses train on y as given
+            # (it refuses squared_error without bounds), never on the range
+            # of an earlier fit.
+            for name in ("target_bounds_", "target_range_noise_multiplier_"):
+                self.__dict__.pop(name, None)
         if learns and backend_for(X).rows_are_remote:
             raise ValueError(
                 "target_bounds=None learns the target's range from the rows held here; a "
