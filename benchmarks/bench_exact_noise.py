@@ -69,7 +69,7 @@ from sklearn_dplssgd.mechanisms import RoundedGaussianGradientPerturbation, grid
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
 from bench_dp_preprocessing import ADULT_NUMERIC, DEFAULT_ADULT_DIR, load_adult  # noqa: E402
-from bench_sampler_revisions import PregeneratedWords, words_per_draw  # noqa: E402
+from bench_exact_sampler import PregeneratedWords, words_per_draw  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DELTA = 1e-5

@@ -1,14 +1,14 @@
-"""The exact rounded Gaussian sampler: its speed against an older revision, and where it goes.
+"""The exact rounded Gaussian sampler: its speed per scale, and where a draw's time goes.
 
 Two parts, written together to ``exact_sampler_speed.md``:
 
-* old against new: ``bench_sampler_revisions.py`` run on an older revision
-  of the package (``--old-rev``, extracted with ``git archive``; or a tree,
-  ``--old``) and this tree, alternated round by round: ns per draw of
-  ``sample_rounded_gaussian`` on words drawn beforehand, words per draw,
-  and ns per draw of a step's noise at MNIST's shape with its ChaCha20
-  words;
-* this tree's kernel by part, on words drawn beforehand, one thread, at a
+* per scale ``s``: nanoseconds per draw of
+  ``backends.sample_rounded_gaussian`` on words drawn beforehand (the sampler
+  alone, one thread), the 64-bit words a draw uses on average, and the
+  nanoseconds per draw of one step's noise at MNIST's shape (7,850 draws)
+  as a fit draws it, ChaCha20 words included; medians of ``--rounds``
+  rounds;
+* the kernel by part, on words drawn beforehand, one thread, at a
   fit's scale ``s = 2**35 + 1`` (noise multiplier 8 on the grid ``k1 = k2
   = 16``): compiled loops that do the common case's parts cumulatively
   (read the word and write a draw; the cell from the lookup table; the
@@ -20,15 +20,13 @@ Two parts, written together to ``exact_sampler_speed.md``:
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/bench_exact_sampler.py --old-rev 2c50df4 [--rounds 3]
-    PYTHONPATH=. python benchmarks/bench_exact_sampler.py --old . --quick
+    NUMBA_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_exact_sampler.py [--rounds 3]
+    PYTHONPATH=. python benchmarks/bench_exact_sampler.py --quick
 """
 
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,16 +34,74 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_sampler_revisions  # noqa: E402
-
-from sklearn_dplssgd.backends import SecureWords  # noqa: E402
-from sklearn_dplssgd.backends._rounded_gaussian import (  # noqa: E402
+from sklearn_dplssgd.backends import (
+    ChaChaWords, ExactNoise, RoundedGaussianScale, SecureWords, sample_rounded_gaussian,
+)
+from sklearn_dplssgd.backends._rounded_gaussian import (
     _F_LEAD_MASK, _LEAD_SHIFT, _SQUEEZE_SHIFT, _Y_MASK, _Y_SHIFT, DIGIT_CAPACITY, F_LEAD_BITS,
     _fill_rounded_gaussian, _kernel_parameters, _rounded_known,
 )
 
 PROFILE_SCALE = 2 ** 35 + 1
+SCALES = (1, 3, 1000, 2 ** 20, 2 ** 40, 2 ** 52)
+# The noise draws of one step at MNIST's shape: K (d + 1) = 10 x 785.
+STEP_DRAWS = 7850
+
+
+class PregeneratedWords:
+    """A word source serving words drawn beforehand (a sampler timed alone), counting them.
+
+    With ``chunk``, each request is served ``chunk`` words whatever its size
+    (the sampler asks again), so that ``served`` exceeds the words the
+    sampler used by less than the last chunk and its request's margin.
+
+    Parameters
+    ----------
+    words : uint64 array
+        The words to serve first; more are drawn from ``fallback`` if needed.
+    fallback : object with ``words(count)``
+        The source of any words beyond ``words``.
+    chunk : int, optional
+    """
+
+    def __init__(self, words, fallback, chunk=None):
+        self.stock, self.fallback, self.chunk, self.served = words, fallback, chunk, 0
+
+    def words(self, count):
+        count = count if self.chunk is None else self.chunk
+        if self.served + count > self.stock.size:
+            self.stock = np.concatenate((self.stock, self.fallback.words(count)))
+        self.served += count
+        return self.stock[self.served - count:self.served]
+
+
+def words_per_draw(sample, scale, fallback, n_draws):
+    """The 64-bit words a draw of ``sample`` uses, on average over ``n_draws`` (to 128 / n)."""
+    counter = PregeneratedWords(np.empty(0, dtype=np.uint64), fallback, chunk=64)
+    sample(n_draws, scale, source=counter)
+    return counter.served / n_draws
+
+
+def scale_rows(n_draws, repeats):
+    """{s: (ns per draw on words drawn beforehand, words per draw, ns per draw of a step's
+    noise with its ChaCha20 words)}, and ns per ChaCha20 word."""
+    source = SecureWords()
+    sample_rounded_gaussian(100, RoundedGaussianScale(1), source)  # compile / load
+    rows = {}
+    for s in SCALES:
+        scale = RoundedGaussianScale(s)
+        words = words_per_draw(sample_rounded_gaussian, scale, source, min(n_draws, 100_000))
+        # Twice the words used: a request beyond the stock would time os.urandom too.
+        stock = source.words(int(2 * words * n_draws) + 4096)
+        best = best_seconds(
+            lambda: sample_rounded_gaussian(n_draws, scale, PregeneratedWords(stock, source)),
+            repeats)
+        noise = ExactNoise(16, 16, scale, ChaChaWords())
+        noise.draw(STEP_DRAWS)
+        best_step = best_seconds(lambda: noise.draw(STEP_DRAWS), 10 * repeats)
+        rows[s] = (1e9 * best / n_draws, words, 1e9 * best_step / STEP_DRAWS)
+    chacha = ChaChaWords()
+    return rows, 1e9 * best_seconds(lambda: chacha.words(16_384), 10 * repeats) / 16_384
 
 
 @njit(cache=True, nogil=True)
@@ -123,22 +179,8 @@ def profile(n_draws, repeats):
     return rows, kernel(words) / n_draws
 
 
-def old_tree(args, scratch):
-    """The old tree's root: ``--old``, or ``--old-rev`` extracted into ``scratch``."""
-    if args.old:
-        return args.old
-    root = Path(__file__).resolve().parent.parent
-    archive = subprocess.run(["git", "archive", args.old_rev, "sklearn_dplssgd"], cwd=root,
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", scratch], input=archive, check=True)
-    return scratch
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    old = parser.add_mutually_exclusive_group(required=True)
-    old.add_argument("--old", help="the old tree's root")
-    old.add_argument("--old-rev", help="the old revision (git), extracted to a scratch folder")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="a smoke run: small and fast")
     parser.add_argument("--out")
@@ -147,29 +189,41 @@ def main(argv=None):
         Path(tempfile.mkdtemp()) if args.quick else Path(__file__).resolve().parent / "results")
     out.mkdir(parents=True, exist_ok=True)
     n_draws, repeats = (20_000, 1) if args.quick else (1_000_000, 5)
-    with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryDirectory() as table_dir:
-        root = str(Path(__file__).resolve().parent.parent)
-        compare = ["--old", old_tree(args, scratch), "--new", root, "--out", table_dir,
-                   "--rounds", str(args.rounds)] + (["--quick"] if args.quick else [])
-        before = os.getloadavg()
-        bench_sampler_revisions.main(compare)
-        comparison = (Path(table_dir) / "exact_sampler_speed.md").read_text().splitlines()
+    rounds = 1 if args.quick else args.rounds
+    before = os.getloadavg()
+    scales = [scale_rows(n_draws, repeats) for _ in range(rounds)]
     # The profile: rounds alternated with nothing else, medians.
-    runs = [profile(n_draws, repeats) for _ in range(1 if args.quick else args.rounds)]
+    runs = [profile(n_draws, repeats) for _ in range(rounds)]
     after = os.getloadavg()
-    command = ("`PYTHONPATH=. python benchmarks/bench_exact_sampler.py "
-               + (f"--old-rev {args.old_rev}" if args.old_rev else "--old <old tree>")
-               + (" --quick" if args.quick else f" --rounds {args.rounds}") + "`")
-    lines = [comparison[0], "", f"Written by {command}: the comparison of the trees by "
-             "`bench_sampler_revisions.py` (below), then this tree's kernel by part.", ""]
-    lines += comparison[2:]
+    command = ("`NUMBA_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_exact_sampler.py"
+               + (" --quick" if args.quick else f" --rounds {rounds}") + "`")
+    lines = [
+        "# The exact rounded Gaussian sampler", "",
+        f"Written by {command}. Measured on a shared machine (load averages over 1 minute "
+        f"{before[0]:.1f} at the start, {after[0]:.1f} at the end): the timings are disturbed "
+        "by others' work; medians of the rounds.", "",
+        "## Per scale", "",
+        f"ns per draw: `sample_rounded_gaussian` on words drawn beforehand ({n_draws:,} draws, "
+        f"best of {repeats}), one thread (the sampler alone, not the words' making); words per "
+        "draw: the 64-bit words a draw uses on average; step: ns per draw of "
+        f"`ExactNoise(16, 16, scale, ChaChaWords()).draw({STEP_DRAWS})`, one step's noise at "
+        f"MNIST's shape as a fit draws it (ChaCha20 words and sampler, best of {10 * repeats}).",
+        "",
+        "| scale s | ns per draw | words per draw | step ns per draw |",
+        "|---|---|---|---|",
+    ]
+    for s in SCALES:
+        label = f"2**{s.bit_length() - 1}" if s > 1000 else f"{s}"
+        ns, words, step = (statistics.median(run[0][s][field] for run in scales)
+                           for field in range(3))
+        lines.append(f"| {label} | {ns:.0f} | {words:.2f} | {step:.0f} |")
+    lines += ["", "ChaCha20 ns per 64-bit word (`ChaChaWords().words(16384)`): "
+              f"{statistics.median(run[1] for run in scales):.1f}."]
     lines += [
-        "", "## This tree's kernel by part",
+        "", "## The kernel by part",
         "",
         f"ns per draw on words drawn beforehand (one thread, {n_draws:,} draws, s = 2**35 + 1, "
-        f"best of {repeats}, median of {len(runs)} rounds; load averages over 1 minute "
-        f"{before[0]:.1f} before the comparison, {after[0]:.1f} after the profile, on a shared "
-        "machine). The first four rows are compiled loops doing the common case's parts "
+        f"best of {repeats}). The first four rows are compiled loops doing the common case's parts "
         "cumulatively (a timing scaffold, not the sampler); the kernel's rows are "
         "`_fill_rounded_gaussian` itself. Words per draw on uniform words: "
         f"{statistics.median(run[1] for run in runs):.3f}.",

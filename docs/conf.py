@@ -74,6 +74,10 @@ nitpick_ignore = []
 # docs/generated/ (ignored by git, see docs/.gitignore).
 autosummary_generate = True
 autodoc_typehints = "none"
+# "On this page" lists a class's methods by their own names (predict_proba),
+# not prefixed by the class's (DPLSSGDClassifier.predict_proba), which the
+# narrow secondary sidebar would cut.
+toc_object_entries_show_parents = "hide"
 
 # numpydoc renders the Parameters / Attributes sections itself; a second,
 # autosummary-generated table of every member would duplicate them (and

@@ -17,9 +17,7 @@ from .training import (
     SGD, AdaGrad, Adam, ConstantNoise, ExponentialNoise, Momentum, Optimizer, RelativeNoise,
     StepNoise,
 )
-from .utils import (
-    PrivacyLeakWarning, forget_stale_compiled_code, install_compile_notice, install_legacy_paths,
-)
+from .utils import PrivacyLeakWarning, forget_stale_compiled_code, install_compile_notice
 
 __version__ = "0.1.0"
 
@@ -32,10 +30,6 @@ install_compile_notice()
 # into a kernel of backends/) changed since they were written are removed
 # here, before anything is compiled, so that they are compiled anew.
 forget_stale_compiled_code(__name__)
-
-# Pickles made before the modules moved into their layers name the old module
-# paths (``sklearn_dplssgd._classifier``); they load as the current classes.
-install_legacy_paths(__name__)
 
 __all__ = [
     "AdaGrad",

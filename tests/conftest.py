@@ -12,35 +12,16 @@ temporary folder for the whole session, removed at its end, so that the tests
 neither write into the user's cache nor read calibrations from it; the
 subprocesses that tests start inherit it. A test that needs another folder
 sets the variable itself (``monkeypatch.setenv``).
-
-The library issues each of its warnings once per process; every test starts
-with that record empty.
 """
 
 import os
 import shutil
 import tempfile
 
-import pytest
-
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 _CALIBRATION_CACHE_DIR = tempfile.mkdtemp(prefix="sklearn-dplssgd-test-cache-")
 os.environ["SKLEARN_DPLSSGD_CACHE_DIR"] = _CALIBRATION_CACHE_DIR
-
-
-@pytest.fixture(autouse=True)
-def _warnings_said_afresh():
-    """Each test starts with the library's record of issued warnings empty.
-
-    ``warn_once`` issues each warning once per process; a test that expects a
-    warning must see it whatever the tests before it (on the same worker)
-    triggered.
-    """
-    from sklearn_dplssgd.utils import forget_warnings
-
-    forget_warnings()
-    yield
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -483,7 +483,8 @@ def test_a_folder_others_can_write_is_neither_read_nor_written(tmp_path, monkeyp
         calibrate_noise(0.8, 1e-5, **SETTING)
     assert len(computations) == 2  # the valid entry was not read
     calibrate_noise.cache_clear()
-    calibrate_noise(0.8, 1e-5, sample_rate=0.02, n_steps=200)  # warned once only
+    with pytest.warns(UserWarning, match="writable by others"):  # said at every call
+        calibrate_noise(0.8, 1e-5, sample_rate=0.02, n_steps=200)
     assert len(_entries(folder)) == 1  # and nothing was written
     calibrate_noise.cache_clear()
 

@@ -20,7 +20,8 @@ from sklearn_dplssgd import (  # noqa: E402
     DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning,
 )
 from sklearn_dplssgd.backends import (  # noqa: E402
-    DaskTraining, NonFiniteRowsError, WorkerLostError,
+    TRUSTED_NETWORK_SETTING, DaskTraining, NonFiniteRowsError, UntrustedNetworkError,
+    WorkerLostError, check_cluster_network, is_protected_address,
 )
 
 
@@ -209,6 +210,105 @@ def test_non_numeric_dataframe_and_output_perturbation_are_refused():
         DPLSSGDClassifier(classes=[0, 1], mechanism="output").fit(*_chunked(X, y, rows=50))
 
 
+# The cluster's network: the fit's secrets cross it only if it is local, TLS or trusted.
+
+@pytest.mark.parametrize("address, protected", [
+    ("inproc://192.0.2.2/4242/1", True),
+    ("tcp://127.0.0.1:8786", True),
+    ("tcp://127.3.2.1:8786", True),
+    ("tcp://[::1]:8786", True),
+    ("tcp://[::ffff:127.0.0.1]:8786", True),
+    ("tcp://localhost:8786", True),
+    ("ws://127.0.0.1:8786", True),
+    ("tls://10.0.0.5:8786", True),
+    ("tls://scheduler.example.org:8786", True),
+    ("wss://203.0.113.7:443", True),
+    ("tcp://10.0.0.5:8786", False),
+    ("10.0.0.5:8786", False),
+    ("tcp://0.0.0.0:8786", False),
+    ("tcp://[2001:db8::1]:8786", False),
+    ("tcp://scheduler.example.org:8786", False),
+    ("tcp://localhost.example.org:8786", False),
+    ("ws://10.0.0.5:8786", False),
+    ("ucx://10.0.0.5:8786", False),
+    ("unix:///tmp/dask.sock", False),
+    ("", False),
+])
+def test_an_address_is_protected_when_local_or_tls(address, protected):
+    assert is_protected_address(address) is protected
+
+
+class _Cluster:
+    """What the check reads of a client: its scheduler's and workers' addresses."""
+
+    def __init__(self, scheduler, *workers):
+        self.scheduler = type("Scheduler", (), {"address": scheduler})()
+        self.workers = workers
+
+    def scheduler_info(self):
+        return {"workers": {address: {} for address in self.workers}}
+
+
+def test_a_plaintext_remote_scheduler_or_worker_is_refused_unless_declared_trusted():
+    import dask
+
+    # Dask's local scheduler sends nothing.
+    assert check_cluster_network() is None
+    assert check_cluster_network(_Cluster("tls://10.0.0.5:8786", "tls://10.0.0.6:1")) == (
+        "protected")
+    assert check_cluster_network(_Cluster("inproc://192.0.2.2/1/1", "inproc://192.0.2.2/1/2")
+                                 ) == "protected"
+    for cluster, exposed in [
+            (_Cluster("tcp://10.0.0.5:8786", "tls://10.0.0.6:1"), "tcp://10.0.0.5:8786"),
+            # A TLS scheduler does not make a plaintext worker safe.
+            (_Cluster("tls://10.0.0.5:8786", "tls://10.0.0.6:1", "tcp://10.0.0.7:1"),
+             "tcp://10.0.0.7:1")]:
+        with pytest.raises(UntrustedNetworkError, match="neither local") as refused:
+            check_cluster_network(cluster)
+        assert exposed in str(refused.value) and TRUSTED_NETWORK_SETTING in str(refused.value)
+        with dask.config.set({TRUSTED_NETWORK_SETTING: True}):
+            assert check_cluster_network(cluster) == "declared"
+        # The environment's spelling of the setting (as Dask reads DASK_* variables).
+        with dask.config.set({"sklearn-dplssgd.trusted-network": True}):
+            assert check_cluster_network(cluster) == "declared"
+        with dask.config.set({TRUSTED_NETWORK_SETTING: False}):
+            with pytest.raises(UntrustedNetworkError):
+                check_cluster_network(cluster)
+    with dask.config.set({TRUSTED_NETWORK_SETTING: "yes"}):
+        with pytest.raises(TypeError, match="must be True or False"):
+            check_cluster_network(_Cluster("tcp://10.0.0.5:8786"))
+
+
+def test_an_in_process_cluster_fits_the_model_of_the_local_scheduler(monkeypatch):
+    from sklearn_dplssgd.backends import _dask
+
+    X, y = _table(n=600)
+    X_dask, y_dask = _chunked(X, y, rows=150)
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], reproducible=True,
+                                  random_state=3, max_iter=2)
+    expected = estimator.fit(X_dask, y_dask).coef_.copy()
+    assert "Cluster:" not in estimator.privacy_report()
+    called = []
+    coordinate = _dask._CoordinatorTraining.__init__
+
+    def counting(self, holder, state, others, order):
+        called.append(len(others))
+        coordinate(self, holder, state, others, order)
+
+    monkeypatch.setattr(_dask._CoordinatorTraining, "__init__", counting)
+    # Workers in this process: the coordinator calls the other worker's holder.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster):
+            np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, expected)
+            assert called == [1]
+            assert "reached locally or over TLS" in estimator.privacy_report()
+            # The loop on the client, each step a call to both workers.
+            monkeypatch.setattr(DaskTraining, "runs_on_cluster", False)
+            np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, expected)
+            assert called == [1]
+
+
 # Predictions and scores on Dask input: blockwise, lazily, nothing gathered.
 
 
@@ -307,6 +407,49 @@ def test_same_event_and_epsilon_as_in_memory_and_no_gather(client, monkeypatch):
     assert (on_dask.n_steps_, on_dask.sample_rate_, on_dask.noise_multiplier_) == (
         steps, rate, noise)
     assert "epsilon" in on_dask.privacy_report()
+
+
+def test_a_fit_on_a_cluster_reached_in_plaintext_is_refused_before_anything_is_sent(
+        client, monkeypatch):
+    import dask
+
+    from sklearn_dplssgd import DPRandomizedSearch
+
+    X, y = _table(n=400)
+    X_dask, y_dask = _chunked(X, y, rows=100)
+    ledger = PrivacyLedger()
+    estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], ledger=ledger, max_iter=2)
+    search = DPRandomizedSearch(DPLSSGDClassifier(classes=[0, 1], max_iter=2),
+                                {"alpha": [1e-4]}, epsilon=1.0, n_trials=1, ledger=ledger)
+    with monkeypatch.context() as elsewhere:
+        # As if one worker were on another machine, reached in plaintext.
+        elsewhere.setattr(client, "scheduler_info", lambda **kwargs: {
+            "workers": {"tcp://10.0.0.5:40000": {}}})
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("the fit sent work to the cluster")
+
+        for method in ("submit", "compute", "map", "scatter"):
+            elsewhere.setattr(client, method, refuse)
+        for fit in (estimator.fit, search.fit):
+            with pytest.raises(UntrustedNetworkError, match="tcp://10.0.0.5:40000"):
+                fit(X_dask, y_dask)
+        assert ledger.records == [] and "coef_" not in estimator.__dict__
+        with pytest.raises(UntrustedNetworkError):
+            DaskTraining(X_dask, y_dask.astype(float), 1, None, np.random.default_rng(0))
+    # Declared trusted, the same cluster trains, and the report says what was assumed.
+    with monkeypatch.context() as elsewhere, dask.config.set({TRUSTED_NETWORK_SETTING: True}):
+        elsewhere.setattr(client, "scheduler_info", lambda **kwargs: {
+            "workers": {"tcp://10.0.0.5:40000": {}}})
+        estimator.fit(X_dask, y_dask)
+    assert len(ledger.records) == 1
+    assert "declared trusted (sklearn_dplssgd.trusted_network)" in estimator.privacy_report()
+    # A later release of the series on the local cluster keeps the weaker assumption.
+    estimator.partial_fit(X_dask, y_dask)
+    assert "declared trusted" in estimator.privacy_report()
+    # A fresh fit on the local cluster assumes only its machines.
+    estimator.fit(X_dask, y_dask)
+    assert "reached locally or over TLS" in estimator.privacy_report()
 
 
 def test_reproducible_fit_is_the_same_on_the_cluster_and_locally(client, monkeypatch):

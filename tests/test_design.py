@@ -1,4 +1,4 @@
-"""The design's rules, measured on the package's source (the design issue's figures).
+"""The design's rules, measured on the package's source.
 
 Each rule is a property of the code a reviewer would otherwise check by hand:
 no module reads another module's private names, no layer imports a higher
@@ -6,8 +6,7 @@ one, no module reaches into a dependency's private modules, no module grows
 past 700 lines, nothing branches on a mechanism's name, nothing walks the
 callers' stack frames, and the estimators keep at most 31 constructor
 parameters.
-``python tests/test_design.py`` prints the figures
-(``benchmarks/results/design.md`` records them).
+``python tests/test_design.py`` prints the figures.
 """
 
 import ast
@@ -211,7 +210,7 @@ def test_the_layer_scans_find_what_they_look_for(tmp_path):
     bad = layer / "_bad.py"
     bad.write_text(
         "from ..linear_model import DPLSSGDClassifier\n"
-        "from ..utils import warn_once\n"
+        "from ..utils import check_epsilon\n"
         "from . import _losses\n"
         "import sklearn_dplssgd.audit\n"
         "from sklearn.utils._array_api import get_namespace\n"

@@ -255,3 +255,35 @@ def test_the_check_accepts_figures_of_the_cited_file(tmp_path):
         encoding="utf-8",
     )
     assert _untraced(page) == []
+
+
+def _printed_paragraphs(path):
+    """The text of each ``print(...)`` call of a module, its literal parts joined."""
+    import ast
+
+    def literal_text(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return "".join(literal_text(value) for value in node.values)
+        if isinstance(node, ast.BinOp):
+            return literal_text(node.left) + literal_text(node.right)
+        return " "
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        " ".join(literal_text(argument) for argument in node.args)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
+    ]
+
+
+def test_the_demos_printed_figures_come_from_committed_results(tmp_path):
+    # ``python -m sklearn_dplssgd`` quotes measured figures in its closing
+    # words; they follow the same rule as the pages'.
+    paragraphs = _printed_paragraphs(ROOT / "sklearn_dplssgd" / "__main__.py")
+    assert any("utility.md" in paragraph for paragraph in paragraphs)
+    page = tmp_path / "demo.rst"
+    page.write_text("Demo\n====\n\n" + "\n\n".join(" ".join(p.split()) for p in paragraphs),
+                    encoding="utf-8")
+    assert _untraced(page) == []

@@ -96,6 +96,47 @@ def test_docs_are_found():
     }
 
 
+def test_the_index_shows_the_readmes_quick_start():
+    # One quick start: the landing page's python example is the README's
+    # (run by tests/test_readme.py), line for line.
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    before, after = readme.split("```python\n", 1)
+    assert before.rstrip().endswith("## Quick start")
+    quick_start = after.split("```", 1)[0].strip()
+    blocks = [source for language, _, source in _code_blocks(DOCS / "index.rst")
+              if language in RUN_LANGUAGES]
+    assert blocks == [quick_start]
+
+
+# Development bookkeeping has no place in what users read: internal names of
+# the source papers ("seeds 000 and 002"), issue numbers, commit hashes. The
+# changelog keeps the history.
+_BOOKKEEPING = re.compile(
+    r"\bseeds?\s+0\d|\bissues?\s+\d|\bissue's\b"
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize(
+    "page", [DOCS.parent / "README.md"] + [page for page in PAGES if page.name != "changelog.rst"]
+    + sorted((DOCS / "examples").glob("*.py")),
+    ids=lambda page: page.relative_to(DOCS.parent).as_posix(),
+)
+def test_no_bookkeeping_outside_the_changelog(page):
+    text = page.read_text(encoding="utf-8")
+    found = [(text.count("\n", 0, match.start()) + 1, match[0])
+             for match in _BOOKKEEPING.finditer(text)]
+    assert not found, f"{page.name}: {found}"
+
+
+def test_the_bookkeeping_check_finds_what_it_looks_for():
+    text = "The mechanisms of seeds 000 and 002; see issue 30 and 842cfc4; the issue's cell."
+    assert [match[0] for match in _BOOKKEEPING.finditer(text)] == [
+        "seeds 00", "issue 3", "842cfc4", "issue's"]
+    assert not _BOOKKEEPING.findall("1e-5 at epsilon 1; 2,500 rows; deadbeef is a word")
+
+
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
 def test_code_block_languages_are_known(page):
     for language, line, _ in _code_blocks(page):

@@ -199,3 +199,97 @@ def test_team_blocks_is_a_function_of_the_batch_and_the_shape():
         blocks[n_threads] = [backend.team_blocks(rows) for rows in (60, 128, 256, 300)]
     assert blocks[1] == [1, 1, 1, 1]
     assert blocks[2] == [1, 2, 4, 5]
+
+
+# Block counts 1 .. 70 in a mixed order: the parts of a team step are not
+# monotone in the batch's size (with 2 threads, 32 blocks make 8 parts and 33
+# make 7), so a run's buffers must fit every step's count, not the largest
+# batch's.
+_SWEEP_BLOCKS = np.random.default_rng(7).permutation(np.arange(1, 71))
+
+
+def _swept_batches(self, chunk_steps):
+    """Batches of every block count in turn (a stand-in for the Poisson sampler)."""
+    start = getattr(self, "_sweep_next", 0)
+    self._sweep_next = start + chunk_steps
+    rng = np.random.default_rng(start)
+    batches = []
+    for step in range(start, start + chunk_steps):
+        blocks = int(_SWEEP_BLOCKS[step % len(_SWEEP_BLOCKS)])
+        size = blocks * _exact.ROWS_PER_STEP_BLOCK - int(rng.integers(0, 64))
+        batches.append(np.sort(rng.choice(self.X.shape[0], size=max(size, 1), replace=False)))
+    offsets = np.concatenate([[0], np.cumsum([len(batch) for batch in batches])])
+    return np.concatenate(batches).astype(np.int64), offsets.astype(np.int64)
+
+
+def sweep_team_batch_sizes(shapes=((4500, 100, 3), (4600, 40, 5)), n_jobs_list=(2, 3, 4)):
+    """Exact fits over batches of every block count, one per ``n_jobs``; the models' arrays.
+
+    The team runs wherever the plan's batch size is shared (``team_blocks``);
+    the thread count is taken as asked (``os.cpu_count`` is not the limit).
+    """
+    import os
+    from unittest import mock
+    results = []
+    with mock.patch.object(ExactNoiseTraining, "chunk_batches", _swept_batches), \
+            mock.patch.object(os, "cpu_count", lambda: 8):
+        for n_rows, n_features, n_classes in shapes:
+            rng = np.random.default_rng(n_features)
+            X = rng.normal(size=(n_rows, n_features))
+            y = rng.integers(0, n_classes, n_rows)
+            models = []
+            for n_jobs in (1,) + tuple(n_jobs_list):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model = DPLSSGDClassifier(
+                        mechanism="gradient_exact", epsilon=1.0, batch_size=1400, max_iter=25,
+                        reproducible=True, random_state=3, n_jobs=n_jobs).fit(X, y)
+                assert model.n_steps_ >= len(_SWEEP_BLOCKS)
+                models.append(np.hstack([model.coef_, model.intercept_[:, None]]))
+            results.append(models)
+    return results
+
+
+def _assert_sweep_equal(results):
+    for models in results:
+        for model in models[1:]:
+            np.testing.assert_array_equal(model, models[0])
+
+
+def test_team_steps_of_every_block_count_give_the_one_thread_model(monkeypatch):
+    runs = []
+    original = _exact.exact_team_steps
+    monkeypatch.setattr(_exact, "exact_team_steps",
+                        lambda *args: runs.append(1) or original(*args))
+    _assert_sweep_equal(sweep_team_batch_sizes())
+    assert runs  # the team ran
+
+
+def test_team_steps_pinned_to_one_core_give_the_one_thread_model(tmp_path):
+    # One core: the helpers run late or not at all, and the calling thread
+    # makes their parts again.
+    import os
+    import subprocess
+    import sys
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no processor affinity on this platform")
+    script = (
+        "import os, sys, numpy as np\n"
+        "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "from test_exact_threads import sweep_team_batch_sizes\n"
+        "np.save(sys.argv[1], np.array(sweep_team_batch_sizes(shapes=((4500, 100, 3),))))\n")
+    out = tmp_path / "models.npy"
+    subprocess.run([sys.executable, "-c", script, str(out)], check=True, timeout=600)
+    _assert_sweep_equal(np.load(out))
+
+
+def test_a_step_with_more_parts_than_its_buffers_is_refused():
+    from sklearn_dplssgd.backends._exact_kernels import check_team_buffers
+    partial = np.zeros((2, 7, 3, 4), dtype=np.int64)
+    states = np.zeros(8, dtype=np.int64)
+    check_team_buffers(7, partial, states)
+    with pytest.raises(IndexError):
+        check_team_buffers(8, partial, states)
+    with pytest.raises(IndexError):
+        check_team_buffers(7, partial, states[:7])

@@ -44,7 +44,6 @@ from hypothesis.extra import numpy as hnp
 from sklearn.base import clone, is_classifier
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd.utils import forget_warnings
 
 # --------------------------------------------------------------------------
 # Settings, counters, helpers
@@ -109,7 +108,6 @@ def _own_runtime_warnings(caught):
 
 def _try_fit(estimator, X, y):
     """Fit; return (exception or None, warnings). Other exception types propagate."""
-    forget_warnings()  # each example sees the warnings its own fit issues
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -1171,9 +1169,23 @@ def test_errors_on_bad_y_and_weights_quote_no_value():
         "regressor fit, string target": lambda: clone(regressor).fit(X, labels),
         "regressor partial_fit, string target": lambda: regressor.partial_fit(X, labels),
         "regressor score, string target": lambda: regressor.score(X, labels),
+        # Text in a list or a string array (not object) reaches the targets'
+        # own conversion, after scikit-learn's checks.
+        "regressor fit, string target in a list": lambda: clone(regressor).fit(
+            X, labels.tolist()),
+        "regressor fit, string target array": lambda: clone(regressor).fit(
+            X, labels.astype(str)),
+        "regressor fit with target bounds, string target array": lambda: DPLSSGDRegressor(
+            max_iter=1, target_bounds=(-1, 1)).fit(X, labels.astype(str)),
+        "regressor partial_fit, string target array": lambda: regressor.partial_fit(
+            X, labels.astype(str)),
         "classifier score, string label": lambda: classifier.score(X, labels),
         "classifier fit, unknown label": lambda: DPLSSGDClassifier(
             classes=[0, 1], max_iter=1).fit(X, np.where(labels == SECRET_CELL, 98765, 0)),
+        "classifier partial_fit, unknown label": lambda: clone(classifier).partial_fit(
+            X, np.where(labels == SECRET_CELL, 98765, 0)),
+        "classifier fit, unknown string label": lambda: DPLSSGDClassifier(
+            classes=["a", "b"], max_iter=1).fit(X, np.where(labels == SECRET_CELL, labels, "a")),
         "classifier fit, string weight": lambda: clone(classifier).fit(
             X, np.arange(12) % 2, sample_weight=weights),
         "regressor partial_fit, string weight": lambda: regressor.partial_fit(
@@ -1190,6 +1202,11 @@ def test_errors_on_bad_y_and_weights_quote_no_value():
                 call()
             _assert_quotes_no_secret(info.value)
             assert re.search(r"\by\b|sample_weight|label", str(info.value)), what
+            if "string target" in what:
+                assert "y contains a value that cannot be converted to a float" in str(
+                    info.value), what
+            if "unknown" in what:
+                assert "y contains labels that are not in classes" in str(info.value), what
 
 
 # --------------------------------------------------------------------------

@@ -1,7 +1,13 @@
 """PrivacyLedger: complete across clone and joblib workers, capped before reading rows."""
 
 import copy
+import gc
+import os
 import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import dp_accounting
 import numpy as np
@@ -16,6 +22,8 @@ from sklearn_dplssgd import (
     PrivacyBudgetExceededError,
     PrivacyLedger,
 )
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -155,3 +163,65 @@ def test_reopening_needs_the_file_unless_creation_is_asked_for(data, tmp_path):
     assert reopened.epsilon() == first.epsilon()
     with pytest.raises(TypeError, match="create"):
         PrivacyLedger(path=path, create="yes")
+
+
+@pytest.fixture
+def temporary_folder(tmp_path, monkeypatch):
+    """The folder where ledgers made without a path put their files (``tempfile``'s)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def test_temporary_ledgers_leave_no_file_behind(data, temporary_folder):
+    X, y = data
+    ledgers = [PrivacyLedger() for _ in range(3)]
+    DPLSSGDClassifier(classes=[0, 1], max_iter=2, ledger=ledgers[0]).fit(X, y)
+    assert len(list(temporary_folder.iterdir())) == 2 * 3  # records and head files
+    ledgers[1].close()
+    assert len(list(temporary_folder.iterdir())) == 2 * 2
+    # A pickled copy loaded in the same process is the ledger itself.
+    assert pickle.loads(pickle.dumps(ledgers[0])) is ledgers[0]
+    del ledgers
+    gc.collect()
+    assert list(temporary_folder.iterdir()) == []
+
+
+def test_a_temporary_ledger_is_removed_when_its_process_ends(temporary_folder):
+    code = ("import dp_accounting, sklearn_dplssgd\n"
+            "ledger = sklearn_dplssgd.PrivacyLedger()\n"
+            "ledger.charge('A', dp_accounting.GaussianDpEvent(2.0), 'replace_one')\n"
+            "print(ledger.path)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO_ROOT, env=dict(os.environ, TMPDIR=str(temporary_folder)),
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()).parent == temporary_folder
+    assert list(temporary_folder.iterdir()) == []
+
+
+def test_worker_copies_keep_a_temporary_ledger(data, temporary_folder):
+    X, y = data
+    # The estimators come back from the worker processes with pickled copies
+    # of the ledger: in this process, they are the ledger itself, which lives
+    # as long as any of them.
+    fitted = cross_validate(DPLSSGDClassifier(classes=[0, 1], max_iter=2,
+                                              ledger=PrivacyLedger()),
+                            X, y, cv=2, n_jobs=2, return_estimator=True)["estimator"]
+    gc.collect()
+    assert fitted[0].ledger is fitted[1].ledger
+    assert len(fitted[0].ledger.records) == 2
+    fitted[0].partial_fit(X, y)  # charged to the same records
+    assert len(fitted[1].ledger.records) == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_never_removes_its_parents_ledger(temporary_folder):
+    ledger = PrivacyLedger()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child process
+        try:
+            ledger._removal()  # as when the child's copy of the object is collected
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    assert ledger.records == [] and os.path.exists(ledger.path + ".head")

@@ -94,7 +94,18 @@ def test_ci_runs_the_readme_test_command():
     install = re.search(r"pip install (-e \S+)", tests)[1]
     assert re.search(rf"^{re.escape(folder)}/bin/python -m pip install --quiet "
                      rf"{re.escape(install)}$", ci, re.M), ci
-    assert re.search(rf"^{re.escape(folder)}/bin/python -m pytest$", ci, re.M), ci
+    # The command itself, after the fresh machine's environment variables.
+    assert re.search(rf"(^|\s){re.escape(folder)}/bin/python -m pytest$", ci, re.M), ci
+
+
+def test_ci_runs_the_tests_on_a_fresh_machine():
+    # New, empty temporary, home and cache folders inside the clone, ignored by git.
+    ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "rm -rf .ci-fresh\n" in ci
+    command = ci[ci.index("rm -rf .ci-fresh\n"):ci.index("bin/python -m pytest\n")]
+    for variable in ("TMPDIR", "HOME", "XDG_CACHE_HOME", "NUMBA_CACHE_DIR"):
+        assert re.search(rf'\b{variable}="\$PWD/\.ci-fresh/[\w-]+"', command), variable
+    assert ".ci-fresh/" in (REPO_ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
 
 
 def test_links_to_files_exist():

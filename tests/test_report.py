@@ -1,5 +1,6 @@
 """privacy_report(): the plain-words report of every fitted private object."""
 
+import math
 import re
 import warnings
 
@@ -35,7 +36,8 @@ def test_an_estimators_report_states_its_guarantee_public_facts_and_noise(data):
     assert "replaced by any other row" in report
     assert "the declared classes (2 labels)" in report and "WARNING" not in report
     assert f"{model.n_steps_} training steps" in report
-    assert f"{model.noise_multiplier_:.3g} times that bound" in report
+    assert (f"standard deviation {model.noise_multiplier_:.3g} (noise multiplier "
+            f"{model.noise_multiplier_:.3g} times that bound)") in report
     assert "Not covered: preprocessing fitted on the training rows" in report
 
 
@@ -79,6 +81,7 @@ def test_search_and_ledger_reports(data):
     assert "best of a random number of trials" in report
     assert not re.search(rf"\b{search.n_trials_} trials\b", report)
     assert f"({search.epsilon_:.4g}," in report
+    assert all(words in report for words in _FLOAT_CHANNEL)
     total = ledger.privacy_report()
     assert "Spent: 1 release on the same data (DPRandomizedSearch)" in total
     assert "epsilon 10 is refused" in total
@@ -148,6 +151,7 @@ def test_an_infinite_epsilon_is_explained_by_its_actual_cause(data):
     noiseless = _quiet_fit(DPLSSGDClassifier(epsilon=np.inf, classes=[0, 1], max_iter=2), X, y)
     report = noiseless.privacy_report()
     assert "without noise (epsilon=inf)" in report and "reproducible=True" not in report
+    assert "and no noise is added (epsilon=inf)." in report
     seeded = _quiet_fit(DPLSSGDClassifier(classes=[0, 1], max_iter=2, random_state=0,
                                           reproducible=True), X, y)
     report = seeded.privacy_report()
@@ -160,5 +164,85 @@ def test_an_exact_release_says_its_noise_is_outside_the_floating_point_caveat(da
     exact = _quiet_fit(DPLSSGDClassifier(mechanism=mechanism, max_iter=2, classes=[0, 1]), X, y)
     ordinary = _quiet_fit(DPLSSGDClassifier(max_iter=2, classes=[0, 1]), X, y)
     assert "floating-point behaviour outside the released integers" in exact.privacy_report()
-    assert "floating-point behaviour;" in ordinary.privacy_report()
+    assert "noise sampled in floating point (the default)" in ordinary.privacy_report()
     assert "released integers" not in ordinary.privacy_report()
+
+
+# The paragraph a release whose noise was sampled in floating point ends with.
+_FLOAT_CHANNEL = ("leak through the released values, not only a side channel",
+                  "sklearn_dplssgd.audit.check_float_channel",
+                  "measures an epsilon lower bound above the claimed epsilon",
+                  "mechanism='gradient_exact' (integers with exactly sampled noise) closes it")
+
+
+def test_the_stated_noise_is_the_noise_added_with_sample_weights(data):
+    # The noise is z times the sensitivity max_sample_weight * clip_norm, not
+    # z times the clip norm.
+    X, y = data
+    weights = np.random.default_rng(1).uniform(0.0, 3.0, len(y))
+    model = _quiet_fit(DPLSSGDClassifier(max_sample_weight=3.0, clip_norm=0.5, max_iter=2,
+                                         classes=[0, 1]), X, y, sample_weight=weights)
+    report = model.privacy_report()
+    z = model.noise_multiplier_
+    assert f"standard deviation {z * 3.0 * 0.5:.3g} (noise multiplier {z:.3g} times" in report
+    assert "multiplied by its sample weight (at most 3)" in report
+    assert "moves a step's sum by at most 1.5." in report
+    assert f"standard deviation {z * 0.5:.3g} " not in report
+
+
+@pytest.mark.parametrize("mechanism, law", [("gradient_exact", "rounded Gaussian"),
+                                            ("gradient_exact_discrete", "discrete Gaussian")])
+def test_an_exact_release_states_its_lattice_bound_and_law(data, mechanism, law):
+    from sklearn_dplssgd.mechanisms import mechanism_named
+
+    X, y = data
+    weight, clip = 2.0, 0.5
+    model = _quiet_fit(DPLSSGDClassifier(mechanism=mechanism, max_sample_weight=weight,
+                                         clip_norm=clip, max_iter=2, classes=[0, 1]), X, y)
+    report = model.privacy_report()
+    # The lattice, bound and scale the mechanism's own calibration gives for
+    # the fitted public quantities (not the report's figures).
+    release, _ = mechanism_named(mechanism).calibrated_release(
+        model, model.epsilon, model.delta_, sample_rate=model.sample_rate_,
+        n_steps=model.n_steps_, neighboring=model.neighboring_, clip_norm=clip,
+        n_coordinates=X.shape[1] + 1, n_outputs=1, n_samples=len(y),
+        max_sample_weight=weight)
+    gamma = weight * clip * 2.0 ** -release.grid_bits
+    bound = release.sensitivity_squared
+    scale = release.scale.std
+    assert f"lattice of step gamma = {gamma:.4g} (2**-{release.grid_bits} times" in report
+    assert f"at most B = {bound} squared lattice units: norm {math.sqrt(bound) * gamma:.6g}." \
+        in report
+    assert f"plus {law} noise" in report
+    assert f"{scale * gamma:.3g} (s gamma) on the sum's scale" in report
+    if law == "rounded Gaussian":
+        # noise_multiplier_ is s / sqrt(B): relative to the enforced bound.
+        assert f"round(s G) (G standard normal; s = {int(scale)} lattice units" in report
+        assert f"{model.noise_multiplier_:.3g} times the bound" in report
+    else:
+        # noise_multiplier_ is s gamma / (max_sample_weight * clip_norm).
+        assert f"N_Z(0, s^2) (the Gaussian restricted to the integers; s = {scale:.7g}" \
+            in report
+        assert f"{model.noise_multiplier_ * weight * clip:.3g} (s gamma)" in report
+    assert "Gaussian noise of standard deviation" not in report
+    assert not any(words in report for words in _FLOAT_CHANNEL)
+
+
+@pytest.mark.parametrize("mechanism", ["gradient", "output"])
+def test_a_floating_point_release_says_the_float_channel_is_not_covered(data, mechanism):
+    X, y = data
+    model = _quiet_fit(DPLSSGDClassifier(mechanism=mechanism, alpha=0.01, max_iter=2,
+                                         classes=[0, 1]), X, y)
+    report = model.privacy_report()
+    assert all(words in report for words in _FLOAT_CHANNEL)
+    assert "floating-point behaviour outside the released integers" not in report
+
+
+def test_a_model_without_the_noise_figures_says_so(data):
+    # A model pickled by a version that did not keep them.
+    X, y = data
+    model = _quiet_fit(DPLSSGDClassifier(max_iter=2, classes=[0, 1]), X, y)
+    del model._noise_added
+    report = model.privacy_report()
+    assert "did not keep the noise's figures" in report
+    assert "standard deviation" not in report

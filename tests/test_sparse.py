@@ -43,7 +43,6 @@ from sklearn_dplssgd.backends._sparse import (
     noisy_clipped_gradient_sum_sparse,
 )
 from sklearn_dplssgd.audit import audit_epsilon, audit_implementation
-from sklearn_dplssgd.utils import forget_warnings
 from test_kernels import CASES, _problem
 
 # ------------------------------------------------------------------ kernels
@@ -374,7 +373,6 @@ def test_mostly_clipped_warning_reads_sparse_rows():
     X = sp.csr_matrix(np.full((50, 4), 100.0) * (np.arange(4) < 2))
     y = np.arange(50) % 2
     for rows in (X, X.toarray()):
-        forget_warnings()  # the library says each warning once per process
         with pytest.warns(UserWarning, match="far from unit scale"):
             DPLSSGDClassifier(max_iter=1, classes=[0, 1]).fit(rows, y)
 

@@ -419,13 +419,10 @@ def test_a_threaded_fit_checks_the_rows_on_its_threads(monkeypatch):
 
 @pytest.mark.parametrize("scale, warned", [(1000.0, True), (1.0, False)])
 def test_mostly_clipped_warning_on_threads(monkeypatch, scale, warned):
-    from sklearn_dplssgd.utils import forget_warnings
-
     monkeypatch.setattr(_base.os, "cpu_count", lambda: 4)
     rng = np.random.default_rng(29)
     X = rng.uniform(0, scale, (3000, 4))
     y = X @ [1.0, 2.0, 0.0, 0.0]
-    forget_warnings()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         DPLSSGDRegressor(max_iter=1, n_jobs=2).fit(X, y)

@@ -95,15 +95,15 @@ def test_main_module_runs_and_prints_its_table():
         assert epsilon == 1.0
         assert 0.5 < accuracy <= 1.0 and spread >= 0.0
         assert 0.0 < reached <= 1.0 + 1e-9 and z > 0.0 and eta0 > 0.0 and seconds > 0.0
-    # Each smoothing against plain DP-SGD, with a standard error and a verdict
-    # that says whether the difference is more than the spread between fits.
+    # Each smoothing against plain DP-SGD, with a standard error and no
+    # verdict: with two fits a setting, a verdict would flip between runs.
     differences = re.findall(r"^  epsilon 1, sigma (ordered \(0\.25\)|1): ([-+][0-9.]+) \+- "
-                             r"([0-9.]+) points \((within the spread|a gain|a loss)\)$",
-                             result.stdout, re.M)
+                             r"([0-9.]+) points$", result.stdout, re.M)
     assert [found[0] for found in differences] == ["ordered (0.25)", "1"]
-    for _, difference, error, verdict in differences:
-        within = abs(float(difference)) <= 2 * float(error) + 0.1  # printed to 0.1
-        assert within or verdict != "within the spread"
+    for _, difference, error in differences:
+        assert abs(float(difference)) <= 100.0 and float(error) >= 0.0
+    for verdict in ("a gain", "a loss", "within the spread", "small beside"):
+        assert verdict not in result.stdout, verdict
     # Explained columns, the non-private baseline, the compile notice before
     # the first fit, and a word on when smoothing helps.
     assert "columns:" in result.stdout and "non-private baseline" in result.stdout

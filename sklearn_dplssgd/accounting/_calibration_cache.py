@@ -19,7 +19,7 @@ What it trusts, and what it does not:
   folder and its ``calibrations`` subfolder must be owned by the user
   running the process and not be writable by its group or others (an entry
   file likewise); otherwise the store is off for that folder (nothing is
-  read or written) and a warning says so, once per process.  The store
+  read or written) and a warning says so.  The store
   creates its folders with mode 0o700.  On platforms without POSIX
   ownership and modes (Windows) this check is not made: the default folder
   lies in the user's own profile, and the check below still holds.
@@ -46,9 +46,8 @@ import json
 import os
 import stat
 import tempfile
+import warnings
 from pathlib import Path
-
-from ..utils import warn_once
 
 __all__ = ["FORMAT_VERSION", "cache_dir", "load", "store"]
 
@@ -119,9 +118,9 @@ def _private_folder(folder):
     """The store's folder if no one else can write it (nor its subfolder), else None.
 
     A folder that does not exist yet is fine (the store creates it, mode
-    0o700).  A folder others can write is refused with a warning, once per
-    process and folder: its entries would only cost a verification each, but
-    the store is meant to be the user's own.
+    0o700).  A folder others can write is refused with a warning: its entries
+    would only cost a verification each, but the store is meant to be the
+    user's own.
     """
     for path in (folder, folder / _SUBFOLDER):
         try:
@@ -129,7 +128,7 @@ def _private_folder(folder):
         except OSError:
             return folder  # absent (or unreadable: reading and writing then fail anyway)
         if _others_can_write(status):
-            warn_once(
+            warnings.warn(
                 f"The calibration cache folder {str(path)!r} is owned by another user or "
                 "writable by others, so sklearn-dplssgd neither reads nor writes it "
                 "(noise calibrations are computed each time). Make it yours and not "

@@ -13,6 +13,13 @@ pickled copy in a worker process on a host that does not share the file)
 that cannot find it raises ``FileNotFoundError`` naming it, rather than
 starting again from zero.
 
+A ledger made without a path owns a temporary records file: the file and
+its head file are removed when that object is collected or its process
+ends, never by a copy in another process (a forked child included). Loaded
+from a pickle in the process that made it, such a ledger is that object
+itself, so a copy returned by a worker (an estimator of ``cross_validate``)
+keeps the records alive; a copy elsewhere that outlives it fails closed.
+
 The records file holds data, never code: one JSON line per record (the
 estimator's name and its event, rebuilt from its parameters by
 :mod:`._event_json`), after a header line naming the ledger (a random
@@ -44,6 +51,7 @@ import math
 import os
 import secrets
 import tempfile
+import weakref
 
 import dp_accounting
 
@@ -68,6 +76,10 @@ _HEAD_SUFFIX = ".head"
 # PLD grid of the ledger's totals, relative to the epsilon scale: a
 # pessimistic (sound) estimate within about 0.1 percent.
 _INTERVAL_PER_EPSILON = 1e-3
+
+# The ledgers made without a path in this process, by records file: a pickled
+# copy loaded here is the ledger itself (see _unpickled).
+_OWNED = weakref.WeakValueDictionary()
 
 
 class PrivacyBudgetExceededError(ValueError):
@@ -114,9 +126,12 @@ class PrivacyLedger:
         Adjacency of the records: a fit under another adjacency is refused
         (its event would be accounted under the wrong relation).
     path : str or None, default=None
-        File holding the records. None creates a new temporary file (kept
-        until :meth:`close` is called). Give a path to keep a ledger across
-        processes and sessions; an existing file's records are kept.
+        File holding the records. None creates a new temporary file, removed
+        with its head file when this object is garbage collected, at the end
+        of the process, or by :meth:`close`: such a ledger serves the worker
+        processes of its own process (joblib, a local Dask cluster), whose
+        copies fail closed once it is gone. Give a path to keep a ledger
+        across sessions; an existing file's records are kept.
     create : bool, default=True
         Whether the constructor may create the records file at ``path`` when
         there is none (a new ledger). False reopens an existing ledger: a
@@ -184,6 +199,10 @@ class PrivacyLedger:
         if path is None:
             handle, path = tempfile.mkstemp(prefix="dplssgd-ledger-", suffix=".records")
             os.close(handle)
+            path = os.path.abspath(path)
+            # Left out of pickles (__reduce__): no copy elsewhere removes the files.
+            self._removal = weakref.finalize(self, _remove_records, path, os.getpid())
+            _OWNED[path] = self
         elif create:
             open(path, "ab").close()
         elif not os.path.isfile(path):
@@ -206,6 +225,10 @@ class PrivacyLedger:
 
     def __deepcopy__(self, memo):
         return self
+
+    def __reduce__(self):
+        state = {key: value for key, value in self.__dict__.items() if key != "_removal"}
+        return _unpickled, (state,)
 
     def __repr__(self):
         cap = "" if self.max_epsilon is None else f"max_epsilon={self.max_epsilon:g}, "
@@ -518,9 +541,30 @@ class PrivacyLedger:
         The ledger cannot be charged or read afterwards (it raises
         ``FileNotFoundError``): construct a new one to start again.
         """
-        for path in (self.path, self._head_path()):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
+        removal = self.__dict__.get("_removal")
+        if removal is not None:
+            # Once only: a later temporary ledger may be given the same name.
+            removal.detach()
+        _remove_records(self.path)
+
+
+def _remove_records(path, owner_pid=None):
+    """Delete a records file and its head file; a finalizer only in the process that made it."""
+    if owner_pid is not None and os.getpid() != owner_pid:
+        return  # a forked child's copy of the object: the file is its parent's
+    for name in (path, path + _HEAD_SUFFIX):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(name)
+
+
+def _unpickled(state):
+    """A pickled ledger: the live object where it owns the file, else a copy of ``state``."""
+    owner = _OWNED.get(state["path"])
+    if owner is not None and owner._identity == state["_identity"]:
+        return owner
+    ledger = PrivacyLedger.__new__(PrivacyLedger)
+    ledger.__dict__.update(state)
+    return ledger
 
 
 def remaining_budget_error(ledger):

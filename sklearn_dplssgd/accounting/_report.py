@@ -17,21 +17,35 @@ from ._events import REMAINING_BUDGET, split_epsilon_delta_events
 
 __all__ = ["estimator_report", "ledger_report", "search_report", "transformer_report"]
 
-# What no guarantee of this library covers, whatever was fitted.
-_NOT_COVERED = (
+# What no guarantee of this library covers, whatever was fitted; {channels}
+# is what floating point can reach.
+_NOT_COVERED_TEMPLATE = (
     "Not covered: preprocessing fitted on the training rows (a StandardScaler "
     "or OneHotEncoder fitted on them publishes their statistics or categories; "
     "use bounds and categories known in advance, or the library's private "
     "transformers); searches, cross-validation or meta-estimators outside the "
     "library (every fit on the rows spends its own budget: count them in a "
-    "PrivacyLedger); side channels such as timing and floating-point behaviour; "
-    "and anything released about the rows other than this object.")
+    "PrivacyLedger); {channels}; and anything released about the rows other "
+    "than this object.")
+_NOT_COVERED = _NOT_COVERED_TEMPLATE.format(channels=(
+    "side channels such as timing; noise sampled in floating point (the default), whose "
+    "traces are in the released values themselves (the guarantee is proved for "
+    "real-valued noise)"))
 # An exact-noise release's integers have the law the proof describes: what
 # floating point can still reach is named instead.
-_NOT_COVERED_EXACT = _NOT_COVERED.replace(
-    "floating-point behaviour",
-    "floating-point behaviour outside the released integers (their noise is "
-    "sampled exactly; the batches are drawn with a floating-point generator)")
+_NOT_COVERED_EXACT = _NOT_COVERED_TEMPLATE.format(channels=(
+    "side channels such as timing and floating-point behaviour outside the released "
+    "integers (their noise is sampled exactly; the batches are drawn with a floating-point "
+    "generator)"))
+# A release whose noise was sampled in floating point: what that leaves open.
+_FLOAT_NOISE = (
+    "Floating-point noise: this release's noise was sampled and added in floating point, "
+    "and the released coefficients carry the traces of that arithmetic. This is a leak "
+    "through the released values, not only a side channel, and the guarantee above does "
+    "not cover it: the library's own audit of it (sklearn_dplssgd.audit.check_float_channel) "
+    "measures an epsilon lower bound above the claimed epsilon for the default "
+    "mechanism='gradient'. mechanism='gradient_exact' (integers with exactly sampled "
+    "noise) closes it.")
 
 _UNITS = {
     "replace_one": ("any one training row (its features and its label) replaced by "
@@ -124,6 +138,42 @@ def _target_range_lines(estimator):
         "to that range and mapped to [-1, 1]; predictions are mapped back (post-processing)."]
 
 
+def _lattice_words(noise):
+    """How an exact mode's steps are formed and what they add, from its NoiseAdded."""
+    scale = noise.grid_scale
+    law = (f"rounded Gaussian noise round(s G) (G standard normal; s = {int(scale)} lattice "
+           "units, the standard deviation before rounding)" if noise.law == "rounded Gaussian"
+           else f"discrete Gaussian noise N_Z(0, s^2) (the Gaussian restricted to the "
+           f"integers; s = {scale:.7g} lattice units; its standard deviation is at most s)")
+    return (
+        f"then rounded, factor by factor, onto the integer lattice of step gamma = "
+        f"{noise.grid_step:.4g} (2**-{noise.grid_bits} times max_sample_weight * clip_norm = "
+        f"{noise.max_sample_weight * noise.clip_norm:g}), each "
+        "rounded factor held to its bound (a row that exceeds one is left out), so that one "
+        f"row's contribution has squared norm at most B = {noise.grid_bound} squared "
+        f"lattice units: norm {noise.bound:.6g}. Each step releases the integer sum plus "
+        f"{law} on every coordinate, sampled exactly with integer arithmetic: "
+        f"{noise.stds[0]:.3g} (s gamma) on the sum's scale, "
+        f"{scale / math.sqrt(noise.grid_bound):.3g} times the bound. The model is computed "
+        "from those integers times gamma.")
+
+
+def _span(values):
+    """One value, or a schedule's largest down to its smallest."""
+    values = np.asarray(values, dtype=float)
+    return (f"{values[0]:.3g}" if values.size == 1 else
+            f"{values.max():.3g} down to {values.min():.3g}")
+
+
+def _gaussian_words(noise):
+    """What the floating-point mode's steps add, from its NoiseAdded."""
+    return (
+        f"so that one row moves a step's sum by at most {noise.bound:.4g}. Gaussian noise of "
+        f"standard deviation {_span(noise.stds)} (noise multiplier "
+        f"{_span(np.divide(noise.stds, noise.bound))} times that bound), sampled in floating "
+        "point, is added to every coordinate of every step's sum.")
+
+
 def _noise_lines(estimator):
     if estimator.output_sensitivity_ is not None:
         return [
@@ -132,9 +182,6 @@ def _noise_lines(estimator):
             f"added once to every weight (noise multiplier {estimator.noise_multiplier_:.3g} "
             f"times the weights' sensitivity {estimator.output_sensitivity_:.3g}; output "
             "perturbation)."]
-    multipliers = np.asarray(estimator.noise_multipliers_, dtype=float)
-    multiplier = (f"{multipliers[0]:.3g}" if multipliers.size == 1 else
-                  f"{multipliers.max():.3g} down to {multipliers.min():.3g}")
     smoothing = (f" The noisy gradient is smoothed (sigma {estimator.sigma_:g}), which "
                  "costs no privacy." if estimator.sigma_ > 0 else "")
     # Why, from public inputs only (width, format, column names, the
@@ -142,11 +189,39 @@ def _noise_lines(estimator):
     reason = getattr(estimator, "sigma_reason_", None)
     if reason is not None:
         smoothing += f" Smoothing: {reason}."
-    return [
-        f"Noise: {estimator.n_steps_} training steps, each on a random batch (every row "
-        f"taken with probability {estimator.sample_rate_:.3g}); each row's gradient is "
-        f"clipped to norm {estimator.clip_norm:g} and Gaussian noise of "
-        f"{multiplier} times that bound is added to every step.{smoothing}"]
+    steps = (f"Noise: {estimator.n_steps_} training steps, each on a random batch (every row "
+             f"taken with probability {estimator.sample_rate_:.3g}); ")
+    # A model pickled before the figures were kept has none.
+    noise = getattr(estimator, "_noise_added", None)
+    if noise is None:
+        return [steps + "each row's gradient is clipped and noise is added to every step "
+                "(this model was fitted by an earlier version, which did not keep the "
+                f"noise's figures).{smoothing}"]
+    clip = f"each row's gradient is clipped to norm {noise.clip_norm:g}"
+    if noise.max_sample_weight != 1.0:
+        clip += f" and multiplied by its sample weight (at most {noise.max_sample_weight:g})"
+    if not any(noise.stds):
+        words = "and no noise is added (epsilon=inf)."
+    elif noise.grid_step is None:
+        words = _gaussian_words(noise)
+    else:
+        words = _lattice_words(noise)
+    return [f"{steps}{clip}, {words}{smoothing}"]
+
+
+# The trust a fit on a Dask cluster placed in the network its secrets crossed
+# (see backends.check_cluster_network), keyed by what the fit recorded.
+_CLUSTER_NETWORK = {
+    "protected": (
+        "Cluster: trained on a Dask cluster reached locally or over TLS; the guarantee "
+        "assumes every machine of the cluster is trusted (they held the rows, the "
+        "noise-free gradient sums and the noise's generator)."),
+    "declared": (
+        "Cluster: trained on a Dask cluster reached in plaintext over a network declared "
+        "trusted (sklearn_dplssgd.trusted_network), which the noise-free gradient sums "
+        "and the noise's generator crossed: the guarantee holds only if no one else "
+        "could read that traffic."),
+}
 
 
 def estimator_report(estimator, releases_integers=False):
@@ -180,7 +255,12 @@ def estimator_report(estimator, releases_integers=False):
     elif ledger is not None:
         lines.append("Ledger: this fit was charged to the PrivacyLedger given to it; "
                      "ledger.privacy_report() states the total spent on the data.")
+    network = getattr(estimator, "_cluster_network", None)
+    if network is not None:
+        lines.append(_CLUSTER_NETWORK[network])
     lines.append(_NOT_COVERED_EXACT if releases_integers else _NOT_COVERED)
+    if not releases_integers:
+        lines.append(_FLOAT_NOISE)
     return "\n\n".join(lines)
 
 
@@ -209,7 +289,8 @@ def search_report(search, prefitted_private_steps=()):
             "total spent on the rows composes both (a PrivacyLedger given to all counts it).")
     lines += _public_lines(search.best_estimator_ if not hasattr(
         search.best_estimator_, "steps") else search.best_estimator_.steps[-1][1])
-    lines.append(_NOT_COVERED)
+    # Its trials are fits of the floating-point gradient mechanism.
+    lines += [_NOT_COVERED, _FLOAT_NOISE]
     return "\n\n".join(lines)
 
 

@@ -133,8 +133,8 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0)
     ``epsilon`` (its delta is the fits' own ``delta_``).
 
     The ordinary mechanism (float64 Gaussian noise added to a float64 sum)
-    fails it: this is the floating-point side channel its guarantee does not
-    cover. ``mechanism="gradient_exact"`` releases ``gamma`` times integers,
+    fails it: the floating-point channel is in the released coefficients
+    themselves, and its guarantee does not cover it. ``mechanism="gradient_exact"`` releases ``gamma`` times integers,
     on one lattice under both data sets, and passes.
 
     Parameters

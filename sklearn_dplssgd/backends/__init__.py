@@ -23,6 +23,9 @@ from ._discrete_gaussian import (
 from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
 )
+from ._dask_network import (
+    TRUSTED_NETWORK_SETTING, UntrustedNetworkError, check_cluster_network, is_protected_address,
+)
 from ._dask_rows import as_dask_array
 from ._grid_sum import (
     MAX_GRID_BITS, factored_norm_bound, grid_norm_bound, rounded_clipped_sum,
@@ -57,11 +60,14 @@ __all__ = [
     "RoundedGaussianScale",
     "SamplerCapacityError",
     "SecureWords",
+    "TRUSTED_NETWORK_SETTING",
+    "UntrustedNetworkError",
     "WorkerLostError",
     "array_api_namespace",
     "as_canonical_csr",
     "as_dask_array",
     "backend_for",
+    "check_cluster_network",
     "check_finite_rows",
     "blas_controller",
     "check_fitted_namespace",
@@ -76,6 +82,7 @@ __all__ = [
     "integral_labels",
     "on_row_blocks",
     "is_dask_collection",
+    "is_protected_address",
     "numpy_backend",
     "rounded_clipped_sum",
     "row_norms_of",

@@ -27,7 +27,7 @@ through the scheduler unless the client is made with
 ``direct_to_workers=True``); only the released parameters and the
 generator's state come back. A fit that prints progress (``verbose``) or
 calls back every epoch keeps the loop on the client, which needs the
-iterate every epoch. ``benchmarks/bench_dask.py`` measures both.
+iterate every epoch.
 
 The sampling randomness of partition k at step t comes from a generator
 seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
@@ -37,6 +37,9 @@ reproducible for the same partitions and seed. Because each step's sample
 depends on ``(s_k, t)`` alone, a task recomputed elsewhere draws the same
 sample; a partition that had to be rebuilt (its worker was lost) is detected
 by its token and fails the fit before anything is released.
+
+What crosses the cluster's network is secret: :mod:`._dask_network` decides
+whether it may carry it, before anything is sent.
 """
 
 import dataclasses
@@ -50,16 +53,12 @@ from ._kernels import (
     compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum, smooth_rows,
     smoothing_omega,
 )
+from ._dask_network import active_client as _active_client, check_cluster_network
 from ._numpy import HostWeightSteps, LONG_ROWS_MESSAGE, chunk_noise, gaussian_noise, \
     poisson_batches, without_long_rows
 
-__all__ = [
-    "DaskTraining",
-    "NonFiniteRowsError",
-    "WorkerLostError",
-    "is_dask_collection",
-    "train_dp_lssgd_dask",
-]
+__all__ = ["DaskTraining", "NonFiniteRowsError", "WorkerLostError", "is_dask_collection",
+           "train_dp_lssgd_dask"]
 
 NON_FINITE_MESSAGE = (
     "X or y contains NaN or infinity (found on a Dask worker); nothing was trained "
@@ -72,7 +71,6 @@ WORKER_LOST_MESSAGE = (
     "were rebuilt, so the fit stopped and released nothing. Any ledger was "
     "charged for this fit (it may have read rows). Fit again on a stable cluster."
 )
-
 
 # Seconds between the client's checks that the holders of a fit run on a
 # worker are still where they were (a check is one look at their futures).
@@ -219,18 +217,6 @@ def _partition_sum(partition, seed, params, step, settings):
     return _batch_gradient_sum(batch, params, settings, np.empty_like(params)), partition.token
 
 
-def _active_client():
-    """The active ``dask.distributed`` client, or None (then Dask's local scheduler)."""
-    try:
-        from distributed import default_client
-    except ImportError:
-        return None
-    try:
-        return default_client()
-    except ValueError:
-        return None
-
-
 class _PartitionHolder:
     """A worker's partitions of a fit, held by one Dask actor for the whole fit.
 
@@ -276,6 +262,7 @@ class _PartitionHolder:
     def train(self, state, others, order):
         """Run the whole loop here, as the fit's coordinator: see :func:`_train_here`.
 
+        ``others`` are the other holders' ``(worker address, key)`` pairs.
         An error of the loop comes back as a :class:`_Raised` value (a lost
         worker found by the loop as a :class:`WorkerLostError`).
         """
@@ -368,6 +355,10 @@ class _DistributedRunner:
         wait(actors)
         self._holders = [actor.result() for actor in actors]
         self._actor_futures = actors
+        # Where each holder is (it may not be where it was asked to be), for
+        # the coordinator's own handles on the others (see _CoordinatorTraining).
+        where = self.client.who_has(actors)
+        self._addresses = [(where[actor.key][0], actor.key) for actor in actors]
         self._order = np.asarray(self._order)
 
     async def _call_holders(self, params, step):
@@ -398,7 +389,7 @@ class _DistributedRunner:
         """
         if any(future.status != "finished" for future in self._actor_futures):
             raise WorkerLostError(WORKER_LOST_MESSAGE)
-        coordinator, others = self._holders[0], self._holders[1:]
+        coordinator, others = self._holders[0], self._addresses[1:]
         try:
             call = coordinator.train(state, others, self._order)
             while True:
@@ -558,8 +549,15 @@ class _CoordinatorTraining(_PartialSumsSteps):
     """
 
     def __init__(self, holder, state, others, order):
+        from distributed import Actor
+
         self._start(state)
-        self._holder, self._others, self._order = holder, others, order
+        # Handles made here, bound to this worker: a handle the client made
+        # (which in-process workers receive as it is, unserialized) may be
+        # bound to the holder's own worker, and Dask then calls the holder
+        # directly, in this thread, as if it were on this worker.
+        self._others = [Actor(_PartitionHolder, address, key) for address, key in others]
+        self._holder, self._order = holder, order
 
     def _partition_sums(self, params, step):
         # A copy: the calls' arguments are serialized on the worker's event
@@ -614,6 +612,8 @@ class DaskTraining(_PartialSumsSteps):
     def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
                  noise_source=gaussian_noise, sample_weight=None, initial_params=None):
         client = _active_client()
+        # Before anything is sent: the partitions' sums and the generator cross its network.
+        check_cluster_network(client)
         self._runner = _DistributedRunner(client) if client is not None else _LocalRunner(
             n_threads)
         x_parts = X.to_delayed().reshape(-1)

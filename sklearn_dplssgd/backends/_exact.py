@@ -402,10 +402,12 @@ class ExactNoiseTraining(NumpyTraining):
         """
         rows, offsets, full_batch = arguments[2:5]
         if full_batch:
-            largest = rows.shape[0]
+            sizes = [rows.shape[0]]
         else:
-            largest = int(np.diff(offsets[local_start:local_stop + 1]).max(initial=0))
-        n_parts = max(1, team_parts(largest, self.n_threads)[0])
+            sizes = np.diff(offsets[local_start:local_stop + 1]).tolist()
+        # Every step's own count of parts: it is not monotone in the batch's
+        # size, so the largest batch need not have the most parts.
+        n_parts = max([team_parts(size, self.n_threads)[0] for size in sizes], default=1)
         # Each part zeroes its buffer before its sum (only the parts used are touched).
         partial = np.empty((self.n_threads, n_parts) + self.params.shape, dtype=np.int64)
         progress = np.zeros((local_stop - local_start, n_parts + 1), dtype=np.int64)

@@ -197,6 +197,18 @@ def team_parts(n_rows, n_threads):
 
 
 @njit(cache=True, nogil=True)
+def check_team_buffers(n_parts, partial, states):
+    """Refuse a step of ``n_parts`` parts that its buffers cannot hold.
+
+    Compiled code checks no bounds: a part past ``partial``'s or ``states``'
+    end would be written over another part's sum (a row counted twice) or
+    past the array. Checked before anything of the step is written.
+    """
+    if n_parts > partial.shape[1] or n_parts + 1 > states.shape[0]:
+        raise IndexError("exact team step: more parts than its buffers hold")
+
+
+@njit(cache=True, nogil=True)
 def _team_parts(X, y, batch, params, feature_norms, code, threshold, clip_norm,
                 intercept_term, weights, largest, tiny, residual_scale, row_grid_scale,
                 residual_bound, row_bound, partial, states, thread, only_part):
@@ -210,6 +222,7 @@ def _team_parts(X, y, batch, params, feature_norms, code, threshold, clip_norm,
     n_rows = batch.shape[0]
     n_blocks = (n_rows + ROWS_PER_STEP_BLOCK - 1) // ROWS_PER_STEP_BLOCK
     n_parts, per_part = team_parts(n_rows, partial.shape[0])
+    check_team_buffers(n_parts, partial, states)
     made = 0
     part = atomic_add(states, 0, 1) if only_part < 0 else only_part
     while part >= 0 and part < n_parts:
@@ -269,6 +282,8 @@ def exact_team_steps(X, y, rows, offsets, full_batch, params, feature_norms, cod
         batch = step_rows(rows, offsets, full_batch, local)
         states = progress[local - local_start]
         n_parts = team_parts(batch.shape[0], partial.shape[0])[0]
+        # Before the step is published, so that no helper starts it.
+        check_team_buffers(n_parts, partial, states)
         atomic_add(control, 0, 1)
         started = cycle_count()
         made = _team_parts(X, y, batch, params, feature_norms, code, threshold, clip_norm,
@@ -282,7 +297,10 @@ def exact_team_steps(X, y, rows, offsets, full_batch, params, feature_norms, cod
                             intercept_term, weights, largest, tiny, residual_scale,
                             row_grid_scale, residual_bound, row_bound, partial, states, 0,
                             part)
-            total += partial[atomic_read(states, 1 + part) - 1, part]
+            holder = atomic_read(states, 1 + part) - 1
+            if holder < 0 or holder >= partial.shape[0]:
+                raise IndexError("exact team step: a part without a valid holder")
+            total += partial[holder, part]
         scaled_noisy_sum(total, noise[local], grid_step, grad)
         finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
                     alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,

@@ -2,6 +2,7 @@
 
 import math
 import os
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,7 +15,7 @@ from ..accounting import (
 )
 from ..backends import (
     array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
-    as_canonical_csr, backend_for, check_finite_rows,
+    as_canonical_csr, backend_for, check_cluster_network, check_finite_rows,
 )
 from ..mechanisms import MECHANISMS, TrainingData, mechanism_named
 from ..training import (
@@ -23,7 +24,7 @@ from ..training import (
 )
 from ..utils import (
     Interval, Options, PrivacyLeakWarning, public_row_count, validate_hiding_values,
-    validate_parameters, warn_once,
+    validate_parameters,
 )
 from ._dask_input import dask_arrays, dask_training_rows
 from ._feature_bounds import (
@@ -164,7 +165,7 @@ class BaseDPLSSGD(BaseEstimator):
             declared = int(self.public_n_samples)
             if not 0.5 <= n_samples / declared <= 2.0:
                 # For the person holding the data only: nothing is stored.
-                warn_once(
+                warnings.warn(
                     "public_n_samples is more than a factor 2 away from the number "
                     "of rows: each step samples q * n_samples rows, not batch_size, "
                     "so the effective step size changes by that factor. Declare a "
@@ -182,7 +183,7 @@ class BaseDPLSSGD(BaseEstimator):
         return n_samples
 
     def _warn_about_workflow(self):
-        """Warnings about how this fit is used, shown once per process each."""
+        """Warnings about how this fit is used."""
         warn_about_seed(self.random_state, self.reproducible)
 
     def _n_threads(self):
@@ -321,11 +322,15 @@ class BaseDPLSSGD(BaseEstimator):
         # _dask_input): its shape and dtype are read from metadata only.
         backend = backend_for(X)
         distributed = backend.rows_are_remote
+        # The network a Dask fit's secrets cross (None: none, see check_cluster_network).
+        network = None
         if distributed:
             if not mechanism.accepts_dask:
                 raise TypeError(
                     f"mechanism={self.mechanism!r} trains on NumPy arrays only; use "
                     "mechanism='gradient' for Dask arrays, or compute X first.")
+            # A cluster whose traffic others could read is refused before the charge.
+            network = check_cluster_network()
             X, y, sample_weight, feature_names = dask_arrays(X, y, sample_weight)
         # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
         # device (see _array_api); everything else takes the NumPy path.
@@ -416,6 +421,10 @@ class BaseDPLSSGD(BaseEstimator):
             setattr(self, name, value)
         # The map the series continues in (a later call must use the same).
         self._feature_map = mapping
+        # The network a Dask fit crossed, for the report: a series keeps the
+        # weakest assumption any of its releases made.
+        earlier = self.__dict__.get("_cluster_network") if series is not None else None
+        self._cluster_network = network if earlier is None or network == "declared" else earlier
         # Post-processing of the release: the weights in the rows' own units.
         return params if mapping is None else mapping.to_original(params)
 
@@ -426,9 +435,9 @@ class BaseDPLSSGD(BaseEstimator):
     def _warn_before_training(self, delta, n_samples):
         """The warnings every mechanism gives once its plan is fixed."""
         if self._spends_privacy() and delta * max(n_samples, 1) >= 1.0:
-            # No per-fit number in the text: one warning per process, not
-            # one per fold of a search.
-            warn_once(
+            # No per-fit number in the text: the same message for every fold
+            # of a search.
+            warnings.warn(
                 "delta is not below 1/n_samples (n_samples: the number of training "
                 "rows): a mechanism that publishes a random row with probability "
                 "delta meets such a guarantee. Use a smaller delta, or delta='auto' "

@@ -2,6 +2,7 @@
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 from array_api_compat import array_namespace
@@ -17,7 +18,6 @@ from ..backends import (
 from ..training import averaging_tail, CLASSIFICATION_LOSSES, LOSSES
 from ..utils import (
     VALUES_NOT_SHOWN, Options, PrivacyLeakWarning, score_hiding_values, validate_hiding_values,
-    warn_once,
 )
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
@@ -289,7 +289,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             classes = np.unique(y)
             if not checked and len(classes) > round(0.5 * len(y)):
                 validate_hiding_values({"y": y}, check_classification_targets, y)
-            warn_once(
+            warnings.warn(
                 "classes was not given, so classes_ is read from the private labels: "
                 "the fitted model reveals which labels occur in the training data. "
                 "Pass classes=... to keep the label set out of the released model.",

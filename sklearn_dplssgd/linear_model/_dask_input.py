@@ -10,11 +10,13 @@ workers, by the estimator's own methods; the label set is the declared
 the set of labels, with the same warning).
 """
 
+import warnings
+
 import numpy as np
 from sklearn.base import clone
 
 from ..backends import as_dask_array
-from ..utils import warn_once, PrivacyLeakWarning
+from ..utils import PrivacyLeakWarning
 
 __all__ = ["dask_arrays", "dask_training_rows"]
 
@@ -115,7 +117,7 @@ def dask_training_rows(estimator, X, y, sample_weight, classes, reset, feature_n
             f"{estimator.n_features_in_} features as input.")
     labels = estimator._declared_labels(classes)
     if labels is None and not estimator._y_numeric:
-        warn_once(
+        warnings.warn(
             "classes was not given, so classes_ is read from the private labels: "
             "the fitted model reveals which labels occur in the training data. "
             "Pass classes=... to keep the label set out of the released model.",

@@ -250,7 +250,7 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
     random_state : int, Generator, RandomState, SeedSequence or None, default=None
         Used only with ``reproducible=True``. By default every fit draws its
         batches and its noise from fresh operating-system entropy whatever
-        ``random_state`` is (a warning says so once per process): a seed is
+        ``random_state`` is (a warning says so): a seed is
         part of the model's ``get_params()`` and pickle, and anyone who
         knows it can regenerate the noise and remove it.
 
@@ -325,9 +325,11 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         ``fit``).
 
     noise_multiplier_ : float
-        z: the Gaussian noise added to each step's clipped gradient sum has
-        standard deviation ``z * max_sample_weight * clip_norm`` per
-        coordinate.
+        z: the noise added to each step's clipped gradient sum has standard
+        deviation ``z * max_sample_weight * clip_norm`` per coordinate; with
+        ``mechanism="gradient_exact"``, ``z`` times the bound the rounded
+        factors enforce, slightly above ``max_sample_weight * clip_norm``
+        (:meth:`privacy_report` states the figures).
 
     sample_rate_ : float
         Poisson sampling rate q (NaN with ``mechanism="output"``, whose

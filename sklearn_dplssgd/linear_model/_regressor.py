@@ -15,7 +15,7 @@ from ..preprocessing import histogram_ranges
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
 from ..training import REGRESSION_LOSSES, make_generator, resolve_delta
-from ..utils import Interval, Options, score_hiding_values
+from ..utils import Interval, Options, score_hiding_values, validate_hiding_values
 
 __all__ = ["DPLSSGDRegressor", "TARGET_RANGE_SHARE"]
 
@@ -275,7 +275,9 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.target_range_noise_multiplier_ = float(noise)
 
     def _encode_targets(self, y, classes=None):
-        y = np.asarray(y, dtype=np.float64)
+        # scikit-learn converts only object targets to numbers: text in a
+        # string array arrives here, and NumPy's error would quote it.
+        y = validate_hiding_values({"y": y}, np.asarray, y, dtype=np.float64)
         if self.target_bounds is not None:
             self.target_bounds_ = tuple(float(bound) for bound in self.target_bounds)
             self.target_range_noise_multiplier_ = None

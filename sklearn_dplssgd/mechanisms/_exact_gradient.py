@@ -53,6 +53,7 @@ from ..backends import (
     RoundedGaussianScale, factored_norm_bound, train_dp_lssgd_exact,
 )
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism
+from ._release import NoiseAdded
 
 __all__ = [
     "DiscreteExactGradientPerturbationMechanism",
@@ -148,6 +149,19 @@ class GridGradientPerturbation(GradientPerturbation):
         return factored_norm_bound(self.residual_bits, self.row_bits, self.n_outputs,
                                    _row_width(self.n_coordinates, self.n_outputs))
 
+    def noise_added(self):
+        """The :class:`NoiseAdded` of the steps: the lattice, its bound and the exact law.
+
+        ``law`` and ``scale`` are the subclass's (no noise: a scale of 0).
+        """
+        grid_step = self.sensitivity * 2.0 ** -self.grid_bits
+        bound = self.sensitivity_squared
+        scale = 0.0 if self.scale is None else self.scale.std
+        return NoiseAdded(self.law, self.clip_norm, self.max_sample_weight,
+                          math.sqrt(bound) * grid_step, (scale * grid_step,),
+                          grid_step=grid_step, grid_bits=self.grid_bits, grid_bound=bound,
+                          grid_scale=scale)
+
 
 @dataclasses.dataclass(frozen=True)
 class ExactGradientPerturbation(GridGradientPerturbation):
@@ -168,6 +182,7 @@ class ExactGradientPerturbation(GridGradientPerturbation):
 
     noise_scale: tuple = (1, 1, 1)
     delta: float = 0.0
+    law = "discrete Gaussian"
 
     @property
     def scale(self):
@@ -286,6 +301,7 @@ class RoundedGaussianGradientPerturbation(GridGradientPerturbation):
     """
 
     noise_scale: int = 1
+    law = "rounded Gaussian"
 
     @property
     def scale(self):

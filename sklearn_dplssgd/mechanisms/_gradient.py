@@ -10,6 +10,7 @@ from public quantities and charged to the ledger before any row is read.
 import dataclasses
 import math
 import typing
+import warnings
 
 import dp_accounting
 import numpy as np
@@ -25,8 +26,7 @@ from ..training import (
     make_generator, learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series,
     compose_events, series_average, series_epsilon, smoothed_noise_share, TrainingPlan,
 )
-from ..utils import warn_once
-from ._release import Mechanism, ReleaseMechanism, ReleaseRecord
+from ._release import Mechanism, NoiseAdded, ReleaseMechanism, ReleaseRecord
 
 __all__ = ["GradientPerturbation", "GradientPerturbationMechanism", "ReleasePlan"]
 
@@ -229,6 +229,12 @@ class GradientPerturbation(Mechanism):
         if not self.noise_schedule:
             return np.array([self.noise_multiplier])
         return np.array([self.noise_multiplier * level for _, level in self.noise_schedule])
+
+    def noise_added(self):
+        """The :class:`NoiseAdded` of the steps: ``z_t * sensitivity``, floating-point Gaussian."""
+        return NoiseAdded("Gaussian", self.clip_norm, self.max_sample_weight, self.sensitivity,
+                          tuple(float(z) * self.sensitivity
+                                for z in self.block_noise_multipliers()))
 
     @property
     def private(self):
@@ -616,6 +622,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             output_sensitivity=None,
             series_trajectory=trajectory,
             series_weight=series_weight,
+            noise_added=mechanism.noise_added(),
         )
 
     def claimed_epsilon(self, estimator, model, n_rows):
@@ -685,7 +692,7 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
             "target_bounds=(low, high)")
     if not causes:
         causes.append("clip_norm is small compared with the gradients")
-    warn_once(
+    warnings.warn(
         f"Almost every training row's gradient is more than "
         f"{CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
         f"learns slowly: {'; '.join(causes)}. (This check is shown only to you; "

@@ -29,7 +29,7 @@ import typing
 
 from ..accounting import event_epsilon
 
-__all__ = ["Mechanism", "ReleaseMechanism", "ReleaseRecord", "TrainingData"]
+__all__ = ["Mechanism", "NoiseAdded", "ReleaseMechanism", "ReleaseRecord", "TrainingData"]
 
 
 class TrainingData(typing.NamedTuple):
@@ -51,6 +51,37 @@ class TrainingData(typing.NamedTuple):
     namespace: typing.Any
     coef_init: typing.Any = None
     intercept_init: typing.Any = None
+
+
+class NoiseAdded(typing.NamedTuple):
+    """What a gradient release's steps add, in figures a reader can check.
+
+    Made by the release's mechanism (``noise_added()``) from its public
+    fields, kept on the fitted estimator and stated by ``privacy_report()``.
+    Figures not in lattice units are on the scale of a step's sum of clipped,
+    weighted gradients (the training scale, before any feature or target map is undone).
+
+    ``law`` is ``"Gaussian"`` (sampled in floating point), ``"rounded
+    Gaussian"`` or ``"discrete Gaussian"`` (sampled exactly on the integer
+    lattice); ``bound`` the norm one row's contribution to a step's sum is
+    held to; ``stds`` the noise's standard deviation on each coordinate
+    (the scale ``s`` times ``grid_step`` for the lattice laws), one per block
+    of the noise schedule. The lattice laws also give ``grid_step`` (gamma),
+    ``grid_bits`` (``k1 + k2``: gamma is ``2**-grid_bits`` times
+    ``max_sample_weight * clip_norm``), ``grid_bound`` (``B``: the rounded
+    contribution's squared norm is at most this, in squared lattice units)
+    and ``grid_scale`` (``s``, in lattice units); None for ``"Gaussian"``.
+    """
+
+    law: str
+    clip_norm: float
+    max_sample_weight: float
+    bound: float
+    stds: tuple
+    grid_step: typing.Optional[float] = None
+    grid_bits: typing.Optional[int] = None
+    grid_bound: typing.Optional[int] = None
+    grid_scale: typing.Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,15 +112,19 @@ class ReleaseRecord:
     # (None: it continues from the published weights) and the average's weight.
     series_trajectory: typing.Any = None
     series_weight: float = 0.0
+    # The last release's NoiseAdded (None for output perturbation, whose
+    # noise output_sensitivity_ and noise_multiplier_ state), kept under a
+    # private name for privacy_report().
+    noise_added: typing.Optional[NoiseAdded] = None
 
     def fitted_attributes(self):
-        """``{"<field>_": value}`` for every public field, and the series state.
+        """``{"<field>_": value}`` for every public field; the series state and the noise's figures.
 
         Every release sets the series state, so that a release that does
         not average (a ``fit``, an explicit ``average``) ends the average.
         """
         private = {"series_trajectory": "_series_trajectory",
-                   "series_weight": "_series_weight"}
+                   "series_weight": "_series_weight", "noise_added": "_noise_added"}
         return {private.get(field.name, f"{field.name}_"): getattr(self, field.name)
                 for field in dataclasses.fields(self)}
 

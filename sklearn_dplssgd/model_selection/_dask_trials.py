@@ -12,11 +12,17 @@ import time
 
 import numpy as np
 
+from ..backends import check_cluster_network
+
 __all__ = ["check_dask_search_input", "fit_trial_on_cluster"]
 
 
 def check_dask_search_input(estimator, n_jobs):
-    """Refuse what a search cannot run on the cluster without gathering rows.
+    """Refuse what a search cannot run on the cluster without gathering rows or exposing them.
+
+    A cluster reached in plaintext over a network not declared trusted is
+    refused (:func:`~sklearn_dplssgd.backends.check_cluster_network`): the
+    trials' noise-free sums, and the search's score sums, would cross it.
 
     Parameters
     ----------
@@ -36,6 +42,7 @@ def check_dask_search_input(estimator, n_jobs):
         raise ValueError(
             "n_jobs must be None or 1 for a search on Dask input: each trial trains "
             "on the cluster, one after the other.")
+    check_cluster_network()
 
 
 def _block_scores(X_block, y_block, model, per_row_scores, scoring, bound):

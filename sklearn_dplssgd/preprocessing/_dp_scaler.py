@@ -30,14 +30,10 @@ The cap. Where the budget is small for the row count (``n`` below
 ``16 * 4.5 / epsilon_end``), the uncapped ``k`` would aim the scans at inner
 quantiles and clip much of every feature. A cap of a sixteenth keeps most
 of each feature's range on small tables: on diabetes in raw units (331
-training rows, 20 learned ends at a scaler epsilon of 1.5, ``k`` 60 uncapped)
-the cap before, a quarter (``k`` 60), kept 59 percent of the rows inside the
-ranges, a sixteenth (``k`` 20) 80 percent, and the test R2 of the
-private pipeline of ``benchmarks/bench_dp_preprocessing.py`` (total epsilon
-3, scaler / target / model epsilon 1.5 / 0.5 / 0.97, 16 splits, the
-regressor smoothing with sigma 1) rose from 0.346 to 0.389, against 0.427 to
-0.448 with declared bounds. An eighth or a threshold share of a half gave
-less (0.37, 0.33).
+training rows, 20 learned ends at a scaler epsilon of 1.5) a quarter kept 59
+percent of the rows inside the ranges and a sixteenth 80 percent, and the
+private pipeline's test R2 was higher with a sixteenth than with a quarter,
+an eighth or a threshold share of a half.
 Below a scan budget of a few units of ``1 / n`` no cap helps: the noise of
 each count is then of the order of ``n`` and a scan stops on noise alone
 (``epsilon_end`` 0.025 on the same 331 rows kept under 1 percent); the fit
@@ -113,12 +109,10 @@ TAIL_NOISE_UNITS = 3.0
 TAIL_CAP_DIVISOR = 16
 # epsilon="auto" (the histogram): the epsilon at which a bin holding this
 # share of a public row count stands out of the noise, within these bounds.
-# An eighth: at a quarter, diabetes' target (331 rows, epsilon 0.3) lost a
-# bin of an eighth of its rows on some splits
-# (benchmarks/results/regime_heldout_diabetes_histogram.md). The floor is the
-# numeric default (large tables need no more); the cap keeps a small table's
-# scaler from taking a model's budget (1 per scaler was as good as 1.5 on
-# diabetes in a ledger: benchmarks/results/regime_scaler_mechanisms.md).
+# An eighth: at a quarter, a small target (331 rows, epsilon 0.3) can lose a
+# bin of an eighth of its rows. The floor is the numeric default (large
+# tables need no more); the cap keeps a small table's scaler from taking a
+# model's budget (1 per scaler does as well as 1.5 on raw diabetes).
 AUTO_DETECTED_SHARE = 1.0 / 8.0
 AUTO_EPSILON_RANGE = (0.1, 1.0)
 # Counts and the threshold n - k are float64: exact up to 2**53.

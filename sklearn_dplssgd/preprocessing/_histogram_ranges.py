@@ -53,12 +53,8 @@ __all__ = [
 ]
 
 # Bins twice as wide as the one below: ends right within a factor of 2.
-# Half-octaves (HISTOGRAM_BINS_PER_OCTAVE = 2) place the ends of a dense
-# small table closer (diabetes in raw units: 0.005 R2 below declared bounds
-# on average instead of 0.030, benchmarks/results/regime_diabetes_per_split_grid2.md)
-# but split a sparse tail into bins too thin to stand out (UCI Adult at
-# scaler epsilon 0.1: 0.845 instead of 0.852,
-# benchmarks/results/regime_scaler_mechanisms_grid2.md): octaves stay.
+# Half-octaves place a dense small table's ends closer but split a sparse
+# tail (UCI Adult's capital gain) into bins too thin to stand out.
 HISTOGRAM_BINS_PER_OCTAVE = 1
 HISTOGRAM_GRID_BASE = 2.0 ** (1.0 / HISTOGRAM_BINS_PER_OCTAVE)
 _SMALLEST_EXPONENT, _LARGEST_EXPONENT = -20, 50

@@ -32,11 +32,9 @@ Why the width rule is narrow. A square width is weak evidence: tables of
 64, 100 or 121 columns are common, and embeddings and hashed features come
 in powers of two (64, 256, 1024). Smoothing such a table costs more than
 smoothing an image gains: on unnamed dense tables at replace-one epsilon 1
-(``benchmarks/results/regime_heldout_square.md``, 8 fits over 4 held-out
-splits each) smoothing cost 2.9 points on 100 unrelated columns (heavy
-tails) and 2.8 on 256 (a linear table of 5 classes), where it gained 0.9
-point on MNIST (784), 0.2 on a 14 x 14 synthetic image and nothing on
-average on the 8 x 8 digits (+0.8 and -0.8 points for its two scalings).
+smoothing cost about 3 points on 100 unrelated columns and on 256, where it
+gained about 1 point on MNIST (784) and nothing on average on the 8 x 8
+digits.
 Side 16 and more, not a power of two, keeps MNIST and colour images and
 leaves the widths that tables take alone; an image of another width is
 smoothed when declared (``sigma="ordered"``) or named ``pixel1`` .. .

@@ -7,10 +7,11 @@ Every batch and every noise draw of a fit comes from the one generator
 
 import copy
 import numbers
+import warnings
 
 import numpy as np
 
-from ..utils import PrivacyLeakWarning, warn_once
+from ..utils import PrivacyLeakWarning
 
 __all__ = [
     "IGNORED_SEED_MESSAGE",
@@ -54,9 +55,9 @@ REPRODUCIBLE_MESSAGE = (
 def warn_about_seed(random_state, reproducible):
     """The warnings of a fit given a seed: ignored by default, not private when used."""
     if random_state is not None and not reproducible:
-        warn_once(IGNORED_SEED_MESSAGE, UserWarning)
+        warnings.warn(IGNORED_SEED_MESSAGE, UserWarning)
     if random_state is not None and reproducible:
-        warn_once(REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
+        warnings.warn(REPRODUCIBLE_MESSAGE, PrivacyLeakWarning)
 
 
 def make_generator(random_state, reproducible=False):

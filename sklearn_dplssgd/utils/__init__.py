@@ -6,14 +6,13 @@ The modules are private; the names other layers use are re-exported here.
 
 from ._compile_notice import install_compile_notice
 from ._compiled_cache import forget_stale_compiled_code, module_sources
-from ._legacy_paths import install_legacy_paths
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._validation import (
     check_choice, check_delta, check_epsilon, check_guess, check_mechanism,
-    check_noise_multiplier, check_positive_int, check_sample_rate, forget_warnings, Interval,
+    check_noise_multiplier, check_positive_int, check_sample_rate, Interval,
     Options,
     PrivacyLeakWarning, public_row_count, score_hiding_values, validate_hiding_values,
-    validate_parameters, VALUES_NOT_SHOWN, warn_once,
+    validate_parameters, VALUES_NOT_SHOWN,
 )
 
 __all__ = [
@@ -32,13 +31,10 @@ __all__ = [
     "check_positive_int",
     "check_sample_rate",
     "forget_stale_compiled_code",
-    "forget_warnings",
     "install_compile_notice",
-    "install_legacy_paths",
     "module_sources",
     "public_row_count",
     "score_hiding_values",
     "validate_hiding_values",
     "validate_parameters",
-    "warn_once",
 ]

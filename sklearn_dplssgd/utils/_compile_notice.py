@@ -3,9 +3,8 @@
 The kernels are compiled the first time each input kind is used and cached
 on disk (``cache=True``), so the first fit in a new environment takes
 several seconds longer than the next ones: about 3 s for dense or sparse
-input, about 1.5 s more for the first sparse fit after a dense one
-(``benchmarks/results/first_fit.md``). Without a
-word this looks like a hang. Numba broadcasts a ``"numba:compile"`` event
+input, about 1.5 s more for the first sparse fit after a dense one.
+Without a word this looks like a hang. Numba broadcasts a ``"numba:compile"`` event
 around every compilation (not around a load from its cache), through its
 public event API (:mod:`numba.core.event`); the listener here logs one line
 through the ``"sklearn_dplssgd"`` logger the first time in a process that a

@@ -16,7 +16,6 @@ without any value.
 import math
 import numbers
 import re
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +30,6 @@ __all__ = [
     "check_noise_multiplier",
     "check_positive_int",
     "check_sample_rate",
-    "forget_warnings",
     "Interval",
     "Options",
     "PrivacyLeakWarning",
@@ -39,7 +37,6 @@ __all__ = [
     "score_hiding_values",
     "validate_hiding_values",
     "validate_parameters",
-    "warn_once",
 ]
 
 # The one wording of every error about private data (the label error included).
@@ -252,41 +249,6 @@ class PrivacyLeakWarning(UserWarning):
     Raised, for example, when the label set is read from the training labels
     instead of being declared with ``classes``, or when ``delta >= 1 / n``.
     """
-
-
-# What the library has said: (text, category) of every warning issued by
-# warn_once in this process.
-_SAID = set()
-
-
-def warn_once(message, category):
-    """Issue a warning once per process.
-
-    Python's ``"default"`` action shows a warning once per location, and its
-    registries are reset whenever the filters change (scikit-learn and
-    dp-accounting change them inside every fit), so a search would print the
-    same warning once per fit. Here each cause (its text, worded without
-    per-fit numbers, and its category) is issued once per process, through
-    :func:`warnings.warn` and so under the filters in force (``"ignore"``
-    hides it; ``"error"`` raises it, and a warning that raised is issued again
-    the next time). The warning is attributed to the library's line that
-    calls this function. :func:`forget_warnings` starts the record afresh.
-
-    Parameters
-    ----------
-    message : str
-        The same text for every occurrence of the cause.
-    category : type of Warning
-    """
-    if (message, category) in _SAID:
-        return
-    warnings.warn(message, category, stacklevel=2)
-    _SAID.add((message, category))
-
-
-def forget_warnings():
-    """Forget which warnings :func:`warn_once` has issued: each may be issued again."""
-    _SAID.clear()
 
 
 class Interval:
