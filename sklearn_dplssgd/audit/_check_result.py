@@ -106,14 +106,21 @@ def declared_labels(estimator):
 
 
 def private_clone(estimator):
-    """A clone with finite epsilon, declared classes and, under add/remove, a
-    public row count (the auditor's choice), ready to fit ``n_rows`` rows."""
+    """A clone with finite epsilon, declared classes or target bounds and,
+    under add/remove, a public row count (the auditor's choice), ready to fit
+    ``n_rows`` rows."""
     model = clone(estimator)
     set_existing(model, verbose=0)
     if not math.isfinite(model.epsilon):
         model.set_params(epsilon=1.0)
     if is_classifier(model):
         model.set_params(classes=declared_labels(estimator))
+    elif model.get_params().get("target_bounds", ()) is None:
+        # The checks target the training steps: without declared bounds a
+        # regressor would first learn its targets' range from a noisy
+        # histogram, which the checks' few rows cannot outweigh. The steps
+        # see targets in [-1, 1] either way; bounds the user declared stay.
+        model.set_params(target_bounds=(-1.0, 1.0))
     return model
 
 
