@@ -50,6 +50,7 @@ from sklearn_dplssgd.audit import (
     check_seed_replay,
     substituted_gradient_kernel,
 )
+from sklearn_dplssgd.audit._check_result import private_clone
 
 ESTIMATORS = [
     DPLSSGDRegressor(max_iter=3),
@@ -69,6 +70,15 @@ def test_every_check_passes_on_the_estimators(estimator):
         "search over private steps", "error messages", "public attributes"]
     assert all(isinstance(check, CheckResult) for check in result.checks)
     assert "passed" in str(result)
+
+
+def test_audit_clones_declare_a_regressors_range_and_keep_a_declared_one():
+    # The checks test the steps: a clone of a regressor without bounds
+    # declares the identity map rather than learn a range from a few rows.
+    assert private_clone(DPLSSGDRegressor()).target_bounds == (-1.0, 1.0)
+    declared = private_clone(DPLSSGDRegressor(target_bounds=(0.0, 5.0)))
+    assert declared.target_bounds == (0.0, 5.0)
+    assert "target_bounds" not in private_clone(DPLSSGDClassifier(classes=[0, 1])).get_params()
 
 
 def test_clipping_check_catches_underflowing_float32_norms(monkeypatch):
