@@ -115,11 +115,18 @@ def private_clone(estimator):
         model.set_params(epsilon=1.0)
     if is_classifier(model):
         model.set_params(classes=declared_labels(estimator))
-    elif model.get_params().get("target_bounds", ()) is None:
-        # The checks target the training steps: without declared bounds a
-        # regressor would first learn its targets' range from a noisy
-        # histogram, which the checks' few rows cannot outweigh. The steps
-        # see targets in [-1, 1] either way; bounds the user declared stay.
+    return declare_target_range(model)
+
+
+def declare_target_range(model):
+    """A regressor without ``target_bounds`` declares ``(-1, 1)``, the identity map.
+
+    The audits target the training steps: without declared bounds a
+    regressor would first learn its targets' range from a noisy histogram,
+    which their few rows cannot outweigh. The steps see targets in
+    ``[-1, 1]`` either way; bounds the user declared are kept.
+    """
+    if model.get_params().get("target_bounds", ()) is None:
         model.set_params(target_bounds=(-1.0, 1.0))
     return model
 

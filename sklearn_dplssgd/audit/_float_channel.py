@@ -134,8 +134,9 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0)
 
     The ordinary mechanism (float64 Gaussian noise added to a float64 sum)
     fails it: the floating-point channel is in the released coefficients
-    themselves, and its guarantee does not cover it. ``mechanism="gradient_exact"`` releases ``gamma`` times integers,
-    on one lattice under both data sets, and passes.
+    themselves, and its guarantee does not cover it.
+    ``mechanism="gradient_exact"`` releases ``gamma`` times integers, on one
+    lattice under both data sets, and passes.
 
     Parameters
     ----------
