@@ -13,7 +13,7 @@ import numpy as np
 
 import dp_accounting
 
-from ._events import REMAINING_BUDGET, split_epsilon_delta_events
+from ._events import REMAINING_BUDGET, TARGET_RANGE_SHARE, split_epsilon_delta_events
 
 __all__ = ["estimator_report", "ledger_report", "search_report", "transformer_report"]
 
@@ -128,7 +128,6 @@ def _target_range_lines(estimator):
     if noise == 0:
         return [f"Target range: [{low:g}, {high:g}], read from the targets without noise "
                 "(epsilon=inf)."]
-    from ..linear_model import TARGET_RANGE_SHARE  # the estimators import this module
     return [
         f"Target range: no target_bounds were declared, so the first release learned the "
         f"target's range [{low:g}, {high:g}] from one Gaussian release of the targets' "

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
-from ..accounting import REMAINING_BUDGET, calibrate_noise
+from ..accounting import REMAINING_BUDGET, TARGET_RANGE_SHARE, calibrate_noise
 from ..backends import backend_for, copy_params
 from ..mechanisms import MECHANISMS
 from ..preprocessing import histogram_ranges
@@ -18,19 +18,6 @@ from ..training import REGRESSION_LOSSES, make_generator, resolve_delta
 from ..utils import Interval, Options, score_hiding_values, validate_hiding_values
 
 __all__ = ["DPLSSGDRegressor", "TARGET_RANGE_SHARE"]
-
-# With target_bounds=None a private fit first learns the target's range from
-# one Gaussian release of the targets' counts in bins of powers of 2 (the
-# histogram of DPBoundedScaler), calibrated alone to this share of epsilon
-# at the fit's delta; the steps' noise then meets epsilon for the PLD
-# composition of both. Gaussian releases compose roughly in quadrature, so
-# the range takes about the square of this share of the steps' budget. On
-# diabetes (248 training rows, validation parts of the training splits,
-# benchmarks/results/regressor_targets.md, "Share") a tenth is too little
-# for any bin to stand out at epsilon 1 on 22 of 24 splits; at epsilon 1
-# 0.35 and 0.5 gave R2 0.32 against 0.17 for a quarter, at epsilon 4 0.39
-# and 0.38 against 0.41 (within two standard errors): 0.35.
-TARGET_RANGE_SHARE = 0.35
 
 
 def _check_target_bounds(value):

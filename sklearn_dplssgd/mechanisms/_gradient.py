@@ -696,6 +696,4 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
         f"Almost every training row's gradient is more than "
         f"{CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
         f"learns slowly: {'; '.join(causes)}. (This check is shown only to you; "
-        "it changes nothing in the fit.)",
-        UserWarning,
-    )
+        "it changes nothing in the fit.)", UserWarning)
