@@ -374,17 +374,21 @@ def test_huge_gradients_are_clipped_not_dropped(x, y, clip_norm):
     """One row, one noiseless step from zero: the gradient -y x is clipped to
     norm C, so coef_ = eta0 * sign(x y) * min(|x y|, C). Squaring |r|^2 ||x||^2
     overflows for |y| > ~1e154 (or |x y| > ~1e154); the row must still move the
-    model by its clipped gradient, not be dropped (coef_ left at 0)."""
+    model by its clipped gradient, not be dropped (coef_ left at 0). The
+    targets reach the steps within their range: declared (-1, 1), y is
+    clipped to it."""
     _count("huge_gradients_clipped")
     estimator = DPLSSGDRegressor(
         epsilon=math.inf, sigma=0.0, fit_intercept=False, max_iter=1, batch_size=1,
         alpha=0.0, eta0=0.5, clip_norm=clip_norm, random_state=0, reproducible=True,
+        target_bounds=(-1.0, 1.0),
     )
     error, _ = _try_fit(estimator, np.array([[x]]), np.array([y]))
     _outcome("huge_gradients_clipped", error)
     assert error is None, error
+    seen = min(max(y, -1.0), 1.0)
     with np.errstate(over="ignore", under="ignore"):
-        expected = 0.5 * math.copysign(min(abs(x) * abs(y), clip_norm), x * y)
+        expected = 0.5 * math.copysign(min(abs(x) * abs(seen), clip_norm), x * seen)
     assert np.isclose(estimator.coef_[0], expected, rtol=1e-6, atol=1e-300), (
         f"x={x:g}, y={y:g}, C={clip_norm:g}: coef_ {estimator.coef_[0]!r}, expected {expected!r}"
     )
