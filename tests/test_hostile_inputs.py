@@ -417,7 +417,10 @@ def test_one_dimensional_and_3d_X_are_refused():
 
 def test_single_row():
     X = np.array([[0.3, -1.2, 4.0]])
-    regressor = _fast(DPLSSGDRegressor)
+    # One row is too few to learn the targets' range: a clear refusal.
+    error, _ = _try_fit(_fast(DPLSSGDRegressor), X, np.array([2.0]))
+    _assert_clear_error(error, r"too few.*target_bounds")
+    regressor = _fast(DPLSSGDRegressor, target_bounds=(0.0, 4.0))
     error, _ = _try_fit(regressor, X, np.array([2.0]))
     assert error is None, error
     _check_fitted_model(regressor, X, 3)
