@@ -356,7 +356,7 @@ def test_a_substituted_kernel_runs_every_step_through_a_backend_of_its_own():
         ORIGINAL_KERNEL(*args, **kwargs)
 
     X, y, _, _ = make_canary_dataset(20, 3, random_state=0)
-    settings = dict(epsilon=1.0, batch_size=20, max_iter=2100,
+    settings = dict(epsilon=1.0, batch_size=20, max_iter=2100, target_bounds=(-1, 1),
                     random_state=0, reproducible=True)
     with substituted_gradient_kernel(counting) as backend:
         assert numpy_backend() is backend and not backend.supports_compiled_runs
@@ -462,8 +462,10 @@ def test_a_noise_schedule_is_audited_and_its_scale_off_by_two_is_caught(monkeypa
     correct = audit_epsilon(estimator, n_runs=1000, random_state=12)
     # A private fit on 20 rows (one full batch), for its event: with sample
     # rate 1 each block is SelfComposedDpEvent(GaussianDpEvent(z_k), T_k).
-    fitted = clone(estimator).fit(*make_canary_dataset(20, 5, task="regression",
-                                                       random_state=0)[:2])
+    # Declared target bounds: the audit measures the steps alone, at the
+    # whole epsilon, as such a fit spends it.
+    fitted = clone(estimator).set_params(target_bounds=(-1, 1)).fit(
+        *make_canary_dataset(20, 5, task="regression", random_state=0)[:2])
     blocks = fitted.dp_event_.events
     blocks = [(block.count, block.event.noise_multiplier) for block in blocks]
     assert [z for _, z in blocks] == pytest.approx(list(fitted.noise_multipliers_))

@@ -50,6 +50,7 @@ from sklearn_dplssgd.audit import (
     check_seed_replay,
     substituted_gradient_kernel,
 )
+from sklearn_dplssgd.audit._check_result import private_clone
 
 ESTIMATORS = [
     DPLSSGDRegressor(max_iter=3),
@@ -69,6 +70,15 @@ def test_every_check_passes_on_the_estimators(estimator):
         "search over private steps", "error messages", "public attributes"]
     assert all(isinstance(check, CheckResult) for check in result.checks)
     assert "passed" in str(result)
+
+
+def test_audit_clones_declare_a_regressors_range_and_keep_a_declared_one():
+    # The checks test the steps: a clone of a regressor without bounds
+    # declares the identity map rather than learn a range from a few rows.
+    assert private_clone(DPLSSGDRegressor()).target_bounds == (-1.0, 1.0)
+    declared = private_clone(DPLSSGDRegressor(target_bounds=(0.0, 5.0)))
+    assert declared.target_bounds == (0.0, 5.0)
+    assert "target_bounds" not in private_clone(DPLSSGDClassifier(classes=[0, 1])).get_params()
 
 
 def test_clipping_check_catches_underflowing_float32_norms(monkeypatch):
@@ -295,19 +305,22 @@ def test_error_outcome_check_catches_an_error_decided_by_one_row(monkeypatch):
 
 
 def test_error_outcomes_of_the_edge_data_sets_are_models():
-    # Each edge data set trains: noise only where no row contributes.
+    # Each edge data set trains: noise only where no row contributes (the
+    # regressors declare their targets' range: the steps are under test).
     X = np.random.default_rng(0).uniform(-1, 1, size=(30, 3))
     y = np.zeros(30, dtype=int)
     model = DPLSSGDClassifier(classes=[0, 1], max_iter=2, class_weight={0: 0.0}).fit(X, y)
     assert np.isfinite(model.coef_).all()
-    model = DPLSSGDRegressor(max_iter=2).fit(X, y * 1.0, sample_weight=np.zeros(30))
+    model = DPLSSGDRegressor(max_iter=2, target_bounds=(-1, 1))
+    model.fit(X, y * 1.0, sample_weight=np.zeros(30))
     assert np.isfinite(model.coef_).all()
-    empty = DPLSSGDRegressor(max_iter=2, neighboring="add_remove", public_n_samples=30)
+    empty = DPLSSGDRegressor(max_iter=2, neighboring="add_remove", public_n_samples=30,
+                             target_bounds=(-1, 1))
     assert np.isfinite(empty.fit(X[:0], y[:0] * 1.0).coef_).all()
     with pytest.warns(UserWarning, match="contribute nothing"):
         long_row = X.copy()
         long_row[0] = 1e200
-        DPLSSGDRegressor(max_iter=2).fit(long_row, y * 1.0)
+        DPLSSGDRegressor(max_iter=2, target_bounds=(-1, 1)).fit(long_row, y * 1.0)
 
 
 class _ScalerCappedByPrivateN(DPBoundedScaler):

@@ -237,19 +237,21 @@ def test_delta_auto_is_below_one_over_n_and_never_warns():
     X, y = rng.uniform(-1, 1, (50, 3)), rng.uniform(-1, 1, 50)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        DPLSSGDRegressor(max_iter=2).fit(X, y)
+        # Declared target bounds: 50 rows are too few to learn a range.
+        DPLSSGDRegressor(max_iter=2, target_bounds=(-1, 1)).fit(X, y)
     assert not [w for w in caught if "delta" in str(w.message)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        DPLSSGDRegressor(max_iter=2, delta=0.02).fit(X, y)
+        DPLSSGDRegressor(max_iter=2, delta=0.02, target_bounds=(-1, 1)).fit(X, y)
     assert [w for w in caught if w.category is PrivacyLeakWarning and "delta" in str(w.message)]
 
 
 def test_average_is_post_processing():
     rng = np.random.default_rng(7)
     X, y = rng.uniform(-1, 1, (200, 4)), rng.uniform(-1, 1, 200)
+    # Targets in the declared bounds (identity map): the steps alone.
     fits = {average: DPLSSGDRegressor(average=average, max_iter=40, random_state=1,
-                                      reproducible=True).fit(X, y)
+                                      target_bounds=(-1, 1), reproducible=True).fit(X, y)
             for average in (False, True, 3, "auto")}
     events = {str(fit.dp_event_) for fit in fits.values()}
     assert len(events) == 1  # the same release whatever is averaged
@@ -333,7 +335,9 @@ def test_auto_sigma_follows_the_public_shape(estimator, n_features, sparse, expe
     if sparse:
         X = sp.csr_matrix(np.where(np.abs(X) > 0.05, X, 0.0))
     y = rng.integers(0, 2, 60) if estimator is DPLSSGDClassifier else rng.uniform(-1, 1, 60)
-    extra = {"classes": [0, 1]} if estimator is DPLSSGDClassifier else {}
+    # The regressor's targets in declared bounds: 60 rows are too few to learn them.
+    extra = {"classes": [0, 1]} if estimator is DPLSSGDClassifier else {
+        "target_bounds": (-1, 1)}
     fitted = estimator(max_iter=2, random_state=0, reproducible=True, **extra).fit(X, y)
     assert estimator().sigma == "auto" and fitted.sigma_ == expected
     # "auto" trains exactly as the value it resolves to.
@@ -362,7 +366,8 @@ def _named_fit(names, sigma="auto", estimator=DPLSSGDClassifier):
     X = pd.DataFrame(rng.uniform(0, 1, (40, len(names))), columns=names)
     if estimator is DPLSSGDClassifier:
         return estimator(classes=[0, 1], max_iter=1, sigma=sigma).fit(X, rng.integers(0, 2, 40))
-    return estimator(max_iter=1, sigma=sigma).fit(X, rng.uniform(-1, 1, 40))
+    return estimator(max_iter=1, sigma=sigma, target_bounds=(-1, 1)).fit(
+        X, rng.uniform(-1, 1, 40))
 
 
 @pytest.mark.parametrize("names, expected", [
@@ -472,7 +477,8 @@ def test_the_regressor_step_keeps_the_noise_that_reaches_its_weights():
     assert 1.9 < smoothed_noise_share(10, 0.0, 1.0) < 2.0
     rng = np.random.default_rng(14)
     X, y = rng.uniform(-1, 1, (200, 10)), rng.uniform(-1, 1, 200)
-    steps = {sigma: DPLSSGDRegressor(sigma=sigma).fit(X, y).eta0_ for sigma in ("auto", 0.0, 1.0)}
+    steps = {sigma: DPLSSGDRegressor(sigma=sigma, target_bounds=(-1, 1)).fit(X, y).eta0_
+             for sigma in ("auto", 0.0, 1.0)}
     assert steps["auto"] == steps[0.0]  # 10 unnamed columns: not smoothed
     assert steps[0.0] == pytest.approx(steps[1.0] * math.sqrt(smoothing_beta(10, 1.0)))
     # The classifier's rule was measured per width level: no adjustment.

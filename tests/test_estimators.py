@@ -158,8 +158,10 @@ def test_divides_by_the_expected_batch_size():
     n_samples, batch_size, epochs, eta = 200, 50, 3, 0.01
     X = np.zeros((n_samples, 2))
     X[:, 0] = 1.0
-    y = np.full(n_samples, 1e9)  # far beyond the insensitive band: residual sign -1
+    # Clipped to the declared bounds (identity map): residual sign -1 at zero.
+    y = np.full(n_samples, 1e9)
     reg = DPLSSGDRegressor(loss="epsilon_insensitive", epsilon=math.inf, clip_norm=1e6,
+                           target_bounds=(-1.0, 1.0),
                            alpha=0.0, sigma=0.0, learning_rate="constant", eta0=eta,
                            batch_size=batch_size, average=False, delta=1e-5,
                            max_iter=epochs, random_state=5, reproducible=True).fit(X, y)
@@ -283,7 +285,8 @@ def test_rows_whose_outputs_could_overflow_contribute_nothing(magnitude):
     # released; they are dropped instead, with a warning to the data holder:
     # the fit is the noise-only fit of rows that all contribute nothing.
     X = np.full((10, 3), magnitude)
-    params = dict(random_state=0, reproducible=True, max_iter=2)
+    # Declared target bounds: ten rows are too few to learn a range privately.
+    params = dict(random_state=0, reproducible=True, max_iter=2, target_bounds=(0.0, 10.0))
     with pytest.warns(UserWarning, match="Rescale the features"):
         long_rows = DPLSSGDRegressor(**params).fit(X, np.arange(10.0))
     zero_rows = DPLSSGDRegressor(**params).fit(np.zeros((10, 3)), np.zeros(10))
@@ -513,7 +516,7 @@ def test_target_bounds_scale_targets_and_map_predictions_back():
     X = rng.uniform(-1, 1, size=(2000, 3))
     y = 200.0 + 150.0 * (X @ [0.5, -0.3, 0.2])
     plain = DPLSSGDRegressor(epsilon=math.inf, max_iter=30, eta0=0.5, learning_rate="constant",
-                             random_state=0, reproducible=True)
+                             target_bounds=(-1.0, 1.0), random_state=0, reproducible=True)
     bounded = clone(plain).set_params(target_bounds=(0.0, 400.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)

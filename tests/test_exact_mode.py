@@ -217,8 +217,9 @@ def test_regressor_and_multiclass(data):
     X, _ = data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DPLSSGDRegressor(mechanism="gradient_exact", epsilon=2.0, max_iter=3).fit(
-            X, X[:, 0])
+        # The exact mode takes declared target bounds only.
+        model = DPLSSGDRegressor(mechanism="gradient_exact", epsilon=2.0, max_iter=3,
+                                 target_bounds=(-1, 1)).fit(X, X[:, 0])
         labels = (3 * (X[:, 0] + 1)).astype(int) % 3
         multi = DPLSSGDClassifier(mechanism="gradient_exact", epsilon=2.0, max_iter=3,
                                   classes=[0, 1, 2]).fit(X, labels)

@@ -264,6 +264,7 @@ def test_privacy_report_lists_the_bounds_as_public():
     X, y = _table(11, n=100)
     scalar = DPLSSGDClassifier(classes=[0, 1], feature_bounds=(0, 255)).fit(X, y)
     assert "the declared feature bounds (0, 255)" in scalar.privacy_report()
-    per_feature = DPLSSGDRegressor(feature_bounds=(LOWER, UPPER)).fit(X, y.astype(float))
+    per_feature = DPLSSGDRegressor(feature_bounds=(LOWER, UPPER), target_bounds=(0, 1)).fit(
+        X, y.astype(float))
     assert "feature bounds (feature_bounds, per feature)" in per_feature.privacy_report()
     assert "feature bounds" not in DPLSSGDClassifier(classes=[0, 1]).fit(X, y).privacy_report()

@@ -236,7 +236,10 @@ def regression_targets(n):
 
 
 def _fast(cls, **params):
-    return cls(**{**FAST, "random_state": 0, "reproducible": True, **params})
+    # A regressor declares its target range unless told otherwise: the small
+    # tables here are too few rows to learn one (a refusal tested on its own).
+    bounds = {"target_bounds": (-1.0, 1.0)} if cls is DPLSSGDRegressor else {}
+    return cls(**{**FAST, "random_state": 0, "reproducible": True, **bounds, **params})
 
 
 # --------------------------------------------------------------------------
@@ -288,11 +291,17 @@ def test_nan_or_inf_in_X_or_y_is_refused(data, cls, n, d, bad, where, dtype):
     loss=st.sampled_from(["squared_error", "huber", "epsilon_insensitive"]),
     fit_intercept=st.booleans(),
     sigma=st.sampled_from([0.0, 1.0, 50.0]),
+    declare=st.booleans(),
 )
-def test_regressor_on_hostile_designs(data, X, loss, fit_intercept, sigma):
+def test_regressor_on_hostile_designs(data, X, loss, fit_intercept, sigma, declare):
     _count("regressor_hostile_designs")
     y = data.draw(regression_targets(len(X)))
-    estimator = _fast(DPLSSGDRegressor, loss=loss, fit_intercept=fit_intercept, sigma=sigma)
+    # Declared target bounds send the targets to the steps; without them the
+    # fit first learns their range, which a small table may not yield (an
+    # error naming target_bounds).
+    bounds = {"target_bounds": (-1.0, 1.0) if declare else None}
+    estimator = _fast(DPLSSGDRegressor, loss=loss, fit_intercept=fit_intercept, sigma=sigma,
+                      **bounds)
     params = copy.deepcopy(estimator.get_params())
     X0, y0 = X.copy(), y.copy()
     error, _ = _try_fit(estimator, X, y)
@@ -302,7 +311,8 @@ def test_regressor_on_hostile_designs(data, X, loss, fit_intercept, sigma):
         assert error is not None, "non-finite input accepted"
         _assert_clear_error(error, NONFINITE)
     elif error is not None:
-        _assert_clear_error(error, RESCALE, " on finite data")
+        _assert_clear_error(error, RESCALE if declare else f"{RESCALE}|target_bounds",
+                            " on finite data")
     else:
         _check_fitted_model(estimator, X, X.shape[1])
     _params_equal(params, estimator.get_params())
@@ -367,17 +377,21 @@ def test_huge_gradients_are_clipped_not_dropped(x, y, clip_norm):
     """One row, one noiseless step from zero: the gradient -y x is clipped to
     norm C, so coef_ = eta0 * sign(x y) * min(|x y|, C). Squaring |r|^2 ||x||^2
     overflows for |y| > ~1e154 (or |x y| > ~1e154); the row must still move the
-    model by its clipped gradient, not be dropped (coef_ left at 0)."""
+    model by its clipped gradient, not be dropped (coef_ left at 0). The
+    targets reach the steps within their range: declared (-1, 1), y is
+    clipped to it."""
     _count("huge_gradients_clipped")
     estimator = DPLSSGDRegressor(
         epsilon=math.inf, sigma=0.0, fit_intercept=False, max_iter=1, batch_size=1,
         alpha=0.0, eta0=0.5, clip_norm=clip_norm, random_state=0, reproducible=True,
+        target_bounds=(-1.0, 1.0),
     )
     error, _ = _try_fit(estimator, np.array([[x]]), np.array([y]))
     _outcome("huge_gradients_clipped", error)
     assert error is None, error
+    seen = min(max(y, -1.0), 1.0)
     with np.errstate(over="ignore", under="ignore"):
-        expected = 0.5 * math.copysign(min(abs(x) * abs(y), clip_norm), x * y)
+        expected = 0.5 * math.copysign(min(abs(x) * abs(seen), clip_norm), x * seen)
     assert np.isclose(estimator.coef_[0], expected, rtol=1e-6, atol=1e-300), (
         f"x={x:g}, y={y:g}, C={clip_norm:g}: coef_ {estimator.coef_[0]!r}, expected {expected!r}"
     )
@@ -406,7 +420,10 @@ def test_one_dimensional_and_3d_X_are_refused():
 
 def test_single_row():
     X = np.array([[0.3, -1.2, 4.0]])
-    regressor = _fast(DPLSSGDRegressor)
+    # One row is too few to learn the targets' range: a clear refusal.
+    error, _ = _try_fit(_fast(DPLSSGDRegressor, target_bounds=None), X, np.array([2.0]))
+    _assert_clear_error(error, r"too few.*target_bounds")
+    regressor = _fast(DPLSSGDRegressor, target_bounds=(0.0, 4.0))
     error, _ = _try_fit(regressor, X, np.array([2.0]))
     assert error is None, error
     _check_fitted_model(regressor, X, 3)
@@ -428,7 +445,9 @@ def test_fewer_rows_than_batch_size(cls):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3, 4))
     y = np.array([0, 1, 1]) if cls is DPLSSGDClassifier else rng.normal(size=3)
-    estimator = cls(batch_size=10_000, max_iter=3, random_state=0, reproducible=True)
+    # (Three rows are too few to learn a regressor's target range.)
+    bounds = {} if cls is DPLSSGDClassifier else {"target_bounds": (-3.0, 3.0)}
+    estimator = cls(batch_size=10_000, max_iter=3, random_state=0, reproducible=True, **bounds)
     error, _ = _try_fit(estimator, X, y)
     assert error is None, error
     _check_fitted_model(estimator, X, 4)
@@ -1123,7 +1142,8 @@ def _fitted(cls):
     X = np.random.default_rng(3).normal(size=(12, 3))
     if cls is DPLSSGDClassifier:
         return cls(classes=[0, 1], max_iter=1).fit(X, np.arange(12) % 2), np.arange(12) % 2
-    return cls(max_iter=1).fit(X, X[:, 0]), X[:, 0]
+    # Declared target bounds: twelve rows are too few to learn a range.
+    return cls(max_iter=1, target_bounds=(-3.0, 3.0)).fit(X, X[:, 0]), X[:, 0]
 
 
 @pytest.mark.parametrize("kind", list(_bad_tables()))

@@ -14,6 +14,7 @@ from ._events import (
     ACCOUNTANTS, compute_epsilon, dp_event, EpsilonDeltaDpEvent, event_epsilon,
     NEIGHBORING_RELATIONS, pld_grid_points, PLD_MAX_POINTS, PrivacyCalibration,
     REMAINING_BUDGET,
+    TARGET_RANGE_SHARE,
 )
 from ._ledger import (
     ledger_error, LedgerFileError, PrivacyBudgetExceededError, PrivacyLedger,
@@ -31,6 +32,7 @@ __all__ = [
     "PrivacyCalibration",
     "PrivacyLedger",
     "REMAINING_BUDGET",
+    "TARGET_RANGE_SHARE",
     "calibrate_noise",
     "compute_epsilon",
     "discrete_gaussian_rdp",

@@ -13,7 +13,7 @@ import numpy as np
 
 import dp_accounting
 
-from ._events import REMAINING_BUDGET, split_epsilon_delta_events
+from ._events import REMAINING_BUDGET, TARGET_RANGE_SHARE, split_epsilon_delta_events
 
 __all__ = ["estimator_report", "ledger_report", "search_report", "transformer_report"]
 
@@ -119,6 +119,24 @@ def _public_lines(estimator):
     return ["Treated as public: " + "; ".join(public) + "."] + lines
 
 
+def _target_range_lines(estimator):
+    """The regressor's target range learned under privacy: what was released and its cost."""
+    noise = getattr(estimator, "target_range_noise_multiplier_", None)
+    if noise is None:
+        return []
+    low, high = estimator.target_bounds_
+    if noise == 0:
+        return [f"Target range: [{low:g}, {high:g}], read from the targets without noise "
+                "(epsilon=inf)."]
+    return [
+        f"Target range: no target_bounds were declared, so the first release learned the "
+        f"target's range [{low:g}, {high:g}] from one Gaussian release of the targets' "
+        f"counts in bins of powers of 2 (noise multiplier {noise:.3g}, calibrated alone to "
+        f"{TARGET_RANGE_SHARE:g} of epsilon: GaussianDpEvent, the first part of dp_event_). "
+        "The guarantee above composes it with the training steps. Targets were clipped "
+        "to that range and mapped to [-1, 1]; predictions are mapped back (post-processing)."]
+
+
 def _lattice_words(noise):
     """How an exact mode's steps are formed and what they add, from its NoiseAdded."""
     scale = noise.grid_scale
@@ -222,6 +240,7 @@ def estimator_report(estimator, releases_integers=False):
             "warm_start calls) on the rows; the guarantee above covers all of them "
             "together.")
     lines += _public_lines(estimator)
+    lines += _target_range_lines(estimator)
     lines += _noise_lines(estimator)
     ledger = getattr(estimator, "ledger", None)
     if ledger is not None and estimator.get_params().get("epsilon") == REMAINING_BUDGET:

@@ -106,14 +106,28 @@ def declared_labels(estimator):
 
 
 def private_clone(estimator):
-    """A clone with finite epsilon, declared classes and, under add/remove, a
-    public row count (the auditor's choice), ready to fit ``n_rows`` rows."""
+    """A clone with finite epsilon, declared classes or target bounds and,
+    under add/remove, a public row count (the auditor's choice), ready to fit
+    ``n_rows`` rows."""
     model = clone(estimator)
     set_existing(model, verbose=0)
     if not math.isfinite(model.epsilon):
         model.set_params(epsilon=1.0)
     if is_classifier(model):
         model.set_params(classes=declared_labels(estimator))
+    return declare_target_range(model)
+
+
+def declare_target_range(model):
+    """A regressor without ``target_bounds`` declares ``(-1, 1)``, the identity map.
+
+    The audits target the training steps: without declared bounds a
+    regressor would first learn its targets' range from a noisy histogram,
+    which their few rows cannot outweigh. The steps see targets in
+    ``[-1, 1]`` either way; bounds the user declared are kept.
+    """
+    if model.get_params().get("target_bounds", ()) is None:
+        model.set_params(target_bounds=(-1.0, 1.0))
     return model
 
 

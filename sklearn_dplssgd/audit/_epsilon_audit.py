@@ -12,7 +12,7 @@ from ..training import nominal_batch_size
 from ._canary import (
     CanaryStatistic, auto_canary, canary_direction, make_canary_dataset, smoothing_strength,
 )
-from ._fits import append_label, check_estimator, seeded_fit
+from ._fits import append_label, check_estimator, seeded_fit, steps_on_targets_as_given
 from ._result import audit_scores
 from ._statistics import check_confidence
 
@@ -88,9 +88,11 @@ def audit_epsilon(
         epsilon is the one the configuration reports when fitted privately.
         ``verbose`` is set to 0. Under add/remove adjacency without
         ``public_n_samples``, the size of D plus the canary is declared
-        public. Everything else is used as given. For a
-        classifier without ``classes``, the label set of D plus the canary
-        is declared, so that the label set itself does not reveal the canary.
+        public. A regressor without ``target_bounds`` trains on the
+        targets as given, without learning their range: the audit measures
+        the steps, at the whole epsilon. Everything else is used as given.
+        For a classifier without ``classes``, the label set of D plus the
+        canary is declared, so that the label set itself does not reveal the canary.
     X : array-like of shape (n_samples, n_features), default=None
         Background data D, dense (sparse X is refused). By default,
         ``batch_size - 1`` rows from :func:`make_canary_dataset` (5 features,
@@ -152,7 +154,7 @@ def audit_epsilon(
         else np.random.SeedSequence(random_state)
     )
     background_seed, run_seeds = seed_sequence.spawn(2)
-    estimator = clone(estimator).set_params(verbose=0)
+    estimator = steps_on_targets_as_given(clone(estimator).set_params(verbose=0))
 
     if X is None:
         X, y = _default_background(estimator, np.random.default_rng(background_seed))

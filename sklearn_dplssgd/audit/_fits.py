@@ -8,7 +8,7 @@ from sklearn.base import clone
 from ..linear_model import BaseDPLSSGD
 from ..utils import PrivacyLeakWarning
 
-__all__ = ["append_label", "check_estimator", "seeded_fit"]
+__all__ = ["append_label", "check_estimator", "seeded_fit", "steps_on_targets_as_given"]
 
 
 def check_estimator(estimator):
@@ -18,6 +18,33 @@ def check_estimator(estimator):
             "audit_epsilon audits DPLSSGDClassifier and DPLSSGDRegressor instances; "
             f"got {type(estimator).__name__}."
         )
+
+
+class _TargetsAsGiven:
+    """Overrides that make a regressor's steps train on its targets as given."""
+
+    def _plan_prior_release(self, delta, n_accounted, composable):
+        return None
+
+    def _prepare_targets(self, X, continued):
+        self._learns_target_range = False
+
+
+def steps_on_targets_as_given(estimator):
+    """``estimator``, or for a regressor that would learn its targets' range,
+    an instance of its class whose steps train on the targets as given.
+
+    The audit measures the training steps: their guarantee holds whatever the
+    targets (each row's gradient is clipped), so a canary target far beyond
+    any prediction, which keeps the canary's gradient saturating the clip,
+    audits them at their worst and at the whole epsilon. The range release
+    (the Gaussian histogram of :class:`DPBoundedScaler`) is not audited here.
+    """
+    if estimator.get_params().get("target_bounds", ()) is not None:
+        return estimator
+    cls = type(estimator)
+    steps_only = type(cls.__name__, (_TargetsAsGiven, cls), {"__module__": cls.__module__})
+    return steps_only(**estimator.get_params())
 
 
 def append_label(y, label):

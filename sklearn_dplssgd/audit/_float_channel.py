@@ -37,7 +37,7 @@ from ..mechanisms import mechanism_named
 from ._check_result import (
     CheckResult, declare_public_n, declared_labels, private_clone, set_existing,
 )
-from ._fits import seeded_fit
+from ._fits import seeded_fit, steps_on_targets_as_given
 from ._statistics import check_confidence, epsilon_lower_bound_of_event
 
 __all__ = ["check_float_channel", "off_grid"]
@@ -76,7 +76,8 @@ def _one_step_configuration(estimator):
 
     One feature, no intercept, the full batch of :data:`_N_ROWS` rows (``q =
     1``), one step of size 1 from zero weights, no smoothing, decay or
-    averaging: the coefficient is ``-(s + noise) / b`` exactly.
+    averaging: the coefficient is ``-(s + noise) / b`` exactly. A regressor
+    trains on its targets as given (no target range learned or declared).
     """
     model = private_clone(estimator)
     set_existing(
@@ -87,7 +88,7 @@ def _one_step_configuration(estimator):
     )
     if is_classifier(model):
         model.set_params(classes=declared_labels(estimator)[:2])
-    return declare_public_n(model, _N_ROWS)
+    return declare_public_n(steps_on_targets_as_given(model), _N_ROWS)
 
 
 def _neighbours(model):

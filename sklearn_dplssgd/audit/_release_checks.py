@@ -33,7 +33,9 @@ def check_clipping(estimator, dtypes=(np.float32, np.float64)):
     row's clipped gradient, so ``b ||weights|| / clip_norm`` must be at most 1,
     or, for a mechanism that rounds the clipped gradient onto a grid (the
     exact-noise mode), the bound its sensitivity argument states for the
-    rounded row (its mechanism's ``noise_free_contribution_bound``).
+    rounded row (its mechanism's ``noise_free_contribution_bound``). Each
+    row's clip norm is ``clip_norm`` or a 64th of the row's norm, whichever is
+    smaller, so that every row's gradient saturates it.
 
     Parameters
     ----------
@@ -59,10 +61,15 @@ def check_clipping(estimator, dtypes=(np.float32, np.float64)):
              for fit_intercept in (True, False)]
     for dtype, row, target, fit_intercept in cases:
         model = private_clone(estimator)
+        # Targets reach the steps within [-1, 1] (a regressor's target range)
+        # and a label's residual is at most 1, so a tiny row saturates the
+        # clip only under a clip norm below its own norm: a 64th of it, so
+        # that a norm taken many times too small still shows in full.
+        row_norm = float(np.linalg.norm(row.astype(np.float64)))
         set_existing(
             model, epsilon=math.inf, sigma=0.0, alpha=0.0, learning_rate="constant",
             eta0=1.0, batch_size=batch_size, max_iter=1, public_n_samples=1,
-            fit_intercept=fit_intercept,
+            fit_intercept=fit_intercept, clip_norm=min(float(model.clip_norm), row_norm / 64),
         )
         y = np.asarray([target])
         fitted = quietly(model.fit, row[np.newaxis, :], y)

@@ -219,6 +219,15 @@ class BaseDPLSSGD(BaseEstimator):
     def _encode_targets(self, y):
         raise NotImplementedError
 
+    def _plan_prior_release(self, delta, n_accounted, composable):
+        """The event of a release made before the steps, or None (see the regressor).
+
+        Called while the mechanism plans a fresh release (not a continued
+        series), from public quantities only; ``composable`` says whether the
+        mechanism can compose such a release with its steps.
+        """
+        return None
+
     def _declared_labels(self, classes=None):
         """The declared label set (a classifier's), or None: read before any row."""
         return None

@@ -1,18 +1,23 @@
 """DPLSSGDRegressor: differentially private linear regression."""
 
 import math
+import warnings
 
+import dp_accounting
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
-from ..backends import copy_params
+from ..accounting import REMAINING_BUDGET, TARGET_RANGE_SHARE, calibrate_noise
+from ..backends import backend_for, copy_params
+from ..mechanisms import MECHANISMS
+from ..preprocessing import histogram_ranges
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
-from ..training import REGRESSION_LOSSES
+from ..training import REGRESSION_LOSSES, make_generator, resolve_delta
 from ..utils import Interval, Options, score_hiding_values, validate_hiding_values
 
-__all__ = ["DPLSSGDRegressor"]
+__all__ = ["DPLSSGDRegressor", "TARGET_RANGE_SHARE"]
 
 
 def _check_target_bounds(value):
@@ -48,12 +53,25 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         is the privacy budget). Unused by ``squared_error``.
 
     target_bounds : tuple (low, high) or None, default=None
-        Public bounds of the target, declared by the user (never read from
-        the data). Targets are clipped to ``[low, high]`` and mapped to
-        ``[-1, 1]`` for training, and predictions are mapped back, so the
-        model sees targets of unit scale whatever their units. The loss's
-        ``loss_threshold`` then applies on that scale too. None trains on
-        ``y`` as given.
+        Public bounds of the target. Targets are clipped to ``[low, high]``
+        and mapped to ``[-1, 1]`` for training, and predictions are mapped
+        back, so the model sees targets of unit scale whatever their units;
+        ``loss_threshold`` applies on that scale. Declared bounds are never
+        read from the data and spend nothing. None: a fit learns the range
+        privately first, from one Gaussian release of the targets' counts in
+        bins of powers of 2 (the histogram of :class:`DPBoundedScaler`),
+        calibrated to ``TARGET_RANGE_SHARE`` (0.35) of ``epsilon``; the
+        steps' noise meets ``epsilon`` for the composition of both, which
+        ``epsilon_``, ``dp_event_``, the ledger and ``privacy_report()``
+        state. Where no bin of the targets stands out of the noise (a small
+        table) the fit raises an error naming ``target_bounds``; with
+        ``epsilon=inf`` the range is read without noise. A continued series
+        keeps its first release's range. ``mechanism="gradient_exact"``, a
+        trial of :class:`DPRandomizedSearch` and Dask input need declared
+        bounds; ``mechanism="output"`` trains on ``y`` as given (its
+        ``squared_error`` needs declared bounds). Declare bounds when a range
+        is known from the units or a public source: they leave the whole
+        budget to the steps.
 
     {privacy_parameters}
 
@@ -69,6 +87,14 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
     intercept_ : ndarray of shape (1,)
         Intercept (zero when ``fit_intercept=False``).
 
+    target_bounds_ : tuple of float (low, high)
+        The target range the fit used: ``target_bounds`` when declared,
+        else the privately released one (ends are powers of 2 or 0).
+
+    target_range_noise_multiplier_ : float or None
+        ``z`` of the release of the learned range (its ``GaussianDpEvent``;
+        0 with ``epsilon=inf``); None when ``target_bounds`` was declared.
+
     {fitted_attributes}
 
     See Also
@@ -79,8 +105,9 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
     Notes
     -----
     Per-sample clipping bounds each row's influence whatever the scale of the
-    target, but a target far larger than ``clip_norm`` makes training slow:
-    scale ``y`` by a bound known in advance, not one computed from the data.
+    target, and targets far from unit scale would make almost every gradient
+    clip: the targets are therefore always mapped to ``[-1, 1]``, by declared
+    ``target_bounds`` or by a range learned with part of the budget.
 
     Examples
     --------
@@ -169,22 +196,106 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.verbose = verbose
 
     def _target_scale(self):
-        """``(centre, half_width)`` of the declared target bounds, or None."""
-        if self.target_bounds is None:
+        """``(centre, half_width)`` of the target range in use, or None."""
+        bounds = self.__dict__.get("target_bounds_", self.target_bounds)
+        if bounds is None:
             return None
-        low, high = (float(bound) for bound in self.target_bounds)
+        low, high = (float(bound) for bound in bounds)
         return (low + high) / 2.0, (high - low) / 2.0
+
+    def _target_range_noise(self, delta):
+        """``z`` of the target range's release: public quantities only (0 without privacy)."""
+        if not self._spends_privacy():
+            return 0.0
+        epsilon = self.epsilon
+        if epsilon == REMAINING_BUDGET:
+            # A share of what remains of the ledger (its adding-up bound);
+            # the steps then take the rest (GradientPerturbation.within_ledger).
+            epsilon = self.ledger.max_epsilon - self.ledger.epsilon()
+            if not epsilon > 0:
+                raise ValueError(
+                    "epsilon='remaining': the ledger has no budget left to learn the target's "
+                    "range; declare target_bounds=(low, high) or raise max_epsilon.")
+        return calibrate_noise(TARGET_RANGE_SHARE * float(epsilon), delta, sample_rate=1.0,
+                               n_steps=1, neighboring=self.neighboring).noise_multiplier
+
+    def _plan_prior_release(self, delta, n_accounted, composable):
+        """The target range's ``GaussianDpEvent`` where the fit learns it, else None."""
+        self.__dict__.pop("_planned_range_noise", None)
+        if self.target_bounds is not None:
+            return None
+        if not composable:
+            raise ValueError(
+                f"target_bounds=None learns the target's range with a noisy histogram, which "
+                f"this fit cannot account for (mechanism={self.mechanism!r}, or a trial of a "
+                "private search, which calibrates its trials alone): declare "
+                "target_bounds=(low, high).")
+        noise = self._target_range_noise(delta)
+        self._planned_range_noise = noise
+        return dp_accounting.GaussianDpEvent(noise) if noise > 0 else None
+
+    def _learn_target_range(self, y):
+        """Release the target's range (:func:`histogram_ranges` on ``y``) and store it."""
+        noise = self.__dict__.pop("_planned_range_noise", None)
+        if noise is None:
+            # Not planned before the rows were read (no public row count yet).
+            noise = self._target_range_noise(resolve_delta(
+                self.delta, self._accounted_n_samples(max(len(y), 1))))
+        rng, _ = make_generator(self.random_state, self.reproducible)
+        lower, upper, detected = histogram_ranges(y[:, np.newaxis], noise, self.neighboring,
+                                                  rng)
+        if np.isnan(lower[0]):
+            # No range to use: a guessed one would make the predictions useless.
+            raise ValueError(
+                f"DPLSSGDRegressor: no bin of the targets stood out of the noise of the range "
+                f"release (a {TARGET_RANGE_SHARE:g} share of epsilon), even in coarse bins: "
+                f"{len(y)} rows are too few. Declare target_bounds=(low, high) (a range known "
+                "from the units or a public source), or give the fit more budget. The "
+                "ledger, if any, has been charged for this fit.")
+        if not detected[0]:
+            warnings.warn(
+                "DPLSSGDRegressor: no single bin of the targets stood out of the noise; their "
+                "range comes from coarser bins (wider). Declare target_bounds=(low, high), "
+                "or give the fit more budget.", UserWarning)
+        # Post-processing of the noisy counts.
+        self.target_bounds_ = (float(lower[0]), float(upper[0]))
+        self.target_range_noise_multiplier_ = float(noise)
 
     def _encode_targets(self, y, classes=None):
         # scikit-learn converts only object targets to numbers: text in a
         # string array arrives here, and NumPy's error would quote it.
         y = validate_hiding_values({"y": y}, np.asarray, y, dtype=np.float64)
+        if self.target_bounds is not None:
+            self.target_bounds_ = tuple(float(bound) for bound in self.target_bounds)
+            self.target_range_noise_multiplier_ = None
+        elif self.__dict__.get("_learns_target_range"):
+            self._learn_target_range(y)
+            self._learns_target_range = False
         scale = self._target_scale()
         if scale is None:
             return y, 1
         centre, half_width = scale
-        # Public bounds: clipping changes no row's influence beyond the clip.
+        # A public or released range: clipping changes no row's influence
+        # beyond the clip, and the map is post-processing of the range.
         return np.clip((y - centre) / half_width, -1.0, 1.0), 1
+
+    def _prepare_targets(self, X, continued):
+        """Whether this fit learns the target's range; refuse where it cannot."""
+        learns = (self.target_bounds is None and not continued
+                  # (An invalid name is refused by the parameter validation.)
+                  and getattr(MECHANISMS.get(self.mechanism), "composes_prior_release", False))
+        if self.target_bounds is None and not continued and not learns:
+            # Output perturbation: its bounded losses train on y as given
+            # (it refuses squared_error without bounds), never on the range
+            # of an earlier fit.
+            for name in ("target_bounds_", "target_range_noise_multiplier_"):
+                self.__dict__.pop(name, None)
+        if learns and backend_for(X).rows_are_remote:
+            raise ValueError(
+                "target_bounds=None learns the target's range from the rows held here; a "
+                "Dask collection's targets stay on its workers: declare "
+                "target_bounds=(low, high).")
+        self._learns_target_range = learns
 
     def fit(self, X, y, sample_weight=None, *, coef_init=None, intercept_init=None):
         """Train the model with (epsilon, delta)-differential privacy.
@@ -214,6 +325,8 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self : DPLSSGDRegressor
             The fitted estimator.
         """
+        self._prepare_targets(X, coef_init is None and intercept_init is None and (
+            self.warm_start and "dp_events_" in self.__dict__))
         params = self._fit(X, y, sample_weight, coef_init=coef_init,
                            intercept_init=intercept_init)
         self._set_coefficients(params)
@@ -241,6 +354,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         -------
         self : DPLSSGDRegressor
         """
+        self._prepare_targets(X, "dp_events_" in self.__dict__)
         self._set_coefficients(self._fit(X, y, sample_weight, partial=True,
                                          disjoint_batches=disjoint_batches))
         return self

@@ -389,6 +389,9 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
     supports_partial_fit = False
     searchable = False
     releases_integers = True
+    # A float release before the integer steps (the regressor's noisy
+    # histogram of its targets) would not be one of exactly sampled integers.
+    composes_prior_release = False
     # Its noise is rounded up onto an integer grid after calibration.
     spends_remaining_budget = False
 
@@ -433,7 +436,7 @@ class ExactGradientPerturbationMechanism(GradientPerturbationMechanism):
             epsilon, delta, accountant=estimator.accountant, **public)
 
     def calibrated_mechanism(self, estimator, delta, *, sample_rate, n_steps, n_samples,
-                             noise_schedule, n_coordinates=None, n_outputs=1):
+                             noise_schedule, n_coordinates=None, n_outputs=1, prior_event=None):
         if len({level for _, level in noise_schedule}) > 1:
             raise ValueError(
                 f"mechanism={self.name!r} supports a constant noise_schedule only.")

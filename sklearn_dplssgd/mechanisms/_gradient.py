@@ -75,6 +75,11 @@ class GradientPerturbation(Mechanism):
         a constant noise multiplier.
     max_sample_weight : float, default=1.0
         The public bound w_max on the rows' weights, for the record.
+    prior_event : dp_accounting.DpEvent or None, default=None
+        A release the fit makes on the same rows before its steps (the
+        regressor's private target range), fixed from public quantities:
+        :meth:`dp_event` composes it with the steps, and :meth:`calibrated`
+        meets epsilon for the composition.
     """
 
     sample_rate: float
@@ -85,6 +90,7 @@ class GradientPerturbation(Mechanism):
     seeded: bool = False
     noise_schedule: tuple = ()
     max_sample_weight: float = 1.0
+    prior_event: typing.Any = None
 
     @property
     def sensitivity(self):
@@ -108,15 +114,21 @@ class GradientPerturbation(Mechanism):
         """Whether the noise multiplier changes over the steps."""
         return bool(self.noise_schedule)
 
+    @property
+    def composed(self):
+        """Whether the event composes several parts (a schedule's blocks, a prior release)."""
+        return self.scheduled or self.prior_event is not None
+
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, accountant, neighboring,
-                   clip_norm, n_samples=None, noise_schedule=(), max_sample_weight=1.0):
+                   clip_norm, n_samples=None, noise_schedule=(), max_sample_weight=1.0,
+                   prior_event=None):
         """The mechanism whose noise meets ``(epsilon, delta)``, and its calibration.
 
-        With a non-constant ``noise_schedule`` the scale is the smallest for
-        which ``event_epsilon`` of the composed blocks (PLD where it
-        applies, dense-order RDP otherwise: the tightest sound bound) meets
-        ``epsilon``; ``accountant`` then only chooses the starting point.
+        With a non-constant ``noise_schedule``, or a ``prior_event`` to
+        compose with the steps, the scale is the smallest for which
+        ``event_epsilon`` of the composed event (PLD) meets ``epsilon``;
+        ``accountant`` then only chooses the starting point.
 
         Returns
         -------
@@ -132,8 +144,9 @@ class GradientPerturbation(Mechanism):
             noise_multiplier=float(calibration.noise_multiplier),
             neighboring=neighboring, clip_norm=float(clip_norm),
             noise_schedule=tuple(noise_schedule), max_sample_weight=float(max_sample_weight),
+            prior_event=prior_event,
         )
-        if not mechanism.scheduled or epsilon == math.inf:
+        if not mechanism.composed or epsilon == math.inf:
             return mechanism, calibration
 
         def scaled(scale):
@@ -142,7 +155,7 @@ class GradientPerturbation(Mechanism):
         # To first order the privacy cost is sum_t 1 / z_t**2: the constant
         # noise meeting epsilon times the RMS of 1 / level is close to the
         # answer, and the search starts there.
-        levels = step_levels(mechanism.noise_schedule)
+        levels = step_levels(mechanism.noise_schedule) if mechanism.scheduled else np.ones(1)
         guess = calibration.noise_multiplier * math.sqrt(np.mean(levels ** -2.0))
         smallest_level = float(levels.min())
 
@@ -167,7 +180,8 @@ class GradientPerturbation(Mechanism):
 
     @classmethod
     def within_ledger(cls, ledger, name, delta, *, sample_rate, n_steps, accountant,
-                      neighboring, clip_norm, noise_schedule=(), max_sample_weight=1.0):
+                      neighboring, clip_norm, noise_schedule=(), max_sample_weight=1.0,
+                      prior_event=None):
         """The mechanism that spends what remains of ``ledger``'s budget, and its calibration.
 
         Its noise is the smallest for which the ledger's composed total with
@@ -184,7 +198,7 @@ class GradientPerturbation(Mechanism):
         shape = cls(sample_rate=float(sample_rate), n_steps=int(n_steps), noise_multiplier=1.0,
                     neighboring=neighboring, clip_norm=float(clip_norm),
                     noise_schedule=tuple(noise_schedule),
-                    max_sample_weight=float(max_sample_weight))
+                    max_sample_weight=float(max_sample_weight), prior_event=prior_event)
         smallest_level = float(step_levels(shape.noise_schedule).min()) if (
             shape.scheduled) else 1.0
 
@@ -200,7 +214,7 @@ class GradientPerturbation(Mechanism):
         stated_by = accountant if accountant in ("pld", "rdp") else "rdp"
         calibration = PrivacyCalibration(
             float(noise_multiplier), mechanism.epsilon(delta, stated_by), float(delta),
-            float(sample_rate), int(n_steps), "pld" if mechanism.scheduled else stated_by,
+            float(sample_rate), int(n_steps), "pld" if mechanism.composed else stated_by,
             neighboring)
         return mechanism, calibration
 
@@ -233,25 +247,29 @@ class GradientPerturbation(Mechanism):
         ``NonPrivateDpEvent`` without noise or for a seeded fit; otherwise
         ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), T)``
         (without the sampling for ``q = 1``), and for a noise schedule the
-        ``ComposedDpEvent`` of one such event per block.
+        ``ComposedDpEvent`` of one such event per block; a ``prior_event``
+        comes first in a ``ComposedDpEvent`` with the steps.
         """
         if not self.private:
             return dp_accounting.NonPrivateDpEvent()
         if self.scheduled:
-            return dp_accounting.ComposedDpEvent([
-                dp_event(self.noise_multiplier * level, self.sample_rate, steps)
-                for steps, level in self.noise_schedule])
-        return dp_event(self.noise_multiplier, self.sample_rate, self.n_steps)
+            steps = [dp_event(self.noise_multiplier * level, self.sample_rate, count)
+                     for count, level in self.noise_schedule]
+        else:
+            steps = [dp_event(self.noise_multiplier, self.sample_rate, self.n_steps)]
+        if self.prior_event is not None:
+            return dp_accounting.ComposedDpEvent([self.prior_event] + steps)
+        return steps[0] if len(steps) == 1 else dp_accounting.ComposedDpEvent(steps)
 
     def epsilon(self, delta, accountant="pld"):
         """Epsilon of the release at ``delta`` (``inf`` when not private).
 
-        A noise schedule is accounted by ``event_epsilon`` of
-        :meth:`dp_event` (``accountant`` is then not used).
+        A noise schedule or a prior release is accounted by
+        ``event_epsilon`` of :meth:`dp_event` (``accountant`` is then not used).
         """
         if not self.private:
             return math.inf
-        if self.scheduled:
+        if self.composed:
             # PLD alone (see calibrated), at an interval set by a coarse pass.
             event = self.dp_event()
             coarse = event_epsilon(event, delta, self.neighboring, 1e-2, pld_only=True)
@@ -284,6 +302,9 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     name = "gradient"
     searchable = True
     spends_remaining_budget = True
+    # Whether the steps' event can compose a release made before them
+    # (GradientPerturbation.prior_event).
+    composes_prior_release = True
 
     def check_settings(self, estimator):
         if estimator.weight_norm_bound is not None:
@@ -396,6 +417,11 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
         schedule = noise_schedule_blocks(estimator.noise_schedule, n_steps, max_iter)
         fixed = estimator.__dict__.get("_fixed_mechanism")
+        # A release the estimator makes before the steps (the regressor's
+        # target range), from public quantities; a continued series keeps
+        # what its first release learned.
+        prior_event = None if series is not None else estimator._plan_prior_release(
+            delta, n_accounted, self.composes_prior_release and fixed is None)
         if fixed is not None:
             # A trial of DPRandomizedSearch: the search calibrated the noise
             # for all its trials and accounts for them itself.
@@ -416,7 +442,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             mechanism, calibration = self.calibrated_mechanism(
                 estimator, delta, sample_rate=sample_rate, n_steps=n_steps,
                 n_samples=n_accounted, noise_schedule=schedule, n_coordinates=n_coordinates,
-                n_outputs=n_outputs)
+                n_outputs=n_outputs, prior_event=prior_event)
         rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
         if seeded:
             # A seeded fit's noise is reproducible: it claims nothing.
@@ -431,13 +457,14 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         )
 
     def calibrated_mechanism(self, estimator, delta, *, sample_rate, n_steps, n_samples,
-                             noise_schedule, n_coordinates=None, n_outputs=1):
+                             noise_schedule, n_coordinates=None, n_outputs=1, prior_event=None):
         """The mechanism of a fit whose noise meets the estimator's epsilon, and its calibration.
 
         From public quantities only; a mechanism with another noise (the
         exact-noise mode) answers its own. With ``epsilon="remaining"`` the
         noise spends what remains of the ledger's budget
-        (:meth:`GradientPerturbation.within_ledger`).
+        (:meth:`GradientPerturbation.within_ledger`). ``prior_event`` (see
+        :class:`GradientPerturbation`) is composed with the steps in both.
         """
         if estimator.epsilon == REMAINING_BUDGET:
             return GradientPerturbation.within_ledger(
@@ -445,7 +472,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                 n_steps=n_steps, accountant=estimator.accountant,
                 neighboring=estimator.neighboring, clip_norm=float(estimator.clip_norm),
                 noise_schedule=noise_schedule,
-                max_sample_weight=float(estimator.max_sample_weight))
+                max_sample_weight=float(estimator.max_sample_weight), prior_event=prior_event)
         return GradientPerturbation.calibrated(
             estimator.epsilon,
             delta,
@@ -457,6 +484,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             n_samples=n_samples,
             noise_schedule=noise_schedule,
             max_sample_weight=float(estimator.max_sample_weight),
+            prior_event=prior_event,
         )
 
     def training_function(self, backend, plan):
@@ -668,6 +696,4 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
         f"Almost every training row's gradient is more than "
         f"{CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
         f"learns slowly: {'; '.join(causes)}. (This check is shown only to you; "
-        "it changes nothing in the fit.)",
-        UserWarning,
-    )
+        "it changes nothing in the fit.)", UserWarning)

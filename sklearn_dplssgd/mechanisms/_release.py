@@ -161,6 +161,10 @@ class ReleaseMechanism:
     spends_remaining_budget : bool
         Whether it can calibrate its noise to what remains of a ledger's
         budget (the estimators' ``epsilon="remaining"``).
+    composes_prior_release : bool
+        Whether its event composes a release made on the rows before
+        training (the regressor's target range learned with
+        ``target_bounds=None``).
     """
 
     name = None
@@ -173,6 +177,9 @@ class ReleaseMechanism:
     searchable = False
     spends_remaining_budget = False
     releases_integers = False
+    # Whether its event can compose a release made before training (the
+    # regressor's learned target range): see GradientPerturbation.prior_event.
+    composes_prior_release = False
 
     def noise_free_contribution_bound(self, n_coordinates):
         """The largest norm one row may add to a noise-free step, over ``w_max C``.

@@ -5,6 +5,7 @@ The modules are private; the names other layers use are re-exported here.
 
 from ._dp_encoder import DPOneHotEncoder
 from ._dp_scaler import DPBoundedScaler
+from ._histogram_ranges import histogram_ranges
 from ._scaler import (
     as_bounds, BoundedScaler, broadcast_bounds, center_and_half_width, scale_to_unit,
 )
@@ -16,5 +17,6 @@ __all__ = [
     "as_bounds",
     "broadcast_bounds",
     "center_and_half_width",
+    "histogram_ranges",
     "scale_to_unit",
 ]

@@ -198,7 +198,9 @@ def _crossed_span(noisy, edges, widths, threshold):
     for width in widths:
         blocks = _blocks(noisy.shape[0], edges, width)
         merged = np.bincount(blocks, weights=noisy)
-        crossed = np.flatnonzero(merged >= threshold * math.sqrt(width))
+        # A block must hold a row: without noise (z = 0, a non-private fit)
+        # the threshold is 0, and an empty block is not data.
+        crossed = np.flatnonzero((merged >= threshold * math.sqrt(width)) & (merged > 0))
         if crossed.size:
             members = np.flatnonzero((blocks == crossed[0]) | (blocks == crossed[-1]))
             first = members[0] if first is None else min(first, members[0])

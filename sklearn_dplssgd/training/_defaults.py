@@ -45,7 +45,8 @@ only chooses the scale. ``eta0`` is chosen so that ``W`` equals
 classifier), and never above the noise-free step ``max_step / C`` (reached at
 ``epsilon=inf``): 4 for the classifiers, whose weights grow large on
 separable classes, 1 for the regressor, whose targets are scaled to
-``[-1, 1]`` by ``target_bounds`` so that its weights are of order one (a
+``[-1, 1]`` (by ``target_bounds``, or a range learned privately) so that
+its weights are of order one (a
 step of 4 there oscillates: R2 0.18 against 0.41 on diabetes without
 noise). Why ``1 / sqrt(d)``: the noise the weights carry reaches a
 prediction as ``W . x``, of standard deviation ``W ||x||``, and for features
