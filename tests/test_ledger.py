@@ -61,7 +61,8 @@ def test_every_fit_of_a_parallel_grid_search_is_recorded(data, ledger):
 
 def test_total_is_the_composition_recomputed_with_dp_accounting(data, ledger):
     X, y = data
-    fits = [DPLSSGDRegressor(epsilon=eps, max_iter=2, ledger=ledger).fit(X, X[:, 0])
+    fits = [DPLSSGDRegressor(epsilon=eps, max_iter=2, ledger=ledger,
+                             target_bounds=(-5, 5)).fit(X, X[:, 0])
             for eps in (0.5, 1.0)]
     composed = dp_accounting.ComposedDpEvent([fit.dp_event_ for fit in fits])
     assert ledger.dp_event == composed

@@ -63,7 +63,8 @@ def test_events_of_several_fits_compose():
 def test_rdp_accountant_recomputes_add_remove_epsilon():
     X, y = _data()
     reg = DPLSSGDRegressor(epsilon=2.0, accountant="rdp", neighboring="add_remove",
-                           public_n_samples=600, batch_size=50, max_iter=2).fit(X, X[:, 0])
+                           public_n_samples=600, batch_size=50, max_iter=2,
+                           target_bounds=(-5, 5)).fit(X, X[:, 0])
     accountant = dp_rdp.RdpAccountant(orders=[1 + x / 10 for x in range(1, 100)]
                                       + list(range(11, 1025)))
     recomputed = accountant.compose(reg.dp_event_).get_epsilon(DELTA)

@@ -279,7 +279,7 @@ def test_duplicate_entries_are_clipped_by_their_sum():
     X = _with_duplicates()
     y = np.array([1.0, -1.0])
     params = dict(epsilon=1.0, batch_size=2, max_iter=3, eta0=0.1, sigma=1.0, random_state=0,
-                  reproducible=True)
+                  reproducible=True, target_bounds=(-1, 1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         duplicated = DPLSSGDRegressor(**params).fit(X * 10, y)
@@ -362,7 +362,8 @@ def test_sparse_float32_predictions_that_overflow_are_recomputed():
     X = np.zeros((2, 40), np.float32)
     X[0, ::2] = 1e28
     X[1, 1::2] = 0.5
-    model = DPLSSGDRegressor(max_iter=1).fit(np.eye(40, dtype=np.float32), np.zeros(40))
+    model = DPLSSGDRegressor(max_iter=1, target_bounds=(-1, 1)).fit(
+        np.eye(40, dtype=np.float32), np.zeros(40))
     model.coef_ = np.full(40, 1e12, np.float32)
     predicted = model.predict(sp.csr_matrix(X))
     assert np.isfinite(predicted).all()
