@@ -685,12 +685,6 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
             "the features are far from unit scale: map them to [-1, 1] from "
             "bounds known in advance with BoundedScaler (not a scaler fitted on "
             "the private rows)")
-    if getattr(estimator, "target_bounds", True) is None and getattr(
-            estimator, "target_bounds_", None) is None and np.median(
-            np.abs(np.asarray(data.y, dtype=np.float64))) > CLIPPED_FACTOR:
-        causes.append(
-            "the targets are far from unit scale: declare public bounds with "
-            "target_bounds=(low, high)")
     if not causes:
         causes.append("clip_norm is small compared with the gradients")
     warnings.warn(
