@@ -14,7 +14,7 @@ from ..mechanisms import MECHANISMS
 from ..preprocessing import histogram_ranges
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
-from ..training import REGRESSION_LOSSES, make_generator, resolve_delta
+from ..training import REGRESSION_LOSSES, make_generator
 from ..utils import Interval, Options, score_hiding_values, validate_hiding_values
 
 __all__ = ["DPLSSGDRegressor", "TARGET_RANGE_SHARE"]
@@ -238,9 +238,12 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         """Release the target's range (:func:`histogram_ranges` on ``y``) and store it."""
         noise = self.__dict__.pop("_planned_range_noise", None)
         if noise is None:
-            # Not planned before the rows were read (no public row count yet).
-            noise = self._target_range_noise(resolve_delta(
-                self.delta, self._accounted_n_samples(max(len(y), 1))))
+            # Only a fit without privacy plans no release (its range is read
+            # without noise); a private one must have planned, and so
+            # accounted, its release before any row was read.
+            if self._spends_privacy():
+                raise RuntimeError("the target range's release was not planned before the fit")
+            noise = 0.0
         rng, _ = make_generator(self.random_state, self.reproducible)
         lower, upper, detected = histogram_ranges(y[:, np.newaxis], noise, self.neighboring,
                                                   rng)
