@@ -14,6 +14,7 @@ import numpy as np
 from ..utils import PrivacyLeakWarning
 
 __all__ = [
+    "GeneratorWords",
     "IGNORED_SEED_MESSAGE",
     "REPRODUCIBLE_MESSAGE",
     "make_generator",
@@ -97,3 +98,24 @@ def make_generator(random_state, reproducible=False):
         words = random_state.randint(0, 2**32, size=4, dtype=np.uint64)
         return np.random.default_rng(np.random.SeedSequence(words.tolist())), True
     return np.random.default_rng(random_state), True
+
+
+class GeneratorWords:
+    """Uniform 64-bit words from a fit's generator: the exact samplers' word source.
+
+    The words are the generator's own bit stream (``random_raw``), so a fit's
+    batches, noise and selections are drawn from one secret stream, in the
+    order they are asked for.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The fit's generator (:func:`make_generator`); it is advanced.
+    """
+
+    def __init__(self, rng):
+        self._bits = rng.bit_generator
+
+    def words(self, count):
+        """The next ``count`` words, as a writable uint64 array."""
+        return np.asarray(self._bits.random_raw(int(count)), dtype=np.uint64)
