@@ -1,5 +1,5 @@
 """Privacy accounting: dp-accounting events and their epsilon, noise calibration and its cache,
-the paper's bound, the exact-noise mode's RDP bound, the privacy ledger with its JSON event
+the paper's bound, the privacy ledger with its JSON event
 format, and the privacy reports.
 
 The modules are private; the names other layers use are re-exported here.
@@ -7,9 +7,6 @@ The modules are private; the names other layers use are re-exported here.
 
 from ._calibration import calibrate_noise, smallest_noise_for
 from ._calibration_cache import store as store_calibration
-from ._discrete_gaussian_rdp import (
-    discrete_gaussian_rdp, exact_noise_epsilon, poisson_subsampled_rdp,
-)
 from ._events import (
     ACCOUNTANTS, compute_epsilon, dp_event, EpsilonDeltaDpEvent, event_epsilon,
     NEIGHBORING_RELATIONS, pld_grid_points, PLD_MAX_POINTS, PrivacyCalibration,
@@ -35,14 +32,11 @@ __all__ = [
     "TARGET_RANGE_SHARE",
     "calibrate_noise",
     "compute_epsilon",
-    "discrete_gaussian_rdp",
     "dp_event",
     "estimator_report",
     "event_epsilon",
-    "exact_noise_epsilon",
     "ledger_error",
     "pld_grid_points",
-    "poisson_subsampled_rdp",
     "remaining_budget_error",
     "search_report",
     "smallest_noise_for",

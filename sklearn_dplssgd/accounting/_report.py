@@ -138,23 +138,18 @@ def _target_range_lines(estimator):
 
 
 def _lattice_words(noise):
-    """How an exact mode's steps are formed and what they add, from its NoiseAdded."""
-    scale = noise.grid_scale
-    law = (f"rounded Gaussian noise round(s G) (G standard normal; s = {int(scale)} lattice "
-           "units, the standard deviation before rounding)" if noise.law == "rounded Gaussian"
-           else f"discrete Gaussian noise N_Z(0, s^2) (the Gaussian restricted to the "
-           f"integers; s = {scale:.7g} lattice units; its standard deviation is at most s)")
+    """How the steps are released on the lattice and what they add, from the NoiseAdded."""
     return (
-        f"then rounded, factor by factor, onto the integer lattice of step gamma = "
-        f"{noise.grid_step:.4g} (2**-{noise.grid_bits} times max_sample_weight * clip_norm = "
-        f"{noise.max_sample_weight * noise.clip_norm:g}), each "
-        "rounded factor held to its bound (a row that exceeds one is left out), so that one "
-        f"row's contribution has squared norm at most B = {noise.grid_bound} squared "
-        f"lattice units: norm {noise.bound:.6g}. Each step releases the integer sum plus "
-        f"{law} on every coordinate, sampled exactly with integer arithmetic: "
-        f"{noise.stds[0]:.3g} (s gamma) on the sum's scale, "
-        f"{scale / math.sqrt(noise.grid_bound):.3g} times the bound. The model is computed "
-        "from those integers times gamma.")
+        f"so that one row moves a step's sum by at most {noise.bound:.4g}. Each step's sum, "
+        f"computed in floating point, is rounded to the nearest point of the lattice of step "
+        f"gamma = {noise.grid_step:.4g}, and the integers get noise round(s G) (G standard "
+        f"normal, s = {int(noise.grid_scale)} lattice units: standard deviation "
+        f"{_span(noise.stds)} on the sum's scale), sampled exactly with integer arithmetic; "
+        "the model is computed from those integers times gamma. One row moves the rounded "
+        f"sum by at most {noise.lattice_sensitivity:.10g} lattice units (the bound over gamma, "
+        "widened by the rounding and by a rigorous bound on the sum's floating-point error), "
+        f"so the noise is {noise.grid_scale / noise.lattice_sensitivity:.4g} times that: the "
+        "noise multiplier the guarantee is computed with, or more.")
 
 
 def _span(values):

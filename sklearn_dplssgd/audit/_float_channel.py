@@ -23,9 +23,9 @@ multiplier ``z`` without the canary and exactly 0 with it, and the
 epsilon lower bound of its counts exceeds any claim once the runs are enough
 (about a thousand per side at ``epsilon = 1``).
 
-The exact-noise mode releases ``gamma (S + Y)`` with ``S + Y`` an integer and
-``gamma = 2**-k C``: the same lattice under both neighbours, so the event's
-rate moves only as the discrete Gaussian's shift allows.
+The gradient mechanism releases ``gamma (R + Y)`` with ``R + Y`` an integer and
+``gamma`` a public power of two: the same lattice under both neighbours, so
+the event's rate moves only as the Gaussian's shift allows.
 """
 
 import math
@@ -133,11 +133,10 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0)
     into a lower bound on epsilon, which must not exceed the configured
     ``epsilon`` (its delta is the fits' own ``delta_``).
 
-    The ordinary mechanism (float64 Gaussian noise added to a float64 sum)
-    fails it: the floating-point channel is in the released coefficients
-    themselves, and its guarantee does not cover it.
-    ``mechanism="gradient_exact"`` releases ``gamma`` times integers, on one
-    lattice under both data sets, and passes.
+    Float64 Gaussian noise added to a float64 sum fails it: the
+    floating-point channel is in the released coefficients themselves. The
+    gradient mechanism releases ``gamma`` times integers, on one lattice
+    under both data sets, and passes.
 
     Parameters
     ----------
@@ -169,7 +168,7 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0)
     if mechanism_named(estimator.get_params()["mechanism"]).perturbs_weights:
         raise ValueError(
             "check_float_channel crafts one noisy gradient step: it audits the gradient "
-            "mechanisms ('gradient', 'gradient_exact'), not output perturbation.")
+            "mechanism ('gradient'), not output perturbation.")
     model = _one_step_configuration(estimator)
     without, with_canary = _neighbours(model)
     noise_free = clone(model).set_params(epsilon=math.inf, mechanism="gradient")

@@ -402,9 +402,8 @@ def audit_implementation(estimator, X=None, y=None):
     :func:`check_error_outcomes`, :func:`check_ledger_continuity`,
     :func:`check_planted_cache_entry`, :func:`check_search_private_steps`,
     :func:`check_error_messages` and :func:`check_public_attributes`; for a
-    mechanism whose noisy values are integers (``mechanism="gradient_exact"``)
-    also :func:`check_float_channel` (a few seconds), which the ordinary
-    mechanisms fail by design (their float64 noise is outside it).
+    mechanism whose noisy values are integers (``mechanism="gradient"``)
+    also :func:`check_float_channel` (a few seconds).
 
     Parameters
     ----------

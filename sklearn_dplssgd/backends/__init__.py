@@ -1,8 +1,7 @@
 """Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
 training backend, the array API backend with its prediction helpers, the Dask backend
 (training, and blockwise predictions and scores), the
-selection of a backend for an input (``backend_for``), and the exact samplers (the rounded
-Gaussian and the discrete Gaussian) and the integer grid sum of the exact-noise mode.
+selection of a backend for an input (``backend_for``), and the exact samplers of the noise.
 
 The modules are private; the names other layers use are re-exported here.
 """
@@ -15,8 +14,6 @@ from ._array_api import (
 from ._array_api_predict import (
     check_fitted_namespace, class_labels, class_probabilities, copy_params, decision_values,
 )
-from ._chacha import ChaChaWords
-from ._exact import ExactNoise, ExactNoiseTraining, train_dp_lssgd_exact
 from ._discrete_gaussian import (
     DiscreteGaussianScale, SamplerCapacityError, SecureWords, sample_discrete_gaussian,
 )
@@ -27,9 +24,6 @@ from ._dask_network import (
     TRUSTED_NETWORK_SETTING, UntrustedNetworkError, check_cluster_network, is_protected_address,
 )
 from ._dask_rows import as_dask_array
-from ._grid_sum import (
-    MAX_GRID_BITS, factored_norm_bound, grid_norm_bound, rounded_clipped_sum,
-)
 from ._kernels import compute_row_norms
 from ._numpy import (
     NumpyTraining, blas_controller, numpy_backend, train_dp_lssgd, use_numpy_backend,
@@ -46,13 +40,9 @@ from ._sparse import as_canonical_csr
 __all__ = [
     "ArrayApiInput",
     "ArrayApiTraining",
-    "ChaChaWords",
     "DaskInput",
     "DaskTraining",
     "DiscreteGaussianScale",
-    "ExactNoise",
-    "ExactNoiseTraining",
-    "MAX_GRID_BITS",
     "MAX_ROUNDED_SCALE",
     "NonFiniteRowsError",
     "NumpyInput",
@@ -76,15 +66,12 @@ __all__ = [
     "compute_row_norms",
     "copy_params",
     "decision_values",
-    "factored_norm_bound",
-    "grid_norm_bound",
     "initial_gradient_norms",
     "integral_labels",
     "on_row_blocks",
     "is_dask_collection",
     "is_protected_address",
     "numpy_backend",
-    "rounded_clipped_sum",
     "row_norms_of",
     "sample_discrete_gaussian",
     "sample_rounded_gaussian",
@@ -94,7 +81,6 @@ __all__ = [
     "train_dp_lssgd",
     "train_dp_lssgd_array_api",
     "train_dp_lssgd_dask",
-    "train_dp_lssgd_exact",
     "use_numpy_backend",
     "without_autograd",
 ]

@@ -15,11 +15,10 @@ standard operations only:
   scaled and in float64 where the device has it (:func:`row_norms`);
 - the clipped sum ``S^T [X_B, 1]`` with ``S`` the clipped residuals (two
   matrix products, as :func:`._kernels.several_outputs_gradient_sum`);
-- Gaussian noise of standard deviation ``z * C``, drawn on the device for
-  PyTorch (a ``torch.Generator`` seeded with 64 bits drawn from the fit's
-  NumPy generator, itself seeded from operating-system entropy) and on the
-  host, by the fit's own NumPy generator exactly as the NumPy path draws it,
-  for other namespaces;
+- the release on the lattice (:mod:`~sklearn_dplssgd.training._lattice`): the
+  sum, in float64 where the device has it, rounded to integers plus integer
+  noise drawn exactly on the host from the fit's generator, as the NumPy
+  path draws it, and copied to the device a chunk at a time;
 - Laplacian smoothing by FFT (the eigenvalues of
   :func:`~sklearn_dplssgd.training.smoothing_eigenvalues`), or by the host's O(d) solve
   when the namespace has no FFT extension;
@@ -43,9 +42,11 @@ import array_api_compat
 import numpy as np
 from sklearn import get_config
 
-from ..training import loss_derivative, smoothing_eigenvalues, run_training
+from ..training import loss_derivative, release_on_lattice, smoothing_eigenvalues, run_training
 from ._kernels import NORM_SLACK, smooth_rows, smoothing_omega
-from ._numpy import gaussian_noise, poisson_batches, without_long_rows
+from ._numpy import (
+    check_chunk_batches, chunk_noise, poisson_batches, rounded_gaussian_noise, without_long_rows,
+)
 from ._row_norms import row_norms, scaled_row_norms
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
     "ArrayApiTraining",
     "array_api_namespace",
     "clipped_residuals",
-    "device_gaussian",
     "full_precision_products",
     "full_precision_switches",
     "initial_gradient_norms",
@@ -352,42 +352,6 @@ def full_precision_products(xp, torch_module=None):
             write(value)
 
 
-def device_gaussian(xp, device, rng):
-    """Standard normal draws on the device, or None where the namespace has no generator.
-
-    For PyTorch: a ``torch.Generator`` on the arrays' device, seeded with 64
-    bits drawn from a child spawned from the fit's NumPy generator (which is seeded from 128 bits
-    of operating-system entropy unless the fit is ``reproducible``).
-    PyTorch's generators take at most a 64-bit seed (CUDA's Philox, the CPU's
-    Mersenne twister). Other namespaces have no random module in the array
-    API standard: None, and the noise is drawn on the host.
-
-    Parameters
-    ----------
-    xp : namespace
-    device : device
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    draw : callable ``draw(shape, dtype) -> array`` or None
-    """
-    if not array_api_compat.is_torch_namespace(xp):
-        return None
-    import torch
-
-    generator = torch.Generator(device=device)
-    # A child of the fit's generator (spawning leaves its stream untouched,
-    # so the batches are those the NumPy path would draw).
-    child = rng.spawn(1)[0]
-    generator.manual_seed(int(child.integers(0, 2**64, dtype=np.uint64)))
-
-    def draw(shape, dtype):
-        return torch.randn(shape, generator=generator, dtype=dtype, device=device)
-
-    return draw
-
-
 def _smoother(xp, device, n_features, sigma, dtype):
     """``A_sigma^{-1}`` along the feature axis of a (K, d) array, or None for sigma = 0.
 
@@ -418,32 +382,6 @@ def _smoother(xp, device, n_features, sigma, dtype):
         return xp.asarray(to_device(padded[:, :n_features], xp, device), dtype=dtype)
 
     return smooth_on_host
-
-
-def _chunk_noise(xp, device, rng, chunk_std, noisy_shape, n_columns, dtype, host_dtype,
-                 draw_on_device, noise_source):
-    """The scaled noise of a chunk of steps, shape (steps, K, d + 1), on the device.
-
-    Standard deviation ``chunk_std[t]`` in the first ``noisy_shape[1]``
-    columns of step t, zero in the intercept column without an intercept.
-    Host draws follow the NumPy path draw for draw (the same call on the
-    same generator, scaled in the same dtype).
-    """
-    n_steps = chunk_std.shape[0]
-    n_outputs, n_noisy = noisy_shape
-    if not (chunk_std > 0).any():
-        return xp.zeros((n_steps, n_outputs, n_columns), dtype=dtype, device=device)
-    scale = chunk_std.astype(host_dtype)[:, None, None]
-    if draw_on_device is not None:
-        noise = draw_on_device((n_steps, n_outputs, n_noisy), dtype) * xp.asarray(
-            to_device(scale, xp, device), dtype=dtype)
-    else:
-        noise = to_device(noise_source(rng, (n_steps, n_outputs, n_noisy), host_dtype) * scale,
-                          xp, device)
-    if n_noisy < n_columns:
-        noise = xp.concat([noise, xp.zeros((n_steps, n_outputs, n_columns - n_noisy),
-                                           dtype=dtype, device=device)], axis=2)
-    return noise
 
 
 def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_intercept):
@@ -478,10 +416,9 @@ def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_inter
     return to_numpy(gradient_norms), to_numpy(feature_norms)
 
 
-def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, noise, *,
-                               loss_code, loss_threshold, clip_norm, fit_intercept, wide,
-                               weights=None):
-    """``noise + sum_i w_i clip_C(r_i [x_i, 1])`` over a batch, without per-sample gradients.
+def clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, *, loss_code,
+                         loss_threshold, clip_norm, fit_intercept, wide, weights=None):
+    """``sum_i w_i clip_C(r_i [x_i, 1])`` over a batch, without per-sample gradients.
 
     Parameters
     ----------
@@ -490,10 +427,7 @@ def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, nois
     y_batch : array of shape (b,), ``wide``
     feature_norms : array of shape (b,), ``wide``
         ``sqrt(||x_i||^2 + [fit_intercept])``.
-    params : array of shape (K, d + 1)
-    noise : array of shape (K, d + 1)
-        This step's scaled noise (zero in the intercept column without an
-        intercept).
+    params : array of shape (K, d + 1), ``wide``
     loss_code : int
     loss_threshold : float
     clip_norm : float
@@ -509,6 +443,9 @@ def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, nois
     grad : array of shape (K, d + 1), the dtype of ``params``
     """
     n_features = X_batch.shape[1]
+    # The products in the parameters' (wide) dtype: the sum's error bound
+    # (training._lattice) is for that dtype.
+    X_batch = xp.astype(X_batch, params.dtype)
     margins = xp.matmul(X_batch, params[:, :n_features].T) + params[:, n_features]
     residuals = loss_derivative(xp, loss_code, xp.astype(margins, wide), y_batch,
                                 loss_threshold)
@@ -520,7 +457,7 @@ def noisy_clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, nois
     else:
         intercept_sum = xp.zeros((params.shape[0], 1), dtype=params.dtype,
                                  device=device_of(params))
-    return xp.concat([coef_sum, intercept_sum], axis=1) + noise
+    return xp.concat([coef_sum, intercept_sum], axis=1)
 
 
 class ArrayApiTraining:
@@ -542,7 +479,6 @@ class ArrayApiTraining:
         self.n_features = n_features
         self.dtype = X.dtype
         self.wide = wide_dtype(xp, device)
-        self.host_dtype = np.float32 if X.dtype == xp.float32 else np.float64
         norms = without_long_rows(xp, row_norms(xp, X, self.wide))
         intercept_term = 1.0 if plan.fit_intercept else 0.0
         # ||[x_i, 1]||, the factor of every per-sample gradient norm (hypot:
@@ -550,12 +486,13 @@ class ArrayApiTraining:
         self.feature_norms = xp.hypot(norms, xp.full_like(norms, intercept_term))
         self.y = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device),
                             dtype=self.wide)
-        self.params = xp.zeros((n_outputs, n_features + 1), dtype=X.dtype, device=device)
+        # The weights and sums in the wide dtype (the release's error bound
+        # is for it); the model is returned in X's dtype.
+        self.params = xp.zeros((n_outputs, n_features + 1), dtype=self.wide, device=device)
+        self.sum_dtype = np.float64 if self.wide == xp.float64 else np.float32
         self.weights = None if sample_weight is None else xp.asarray(
             to_device(np.asarray(sample_weight, dtype=np.float64), xp, device), dtype=self.wide)
-        self._draw_on_device = (device_gaussian(xp, device, rng) if noise_source is None
-                                else None)
-        self.noise_source = gaussian_noise if noise_source is None else noise_source
+        self.noise_source = rounded_gaussian_noise if noise_source is None else noise_source
         self.batch_sampler = batch_sampler
         self._smoother = _smoother(xp, device, n_features, plan.sigma, X.dtype)
         self._n_noisy_columns = n_features + int(bool(plan.fit_intercept))
@@ -567,9 +504,9 @@ class ArrayApiTraining:
         # whatever the user's TF32 settings (restored after the loop).
         return full_precision_products(self.xp)
 
-    def chunks(self, chunk_starts, chunk, noise_std):
+    def chunks(self, chunk_starts, chunk, lattice):
         xp, n_steps = self.xp, self.plan.n_steps
-        n_outputs, n_columns = self.params.shape
+        self._lattice_step = 0.0 if lattice is None else lattice.step
         for chunk_start in chunk_starts:
             chunk_steps = min(chunk, n_steps - chunk_start)
             rows = offsets = None
@@ -577,10 +514,13 @@ class ArrayApiTraining:
                 rows, offsets = self.batch_sampler(self.rng, self.X.shape[0],
                                                    self.plan.sample_rate, chunk_steps)
                 rows = to_device(rows.astype(np.int64), xp, self.device)
-            noise = _chunk_noise(xp, self.device, self.rng,
-                                 noise_std[chunk_start:chunk_start + chunk_steps],
-                                 (n_outputs, self._n_noisy_columns), n_columns, self.dtype,
-                                 self.host_dtype, self._draw_on_device, self.noise_source)
+            check_chunk_batches(lattice, offsets, self.X.shape[0])
+            # Drawn exactly on the host, from the fit's generator, as the
+            # NumPy path draws it.
+            noise = chunk_noise(self.noise_source, self.rng, lattice, chunk_start, chunk_steps,
+                                self.params.shape, self._n_noisy_columns)
+            if self.wide == xp.float64:
+                noise = xp.asarray(to_device(noise, xp, self.device), dtype=xp.float64)
             yield chunk_start, chunk_steps, (rows, offsets, noise)
 
     def gradient_sum(self, params, draws, local_step):
@@ -596,11 +536,20 @@ class ArrayApiTraining:
             norms_batch = xp.take(self.feature_norms, batch, axis=0)
             weights_batch = None if self.weights is None else xp.take(self.weights, batch,
                                                                       axis=0)
-        return noisy_clipped_gradient_sum(
-            xp, X_batch, y_batch, norms_batch, params, noise[local_step, ...],
-            loss_code=plan.loss_code, loss_threshold=plan.loss_threshold,
-            clip_norm=plan.clip_norm, fit_intercept=plan.fit_intercept, wide=self.wide,
-            weights=weights_batch)
+        grad = clipped_gradient_sum(
+            xp, X_batch, y_batch, norms_batch, params, loss_code=plan.loss_code,
+            loss_threshold=plan.loss_threshold, clip_norm=plan.clip_norm,
+            fit_intercept=plan.fit_intercept, wide=self.wide, weights=weights_batch)
+        step = self._lattice_step
+        if step == 0.0:
+            return grad
+        if self.wide == xp.float64:
+            # Exact in float64: a power-of-two step, integers below 2**53.
+            return step * (noise[local_step, ...] + xp.round(grad / step))
+        # Without float64 on the device the integers are formed on the host.
+        host = np.array(to_numpy(grad), dtype=np.float64)
+        release_on_lattice(host, noise[local_step], step)
+        return xp.asarray(to_device(host, xp, self.device), dtype=self.wide)
 
     def smooth(self, grad):
         if self._smoother is None:
@@ -656,12 +605,10 @@ def train_dp_lssgd_array_api(X, y, n_outputs, plan, rng, *, verbose=0, epoch_cal
     verbose, epoch_callback, batch_sampler
         As :func:`~sklearn_dplssgd.backends.train_dp_lssgd` (``epoch_callback`` gets a NumPy copy).
     noise_source : callable or None, default=None
-        None: draw on the device where the namespace has a generator
-        (:func:`device_gaussian`), else on the host with
-        :func:`~sklearn_dplssgd.backends._numpy.gaussian_noise`'s draws. A callable
-        ``noise_source(rng, shape, dtype) -> ndarray`` draws on the host from
-        the fit's generator exactly as the NumPy path does (tests use it to
-        compare the two paths draw for draw).
+        As :func:`~sklearn_dplssgd.backends.train_dp_lssgd`'s (None: its
+        default, the exact rounded Gaussian). The integer noise is drawn on
+        the host from the fit's generator, draw for draw as the NumPy path
+        draws it, and copied to the device a chunk at a time.
     sample_weight : ndarray of shape (n_samples,) or None, default=None
         Per-row weights in ``[0, plan.max_sample_weight]``, on the host
         (validated by the caller).

@@ -6,8 +6,9 @@ each step, every partition Poisson-samples its own rows (each row
 independently with probability q) and returns the clipped-gradient sum of
 its sample, computed by the NumPy backend's kernel
 (:func:`~sklearn_dplssgd.backends._kernels.noisy_clipped_gradient_sum`, with
-zero noise); the loop adds the K partial sums, adds the step's Gaussian
-noise once (drawn from the fit's generator, as the NumPy backend draws it),
+zero noise); the loop adds the partial sums and releases their total on the
+lattice with the step's integer noise, once (drawn from the fit's generator,
+as the NumPy backend draws it; :mod:`~sklearn_dplssgd.training._lattice`),
 smooths and steps. A step sends the weights out and brings ``n_blocks`` arrays
 of shape ``(K, d + 1)`` back; no row leaves its partition.
 
@@ -48,14 +49,14 @@ import warnings
 
 import numpy as np
 
-from ..training import run_training
+from ..training import release_on_lattice, run_training
 from ._kernels import (
     compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum, smooth_rows,
     smoothing_omega,
 )
 from ._dask_network import active_client as _active_client, check_cluster_network
-from ._numpy import HostWeightSteps, LONG_ROWS_MESSAGE, chunk_noise, gaussian_noise, \
-    poisson_batches, without_long_rows
+from ._numpy import HostWeightSteps, LONG_ROWS_MESSAGE, chunk_noise, poisson_batches, \
+    rounded_gaussian_noise, without_long_rows
 
 __all__ = ["DaskTraining", "NonFiniteRowsError", "WorkerLostError", "is_dask_collection",
            "train_dp_lssgd_dask"]
@@ -514,23 +515,25 @@ class _PartialSumsSteps(HostWeightSteps):
 
         return contextlib.nullcontext()
 
-    def chunks(self, chunk_starts, chunk, noise_std):
-        n_steps, shape, dtype = self.plan.n_steps, self.params.shape, self.params.dtype
+    def chunks(self, chunk_starts, chunk, lattice):
+        n_steps, shape = self.plan.n_steps, self.params.shape
+        # The batches are drawn on the partitions: the plan's batch bound is
+        # the row bound itself there, which every batch meets.
+        step = 0.0 if lattice is None else lattice.step
         for chunk_start in chunk_starts:
             chunk_steps = min(chunk, n_steps - chunk_start)
-            # The noise only: the batches are drawn on the partitions.
-            noise = chunk_noise(self.noise_source, self.rng,
-                                noise_std[chunk_start:chunk_start + chunk_steps], shape,
-                                self._n_noisy_columns, dtype)
-            yield chunk_start, chunk_steps, (chunk_start, noise)
+            noise = chunk_noise(self.noise_source, self.rng, lattice, chunk_start, chunk_steps,
+                                shape, self._n_noisy_columns)
+            yield chunk_start, chunk_steps, (chunk_start, noise, step)
 
     def gradient_sum(self, params, draws, local_step):
-        chunk_start, noise = draws
+        chunk_start, noise, step = draws
         sums = self._partition_sums(params, chunk_start + local_step)
-        # The noise once, on the sum of the partitions' sums (added in order).
-        grad = noise[local_step].copy()
+        # The partitions' sums added in order, then released once.
+        grad = np.zeros_like(params)
         for partial in sums:
             grad += partial
+        release_on_lattice(grad, noise[local_step], step)
         return grad
 
     def compiled_steps(self, update):
@@ -603,14 +606,14 @@ class DaskTraining(_PartialSumsSteps):
         The fit's generator: the partitions' sampling seeds, then the noise.
     n_threads : int, default=1
         Threads of Dask's local scheduler (no client active); unused with a client.
-    noise_source : callable, default=gaussian_noise
+    noise_source : callable, default=rounded_gaussian_noise
     sample_weight : dask.array.Array of shape (n_samples,) or None, default=None
         Validated weights, chunked as X's rows.
     initial_params : ndarray of shape (n_outputs, d + 1) or None, default=None
     """
 
     def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
-                 noise_source=gaussian_noise, sample_weight=None, initial_params=None):
+                 noise_source=rounded_gaussian_noise, sample_weight=None, initial_params=None):
         client = _active_client()
         # Before anything is sent: the partitions' sums and the generator cross its network.
         check_cluster_network(client)
@@ -638,7 +641,10 @@ class DaskTraining(_PartialSumsSteps):
         # The partitions' sampling seeds, from the fit's generator (secret
         # unless the fit is reproducible), before any noise.
         self._seeds = rng.integers(0, 2**63, size=(len(self._partitions), 2), dtype=np.int64)
-        self.params = np.zeros((n_outputs, X.shape[1] + 1), dtype=X.dtype)
+        # Sums in float64 whatever X's dtype (the release's error bound is
+        # for float64); the model is returned in X's dtype.
+        self.params = np.zeros((n_outputs, X.shape[1] + 1), dtype=np.float64)
+        self._output_dtype = X.dtype
         if initial_params is not None:
             self.params[:] = initial_params
         self._start(_LoopState(plan, rng, noise_source, self.params))

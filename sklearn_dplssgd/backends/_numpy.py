@@ -1,8 +1,9 @@
 """DP-LSSGD on NumPy arrays: the compiled backend of the one training loop.
 
 Data flows one way through :func:`~sklearn_dplssgd.training.run_training`: sample a batch
-(the batch sampler) -> clipped gradient sum plus Gaussian noise (Numba; the
-noise source) -> Laplacian smoothing -> weight decay -> optimizer update
+(the batch sampler) -> clipped gradient sum (Numba, in float64) -> released on
+the lattice with exact integer noise (the noise source;
+:mod:`~sklearn_dplssgd.training._lattice`) -> Laplacian smoothing -> weight decay -> optimizer update
 (:mod:`~sklearn_dplssgd.training._optimizers`). Only the first two touch the rows; everything after
 is post-processing. This module holds what the NumPy backend needs: Poisson
 sampling, the noise source, the rows' norms, and :class:`NumpyTraining`. The
@@ -21,11 +22,12 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from . import _kernels
-from ..training import apply_weight_decay, run_training
+from ..training import apply_weight_decay, GeneratorWords, release_on_lattice, run_training
 from ._kernels import (
     COEFFICIENT_RANGE, noisy_clipped_gradient_sum, smooth_rows, smoothing_omega,
 )
 from ._poisson import INVERSION_BELOW, place_gaps
+from ._rounded_gaussian import RoundedGaussianScale, sample_rounded_gaussian
 from ._sparse import as_canonical_csr, noisy_clipped_gradient_sum_sparse
 from ._steps import (
     dense_several_outputs_steps, dense_single_output_steps, sparse_steps, team_helper,
@@ -37,10 +39,11 @@ from ._threads import chunk_rows, draws_ahead, run_with_team
 __all__ = [
     "NumpyTraining",
     "blas_controller",
+    "check_chunk_batches",
     "chunk_noise",
-    "gaussian_noise",
     "numpy_backend",
     "poisson_batches",
+    "rounded_gaussian_noise",
     "train_dp_lssgd",
     "use_numpy_backend",
     "without_long_rows",
@@ -127,27 +130,52 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
     return positions % n_samples, offsets
 
 
-def gaussian_noise(rng, shape, dtype):
-    """Standard normal noise of ``shape`` (the default noise source)."""
-    return rng.standard_normal(shape, dtype=dtype)
+def rounded_gaussian_noise(rng, scale, count):
+    """``count`` exact draws of ``round(scale G)`` from the fit's generator (the noise source).
 
-
-def chunk_noise(noise_source, rng, chunk_std, shape, n_noisy_columns, dtype):
-    """The Gaussian noise of a chunk of steps: shape ``(len(chunk_std),) + shape``.
-
-    Step t's noise has standard deviation ``chunk_std[t]`` on the first
-    ``n_noisy_columns`` columns (the intercept's column only with an
-    intercept) and is zero elsewhere; nothing is drawn where every step's
-    standard deviation is 0. Every backend that adds the noise on the host
-    draws it here, from the fit's generator, in this one order.
+    Integers (int64), drawn with integer arithmetic from the generator's
+    words (:mod:`._rounded_gaussian`).
     """
-    chunk_steps = len(chunk_std)
-    noise = np.zeros((chunk_steps,) + tuple(shape), dtype=dtype)
-    if (chunk_std > 0).any():
-        noise[:, :, :n_noisy_columns] = noise_source(
-            rng, (chunk_steps, shape[0], n_noisy_columns), dtype)
-        noise *= chunk_std.astype(dtype)[:, None, None]
+    return sample_rounded_gaussian(count, RoundedGaussianScale(int(scale)), GeneratorWords(rng))
+
+
+def chunk_noise(noise_source, rng, lattice, chunk_start, chunk_steps, shape, n_noisy_columns):
+    """The integer noise of a chunk of steps: float64 of shape ``(chunk_steps,) + shape``.
+
+    Step t's noise is ``round(s_t G)`` (``s_t = lattice.scales[t]``) on the
+    first ``n_noisy_columns`` columns (the intercept's column only with an
+    intercept) and zero elsewhere; zero throughout without a lattice (a fit
+    without noise). The integers are exact in float64 (far below ``2**53``).
+    Every backend draws its noise here, from the fit's generator, in this one
+    order: consecutive steps of one scale in one draw.
+    """
+    noise = np.zeros((chunk_steps,) + tuple(shape), dtype=np.float64)
+    if lattice is None:
+        return noise
+    scales = lattice.scales[chunk_start:chunk_start + chunk_steps]
+    per_step = shape[0] * n_noisy_columns
+    start = 0
+    while start < chunk_steps:
+        stop = start + 1
+        while stop < chunk_steps and scales[stop] == scales[start]:
+            stop += 1
+        draws = noise_source(rng, int(scales[start]), (stop - start) * per_step)
+        noise[start:stop, :, :n_noisy_columns] = np.asarray(draws, dtype=np.float64).reshape(
+            stop - start, shape[0], n_noisy_columns)
+        start = stop
     return noise
+
+
+def check_chunk_batches(lattice, offsets, n_rows):
+    """Fail closed where a batch of the chunk exceeds the lattice's public batch bound.
+
+    ``offsets`` as :func:`poisson_batches` returns them, or None when every
+    step takes all ``n_rows`` rows.
+    """
+    if lattice is None:
+        return
+    largest = n_rows if offsets is None else int(np.diff(offsets).max(initial=0))
+    lattice.check_batch(largest)
 
 
 class HostWeightSteps:
@@ -186,7 +214,7 @@ class HostWeightSteps:
         return params
 
     def finish(self, params):
-        return params.astype(self.params.dtype, copy=False)
+        return params.astype(getattr(self, "_output_dtype", self.params.dtype), copy=False)
 
 
 class NumpyTraining(HostWeightSteps):
@@ -211,7 +239,7 @@ class NumpyTraining(HostWeightSteps):
     supports_compiled_runs = True
 
     def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
-                 batch_sampler=poisson_batches, noise_source=gaussian_noise,
+                 batch_sampler=poisson_batches, noise_source=rounded_gaussian_noise,
                  sample_weight=None, initial_params=None, row_norms=None):
         if sp.issparse(X):
             # The row norms that set each clip are taken over stored entries:
@@ -229,10 +257,17 @@ class NumpyTraining(HostWeightSteps):
             raise ValueError("row_norms must be a float64 array with one norm per row of X.")
         self.X, self.y, self.plan, self.rng = X, y, plan, rng
         self.n_features = X.shape[1]
-        self.params = np.zeros((n_outputs, self.n_features + 1), dtype=X.dtype)
+        # Sums accumulate in float64 whatever X's dtype: the error bound of
+        # the release (training._lattice) is then far below the lattice step.
+        # The model is returned in X's dtype.
+        self.params = np.zeros((n_outputs, self.n_features + 1), dtype=np.float64)
+        self._output_dtype = X.dtype
         if initial_params is not None:
             self.params[:] = initial_params
         self._grad = np.empty_like(self.params)
+        # The kernels add the clipped sum to this: the noise is added on the
+        # lattice afterwards (release_on_lattice), never to a float sum.
+        self._zero = np.zeros_like(self.params)
         self.row_norms = without_long_rows(np, row_norms)
         self.batch_sampler, self.noise_source = batch_sampler, noise_source
         # Weights are passed only when there are any, so an unweighted fit
@@ -293,16 +328,17 @@ class NumpyTraining(HostWeightSteps):
         return self.batch_sampler(self.rng, self.X.shape[0], self.plan.sample_rate,
                                   chunk_steps)
 
-    def chunks(self, chunk_starts, chunk, noise_std):
-        n_steps, shape, dtype = self.plan.n_steps, self.params.shape, self.params.dtype
+    def chunks(self, chunk_starts, chunk, lattice):
+        n_steps, shape = self.plan.n_steps, self.params.shape
+        self._lattice_step = 0.0 if lattice is None else lattice.step
 
         def draw(chunk_start):
             # A chunk's batches, then its noise: the order of the draws.
             chunk_steps = min(chunk, n_steps - chunk_start)
             rows, offsets = self.chunk_batches(chunk_steps)
-            noise = chunk_noise(self.noise_source, self.rng,
-                                noise_std[chunk_start:chunk_start + chunk_steps], shape,
-                                self._n_noisy_columns, dtype)
+            check_chunk_batches(lattice, offsets, self.X.shape[0])
+            noise = chunk_noise(self.noise_source, self.rng, lattice, chunk_start, chunk_steps,
+                                shape, self._n_noisy_columns)
             return chunk_start, chunk_steps, (rows, offsets, noise)
 
         if self.n_threads >= 3:
@@ -321,7 +357,8 @@ class NumpyTraining(HostWeightSteps):
         plan = self.plan
         self._kernel(self.X, self.y, batch, params, self.row_norms, plan.loss_code,
                      plan.loss_threshold, plan.clip_norm, plan.fit_intercept,
-                     noise[local_step], self._grad, self._team_size, **self._weighting)
+                     self._zero, self._grad, self._team_size, **self._weighting)
+        release_on_lattice(self._grad, noise[local_step], self._lattice_step)
         return self._grad
 
     def compiled_steps(self, update):
@@ -373,7 +410,8 @@ class NumpyTraining(HostWeightSteps):
                 largest, tiny, noise, self._grad, self._weights, learning_rates, chunk_start,
                 local_start, local_stop, alpha, sigma, self._omega, inv_batch,
                 optimizer.compiled_code, factor, state,
-                no_average if averaged is None else averaged, average_start)
+                no_average if averaged is None else averaged, average_start,
+                self._zero, self._lattice_step)
             if self._team_size > 1:
                 self._team_steps(arguments, offsets, local_start, local_stop)
             else:
@@ -461,7 +499,7 @@ def use_numpy_backend(backend_class):
 
 
 def train_dp_lssgd(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0, epoch_callback=None,
-                   batch_sampler=poisson_batches, noise_source=gaussian_noise,
+                   batch_sampler=poisson_batches, noise_source=rounded_gaussian_noise,
                    sample_weight=None, initial_params=None, row_norms=None):
     """Run the T steps of DP-LSSGD on NumPy arrays, from zero weights or ``initial_params``.
 
@@ -484,9 +522,10 @@ def train_dp_lssgd(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0, epoch_
     batch_sampler : callable, default=poisson_batches
         ``batch_sampler(rng, n_samples, sample_rate, n_steps) -> (rows,
         offsets)`` as :func:`poisson_batches` (called for sample rates below 1).
-    noise_source : callable, default=gaussian_noise
-        ``noise_source(rng, shape, dtype)``: standard normal draws, scaled by
-        each step's ``z w_max C``.
+    noise_source : callable, default=rounded_gaussian_noise
+        ``noise_source(rng, scale, count) -> int64 array``: ``count`` draws of
+        ``round(scale G)`` for a step's integer lattice scale (see
+        :func:`chunk_noise`).
     sample_weight : ndarray of shape (n_samples,), float64, or None, default=None
         Per-sample weights in ``[0, plan.max_sample_weight]`` (validated by
         the caller): sample i contributes ``w_i`` times its clipped gradient.

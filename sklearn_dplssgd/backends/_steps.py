@@ -11,7 +11,7 @@ order and the same arithmetic (the tests compare the two bit for bit).
 
 Each function here runs steps ``local_start .. local_stop - 1`` of a chunk
 whose batches are ``rows[offsets[t]:offsets[t + 1]]`` (or every row, with
-``full_batch``) and whose noise is ``noise[t]``, on one kind of input:
+``full_batch``) and whose integer noise is ``noise[t]``, on one kind of input:
 dense rows with one output, dense rows with several, CSR rows. They see only
 arrays and scalars; the draws were made in Python.
 """
@@ -23,7 +23,7 @@ from numba.extending import overload
 from ._kernels import (
     several_outputs_gradient_sum, single_output_buffers, single_output_sum_into, smooth_rows,
 )
-from ..training import apply_weight_decay, compiled_update
+from ..training import apply_weight_decay, compiled_update, release_on_lattice
 from ._sparse import csr_gradient_sum
 from ._threads import (
     atomic_add, cycle_count, finish_chunk, made_by, next_published_step, redo_deadline,
@@ -48,15 +48,19 @@ def step_rows(rows, offsets, full_batch, local):
 
 
 @njit(cache=True, nogil=True)
-def finish_step(params, grad, n_features, sigma, omega, learning_rates, step, alpha,
-                inv_batch, optimizer_code, optimizer_factor, optimizer_state, averaged,
-                average_start):
-    """What follows the noisy gradient sum in step ``step`` (all post-processing).
+def finish_step(params, grad, noise, lattice_step, n_features, sigma, omega, learning_rates,
+                step, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+                averaged, average_start):
+    """The release of step ``step``'s clipped sum ``grad``, and what follows it.
 
-    Smoothing, the decay ``params *= 1 - eta alpha``, the optimizer's update
-    along the sum divided by b, and, from ``average_start`` on (-1: never),
-    the running mean of the iterates in float64.
+    The release: the sum rounded onto the lattice plus the integer ``noise``
+    (:func:`~sklearn_dplssgd.training.release_on_lattice`). Then, all
+    post-processing: smoothing, the decay ``params *= 1 - eta alpha``, the
+    optimizer's update along the sum divided by b, and, from
+    ``average_start`` on (-1: never), the running mean of the iterates in
+    float64.
     """
+    release_on_lattice(grad, noise, lattice_step)
     eta = learning_rates[step]
     if sigma > 0.0:
         smooth_rows(grad, n_features, omega, sigma)
@@ -75,7 +79,7 @@ def dense_single_output_steps(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
     chunk_start, local_start, local_stop, alpha, sigma, omega, inv_batch, optimizer_code,
-    optimizer_factor, optimizer_state, averaged, average_start,
+    optimizer_factor, optimizer_state, averaged, average_start, zero, lattice_step,
 ):
     """Steps ``local_start .. local_stop - 1`` on dense rows with one output.
 
@@ -99,10 +103,10 @@ def dense_single_output_steps(
             upcoming = rows[offsets[local + 1]:offsets[local + 2]]
         single_output_sum_into(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
-            fit_intercept, largest, tiny, noise[local], grad, weights, gathered, per_row,
+            fit_intercept, largest, tiny, zero, grad, weights, gathered, per_row,
             coefficients, residual, scaled, upcoming)
-        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+        finish_step(params, grad, noise[local], lattice_step, n_features, sigma, omega,
+                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
                     averaged, average_start)
 
 
@@ -111,7 +115,7 @@ def dense_several_outputs_steps(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
     chunk_start, local_start, local_stop, alpha, sigma, omega, inv_batch, optimizer_code,
-    optimizer_factor, optimizer_state, averaged, average_start,
+    optimizer_factor, optimizer_state, averaged, average_start, zero, lattice_step,
 ):
     """As :func:`dense_single_output_steps`, for several outputs (the BLAS kernel)."""
     n_features = X.shape[1]
@@ -119,9 +123,9 @@ def dense_several_outputs_steps(
         batch = step_rows(rows, offsets, full_batch, local)
         several_outputs_gradient_sum(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
-            fit_intercept, largest, tiny, noise[local], grad, weights)
-        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+            fit_intercept, largest, tiny, zero, grad, weights)
+        finish_step(params, grad, noise[local], lattice_step, n_features, sigma, omega,
+                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
                     averaged, average_start)
 
 
@@ -130,7 +134,7 @@ def sparse_steps(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
     chunk_start, local_start, local_stop, alpha, sigma, omega, inv_batch, optimizer_code,
-    optimizer_factor, optimizer_state, averaged, average_start,
+    optimizer_factor, optimizer_state, averaged, average_start, zero, lattice_step,
 ):
     """As :func:`dense_single_output_steps`; ``X`` is the tuple ``(data, indices, indptr)``."""
     n_features = params.shape[1] - 1
@@ -138,9 +142,9 @@ def sparse_steps(
         batch = step_rows(rows, offsets, full_batch, local)
         csr_gradient_sum(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
-            fit_intercept, largest, tiny, noise[local], grad, weights)
-        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+            fit_intercept, largest, tiny, zero, grad, weights)
+        finish_step(params, grad, noise[local], lattice_step, n_features, sigma, omega,
+                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
                     averaged, average_start)
 
 
@@ -305,8 +309,8 @@ def team_steps(
     X, y, rows, offsets, full_batch, params, row_norms, feature_norms, code, threshold,
     clip_norm, fit_intercept, largest, tiny, noise, grad, weights, learning_rates,
     chunk_start, local_start, local_stop, alpha, sigma, omega, inv_batch, optimizer_code,
-    optimizer_factor, optimizer_state, averaged, average_start, partial, progress, control,
-    chunk_sizes, several,
+    optimizer_factor, optimizer_state, averaged, average_start, zero, lattice_step, partial,
+    progress, control, chunk_sizes, several,
 ):
     """As :func:`dense_single_output_steps`, each batch's chunks shared with helper threads.
 
@@ -314,7 +318,7 @@ def team_steps(
     True). ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t`` (0:
     that step runs serially, as it would from Python); the helpers run
     :func:`team_helper` meanwhile. A step's
-    gradient is the noise plus its chunks' sums in chunk order, as
+    clipped sum is its chunks' sums in chunk order, as
     ``_threads.sum_over_chunks`` forms it, so the run gives the model the
     Python steps give with the same ``n_jobs``.
     """
@@ -327,7 +331,7 @@ def team_steps(
         rows_per_chunk = chunk_sizes[row]
         if rows_per_chunk == 0:
             _chunk_sum(X, y, batch, params, row_norms, feature_norms, code, threshold,
-                       clip_norm, fit_intercept, largest, tiny, noise[local], grad, weights,
+                       clip_norm, fit_intercept, largest, tiny, zero, grad, weights,
                        buffers, rows[:0], several)
             _fetch_step(control)
         else:
@@ -345,9 +349,9 @@ def team_steps(
                                  threshold, clip_norm, fit_intercept, largest, tiny, weights,
                                  partial, states, rows_per_chunk, 0, chunk_buffers, chunk,
                                  several)
-            team_add_chunks(noise[local], partial, states, n_chunks, grad)
-        finish_step(params, grad, n_features, sigma, omega, learning_rates, chunk_start + local,
-                    alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
+            team_add_chunks(zero, partial, states, n_chunks, grad)
+        finish_step(params, grad, noise[local], lattice_step, n_features, sigma, omega,
+                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
                     averaged, average_start)
 
 

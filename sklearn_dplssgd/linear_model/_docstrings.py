@@ -57,16 +57,13 @@ SHARED_PARAMETER_DOCS = {
         with respect to all parameters together (every output's coefficients
         and intercepts). Choose it without looking at the private data.
 
-    mechanism : {"gradient", "gradient_exact", "gradient_exact_discrete", "output"}
+    mechanism : {"gradient", "output"}
         What is made private (default ``"gradient"``). ``"gradient"``: DP-LSSGD, noise on every
-        step's clipped gradient sum. ``"gradient_exact"``: the same steps
-        released as integers (clipped gradients rounded onto a public grid,
-        plus rounded Gaussian noise sampled exactly, accounted as
-        ``"gradient"`` by ``accountant``), safe from the floating-point
-        attacks on noise samplers; dense NumPy input, one ``fit`` per
-        release. ``"gradient_exact_discrete"``: the same with discrete
-        Gaussian noise, accounted by its own RDP bound (a little more noise
-        for the same epsilon). ``"output"``: output perturbation
+        step's clipped gradient sum, released as integers: the sum rounded
+        onto a public lattice plus Gaussian noise rounded to integers and
+        sampled exactly (no floating-point noise, so the floating-point
+        attacks on noise samplers have nothing to read), on every input.
+        ``"output"``: output perturbation
         (Chen, Lee and Kifer, AISTATS 2019; see the user guide's page on
         it): rows are clipped to
         ``row_norm_bound``, noise-free mini-batch descent with a constant
@@ -326,10 +323,11 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
 
     noise_multiplier_ : float
         z: the noise added to each step's clipped gradient sum has standard
-        deviation ``z * max_sample_weight * clip_norm`` per coordinate; with
-        ``mechanism="gradient_exact"``, ``z`` times the bound the rounded
-        factors enforce, slightly above ``max_sample_weight * clip_norm``
-        (:meth:`privacy_report` states the figures).
+        deviation ``z`` times the sum's sensitivity on the lattice it is
+        released on, a hair above ``max_sample_weight * clip_norm`` (the
+        rounding and the floating-point error widen it, by about
+        ``sqrt(n_coefficients) / 2**20`` relative; :meth:`privacy_report`
+        states the figures).
 
     sample_rate_ : float
         Poisson sampling rate q (NaN with ``mechanism="output"``, whose

@@ -66,7 +66,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         state. Where no bin of the targets stands out of the noise (a small
         table) the fit raises an error naming ``target_bounds``; with
         ``epsilon=inf`` the range is read without noise. A continued series
-        keeps its first release's range. ``mechanism="gradient_exact"``, a
+        keeps its first release's range. A
         trial of :class:`DPRandomizedSearch` and Dask input need declared
         bounds; ``mechanism="output"`` trains on ``y`` as given (its
         ``squared_error`` needs declared bounds). Declare bounds when a range

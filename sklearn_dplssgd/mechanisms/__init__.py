@@ -3,17 +3,11 @@
 One module (or small subpackage) per mechanism holds what it releases and how
 it is accounted for: gradient perturbation (:mod:`._gradient`: the
 :class:`GradientPerturbation` value and the DP-LSSGD release), output
-perturbation (:mod:`.output_perturbation`), gradient perturbation with exact
-integer noise, the rounded or the discrete Gaussian (:mod:`._exact_gradient`),
-and the private search's selection (:mod:`._search_selection`). :mod:`._release` holds the interface
+perturbation (:mod:`.output_perturbation`) and the private search's selection (:mod:`._search_selection`). :mod:`._release` holds the interface
 they answer. :data:`MECHANISMS` maps each value of the estimators'
 ``mechanism`` parameter to its mechanism; :func:`mechanism_named` looks one up.
 """
 
-from ._exact_gradient import (
-    DiscreteExactGradientPerturbationMechanism, ExactGradientPerturbation,
-    ExactGradientPerturbationMechanism, RoundedGaussianGradientPerturbation, grid_bits_for,
-)
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism, ReleasePlan
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord, TrainingData
 from ._search_selection import RandomSearchSelection
@@ -22,9 +16,6 @@ from .output_perturbation import (
 )
 
 __all__ = [
-    "DiscreteExactGradientPerturbationMechanism",
-    "ExactGradientPerturbation",
-    "ExactGradientPerturbationMechanism",
     "GradientPerturbation",
     "GradientPerturbationMechanism",
     "MECHANISMS",
@@ -33,20 +24,17 @@ __all__ = [
     "OutputPerturbation",
     "OutputPerturbationMechanism",
     "RandomSearchSelection",
-    "RoundedGaussianGradientPerturbation",
     "ReleaseMechanism",
     "ReleasePlan",
     "ReleaseRecord",
     "TrainingData",
-    "grid_bits_for",
     "mechanism_named",
     "smoothness_constants",
 ]
 
 MECHANISMS = {
     mechanism.name: mechanism
-    for mechanism in (GradientPerturbationMechanism(), ExactGradientPerturbationMechanism(),
-                      DiscreteExactGradientPerturbationMechanism(), OutputPerturbationMechanism())
+    for mechanism in (GradientPerturbationMechanism(), OutputPerturbationMechanism())
 }
 
 

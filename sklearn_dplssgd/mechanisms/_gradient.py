@@ -1,8 +1,9 @@
 """Gradient perturbation: DP-LSSGD's noisy, clipped, smoothed gradient steps.
 
-Each step sums the Poisson-sampled rows' clipped gradients and adds Gaussian
-noise (the released quantity); smoothing, the optimizer and averaging are
-post-processing. The whole release, :class:`~sklearn_dplssgd.mechanisms.GradientPerturbation`
+Each step sums the Poisson-sampled rows' clipped gradients and releases the
+sum rounded onto a public lattice plus exactly sampled integer Gaussian noise
+(:mod:`~sklearn_dplssgd.training._lattice`); smoothing, the optimizer and
+averaging are post-processing. The whole release, :class:`~sklearn_dplssgd.mechanisms.GradientPerturbation`
 (q, T, the noise multipliers of its schedule, the sensitivity), is fixed
 from public quantities and charged to the ledger before any row is read.
 """
@@ -21,7 +22,7 @@ from ..accounting import (
 )
 from ..backends import backend_for, initial_gradient_norms, share_of_rows, to_device
 from ..training import (
-    step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
+    batch_rows_bound, step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
     explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer,
     make_generator, learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series,
     compose_events, series_average, series_epsilon, smoothed_noise_share, TrainingPlan,
@@ -230,11 +231,21 @@ class GradientPerturbation(Mechanism):
             return np.array([self.noise_multiplier])
         return np.array([self.noise_multiplier * level for _, level in self.noise_schedule])
 
-    def noise_added(self):
-        """The :class:`NoiseAdded` of the steps: ``z_t * sensitivity``, floating-point Gaussian."""
-        return NoiseAdded("Gaussian", self.clip_norm, self.max_sample_weight, self.sensitivity,
-                          tuple(float(z) * self.sensitivity
-                                for z in self.block_noise_multipliers()))
+    def noise_added(self, lattice):
+        """The :class:`NoiseAdded` of the steps released on ``lattice`` (None: no noise).
+
+        The rounded Gaussian ``round(s_t G)`` on the lattice of step gamma;
+        ``stds`` are ``s_t gamma`` per block of the schedule.
+        """
+        if lattice is None:
+            return NoiseAdded("rounded Gaussian", self.clip_norm, self.max_sample_weight,
+                              self.sensitivity, (0.0,))
+        blocks = np.cumsum([0] + [count for count, _ in self.noise_schedule])[:-1]
+        scales = lattice.scales[blocks] if self.noise_schedule else lattice.scales[:1]
+        return NoiseAdded("rounded Gaussian", self.clip_norm, self.max_sample_weight,
+                          self.sensitivity, tuple(float(lattice.step * s) for s in scales),
+                          grid_step=lattice.step, grid_scale=float(scales[0]),
+                          lattice_sensitivity=lattice.sensitivity)
 
     @property
     def private(self):
@@ -302,6 +313,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     name = "gradient"
     searchable = True
     spends_remaining_budget = True
+    releases_integers = True
     # Whether the steps' event can compose a release made before them
     # (GradientPerturbation.prior_event).
     composes_prior_release = True
@@ -487,6 +499,22 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             prior_event=prior_event,
         )
 
+    @staticmethod
+    def batch_bound(estimator, plan, backend):
+        """A public bound on a step's batch, for the release's floating-point error bound.
+
+        Over the row count where it is public (replace-one without a declared
+        count), else twice a declared ``public_n_samples`` (a count more than a
+        factor 2 off is warned about): a Chernoff bound where the batches are
+        drawn here and checked (:func:`~sklearn_dplssgd.training.batch_rows_bound`),
+        the row bound itself where the partitions draw them.
+        """
+        rows = (plan.n_samples if estimator.public_n_samples is None
+                else 2 * int(estimator.public_n_samples))
+        if backend.rows_are_remote:
+            return rows
+        return batch_rows_bound(plan.sample_rate, rows, plan.n_steps)
+
     def training_function(self, backend, plan):
         """The function that runs the release's steps on ``backend``'s input.
 
@@ -579,6 +607,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             average_start=average_start,
             optimizer=check_optimizer(estimator.optimizer),
             max_sample_weight=mechanism.max_sample_weight,
+            max_batch_rows=self.batch_bound(estimator, plan, backend),
         )
         params = trainer(X, data.y_encoded, data.n_outputs, steps, plan.rng,
                          verbose=estimator.verbose, sample_weight=data.weights, **extra)
@@ -591,6 +620,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                 series.average_weight if series is not None else 0.0,
                 trajectory, plan.n_steps,
                 (series.n_steps if series is not None else 0) + plan.n_steps)
+        noise_added = mechanism.noise_added(steps.lattice(
+            data.n_outputs * (X.shape[1] + int(bool(estimator.fit_intercept)))))
         noise_multipliers = mechanism.block_noise_multipliers()
         if namespace is not None:
             # Array attributes follow X (scikit-learn's array API convention).
@@ -622,7 +653,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             output_sensitivity=None,
             series_trajectory=trajectory,
             series_weight=series_weight,
-            noise_added=mechanism.noise_added(),
+            noise_added=noise_added,
         )
 
     def claimed_epsilon(self, estimator, model, n_rows):

@@ -82,6 +82,7 @@ class NoiseAdded(typing.NamedTuple):
     grid_bits: typing.Optional[int] = None
     grid_bound: typing.Optional[int] = None
     grid_scale: typing.Optional[float] = None
+    lattice_sensitivity: typing.Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,9 @@ from ._defaults import (
     resolve_eta0, resolve_schedule, resolve_sigma, smoothed_noise_share,
 )
 from ._feature_layout import feature_layout, ORDERED
+from ._lattice import (
+    batch_rows_bound, Lattice, LATTICE_BITS, lattice_for, release_on_lattice, summation_error_factor,
+)
 from ._loop import run_training, TrainingPlan
 from ._losses import (
     CLASSIFICATION_LOSSES, loss_code, loss_derivative, LOSSES, multiclass_residual,
@@ -38,7 +41,9 @@ __all__ = [
     "ConstantNoise",
     "ExponentialNoise",
     "GeneratorWords",
+    "LATTICE_BITS",
     "LEARNING_RATES",
+    "Lattice",
     "LOSSES",
     "Momentum",
     "NON_SMOOTH_LOSSES",
@@ -54,6 +59,7 @@ __all__ = [
     "TrainingPlan",
     "apply_weight_decay",
     "averaging_tail",
+    "batch_rows_bound",
     "check_noise_schedule",
     "check_optimizer",
     "compiled_update",
@@ -61,6 +67,7 @@ __all__ = [
     "explain_sigma",
     "feature_layout",
     "is_constant_schedule",
+    "lattice_for",
     "learning_rate_schedule",
     "loss_code",
     "loss_derivative",
@@ -71,6 +78,7 @@ __all__ = [
     "number_of_steps",
     "optimizer_error",
     "random_state_error",
+    "release_on_lattice",
     "residual_norms_at_zero",
     "resolve_average_start",
     "resolve_delta",
@@ -84,5 +92,6 @@ __all__ = [
     "smoothed_noise_share",
     "smoothing_eigenvalues",
     "step_levels",
+    "summation_error_factor",
     "warn_about_seed",
 ]

@@ -32,6 +32,7 @@ import typing
 
 import numpy as np
 
+from ._lattice import lattice_for
 from ._optimizers import SGD, OptimizerRun
 
 __all__ = [
@@ -64,8 +65,9 @@ class TrainingPlan:
     clip_norm : float
         C, the per-sample bound on the gradient.
     noise_multiplier : float or ndarray of shape (n_steps,)
-        z: the noise on the clipped sum has standard deviation ``z w_max C``;
-        an array gives each step its own (a noise schedule); 0 adds none.
+        z: the noise on the clipped sum has standard deviation ``z w_max C``
+        (a little more: see :meth:`lattice`); an array gives each step its own
+        (a noise schedule); 0 adds none.
     sample_rate : float
         q, the Poisson sampling rate (1: every row in every step).
     batch_size : int
@@ -91,6 +93,10 @@ class TrainingPlan:
     max_sample_weight : float, default=1.0
         The public bound w_max on the sample weights: one row moves the
         clipped sum by at most ``w_max C``, the scale of the noise.
+    max_batch_rows : int, default=0
+        A public bound on a step's batch (:func:`~._lattice.batch_rows_bound`):
+        the floating-point error bound of each release holds up to it, and a
+        larger batch fails the fit. Required with noise.
     """
 
     loss_code: int
@@ -108,16 +114,35 @@ class TrainingPlan:
     average_start: typing.Optional[int] = None
     optimizer: typing.Any = None
     max_sample_weight: float = 1.0
+    max_batch_rows: int = 0
+
+    def lattice(self, n_coordinates, sum_dtype=np.float64):
+        """The :class:`~._lattice.Lattice` the steps release their sums on (None without noise).
+
+        Parameters
+        ----------
+        n_coordinates : int
+            ``p``, the noisy coordinates of a step: ``K (d + 1)``, ``K d``
+            without an intercept.
+        sum_dtype : dtype, default=float64
+            The dtype the backend sums in.
+        """
+        multipliers = np.broadcast_to(
+            np.asarray(self.noise_multiplier, dtype=np.float64), (self.n_steps,))
+        if not (multipliers > 0).any():
+            return None
+        if self.max_batch_rows < 1:
+            raise ValueError("a plan with noise needs max_batch_rows, the public bound "
+                             "on a step's batch (batch_rows_bound).")
+        return lattice_for(multipliers, self.max_sample_weight * self.clip_norm,
+                           n_coordinates, self.max_batch_rows, sum_dtype)
 
 
-def step_schedule(noise_multiplier, sensitivity, n_steps, n_epochs, n_parameters):
-    """The per-step quantities of a run.
+def step_schedule(n_steps, n_epochs, n_parameters):
+    """The epochs and the chunks of a run.
 
     Parameters
     ----------
-    noise_multiplier : float or ndarray of shape (n_steps,)
-    sensitivity : float
-        ``w_max C``, what one row can move the clipped sum by.
     n_steps : int
     n_epochs : int
     n_parameters : int
@@ -125,18 +150,14 @@ def step_schedule(noise_multiplier, sensitivity, n_steps, n_epochs, n_parameters
 
     Returns
     -------
-    noise_std : ndarray of shape (n_steps,)
-        Standard deviation ``z_t w_max C`` of each step's noise on the sum.
     epoch_ends : ndarray of shape (n_epochs,)
         Epoch e ends after ``ceil(e T / n_epochs)`` steps.
     chunk : int
         Steps whose batches and noise are drawn at once.
     """
-    noise_std = np.broadcast_to(
-        np.asarray(noise_multiplier, dtype=np.float64) * sensitivity, (n_steps,))
     epoch_ends = -(-np.arange(1, n_epochs + 1) * n_steps // n_epochs)
     chunk = max(1, min(n_steps, NOISE_VALUES_PER_CHUNK // n_parameters))
-    return noise_std, epoch_ends, chunk
+    return epoch_ends, chunk
 
 
 def run_training(backend, plan, *, verbose=0, epoch_callback=None):
@@ -172,9 +193,9 @@ def run_training(backend, plan, *, verbose=0, epoch_callback=None):
     start_time = time.perf_counter()
     n_steps, average_start = plan.n_steps, plan.average_start
     params = backend.params
-    noise_std, epoch_ends, chunk = step_schedule(
-        plan.noise_multiplier, plan.max_sample_weight * plan.clip_norm, n_steps,
-        plan.n_epochs, params.shape[0] * params.shape[1])
+    lattice = plan.lattice(params.shape[0] * (params.shape[1] - 1 + int(plan.fit_intercept)),
+                           getattr(backend, "sum_dtype", np.float64))
+    epoch_ends, chunk = step_schedule(n_steps, plan.n_epochs, params.shape[0] * params.shape[1])
     optimizer = plan.optimizer if plan.optimizer is not None else SGD()
     update = OptimizerRun(optimizer, params, plan.batch_size, xp=backend.xp)
     averaged = None if average_start is None else backend.new_average()
@@ -187,7 +208,7 @@ def run_training(backend, plan, *, verbose=0, epoch_callback=None):
     n_epochs, next_epoch = len(epoch_ends), 0
     with backend.context():
         for chunk_start, chunk_steps, draws in backend.chunks(
-                range(0, n_steps, chunk), chunk, noise_std):
+                range(0, n_steps, chunk), chunk, lattice):
             local = 0
             while local < chunk_steps:
                 # A segment ends with the chunk, or at the next reported epoch.
