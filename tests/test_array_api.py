@@ -30,7 +30,7 @@ from sklearn_dplssgd.training._losses import (
 )
 from oracles import clipped_gradient_sum_reference, loss_derivative_reference
 from sklearn_dplssgd import Adam, Momentum
-from sklearn_dplssgd.backends._numpy import gaussian_noise, poisson_batches, train_dp_lssgd
+from sklearn_dplssgd.backends._numpy import poisson_batches, train_dp_lssgd
 from sklearn_dplssgd.training._loop import TrainingPlan
 
 array_api_strict = pytest.importorskip("array_api_strict")
@@ -113,10 +113,10 @@ def test_clipped_sum_matches_the_numpy_oracle(xp_module, code, fit_intercept, dt
     norms = _array_api.row_norms(xp, X_dev, wide)
     feature_norms = xp.sqrt(norms * norms + (1.0 if fit_intercept else 0.0))
     batch = _as(xp_module, rows)
-    grad = _array_api.noisy_clipped_gradient_sum(
+    grad = _array_api.clipped_gradient_sum(
         xp, xp.take(X_dev, batch, axis=0), xp.take(_as(xp_module, y), batch, axis=0),
-        xp.take(feature_norms, batch, axis=0), _as(xp_module, params),
-        xp.zeros(params.shape, dtype=X_dev.dtype), loss_code=code, loss_threshold=0.8,
+        xp.take(feature_norms, batch, axis=0), _as(xp_module, params), loss_code=code,
+        loss_threshold=0.8,
         clip_norm=0.7, fit_intercept=fit_intercept, wide=wide)
     grad_coef, grad_intercept = clipped_gradient_sum_reference(
         X, y, rows, params[:, :-1], params[:, -1], code, 0.8, 0.7, fit_intercept)
@@ -142,9 +142,9 @@ def test_float32_rows_of_tiny_entries_are_still_clipped(xp_module):
     # A target of 1e30 makes the gradient about 5e8 times the clip norm.
     y = _as(xp_module, [1e30])
     norms = _array_api.row_norms(xp, X_dev, xp.float64)
-    grad = _array_api.noisy_clipped_gradient_sum(
+    grad = _array_api.clipped_gradient_sum(
         xp, X_dev, y, norms, xp.zeros((1, d + 1), dtype=xp.float32),
-        xp.zeros((1, d + 1), dtype=xp.float32), loss_code=SQUARED_ERROR, loss_threshold=0.0,
+        loss_code=SQUARED_ERROR, loss_threshold=0.0,
         clip_norm=1.0, fit_intercept=False, wide=xp.float64)
     contribution = np.linalg.norm(_array_api.to_numpy(grad).astype(np.float64))
     assert 0.99 < contribution <= 1.0 + 1e-5
@@ -210,7 +210,7 @@ def _train_plan(n_outputs, code, n_steps=60, **overrides):
         loss_code=code, loss_threshold=1.0, fit_intercept=True, clip_norm=1.0,
         noise_multiplier=1.3, sample_rate=0.1, batch_size=20, n_steps=n_steps, n_epochs=6,
         learning_rates=np.linspace(0.5, 0.1, n_steps), alpha=1e-3, sigma=2.0,
-        average_start=None, optimizer=None,
+        average_start=None, optimizer=None, max_batch_rows=200,
     )
     settings.update(overrides)
     return TrainingPlan(**settings)
@@ -225,10 +225,9 @@ def _train_plan(n_outputs, code, n_steps=60, **overrides):
 ])
 @pytest.mark.parametrize("multiclass", [False, True])
 def test_training_loop_matches_the_numpy_path_draw_for_draw(xp_module, settings, multiclass):
-    # With the noise drawn on the host from the same generator (the default
-    # for array-api-strict, injected for torch), the whole run is the NumPy
-    # path's to rounding: batches, clipping, noise, smoothing, decay, update,
-    # averaging.
+    # The integer noise is drawn on the host from the same generator, so the
+    # whole run is the NumPy path's to rounding: batches, clipping, the
+    # lattice's release, smoothing, decay, update, averaging.
     rng = np.random.default_rng(3)
     n_outputs = 4 if multiclass else 1
     code = LOG_LOSS_MULTINOMIAL if multiclass else HUBER
@@ -237,16 +236,16 @@ def test_training_loop_matches_the_numpy_path_draw_for_draw(xp_module, settings,
     plan = _train_plan(n_outputs, code, **settings)
     expected = train_dp_lssgd(X, y, n_outputs, plan, np.random.default_rng(11))
     result = _array_api.train_dp_lssgd_array_api(
-        _as(xp_module, X), y, n_outputs, plan, np.random.default_rng(11),
-        noise_source=gaussian_noise)
+        _as(xp_module, X), y, n_outputs, plan, np.random.default_rng(11))
     assert type(result).__module__.split(".")[0] == xp_module.__name__
     assert_allclose(_array_api.to_numpy(result), expected, rtol=1e-9, atol=1e-11)
 
 
-def test_device_noise_has_the_calibrated_standard_deviation():
+def test_the_noise_has_the_calibrated_standard_deviation_on_the_lattice():
     # One step from zero weights on all-zero rows without intercept: the
-    # update is -eta * noise / b, so the weights are the noise itself, with
-    # standard deviation z * C per coordinate, and none on the intercept.
+    # update is -eta * noise / b, so the weights are the noise itself, gamma
+    # times integers, with standard deviation z * C (a hair more) per
+    # coordinate, and none on the intercept.
     torch = pytest.importorskip("torch")
     d, n_outputs = 2000, 10
     X = torch.zeros((50, d), dtype=torch.float64)
@@ -255,34 +254,16 @@ def test_device_noise_has_the_calibrated_standard_deviation():
         X, np.zeros(50), n_outputs, _train_plan(
             n_outputs, LOG_LOSS_MULTINOMIAL, n_steps=1, noise_multiplier=z, clip_norm=clip_norm,
             batch_size=1, sample_rate=1.0, learning_rates=np.ones(1), alpha=0.0, sigma=0.0,
-            fit_intercept=False, n_epochs=1),
+            fit_intercept=False, n_epochs=1, max_batch_rows=50),
         np.random.default_rng(5))
     noise = -_array_api.to_numpy(params)
     assert np.all(noise[:, -1] == 0.0)
     values = noise[:, :-1].ravel()
+    step = 2.0 ** (np.floor(np.log2(clip_norm)) - 20)
+    assert np.all(values / step == np.round(values / step))
     # 20,000 draws: the sample std is within 2 % of z C with overwhelming probability.
     assert values.std() == pytest.approx(z * clip_norm, rel=0.02)
     assert abs(values.mean()) < 5 * z * clip_norm / np.sqrt(values.size)
-
-
-def test_device_generator_is_seeded_from_the_fit_generator():
-    torch = pytest.importorskip("torch")
-    xp = _namespace(torch, torch.zeros(1))
-    draws = [
-        _array_api.device_gaussian(xp, "cpu", np.random.default_rng(seed))((1000,), torch.float64)
-        for seed in (1, 1, 2)
-    ]
-    assert torch.equal(draws[0], draws[1])
-    assert not torch.equal(draws[0], draws[2])
-    # Unseeded generators (fresh operating-system entropy) never repeat.
-    fresh = [
-        _array_api.device_gaussian(xp, "cpu", np.random.default_rng())((1000,), torch.float64)
-        for _ in range(2)
-    ]
-    assert not torch.equal(fresh[0], fresh[1])
-    assert _array_api.device_gaussian(
-        _namespace(array_api_strict, array_api_strict.zeros(1)), None,
-        np.random.default_rng(0)) is None
 
 
 def test_the_mechanism_does_not_depend_on_the_data(xp_module):
@@ -595,13 +576,13 @@ def test_the_torch_backend_sums_clipped_gradients_in_full_precision(users_tf32_s
     torch, users = users_tf32_settings
     switches = _array_api.full_precision_switches(torch)
     seen = []
-    summing = _array_api.noisy_clipped_gradient_sum
+    summing = _array_api.clipped_gradient_sum
 
     def recording(*args, **kwargs):
         seen.append([read() for read, _, _ in switches])
         return summing(*args, **kwargs)
 
-    monkeypatch.setattr(_array_api, "noisy_clipped_gradient_sum", recording)
+    monkeypatch.setattr(_array_api, "clipped_gradient_sum", recording)
     rng = np.random.default_rng(4)
     X = rng.normal(size=(80, 5)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.int64)

@@ -1,10 +1,11 @@
-"""The floating-point distinguishing test: the ordinary float64 release is refuted,
-the exact-noise mode is not, and a broken exact mode (float noise on the integer sum) is."""
+"""The floating-point distinguishing test: the release on the lattice is not refuted on
+any input path; a broken release (float64 noise on the float64 sum) is."""
 
 import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
 from sklearn_dplssgd.audit import (
@@ -12,10 +13,9 @@ from sklearn_dplssgd.audit import (
     off_grid,
 )
 from sklearn_dplssgd.audit import _workflow_checks
-from sklearn_dplssgd.backends import ExactNoise, ExactNoiseTraining
-from sklearn_dplssgd.backends._exact import NoiseBlocks
+from sklearn_dplssgd.backends import NumpyTraining, use_numpy_backend
 
-# Runs per side that refute the ordinary mode at epsilon 1 (about 3.5 % of the
+# Runs per side that refute float noise at epsilon 1 (about 3.5 % of the
 # runs without the canary are off the grid, none with it).
 N_RUNS = 1000
 
@@ -48,47 +48,44 @@ def test_event_bound_is_zero_without_a_difference_and_large_with_one():
         epsilon_lower_bound_of_event(1, 10, 1, 10, delta=1e-5, confidence=1.5)
 
 
-@pytest.mark.parametrize("estimator", [
-    DPLSSGDRegressor(epsilon=1.0),
-    DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], neighboring="add_remove"),
+class FloatNoiseTraining(NumpyTraining):
+    """A broken release: float64 Gaussian noise added to the float64 sum (no lattice)."""
+
+    supports_compiled_runs = False
+    float_rng = np.random.default_rng(3)
+
+    def gradient_sum(self, params, draws, local_step):
+        step, self._lattice_step = self._lattice_step, 0.0
+        grad = super().gradient_sum(params, draws, local_step)
+        self._lattice_step = step
+        plan = self.plan
+        std = float(np.ravel(plan.noise_multiplier)[0]) * plan.max_sample_weight * plan.clip_norm
+        return grad + self.float_rng.standard_normal(grad.shape) * std
+
+
+@pytest.mark.parametrize("estimator, as_input", [
+    (DPLSSGDRegressor(epsilon=1.0), None),
+    (DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], neighboring="add_remove"), None),
+    (DPLSSGDRegressor(epsilon=1.0), sp.csr_matrix),
+    (DPLSSGDRegressor(epsilon=1.0, n_jobs=2), lambda X: X.astype(np.float32)),
 ])
-def test_the_ordinary_float64_release_is_refuted(estimator):
-    result = check_float_channel(estimator, n_runs=N_RUNS, random_state=0)
-    assert not result.passed, result
-    assert result.measured > 1.0 == result.limit
-    assert "gradient mechanism" in result.detail
-
-
-def test_the_exact_mode_is_not_refuted():
-    result = check_float_channel(DPLSSGDRegressor(epsilon=1.0, mechanism="gradient_exact"),
-                                 n_runs=N_RUNS // 2, random_state=0)
+def test_the_gradient_release_on_the_lattice_is_not_refuted(estimator, as_input):
+    result = check_float_channel(estimator, n_runs=N_RUNS // 2, random_state=0,
+                                 as_input=as_input)
     assert result.passed, result
     assert result.measured == 0.0
 
 
-def test_float_noise_on_the_integer_sum_is_refuted(monkeypatch):
-    # A broken exact mode: the integer sum without its discrete Gaussian, and
-    # float64 Gaussian noise of the same variance added to gamma times it.
-    exact_gradient_sum = ExactNoiseTraining.gradient_sum
-    float_rng = np.random.default_rng(3)
-
-    def float_noise_gradient_sum(self, params, draws, local_step):
-        rows, offsets, noise = draws
-        no_noise = NoiseBlocks(ExactNoise(0, 0, None, None), noise.count)
-        grad = exact_gradient_sum(self, params, (rows, offsets, no_noise), local_step)
-        exact, plan = self.noise_source, self.plan
-        gamma = plan.max_sample_weight * plan.clip_norm * 2.0 ** -exact.grid_bits
-        std = exact.scale.std * gamma
-        grad += float_rng.standard_normal(grad.shape) * std
-        return grad
-
-    monkeypatch.setattr(ExactNoiseTraining, "gradient_sum", float_noise_gradient_sum)
-    # Every step through gradient_sum (a compiled run calls its compiled sum directly).
-    monkeypatch.setattr(ExactNoiseTraining, "compiled_steps", lambda self, update: None)
-    result = check_float_channel(DPLSSGDRegressor(epsilon=1.0, mechanism="gradient_exact"),
-                                 n_runs=N_RUNS, random_state=0)
+@pytest.mark.parametrize("estimator", [
+    DPLSSGDRegressor(epsilon=1.0),
+    DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], neighboring="add_remove"),
+])
+def test_float_noise_on_the_float_sum_is_refuted(estimator):
+    with use_numpy_backend(FloatNoiseTraining):
+        result = check_float_channel(estimator, n_runs=N_RUNS, random_state=0)
     assert not result.passed, result
-    assert result.measured > 1.0
+    assert result.measured > 1.0 == result.limit
+    assert "gradient mechanism" in result.detail
 
 
 def test_the_estimator_is_not_changed():
@@ -114,7 +111,7 @@ def test_audit_implementation_runs_it_for_integer_releases_only(monkeypatch):
     names = [name for name in dir(_workflow_checks) if name.startswith("check_")]
     for name in names:
         monkeypatch.setattr(_workflow_checks, name, stub(name))
-    for mechanism in ("gradient", "gradient_exact", "output"):
+    for mechanism in ("gradient", "output"):
         audit_implementation(DPLSSGDRegressor(mechanism=mechanism))
     assert [mechanism for name, mechanism in called
-            if name == "check_float_channel"] == ["gradient_exact"]
+            if name == "check_float_channel"] == ["gradient"]

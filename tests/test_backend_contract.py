@@ -15,13 +15,13 @@ import pytest
 
 from sklearn_dplssgd.audit import SubstitutedKernelTraining
 from sklearn_dplssgd.backends import (
-    ArrayApiTraining, DaskTraining, ExactNoiseTraining, NumpyTraining,
+    ArrayApiTraining, DaskTraining, NumpyTraining,
 )
 from sklearn_dplssgd.mechanisms import NoiseFreeDescent
 from sklearn_dplssgd.training import TrainingBackend
 from sklearn_dplssgd.training import _loop
 
-BACKENDS = (NumpyTraining, ArrayApiTraining, DaskTraining, ExactNoiseTraining, NoiseFreeDescent,
+BACKENDS = (NumpyTraining, ArrayApiTraining, DaskTraining, NoiseFreeDescent,
             SubstitutedKernelTraining)
 ATTRIBUTES = ("xp", "params")
 

@@ -7,7 +7,6 @@ repository root) and is skipped where they are absent.
 """
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -308,52 +307,6 @@ def test_bench_cores_quick_some_tables(tmp_path):
     assert "MNIST-shaped" not in text
 
 
-def test_bench_exact_noise_quick(tmp_path):
-    _run("bench_exact_noise.py", tmp_path)
-    text = (tmp_path / "exact_noise.md").read_text()
-    header = ("ns per sample | ns per sample, words drawn before | words per sample "
-              "| os.urandom ns for them |")
-    assert f"| std s | {header}" in text and f"| scale s | {header}" in text
-    assert "| ChaCha20 (ChaChaWords) |" in text
-    assert "| MNIST-shaped | 256 | 469 | replace_one |" in text
-    assert "| MNIST-shaped | 256 | 469 | add_remove |" in text
-
-
-def test_bench_exact_sampler_quick(tmp_path):
-    # The plumbing, not a speed claim; words per draw are a property of the sampler.
-    _run("bench_exact_sampler.py", tmp_path)
-    text = (tmp_path / "exact_sampler_speed.md").read_text()
-    assert "| scale s | ns per draw | words per draw | step ns per draw |" in text
-    assert re.search(r"\| 2\*\*20 \| \d+ \| 1\.0\d \| \d+ \|", text)
-    assert "| part (cumulative) | ns per draw |" in text
-    assert "| the kernel on uniform words (the rare rest included) |" in text
-    assert "shared machine" in text
-
-
-def test_bench_exact_noise_speed_quick(tmp_path):
-    _run("bench_exact_noise.py", tmp_path, "--speed")
-    text = (tmp_path / "exact_noise_speed.md").read_text()
-    assert "| batch | n_jobs | steps | ordinary loop s | exact loop s | ratio (loop) " in text
-    assert "| 256 | 1 | 24 | " in text
-    assert "| batch | draws | noise words (ChaCha20) | sampler | gather + margins | clip " in text
-    assert "| batch | n_jobs | target | noise in the exact loop s | ns per draw now " in text
-    assert "load average" in text
-
-
-def test_bench_exact_noise_accuracy_quick(tmp_path):
-    out = _run("bench_exact_noise.py", tmp_path, "--accuracy")
-    text = (tmp_path / "exact_noise_accuracy.md").read_text()
-    assert ("| data | train / test rows | ordinary mean (sd) | exact mean (sd) "
-            "| difference (s.e.) | ordinary epsilon_ | exact epsilon_ ") in text
-    assert "(2 fits per mode and data set)" in text
-    if _mnist_present():
-        assert "MNIST fit 2 gradient_exact: accuracy" in out
-        row = next(line for line in text.splitlines() if line.startswith("| MNIST | "))
-        # Both modes private, at no more than the target.
-        epsilons = [float(cell) for cell in row.strip("| ").split(" | ")[-3:-1]]
-        assert all(0.9 < epsilon <= 1.0 for epsilon in epsilons)
-
-
 def test_bench_dask_quick(tmp_path):
     pytest.importorskip("distributed")
     pytest.importorskip("dask_ml")
@@ -365,11 +318,3 @@ def test_bench_dask_quick(tmp_path):
     speed = (tmp_path / "dask_speed.md").read_text()
     assert "| the cluster's per-step overhead (ms) | a fit's fixed part (s) |" in speed
     assert "one-way (an all-reduce" in speed
-
-
-def test_bench_exact_team_quick(tmp_path):
-    _run("bench_exact_team.py", tmp_path)
-    text = (tmp_path / "exact_noise_team.md").read_text()
-    assert "| 256 | exact, n_jobs 2 (team) |" in text
-    assert "| 4,096 | exact, n_jobs 2 (no team) |" in text
-    assert "Measured on a shared machine" in text

@@ -49,8 +49,8 @@ def _array_api_numpy(X, y, params, clip_norm, weights, code, threshold):
     feature_norms = np.hypot(compute_row_norms(X), 1.0)
     # NumPy as the library's array API backend sees it (bare ``np`` is an
     # array API namespace only from NumPy 2.1: 2.0's clip has no min, max).
-    return _array_api.noisy_clipped_gradient_sum(
-        array_namespace(X), X, y, feature_norms, params, np.zeros_like(params), loss_code=code,
+    return _array_api.clipped_gradient_sum(
+        array_namespace(X), X, y, feature_norms, params, loss_code=code,
         loss_threshold=threshold, clip_norm=clip_norm, fit_intercept=True, wide=np.float64,
         weights=weights)
 

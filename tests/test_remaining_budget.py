@@ -118,7 +118,7 @@ def test_remaining_needs_a_capped_ledger(data, tmp_path, ledger_kwargs, match):
         DPLSSGDClassifier(epsilon="remaining", classes=[0, 1], ledger=ledger).fit(X, y > 0)
 
 
-@pytest.mark.parametrize("mechanism", ["gradient_exact", "output"])
+@pytest.mark.parametrize("mechanism", ["output"])
 def test_other_mechanisms_refuse_remaining(data, tmp_path, mechanism):
     X, y = data
     ledger = PrivacyLedger(max_epsilon=1.0, path=str(tmp_path / "ledger"))

@@ -1,6 +1,5 @@
 """privacy_report(): the plain-words report of every fitted private object."""
 
-import math
 import re
 import warnings
 
@@ -36,8 +35,7 @@ def test_an_estimators_report_states_its_guarantee_public_facts_and_noise(data):
     assert "replaced by any other row" in report
     assert "the declared classes (2 labels)" in report and "WARNING" not in report
     assert f"{model.n_steps_} training steps" in report
-    assert (f"standard deviation {model.noise_multiplier_:.3g} (noise multiplier "
-            f"{model.noise_multiplier_:.3g} times that bound)") in report
+    assert f"standard deviation {model.noise_multiplier_:.3g} on the sum's scale" in report
     assert "Not covered: preprocessing fitted on the training rows" in report
 
 
@@ -158,21 +156,18 @@ def test_an_infinite_epsilon_is_explained_by_its_actual_cause(data):
     assert "reproducible=True" in report and "epsilon=inf" not in report
 
 
-@pytest.mark.parametrize("mechanism", ["gradient_exact", "gradient_exact_discrete"])
-def test_an_exact_release_says_its_noise_is_outside_the_floating_point_caveat(data, mechanism):
+def test_the_release_says_its_noise_is_outside_the_floating_point_caveat(data):
     X, y = data
-    exact = _quiet_fit(DPLSSGDClassifier(mechanism=mechanism, max_iter=2, classes=[0, 1]), X, y)
-    ordinary = _quiet_fit(DPLSSGDClassifier(max_iter=2, classes=[0, 1]), X, y)
-    assert "floating-point behaviour outside the released integers" in exact.privacy_report()
-    assert "noise sampled in floating point (the default)" in ordinary.privacy_report()
-    assert "released integers" not in ordinary.privacy_report()
+    model = _quiet_fit(DPLSSGDClassifier(max_iter=2, classes=[0, 1]), X, y)
+    report = model.privacy_report()
+    assert "floating-point behaviour outside the released integers" in report
+    assert "noise sampled in floating point" not in report
+    assert not any(words in report for words in _FLOAT_CHANNEL)
 
 
-# The paragraph a release whose noise was sampled in floating point ends with.
+# The paragraph a release whose noise was sampled in floating point ended with.
 _FLOAT_CHANNEL = ("leak through the released values, not only a side channel",
-                  "sklearn_dplssgd.audit.check_float_channel",
-                  "measures an epsilon lower bound above the claimed epsilon",
-                  "mechanism='gradient_exact' (integers with exactly sampled noise) closes it")
+                  "measures an epsilon lower bound above the claimed epsilon")
 
 
 def test_the_stated_noise_is_the_noise_added_with_sample_weights(data):
@@ -184,51 +179,36 @@ def test_the_stated_noise_is_the_noise_added_with_sample_weights(data):
                                          classes=[0, 1]), X, y, sample_weight=weights)
     report = model.privacy_report()
     z = model.noise_multiplier_
-    assert f"standard deviation {z * 3.0 * 0.5:.3g} (noise multiplier {z:.3g} times" in report
+    assert f"standard deviation {z * 3.0 * 0.5:.3g} on the sum's scale" in report
     assert "multiplied by its sample weight (at most 3)" in report
     assert "moves a step's sum by at most 1.5." in report
     assert f"standard deviation {z * 0.5:.3g} " not in report
 
 
-@pytest.mark.parametrize("mechanism, law", [("gradient_exact", "rounded Gaussian"),
-                                            ("gradient_exact_discrete", "discrete Gaussian")])
-def test_an_exact_release_states_its_lattice_bound_and_law(data, mechanism, law):
-    from sklearn_dplssgd.mechanisms import mechanism_named
+def test_the_release_states_its_lattice_bound_and_law(data):
+    from sklearn_dplssgd.training import batch_rows_bound, lattice_for
 
     X, y = data
     weight, clip = 2.0, 0.5
-    model = _quiet_fit(DPLSSGDClassifier(mechanism=mechanism, max_sample_weight=weight,
-                                         clip_norm=clip, max_iter=2, classes=[0, 1]), X, y)
+    model = _quiet_fit(DPLSSGDClassifier(max_sample_weight=weight, clip_norm=clip, max_iter=2,
+                                         classes=[0, 1]), X, y)
     report = model.privacy_report()
-    # The lattice, bound and scale the mechanism's own calibration gives for
-    # the fitted public quantities (not the report's figures).
-    release, _ = mechanism_named(mechanism).calibrated_release(
-        model, model.epsilon, model.delta_, sample_rate=model.sample_rate_,
-        n_steps=model.n_steps_, neighboring=model.neighboring_, clip_norm=clip,
-        n_coordinates=X.shape[1] + 1, n_outputs=1, n_samples=len(y),
-        max_sample_weight=weight)
-    gamma = weight * clip * 2.0 ** -release.grid_bits
-    bound = release.sensitivity_squared
-    scale = release.scale.std
-    assert f"lattice of step gamma = {gamma:.4g} (2**-{release.grid_bits} times" in report
-    assert f"at most B = {bound} squared lattice units: norm {math.sqrt(bound) * gamma:.6g}." \
-        in report
-    assert f"plus {law} noise" in report
-    assert f"{scale * gamma:.3g} (s gamma) on the sum's scale" in report
-    if law == "rounded Gaussian":
-        # noise_multiplier_ is s / sqrt(B): relative to the enforced bound.
-        assert f"round(s G) (G standard normal; s = {int(scale)} lattice units" in report
-        assert f"{model.noise_multiplier_:.3g} times the bound" in report
-    else:
-        # noise_multiplier_ is s gamma / (max_sample_weight * clip_norm).
-        assert f"N_Z(0, s^2) (the Gaussian restricted to the integers; s = {scale:.7g}" \
-            in report
-        assert f"{model.noise_multiplier_ * weight * clip:.3g} (s gamma)" in report
-    assert "Gaussian noise of standard deviation" not in report
+    # The lattice the public quantities give (not the report's own figures).
+    lattice = lattice_for(
+        np.full(model.n_steps_, model.noise_multiplier_), weight * clip, X.shape[1] + 1,
+        batch_rows_bound(model.sample_rate_, len(y), model.n_steps_))
+    scale = int(lattice.scales[0])
+    assert lattice.step == 2.0 ** -20 and weight * clip / lattice.step == 2.0 ** 20
+    assert f"lattice of step gamma = {lattice.step:.4g}" in report
+    assert f"noise round(s G) (G standard normal, s = {scale} lattice units" in report
+    assert f"standard deviation {scale * lattice.step:.3g} on the sum's scale" in report
+    assert f"at most {lattice.sensitivity:.10g} lattice units" in report
+    assert f"the noise is {scale / lattice.sensitivity:.4g} times that" in report
+    assert scale / lattice.sensitivity >= model.noise_multiplier_
     assert not any(words in report for words in _FLOAT_CHANNEL)
 
 
-@pytest.mark.parametrize("mechanism", ["gradient", "output"])
+@pytest.mark.parametrize("mechanism", ["output"])
 def test_a_floating_point_release_says_the_float_channel_is_not_covered(data, mechanism):
     X, y = data
     model = _quiet_fit(DPLSSGDClassifier(mechanism=mechanism, alpha=0.01, max_iter=2,

@@ -6,8 +6,7 @@ from scipy import stats
 from test_discrete_gaussian import SeededWords
 
 from sklearn_dplssgd.backends import (
-    DiscreteGaussianScale, ExactNoise, RoundedGaussianScale, SamplerCapacityError,
-    sample_rounded_gaussian,
+    RoundedGaussianScale, SamplerCapacityError, sample_rounded_gaussian,
 )
 from sklearn_dplssgd.backends._discrete_gaussian import draw_from_word_stream
 from sklearn_dplssgd.backends._rounded_gaussian import (
@@ -297,14 +296,6 @@ def test_a_draw_past_the_capacity_fails_closed():
 def test_a_bad_scale_is_refused(scale):
     with pytest.raises(ValueError, match="RoundedGaussianScale"):
         RoundedGaussianScale(scale)
-
-
-def test_the_noise_seam_draws_either_law():
-    for scale in (RoundedGaussianScale(5), DiscreteGaussianScale.at_least(5.0)):
-        noise = ExactNoise(4, 4, scale, SeededWords(19))
-        np.testing.assert_array_equal(noise.draw(100), scale.sample(100, SeededWords(19)))
-    with pytest.raises(TypeError, match="scale"):
-        ExactNoise(4, 4, 5, SeededWords(19))
 
 
 class ReferenceAttempt:

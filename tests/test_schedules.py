@@ -130,27 +130,32 @@ def test_training_loop_scales_each_steps_noise():
     X = np.zeros((10, 2))
     y = np.zeros(10)
     levels = np.array([3.0, 3.0, 2.0, 2.0, 1.0, 1.0])
-    draws = []
+    scales, draws = [], []
 
-    def recording_noise(rng, shape, dtype):
-        noise = rng.standard_normal(shape, dtype=dtype)
-        draws.append(noise.copy())
+    def recording_noise(rng, scale, count):
+        noise = rng.integers(-scale, scale, size=count)
+        scales.append(scale)
+        draws.append(noise.reshape(-1, 3))
         return noise
 
     plan = TrainingPlan(
         loss_code=4, loss_threshold=0.0, fit_intercept=True, clip_norm=1.0,
         noise_multiplier=levels, sample_rate=1.0, batch_size=10, n_steps=n_steps, n_epochs=6,
-        learning_rates=np.full(n_steps, 0.1), alpha=0.0, sigma=0.0)
+        learning_rates=np.full(n_steps, 0.1), alpha=0.0, sigma=0.0, max_batch_rows=10)
     params = train_dp_lssgd(X, y, 1, plan, np.random.default_rng(1),
                             noise_source=recording_noise)
-    noise = np.concatenate(draws)[:, 0, :]
+    lattice = plan.lattice(3)
+    # One draw per level, at that level's integer scale.
+    assert scales == [int(np.ceil(level * lattice.sensitivity)) for level in (3.0, 2.0, 1.0)]
+    noise = np.concatenate(draws)
     # Squared error at zero target: the residual is the intercept itself.
     expected = np.zeros(3)
     for t in range(n_steps):
         gradient = np.array([0.0, 0.0, expected[2]])
         norm = abs(expected[2])
         gradient *= min(1.0, 1.0 / norm) if norm > 0 else 1.0
-        expected -= 0.1 / 10 * (10 * gradient + levels[t] * noise[t])
+        released = lattice.step * (noise[t] + np.rint(10 * gradient / lattice.step))
+        expected -= 0.1 / 10 * released
     np.testing.assert_allclose(params[0], expected, rtol=1e-10, atol=1e-12)
 
 

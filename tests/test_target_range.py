@@ -133,9 +133,3 @@ def test_a_continued_series_keeps_its_range():
     # The range's release is in the first call's event only.
     assert isinstance(model.dp_events_[0], dp_accounting.ComposedDpEvent)
     assert isinstance(model.dp_events_[1], dp_accounting.SelfComposedDpEvent)
-
-
-def test_a_mechanism_that_cannot_compose_the_range_asks_for_target_bounds():
-    X, y = _table(n_rows=500)
-    with pytest.raises(ValueError, match="target_bounds"):
-        DPLSSGDRegressor(epsilon=1.0, mechanism="gradient_exact").fit(X, y)

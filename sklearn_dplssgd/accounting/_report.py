@@ -28,7 +28,7 @@ _NOT_COVERED_TEMPLATE = (
     "PrivacyLedger); {channels}; and anything released about the rows other "
     "than this object.")
 _NOT_COVERED = _NOT_COVERED_TEMPLATE.format(channels=(
-    "side channels such as timing; noise sampled in floating point (the default), whose "
+    "side channels such as timing; noise sampled in floating point, whose "
     "traces are in the released values themselves (the guarantee is proved for "
     "real-valued noise)"))
 # An exact-noise release's integers have the law the proof describes: what
@@ -43,9 +43,8 @@ _FLOAT_NOISE = (
     "and the released coefficients carry the traces of that arithmetic. This is a leak "
     "through the released values, not only a side channel, and the guarantee above does "
     "not cover it: the library's own audit of it (sklearn_dplssgd.audit.check_float_channel) "
-    "measures an epsilon lower bound above the claimed epsilon for the default "
-    "mechanism='gradient'. mechanism='gradient_exact' (integers with exactly sampled "
-    "noise) closes it.")
+    "measures an epsilon lower bound above the claimed epsilon for such a release. The "
+    "gradient mechanism (integers with exactly sampled noise) closes it.")
 
 _UNITS = {
     "replace_one": ("any one training row (its features and its label) replaced by "
@@ -283,7 +282,7 @@ def search_report(search, prefitted_private_steps=()):
             "total spent on the rows composes both (a PrivacyLedger given to all counts it).")
     lines += _public_lines(search.best_estimator_ if not hasattr(
         search.best_estimator_, "steps") else search.best_estimator_.steps[-1][1])
-    # Its trials are fits of the floating-point gradient mechanism.
+    # Its trials' scores are noised in floating point.
     lines += [_NOT_COVERED, _FLOAT_NOISE]
     return "\n\n".join(lines)
 

@@ -83,7 +83,7 @@ def _one_step_configuration(estimator):
     set_existing(
         model, batch_size=_N_ROWS, max_iter=1, eta0=1.0, learning_rate="constant",
         optimizer="sgd", alpha=0.0, sigma=0.0, average=False, fit_intercept=False,
-        noise_schedule="constant", warm_start=False, ledger=None, n_jobs=1,
+        noise_schedule="constant", warm_start=False, ledger=None,
         feature_bounds=None, target_bounds=None, weight_norm_bound=None,
     )
     if is_classifier(model):
@@ -118,7 +118,8 @@ def _released_sums(models):
     return np.array([-float(np.ravel(model.coef_)[0]) * _N_ROWS for model in models])
 
 
-def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0):
+def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0,
+                        as_input=None):
     """The low bits of one noisy step do not tell the canary apart.
 
     A crafted release of one step on one coordinate (see
@@ -149,6 +150,10 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0)
         Confidence of the epsilon lower bound.
     random_state : int, default=0
         Seeds the fits' seeds.
+    as_input : callable or None, default=None
+        Turns the crafted rows (a float64 NumPy array) into the input under
+        test: ``scipy.sparse.csr_matrix``, a float32 copy, a Dask array...
+        None fits them as they are.
 
     Returns
     -------
@@ -170,7 +175,8 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0)
             "check_float_channel crafts one noisy gradient step: it audits the gradient "
             "mechanism ('gradient'), not output perturbation.")
     model = _one_step_configuration(estimator)
-    without, with_canary = _neighbours(model)
+    without, with_canary = [(X if as_input is None else as_input(X), y)
+                            for X, y in _neighbours(model)]
     noise_free = clone(model).set_params(epsilon=math.inf, mechanism="gradient")
     probe = seeded_fit(noise_free, 0, *with_canary)
     clipped_sum = abs(_released_sums([probe])[0])

@@ -1,14 +1,15 @@
 """DP-LSSGD on NumPy arrays: the compiled backend of the one training loop.
 
-Data flows one way through :func:`~sklearn_dplssgd.training.run_training`: sample a batch
-(the batch sampler) -> clipped gradient sum (Numba, in float64) -> released on
-the lattice with exact integer noise (the noise source;
-:mod:`~sklearn_dplssgd.training._lattice`) -> Laplacian smoothing -> weight decay -> optimizer update
-(:mod:`~sklearn_dplssgd.training._optimizers`). Only the first two touch the rows; everything after
-is post-processing. This module holds what the NumPy backend needs: Poisson
-sampling, the noise source, the rows' norms, and :class:`NumpyTraining`. The
-sampler and the noise source can be substituted (the audit's tests do, to
-show that a broken one is caught).
+Data flows one way through :func:`~sklearn_dplssgd.training.run_training`:
+sample a batch (the batch sampler) -> clipped gradient sum (Numba, in
+float64) -> released on the lattice with exact integer noise (the noise
+source; :mod:`~sklearn_dplssgd.training._lattice`) -> Laplacian smoothing ->
+weight decay -> optimizer update (:mod:`~sklearn_dplssgd.training._optimizers`).
+Only the first two touch the rows; everything after is post-processing. This
+module holds what the NumPy backend needs: Poisson sampling, the noise source,
+the rows' norms, and :class:`NumpyTraining`. The sampler and the noise source
+can be substituted (the audit's tests do, to show that a broken one is
+caught).
 """
 
 import contextlib

@@ -106,8 +106,8 @@ def dense_single_output_steps(
             fit_intercept, largest, tiny, zero, grad, weights, gathered, per_row,
             coefficients, residual, scaled, upcoming)
         finish_step(params, grad, noise[local], lattice_step, n_features, sigma, omega,
-                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                    averaged, average_start)
+                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code,
+                    optimizer_factor, optimizer_state, averaged, average_start)
 
 
 @njit(cache=True, nogil=True)
@@ -125,8 +125,8 @@ def dense_several_outputs_steps(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, zero, grad, weights)
         finish_step(params, grad, noise[local], lattice_step, n_features, sigma, omega,
-                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                    averaged, average_start)
+                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code,
+                    optimizer_factor, optimizer_state, averaged, average_start)
 
 
 @njit(cache=True, nogil=True)
@@ -144,8 +144,8 @@ def sparse_steps(
             X, y, batch, params, row_norms, feature_norms, code, threshold, clip_norm,
             fit_intercept, largest, tiny, zero, grad, weights)
         finish_step(params, grad, noise[local], lattice_step, n_features, sigma, omega,
-                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                    averaged, average_start)
+                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code,
+                    optimizer_factor, optimizer_state, averaged, average_start)
 
 
 # --- A run of steps shared by a team of threads ---
@@ -351,8 +351,8 @@ def team_steps(
                                  several)
             team_add_chunks(zero, partial, states, n_chunks, grad)
         finish_step(params, grad, noise[local], lattice_step, n_features, sigma, omega,
-                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code, optimizer_factor, optimizer_state,
-                    averaged, average_start)
+                    learning_rates, chunk_start + local, alpha, inv_batch, optimizer_code,
+                    optimizer_factor, optimizer_state, averaged, average_start)
 
 
 @njit(cache=True, nogil=True)

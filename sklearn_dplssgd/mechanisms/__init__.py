@@ -3,9 +3,10 @@
 One module (or small subpackage) per mechanism holds what it releases and how
 it is accounted for: gradient perturbation (:mod:`._gradient`: the
 :class:`GradientPerturbation` value and the DP-LSSGD release), output
-perturbation (:mod:`.output_perturbation`) and the private search's selection (:mod:`._search_selection`). :mod:`._release` holds the interface
-they answer. :data:`MECHANISMS` maps each value of the estimators'
-``mechanism`` parameter to its mechanism; :func:`mechanism_named` looks one up.
+perturbation (:mod:`.output_perturbation`) and the private search's selection
+(:mod:`._search_selection`). :mod:`._release` holds the interface they answer.
+:data:`MECHANISMS` maps each value of the estimators' ``mechanism`` parameter
+to its mechanism; :func:`mechanism_named` looks one up.
 """
 
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism, ReleasePlan

@@ -3,9 +3,10 @@
 Each step sums the Poisson-sampled rows' clipped gradients and releases the
 sum rounded onto a public lattice plus exactly sampled integer Gaussian noise
 (:mod:`~sklearn_dplssgd.training._lattice`); smoothing, the optimizer and
-averaging are post-processing. The whole release, :class:`~sklearn_dplssgd.mechanisms.GradientPerturbation`
-(q, T, the noise multipliers of its schedule, the sensitivity), is fixed
-from public quantities and charged to the ledger before any row is read.
+averaging are post-processing. The whole release,
+:class:`~sklearn_dplssgd.mechanisms.GradientPerturbation` (q, T, the noise
+multipliers of its schedule, the sensitivity), is fixed from public quantities
+and charged to the ledger before any row is read.
 """
 
 import dataclasses
@@ -22,10 +23,11 @@ from ..accounting import (
 )
 from ..backends import backend_for, initial_gradient_norms, share_of_rows, to_device
 from ..training import (
-    batch_rows_bound, step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0, resolve_schedule,
-    explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero, check_optimizer,
-    make_generator, learning_rate_schedule, noise_schedule_blocks, number_of_steps, Series,
-    compose_events, series_average, series_epsilon, smoothed_noise_share, TrainingPlan,
+    batch_rows_bound, step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0,
+    resolve_schedule, explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero,
+    check_optimizer, make_generator, learning_rate_schedule, noise_schedule_blocks,
+    number_of_steps, Series, compose_events, series_average, series_epsilon,
+    smoothed_noise_share, TrainingPlan,
 )
 from ._release import Mechanism, NoiseAdded, ReleaseMechanism, ReleaseRecord
 

@@ -12,7 +12,8 @@ from ._defaults import (
 )
 from ._feature_layout import feature_layout, ORDERED
 from ._lattice import (
-    batch_rows_bound, Lattice, LATTICE_BITS, lattice_for, release_on_lattice, summation_error_factor,
+    batch_rows_bound, Lattice, LATTICE_BITS, lattice_for, release_on_lattice,
+    summation_error_factor,
 )
 from ._loop import run_training, TrainingPlan
 from ._losses import (

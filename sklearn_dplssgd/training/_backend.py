@@ -42,18 +42,19 @@ class TrainingBackend(typing.Protocol):
         context : context manager
         """
 
-    def chunks(self, chunk_starts, chunk, noise_std):
+    def chunks(self, chunk_starts, chunk, lattice):
         """The draws of each chunk of steps, in the loop's one fixed order.
 
         Parameters
         ----------
-        chunk_starts : iterable of int
-            The first step of each chunk.
+        chunk_starts : range
+            ``range(0, T, chunk)``: the first step of each chunk.
         chunk : int
             The number of steps of a full chunk.
-        noise_std : ndarray of shape (T,)
-            Each step's noise standard deviation, ``z_t w_max C`` (from the
-            plan; 0 where no noise is drawn).
+        lattice : Lattice or None
+            The lattice the steps' sums are released on, with each step's
+            integer noise scale (:class:`~._lattice.Lattice`); None where no
+            noise is drawn.
 
         Yields
         ------
@@ -62,11 +63,12 @@ class TrainingBackend(typing.Protocol):
             The number of steps of this chunk.
         draws : object
             What :meth:`gradient_sum` needs for those steps (batches and
-            noise), drawn from the fit's generator only.
+            integer noise, :func:`~sklearn_dplssgd.backends._numpy.chunk_noise`),
+            drawn from the fit's generator only.
         """
 
     def gradient_sum(self, params, draws, local_step):
-        """One step's gradient sum: clipped per sample, plus its noise.
+        """One step's released gradient sum: clipped per sample, released on the lattice.
 
         Parameters
         ----------
@@ -79,7 +81,9 @@ class TrainingBackend(typing.Protocol):
         Returns
         -------
         grad : array of shape (K, d + 1)
-            The sum over the step's batch (not divided by the batch size).
+            The sum over the step's batch (not divided by the batch size),
+            rounded onto the lattice plus its integer noise, times the
+            lattice step (:func:`~._lattice.release_on_lattice`).
         """
 
     def smooth(self, grad):

@@ -113,8 +113,8 @@ class NoiseFreeDescent:
         # busy (3 times slower per step measured on a loaded 2-core machine).
         return blas_controller().limit(limits=1, user_api="blas")
 
-    def chunks(self, chunk_starts, chunk, noise_std):
-        n_steps = noise_std.shape[0]
+    def chunks(self, chunk_starts, chunk, lattice):
+        n_steps = chunk_starts.stop
         for chunk_start in chunk_starts:
             yield chunk_start, min(chunk, n_steps - chunk_start), chunk_start
 
