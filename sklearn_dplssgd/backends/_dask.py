@@ -43,6 +43,7 @@ What crosses the cluster's network is secret: :mod:`._dask_network` decides
 whether it may carry it, before anything is sent.
 """
 
+import contextlib
 import dataclasses
 import os
 import warnings
@@ -492,13 +493,12 @@ class _LoopState:
 
 
 class _PartialSumsSteps(HostWeightSteps):
-    """The loop's steps over the partitions' sums: the noise drawn here, added once.
+    """The loop's steps over the partitions' sums: their total released here, once.
 
     Shared by the loop run on the client (:class:`DaskTraining`) and on a
     worker (:class:`_CoordinatorTraining`): the same draws in the same order,
-    the same sums added in partition order. A subclass calls :meth:`_start`
-    and supplies ``_partition_sums(params, step)``.
-    """
+    the same sums added the same way. A subclass calls :meth:`_start` and
+    supplies ``_partition_sums(params, step)``."""
 
     xp = None
 
@@ -511,28 +511,22 @@ class _PartialSumsSteps(HostWeightSteps):
         self._smooth = smooth_rows
 
     def context(self):
-        import contextlib
-
         return contextlib.nullcontext()
 
     def chunks(self, chunk_starts, chunk, lattice):
-        n_steps, shape = self.plan.n_steps, self.params.shape
-        # The batches are drawn on the partitions: the plan's batch bound is
-        # the row bound itself there, which every batch meets.
+        # The batches are drawn on the partitions (the plan's batch bound is
+        # the row bound there, which every batch meets): the noise only.
         step = 0.0 if lattice is None else lattice.step
         for chunk_start in chunk_starts:
-            chunk_steps = min(chunk, n_steps - chunk_start)
+            chunk_steps = min(chunk, self.plan.n_steps - chunk_start)
             noise = chunk_noise(self.noise_source, self.rng, lattice, chunk_start, chunk_steps,
-                                shape, self._n_noisy_columns)
+                                self.params.shape, self._n_noisy_columns)
             yield chunk_start, chunk_steps, (chunk_start, noise, step)
 
     def gradient_sum(self, params, draws, local_step):
         chunk_start, noise, step = draws
-        sums = self._partition_sums(params, chunk_start + local_step)
-        # The partitions' sums added in order, then released once.
-        grad = np.zeros_like(params)
-        for partial in sums:
-            grad += partial
+        # The partitions' sums added, then released once.
+        grad = np.sum(self._partition_sums(params, chunk_start + local_step), axis=0)
         release_on_lattice(grad, noise[local_step], step)
         return grad
 

@@ -242,12 +242,11 @@ class GradientPerturbation(Mechanism):
         if lattice is None:
             return NoiseAdded("rounded Gaussian", self.clip_norm, self.max_sample_weight,
                               self.sensitivity, (0.0,))
-        blocks = np.cumsum([0] + [count for count, _ in self.noise_schedule])[:-1]
-        scales = lattice.scales[blocks] if self.noise_schedule else lattice.scales[:1]
+        # ceil(z_k Delta), as the lattice's per-step scales.
+        scales = np.ceil(self.block_noise_multipliers() * lattice.sensitivity)
         return NoiseAdded("rounded Gaussian", self.clip_norm, self.max_sample_weight,
-                          self.sensitivity, tuple(float(lattice.step * s) for s in scales),
-                          grid_step=lattice.step, grid_scale=float(scales[0]),
-                          lattice_sensitivity=lattice.sensitivity)
+                          self.sensitivity, tuple(lattice.step * scales), lattice.step,
+                          grid_scale=float(scales[0]), lattice_sensitivity=lattice.sensitivity)
 
     @property
     def private(self):
@@ -387,8 +386,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     def plan_before_reading(self, estimator, n_rows, series, partial):
         return self.plan(estimator, n_rows, series, partial) if n_rows else None
 
-    def plan(self, estimator, n_samples, series=None, partial=False, n_coordinates=None,
-             n_outputs=1):
+    def plan(self, estimator, n_samples, series=None, partial=False):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
 
         The ``"auto"`` hyperparameters are resolved here, from the accounted
@@ -405,12 +403,6 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             releases compose at one delta).
         partial : bool, default=False
             A ``partial_fit`` call: one epoch over its rows.
-        n_coordinates : int or None, default=None
-            The public number of noisy coordinates of a step, ``K (d + 1)``
-            (``K d`` without intercept), where the mechanism plans once X is
-            validated (:meth:`calibrated_mechanism`); None before.
-        n_outputs : int, default=1
-            ``K``, with ``n_coordinates``.
 
         Returns
         -------
@@ -455,8 +447,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         else:
             mechanism, calibration = self.calibrated_mechanism(
                 estimator, delta, sample_rate=sample_rate, n_steps=n_steps,
-                n_samples=n_accounted, noise_schedule=schedule, n_coordinates=n_coordinates,
-                n_outputs=n_outputs, prior_event=prior_event)
+                n_samples=n_accounted, noise_schedule=schedule, prior_event=prior_event)
         rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
         if seeded:
             # A seeded fit's noise is reproducible: it claims nothing.
@@ -471,12 +462,11 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         )
 
     def calibrated_mechanism(self, estimator, delta, *, sample_rate, n_steps, n_samples,
-                             noise_schedule, n_coordinates=None, n_outputs=1, prior_event=None):
+                             noise_schedule, prior_event=None):
         """The mechanism of a fit whose noise meets the estimator's epsilon, and its calibration.
 
-        From public quantities only; a mechanism with another noise (the
-        exact-noise mode) answers its own. With ``epsilon="remaining"`` the
-        noise spends what remains of the ledger's budget
+        From public quantities only. With ``epsilon="remaining"`` the noise
+        spends what remains of the ledger's budget
         (:meth:`GradientPerturbation.within_ledger`). ``prior_event`` (see
         :class:`GradientPerturbation`) is composed with the steps in both.
         """
@@ -488,41 +478,23 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                 noise_schedule=noise_schedule,
                 max_sample_weight=float(estimator.max_sample_weight), prior_event=prior_event)
         return GradientPerturbation.calibrated(
-            estimator.epsilon,
-            delta,
-            sample_rate=sample_rate,
-            n_steps=n_steps,
-            accountant=estimator.accountant,
-            neighboring=estimator.neighboring,
-            clip_norm=float(estimator.clip_norm),
-            n_samples=n_samples,
-            noise_schedule=noise_schedule,
-            max_sample_weight=float(estimator.max_sample_weight),
-            prior_event=prior_event,
-        )
+            estimator.epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
+            accountant=estimator.accountant, neighboring=estimator.neighboring,
+            clip_norm=float(estimator.clip_norm), n_samples=n_samples,
+            noise_schedule=noise_schedule, max_sample_weight=float(estimator.max_sample_weight),
+            prior_event=prior_event)
 
     @staticmethod
-    def batch_bound(estimator, plan, backend):
-        """A public bound on a step's batch, for the release's floating-point error bound.
+    def batch_bound(estimator, plan, remote):
+        """A public bound on a step's batch (the release's error bound holds up to it).
 
-        Over the row count where it is public (replace-one without a declared
-        count), else twice a declared ``public_n_samples`` (a count more than a
-        factor 2 off is warned about): a Chernoff bound where the batches are
-        drawn here and checked (:func:`~sklearn_dplssgd.training.batch_rows_bound`),
-        the row bound itself where the partitions draw them.
+        Over the rows where their count is public, else twice a declared
+        ``public_n_samples``: a Chernoff bound where the batches are drawn
+        here, the row bound itself where remote partitions draw them.
         """
         rows = (plan.n_samples if estimator.public_n_samples is None
                 else 2 * int(estimator.public_n_samples))
-        if backend.rows_are_remote:
-            return rows
-        return batch_rows_bound(plan.sample_rate, rows, plan.n_steps)
-
-    def training_function(self, backend, plan):
-        """The function that runs the release's steps on ``backend``'s input.
-
-        The backend's own trainer; a mechanism with its own noise passes it here.
-        """
-        return backend.trainer
+        return rows if remote else batch_rows_bound(plan.sample_rate, rows, plan.n_steps)
 
     def resolve_step(self, estimator, plan, n_features, series=None, partial=False):
         """``eta0`` for a fit of ``plan`` over ``n_features`` columns.
@@ -564,9 +536,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         X, namespace = data.X, data.namespace
         n_samples = X.shape[0]
         if plan is None or plan.n_samples != n_samples:
-            plan = self.plan(estimator, n_samples, series, partial, n_coordinates=(
-                data.n_outputs * (X.shape[1] + int(bool(estimator.fit_intercept)))),
-                n_outputs=data.n_outputs)
+            plan = self.plan(estimator, n_samples, series, partial)
         mechanism, calibration = plan.mechanism, plan.calibration
         eta0 = self.resolve_step(estimator, plan, X.shape[1], series, partial)
         # Like eta0, from the plan and the public width of X; a call of a
@@ -582,7 +552,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         if not backend.rows_are_remote:
             # A cluster's rows stay on its workers: no warning from them.
             warn_if_mostly_clipped(estimator, data, row_norms)
-        trainer = self.training_function(backend, plan)
+        trainer = backend.trainer
         # The backend's own settings (threads, a starting point: the array
         # API path refuses the latter, check_release).
         extra = backend.trainer_arguments(
@@ -609,7 +579,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             average_start=average_start,
             optimizer=check_optimizer(estimator.optimizer),
             max_sample_weight=mechanism.max_sample_weight,
-            max_batch_rows=self.batch_bound(estimator, plan, backend),
+            max_batch_rows=self.batch_bound(estimator, plan, backend.rows_are_remote),
         )
         params = trainer(X, data.y_encoded, data.n_outputs, steps, plan.rng,
                          verbose=estimator.verbose, sample_weight=data.weights, **extra)

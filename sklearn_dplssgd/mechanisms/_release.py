@@ -187,10 +187,10 @@ class ReleaseMechanism:
 
         What the mechanism's sensitivity argument allows a row's contribution
         to a step of an ``epsilon=inf`` fit over ``n_coordinates``
-        coordinates, relative to ``max_sample_weight * clip_norm``: 1 for a
-        clip alone; more where a rounding after the clip is accounted for
-        (the exact-noise mode's grid). :func:`~sklearn_dplssgd.audit.check_clipping`
-        holds the stored weights to it.
+        coordinates, relative to ``max_sample_weight * clip_norm``: the clip
+        alone (a noise-free step is not rounded).
+        :func:`~sklearn_dplssgd.audit.check_clipping` holds the stored
+        weights to it.
         """
         return 1.0
 
