@@ -35,6 +35,7 @@ from sklearn_dplssgd.mechanisms.output_perturbation._descent import (
     fixed_batches,
     train_output_perturbation,
 )
+from sklearn_dplssgd.mechanisms.output_perturbation._lattice import plan_on_lattice
 
 DELTA = 1e-5
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
@@ -483,8 +484,8 @@ def test_the_mechanism_is_planned_from_public_quantities_only():
     kwargs = dict(SETTINGS["multinomial log_loss"], fit_intercept=True, alpha=0.01,
                   row_norm_bound=1.0, eta=None, batch_size=16, n_passes=2, epsilon=0.5,
                   delta=DELTA)
-    plan = plan_output_perturbation(n_samples=100, **{
-        key: value for key, value in kwargs.items() if key != "n_passes"})
+    plan = plan_on_lattice(plan_output_perturbation(n_samples=100, **{
+        key: value for key, value in kwargs.items() if key != "n_passes"}), 5)
     rng = np.random.default_rng(0)
     mechanisms = set()
     for scale in (0.01, 100.0):

@@ -452,12 +452,21 @@ class OutputPerturbation(Mechanism):
     seeded : bool, default=False
         Whether the noise was derived from a seed that travels with the
         model (``reproducible=True``): then nothing is private.
+    grid_exponent, grid_scale : int or None, default=None
+        The release on a lattice (:mod:`._lattice`): ``gamma = 2**grid_exponent``
+        and the rounded Gaussian's integer scale ``s``. Then ``sensitivity``
+        is ``gamma Delta_lat`` (the widened sensitivity of the rounded
+        weights), ``noise_multiplier`` is ``s / Delta_lat`` and the noise's
+        standard deviation before rounding is ``s gamma``. None for the
+        continuous mechanism the calibration works on.
     """
 
     sensitivity: float
     noise_multiplier: float
     neighboring: str = _NEIGHBORING
     seeded: bool = False
+    grid_exponent: typing.Optional[int] = None
+    grid_scale: typing.Optional[int] = None
 
     def __post_init__(self):
         _check_neighboring(self.neighboring)
@@ -517,8 +526,15 @@ class OutputPerturbation(Mechanism):
 
     @property
     def noise_std(self):
-        """Standard deviation of the noise on every released coefficient."""
+        """Standard deviation of the noise on every released coefficient (before rounding)."""
+        if self.grid_scale is not None:
+            return math.ldexp(float(self.grid_scale), self.grid_exponent)
         return self.noise_multiplier * self.sensitivity
+
+    @property
+    def grid_step(self):
+        """``gamma``, the released weights' lattice step, or None (continuous)."""
+        return None if self.grid_exponent is None else math.ldexp(1.0, self.grid_exponent)
 
     @property
     def private(self):
@@ -559,6 +575,10 @@ class OutputPerturbationPlan(typing.NamedTuple):
     weight_norm_bound: typing.Optional[float]
     target_bound: typing.Optional[float]
     max_sample_weight: float = 1.0
+    # The release's lattice (``_lattice.plan_on_lattice``), fixed with the
+    # public number of features; None for the continuous plan.
+    n_features: typing.Optional[int] = None
+    lattice: typing.Any = None
 
 
 def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_intercept,
