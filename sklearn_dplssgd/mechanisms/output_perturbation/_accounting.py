@@ -11,7 +11,10 @@ Differentially Private ERM for Smooth Objectives", AISTATS 2019):
    on an objective that is ``L``-smooth and ``mu``-strongly convex and whose
    per-sample loss gradients are bounded by ``R``;
 4. release the final weights plus ``N(0, (z Delta)^2 I)``, where ``Delta`` is
-   the replace-one L2 sensitivity of the final weights (:func:`sensitivity`).
+   the replace-one L2 sensitivity of the final weights (:func:`sensitivity`);
+   a fit does so on a public lattice, with exactly sampled integer noise and
+   a sensitivity widened by the roundings and the descent's float error
+   (:mod:`._lattice`).
 
 Everything the privacy claim depends on (``n``, ``b``, the constants, the
 step and the noise) is computed from public quantities before any row is
@@ -425,9 +428,14 @@ def _gaussian_event(noise_multiplier):
 class OutputPerturbation(Mechanism):
     """One Gaussian mechanism on the final weights of a non-private descent.
 
-    The release is ``w + N(0, (noise_multiplier * sensitivity)^2 I)`` where
-    ``sensitivity`` is the replace-one L2 sensitivity Delta of the weights
-    ``w`` (:func:`sensitivity`). The mechanism has the interface of
+    Continuous, it is ``w + N(0, (noise_multiplier * sensitivity)^2 I)``
+    where ``sensitivity`` is the replace-one L2 sensitivity Delta of the
+    weights ``w`` (:func:`sensitivity`): the mechanism the calibration works
+    on. A fit releases it on a lattice (``grid_exponent`` and ``grid_scale``
+    set, :func:`~._lattice.plan_on_lattice`): the rounded weights plus
+    exactly sampled rounded Gaussian integers, the same Gaussian event at
+    the lattice's own sensitivity and multiplier. The mechanism has the
+    interface of
     :class:`~sklearn_dplssgd.mechanisms._gradient.GradientPerturbation`.
 
     **Event encoding.** Every event of this library is accounted by

@@ -204,6 +204,7 @@ def add_output_noise(params, mechanism, rng, fit_intercept):
             released[..., :columns].shape)
     return released
 
+
 def refuse_sparse(X):
     if sp.issparse(X):
         raise TypeError(

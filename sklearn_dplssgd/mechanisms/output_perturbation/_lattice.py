@@ -238,6 +238,7 @@ def release_on_lattice(params, mechanism, rng, fit_intercept, sampler=sample_rou
     released[..., :columns] = np.ldexp(integers.astype(np.float64), exponent)
     return released
 
+
 def plan_on_lattice(plan, n_features):
     """``plan`` with its release on the lattice, for ``n_features`` public features.
 
