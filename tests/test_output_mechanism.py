@@ -252,7 +252,7 @@ def test_the_released_model_is_gamma_times_integers_and_reported():
                                                                             rel=1e-12)
     report = clf.privacy_report()
     assert f"s = {int(noise.grid_scale)} lattice units" in report
-    assert "rounded Gaussian noise round(s G)" in report and f"2**-{noise.grid_bits}" in report
+    assert "rounded Gaussian noise round(s G)" in report and f"(2**{-noise.grid_bits})" in report
     # An integer release: the floating-point paragraph of a float release is not there.
     assert "Floating-point noise:" not in report
     assert "outside the released integers" in report

@@ -177,7 +177,7 @@ def _output_lattice_words(estimator, noise):
     """Output perturbation's release on its lattice, from its NoiseAdded."""
     return (
         "Noise: one noise-free training run, then its weights rounded onto the lattice of "
-        f"step gamma = {noise.grid_step:.4g} (2**-{noise.grid_bits}) and released as gamma "
+        f"step gamma = {noise.grid_step:.4g} (2**{-noise.grid_bits}) and released as gamma "
         f"times (those integers plus rounded Gaussian noise round(s G): G standard normal, "
         f"s = {int(noise.grid_scale)} lattice units, sampled exactly with integer "
         f"arithmetic), on every weight: standard deviation {noise.stds[0]:.3g} before "

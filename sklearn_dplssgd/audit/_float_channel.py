@@ -138,12 +138,13 @@ def _output_configuration(estimator):
     """A clone of an output-perturbation estimator that releases one step's weights.
 
     No intercept, one batch of all :data:`_N_ROWS` rows, one pass, L2
-    strength :data:`_OUTPUT_ALPHA`; the loss, its bounds, the row norm bound
-    and the budget are the estimator's.
+    strength :data:`_OUTPUT_ALPHA` and the default step for it; the loss,
+    its bounds, the row norm bound and the budget are the estimator's.
     """
     model = private_clone(estimator)
     set_existing(
-        model, batch_size=_N_ROWS, max_iter=1, alpha=_OUTPUT_ALPHA, fit_intercept=False,
+        model, batch_size=_N_ROWS, max_iter=1, alpha=_OUTPUT_ALPHA, eta0="auto",
+        fit_intercept=False,
         warm_start=False, ledger=None, n_jobs=1, feature_bounds=None, max_sample_weight=1.0)
     if is_classifier(model):
         model.set_params(classes=declared_labels(estimator)[:2])
