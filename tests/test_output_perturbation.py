@@ -739,3 +739,31 @@ def test_rounded_neighbours_are_within_the_lattice_sensitivity():
     assert distance <= plan.lattice.lattice_sensitivity
     # Not vacuous: the pair moves the rounded weights by nearly all of it.
     assert distance >= 0.999 * plan.lattice.lattice_sensitivity - math.sqrt(d)
+
+
+def test_audit_catches_a_halved_lattice_scale():
+    """The threshold audit above, on the lattice release: half the scale ``s`` is refuted."""
+    n, d, b, seed, epsilon = 40, 5, 10, 7, 1.0
+    kwargs = dict(SETTINGS["huber"], fit_intercept=False, alpha=0.1, row_norm_bound=1.0,
+                  eta=None, batch_size=b, n_passes=60)
+    X1, y1, X2, y2 = _worst_case_huber(n, d, fixed_batches(np.random.default_rng(seed), n, b))
+    first, second = _noise_free(X1, y1, seed, **kwargs), _noise_free(X2, y2, seed, **kwargs)
+    direction = (first - second) / np.linalg.norm(first - second)
+    plan = plan_on_lattice(_plan(n, **kwargs), d)
+    correct = plan.mechanism
+    broken = dataclasses.replace(correct, grid_scale=math.ceil(correct.grid_scale / 2))
+    assert broken.epsilon(DELTA) == correct.epsilon(DELTA) == plan.calibration.epsilon
+    n_releases = 400_000
+    bounds = {}
+    for name, mechanism in (("correct", correct), ("broken", broken)):
+        rng = np.random.default_rng(12)
+        statistics = []
+        for params in (first, second):
+            releases = add_output_noise(np.broadcast_to(params, (n_releases,) + params.shape),
+                                        mechanism, rng, fit_intercept=False)
+            statistics.append(np.einsum("nkd,kd->n", releases - second, direction)
+                              / mechanism.noise_std)
+        bounds[name] = _epsilon_lower_bound(*statistics, threshold=3.0, delta=DELTA,
+                                            confidence=0.95)
+    assert bounds["broken"] > epsilon, bounds
+    assert bounds["correct"] < epsilon, bounds
