@@ -74,7 +74,10 @@ def test_the_noise_on_the_weights_has_the_planned_scale():
                   random_state=3, reproducible=True)
     noisy = DPLSSGDClassifier(epsilon=1.0, **common).fit(X, y)
     exact = DPLSSGDClassifier(epsilon=math.inf, **common).fit(X, y)
-    assert exact.output_sensitivity_ == noisy.output_sensitivity_
+    # The noise is calibrated to the rounded weights' sensitivity: Delta widened
+    # by the roundings and the descent's float error bound, by little.
+    assert exact.output_sensitivity_ < noisy.output_sensitivity_
+    assert noisy.output_sensitivity_ == pytest.approx(exact.output_sensitivity_, rel=1e-4)
     noise = np.concatenate([(noisy.coef_ - exact.coef_).ravel(),
                             noisy.intercept_ - exact.intercept_])
     expected_std = noisy.noise_multiplier_ * noisy.output_sensitivity_
@@ -227,3 +230,79 @@ def test_continued_releases_are_refused(call):
         else:
             clf.fit(X, y)
             clf.set_params(warm_start=True).fit(X, y)
+
+
+# --------------------------------------------------------------------------
+# The release on a lattice: integers, exact noise, the float channel closed
+# --------------------------------------------------------------------------
+
+
+def test_the_released_model_is_gamma_times_integers_and_reported():
+    X, y = _classification(n_classes=3)
+    clf = DPLSSGDClassifier(mechanism="output", alpha=0.05, epsilon=1.0, classes=range(3),
+                            max_iter=3).fit(X, y)
+    noise = clf._noise_added
+    assert noise.law == "rounded Gaussian" and noise.grid_step == 2.0 ** -noise.grid_bits
+    for values in (clf.coef_, clf.intercept_):
+        lattice_points = values / noise.grid_step
+        np.testing.assert_array_equal(lattice_points, np.round(lattice_points))
+    assert noise.bound == clf.output_sensitivity_
+    assert noise.stds[0] == noise.grid_scale * noise.grid_step
+    assert clf.noise_multiplier_ * clf.output_sensitivity_ == pytest.approx(noise.stds[0],
+                                                                            rel=1e-12)
+    report = clf.privacy_report()
+    assert f"s = {int(noise.grid_scale)} lattice units" in report
+    assert "rounded Gaussian noise round(s G)" in report and f"(2**{-noise.grid_bits})" in report
+    # An integer release: the floating-point paragraph of a float release is not there.
+    assert "Floating-point noise:" not in report
+    assert "outside the released integers" in report
+
+
+def test_epsilon_is_within_a_thousandth_of_the_continuous_calibration():
+    from sklearn_dplssgd.mechanisms.output_perturbation import OutputPerturbation
+    X, y = _regression()
+    reg = DPLSSGDRegressor(loss="huber", loss_threshold=1.0, mechanism="output", alpha=0.05,
+                           epsilon=0.7, target_bounds=(-2, 2), max_iter=2).fit(X, y)
+    assert reg.dp_event_ == dp_accounting.GaussianDpEvent(2 * reg.noise_multiplier_)
+    assert reg.epsilon_ == pytest.approx(_pld_epsilon(reg.dp_event_, reg.delta_), rel=2e-3)
+    # The float release this replaces: the continuous calibration (its epsilon
+    # depends on the noise multiplier only, not on the sensitivity).
+    _, continuous = OutputPerturbation.calibrated(0.7, reg.delta_, sensitivity=1.0)
+    assert reg.epsilon_ <= continuous.epsilon * (1 + 1e-9) <= 0.7 * (1 + 1e-9)
+    assert reg.epsilon_ == pytest.approx(continuous.epsilon, rel=1e-3)
+
+
+def test_reproducible_output_fits_are_bit_for_bit():
+    X, y = _classification(n_classes=3)
+    common = dict(mechanism="output", alpha=0.05, epsilon=1.0, classes=range(3), max_iter=2,
+                  reproducible=True)
+    first, second, other = (DPLSSGDClassifier(random_state=seed, **common).fit(X, y)
+                            for seed in (5, 5, 6))
+    assert first.coef_.tobytes() == second.coef_.tobytes()
+    assert first.intercept_.tobytes() == second.intercept_.tobytes()
+    assert first.coef_.tobytes() != other.coef_.tobytes()
+
+
+def _float_draw(params, mechanism, rng, fit_intercept):
+    """The release this mechanism had before: float64 Gaussian noise on the float weights."""
+    released = np.array(params, dtype=np.float64)
+    columns = released.shape[-1] if fit_intercept else released.shape[-1] - 1
+    released[..., :columns] += mechanism.noise_std * rng.standard_normal(
+        released[..., :columns].shape)
+    return released
+
+
+@pytest.mark.parametrize("estimator", [
+    DPLSSGDClassifier(mechanism="output", epsilon=1.0, classes=[0, 1]),
+    DPLSSGDRegressor(mechanism="output", loss="huber", epsilon=1.0),
+])
+def test_the_float_channel_audit_passes_the_lattice_and_refutes_float_noise(
+        estimator, monkeypatch):
+    from sklearn_dplssgd.audit import check_float_channel
+    from sklearn_dplssgd.mechanisms.output_perturbation import _descent
+    result = check_float_channel(estimator, n_runs=250, random_state=0)
+    assert result.passed and result.measured == 0.0, result
+    assert "output mechanism" in result.detail and "in 0 of 250 runs without" in result.detail
+    monkeypatch.setattr(_descent, "release_on_lattice", _float_draw)
+    broken = check_float_channel(estimator, n_runs=250, random_state=0)
+    assert not broken.passed and broken.measured > 1.0, broken

@@ -35,6 +35,7 @@ from sklearn_dplssgd.mechanisms.output_perturbation._descent import (
     fixed_batches,
     train_output_perturbation,
 )
+from sklearn_dplssgd.mechanisms.output_perturbation._lattice import plan_on_lattice
 
 DELTA = 1e-5
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
@@ -483,8 +484,8 @@ def test_the_mechanism_is_planned_from_public_quantities_only():
     kwargs = dict(SETTINGS["multinomial log_loss"], fit_intercept=True, alpha=0.01,
                   row_norm_bound=1.0, eta=None, batch_size=16, n_passes=2, epsilon=0.5,
                   delta=DELTA)
-    plan = plan_output_perturbation(n_samples=100, **{
-        key: value for key, value in kwargs.items() if key != "n_passes"})
+    plan = plan_on_lattice(plan_output_perturbation(n_samples=100, **{
+        key: value for key, value in kwargs.items() if key != "n_passes"}), 5)
     rng = np.random.default_rng(0)
     mechanisms = set()
     for scale in (0.01, 100.0):
@@ -570,3 +571,199 @@ def test_audit_catches_a_halved_sensitivity():
                                             confidence=0.95)
     assert bounds["broken"] > calibration.epsilon, bounds
     assert bounds["correct"] < calibration.epsilon, bounds
+
+
+# --------------------------------------------------------------------------
+# The release on the lattice: integers plus exactly sampled integer noise
+# --------------------------------------------------------------------------
+
+
+def _rounded_gaussian_bins(scale, edges):
+    """P(round(s G) in [a, b]) for consecutive integer bins [edges[i], edges[i + 1] - 1]."""
+    cdf = stats.norm.cdf((np.asarray(edges, dtype=float) - 0.5) / scale)
+    return np.diff(cdf)
+
+
+def _chi_square_pvalue(values, scale, edges):
+    """Chi-square of ``values`` against the rounded Gaussian, tails pooled into end bins."""
+    edges = np.concatenate([[-2 ** 62], edges, [2 ** 62]])
+    counts = np.histogram(values, bins=np.asarray(edges, dtype=float) - 0.5)[0]
+    expected = _rounded_gaussian_bins(scale, edges) * values.size
+    return stats.chisquare(counts, expected * counts.sum() / expected.sum()).pvalue
+
+
+@pytest.mark.parametrize("scale", [1, 3, 40])
+def test_the_lattice_noise_has_the_rounded_gaussian_law(scale):
+    mechanism = OutputPerturbation(sensitivity=1.0, noise_multiplier=1.0, grid_exponent=-3,
+                                   grid_scale=scale)
+    released = add_output_noise(np.zeros((25_000, 2, 3)), mechanism,
+                                np.random.default_rng(scale), fit_intercept=False)
+    assert (released[..., -1] == 0).all()  # no intercept: the constant 0 stays 0
+    noise = released[..., :-1].ravel() * 8.0  # gamma = 2**-3: integers again, exactly
+    np.testing.assert_array_equal(noise, np.round(noise))
+    edges = np.arange(-3 * scale, 3 * scale + 1, max(1, scale // 4))
+    assert _chi_square_pvalue(noise, scale, edges) > 1e-3
+    # The test can fail: the same draws against a 10 % wider law are refuted.
+    assert _chi_square_pvalue(noise, 1.1 * scale, edges) < 1e-6
+
+
+def test_the_planned_lattice_noise_has_the_law_at_its_own_scale():
+    kwargs = dict(SETTINGS["binary log_loss"], fit_intercept=True, alpha=0.1,
+                  row_norm_bound=1.0, batch_size=10)
+    plan = plan_on_lattice(_plan(100, **kwargs), 9)
+    mechanism, scale = plan.mechanism, plan.mechanism.grid_scale
+    assert 2 ** 20 < scale <= 2 ** 52
+    released = add_output_noise(np.zeros((4_000, 1, 10)), mechanism,
+                                np.random.default_rng(0), fit_intercept=True)
+    noise = np.ldexp(released.ravel(), -mechanism.grid_exponent)
+    np.testing.assert_array_equal(noise, np.round(noise))
+    edges = np.round(np.linspace(-3, 3, 25) * scale).astype(np.int64)
+    assert _chi_square_pvalue(noise, scale, edges) > 1e-3
+
+
+def test_the_release_is_the_rounded_weights_plus_the_integer_noise():
+    mechanism = OutputPerturbation(sensitivity=1.0, noise_multiplier=1.0, grid_exponent=-10,
+                                   grid_scale=50)
+    weights = np.random.default_rng(1).normal(size=(2, 5))
+    released = add_output_noise(weights, mechanism, np.random.default_rng(4),
+                                fit_intercept=True)
+    noise_only = add_output_noise(np.zeros_like(weights), mechanism,
+                                  np.random.default_rng(4), fit_intercept=True)
+    # The same words give the same noise: the release is round(w / gamma) + noise.
+    np.testing.assert_array_equal(released, np.ldexp(np.rint(np.ldexp(weights, 10)), -10)
+                                  + noise_only)
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_released_coefficients_are_gamma_times_integers(name, fit_intercept):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(80, 6))
+    setting = SETTINGS[name]
+    y = (rng.integers(0, max(2, setting["n_outputs"]), 80) if setting["loss"] == "log_loss"
+         else rng.normal(size=80)).astype(float)
+    released, mechanism = train_output_perturbation(
+        X, y, rng=rng, epsilon=1.0, delta=DELTA, fit_intercept=fit_intercept, alpha=0.1,
+        row_norm_bound=1.0, eta=None, batch_size=16, n_passes=3, **setting)
+    gamma = mechanism.grid_step
+    assert gamma == 2.0 ** mechanism.grid_exponent
+    integers = released / gamma
+    np.testing.assert_array_equal(integers, np.round(integers))
+    assert np.abs(integers).max() < 2 ** 53
+    if not fit_intercept:
+        assert (released[:, -1] == 0).all()
+
+
+def test_the_lattice_mechanism_is_accounted_within_a_thousandth_of_the_continuous():
+    kwargs = dict(SETTINGS["multinomial log_loss"], fit_intercept=True, alpha=0.05,
+                  row_norm_bound=1.0, batch_size=25)
+    continuous = _plan(500, **kwargs)
+    plan = plan_on_lattice(continuous, 30)
+    lattice, mechanism = plan.lattice, plan.mechanism
+    z, delta_w = continuous.mechanism.noise_multiplier, continuous.mechanism.sensitivity
+    gamma = mechanism.grid_step
+    # gamma: the largest power of two with Delta / gamma >= 2**20.
+    assert 2 ** 20 <= delta_w / gamma < 2 ** 21
+    # Delta_lat covers Delta, the two roundings and twice the float allowance.
+    n_released = 3 * 31
+    assert lattice.lattice_sensitivity >= (delta_w + 2 * lattice.allowance) / gamma + math.sqrt(
+        n_released)
+    assert lattice.lattice_sensitivity == pytest.approx(
+        delta_w / gamma + math.sqrt(n_released), rel=1e-9)
+    assert mechanism.grid_scale == math.ceil(z * lattice.lattice_sensitivity)
+    assert mechanism.noise_multiplier <= mechanism.grid_scale / lattice.lattice_sensitivity
+    assert mechanism.noise_multiplier >= z
+    assert mechanism.sensitivity == gamma * lattice.lattice_sensitivity
+    # The event, recomputed with dp-accounting's own PLD accountant.
+    event = mechanism.dp_event()
+    assert event == dp_accounting.GaussianDpEvent(2 * mechanism.noise_multiplier)
+    accountant = dp_accounting.pld.PLDAccountant(REPLACE_ONE)
+    recomputed = accountant.compose(event).get_epsilon(DELTA)
+    assert plan.calibration.epsilon == pytest.approx(recomputed, rel=1e-3)
+    assert plan.calibration.epsilon <= continuous.calibration.epsilon <= 1.0
+    assert plan.calibration.epsilon == pytest.approx(continuous.calibration.epsilon, rel=1e-3)
+    assert plan.calibration.noise_multiplier == mechanism.noise_multiplier
+    # A plan is put on the lattice once, for one number of features.
+    assert plan_on_lattice(plan, 30) is plan
+    with pytest.raises(ValueError, match="another number of features"):
+        plan_on_lattice(plan, 31)
+
+
+def _descent_oracle(X, y, plan, n_passes, seed, dtype):
+    """The binary log_loss descent of the plan in ``dtype`` (NumPy, no intercept)."""
+    X = np.asarray(X, dtype=dtype)
+    norms = np.sqrt((X * X).sum(axis=1))
+    X = X * np.minimum(dtype(1), dtype(plan.row_norm_bound) / norms)[:, None]
+    batches = fixed_batches(np.random.default_rng(seed), X.shape[0], plan.batch_size)
+    w = np.zeros(X.shape[1], dtype=dtype)
+    eta, alpha, b = dtype(plan.eta), dtype(plan.alpha), dtype(plan.batch_size)
+    for _ in range(n_passes):
+        for rows in batches:
+            residuals = dtype(1) / (dtype(1) + np.exp(-(X[rows] @ w))) - y[rows].astype(dtype)
+            w = (dtype(1) - eta * alpha) * w - (eta / b) * (residuals @ X[rows])
+    return w
+
+
+def test_the_float_allowance_bounds_the_descents_rounding_error():
+    """The float64 descent is within E of an extended-precision one; float32 is not."""
+    rng = np.random.default_rng(6)
+    n, d, seed, n_passes = 96, 20, 3, 30
+    X = rng.normal(size=(n, d)) * 0.4
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(float)
+    kwargs = dict(SETTINGS["binary log_loss"], fit_intercept=False, alpha=0.02,
+                  row_norm_bound=1.0, batch_size=16)
+    plan = plan_on_lattice(_plan(n, **kwargs), d)
+    allowance = plan.lattice.allowance
+    float64 = _noise_free(X, y, seed, eta=None, n_passes=n_passes, **kwargs)[0, :d]
+    extended = _descent_oracle(X, y, plan, n_passes, seed, np.longdouble)
+    np.testing.assert_allclose(float64, extended.astype(np.float64), rtol=1e-9)
+    assert np.linalg.norm((float64 - extended).astype(np.float64)) <= allowance
+    # A descent in float32 (a broken allowance's case) is far outside it.
+    float32 = _descent_oracle(X, y, plan, n_passes, seed, np.float32)
+    assert np.linalg.norm(float32.astype(np.float64) - float64) > 100 * allowance
+    # And the allowance is small against the sensitivity (little extra noise).
+    assert allowance < 1e-6 * plan.mechanism.sensitivity
+
+
+def test_rounded_neighbours_are_within_the_lattice_sensitivity():
+    """||R(D) - R(D')|| <= Delta_lat on the worst-case Huber pair (near Delta)."""
+    n, d, b, seed = 40, 5, 10, 7
+    kwargs = dict(SETTINGS["huber"], fit_intercept=False, alpha=0.1, row_norm_bound=1.0,
+                  eta=None, batch_size=b, n_passes=60)
+    X1, y1, X2, y2 = _worst_case_huber(n, d, fixed_batches(np.random.default_rng(seed), n, b))
+    plan = plan_on_lattice(_plan(n, **kwargs), d)
+    exponent = plan.mechanism.grid_exponent
+    points = [np.rint(np.ldexp(_noise_free(X, y, seed, **kwargs), -exponent))
+              for X, y in ((X1, y1), (X2, y2))]
+    distance = np.linalg.norm(points[0] - points[1])
+    assert distance <= plan.lattice.lattice_sensitivity
+    # Not vacuous: the pair moves the rounded weights by nearly all of it.
+    assert distance >= 0.999 * plan.lattice.lattice_sensitivity - math.sqrt(d)
+
+
+def test_audit_catches_a_halved_lattice_scale():
+    """The threshold audit above, on the lattice release: half the scale ``s`` is refuted."""
+    n, d, b, seed, epsilon = 40, 5, 10, 7, 1.0
+    kwargs = dict(SETTINGS["huber"], fit_intercept=False, alpha=0.1, row_norm_bound=1.0,
+                  eta=None, batch_size=b, n_passes=60)
+    X1, y1, X2, y2 = _worst_case_huber(n, d, fixed_batches(np.random.default_rng(seed), n, b))
+    first, second = _noise_free(X1, y1, seed, **kwargs), _noise_free(X2, y2, seed, **kwargs)
+    direction = (first - second) / np.linalg.norm(first - second)
+    plan = plan_on_lattice(_plan(n, **kwargs), d)
+    correct = plan.mechanism
+    broken = dataclasses.replace(correct, grid_scale=math.ceil(correct.grid_scale / 2))
+    assert broken.epsilon(DELTA) == correct.epsilon(DELTA) == plan.calibration.epsilon
+    n_releases = 400_000
+    bounds = {}
+    for name, mechanism in (("correct", correct), ("broken", broken)):
+        rng = np.random.default_rng(12)
+        statistics = []
+        for params in (first, second):
+            releases = add_output_noise(np.broadcast_to(params, (n_releases,) + params.shape),
+                                        mechanism, rng, fit_intercept=False)
+            statistics.append(np.einsum("nkd,kd->n", releases - second, direction)
+                              / mechanism.noise_std)
+        bounds[name] = _epsilon_lower_bound(*statistics, threshold=3.0, delta=DELTA,
+                                            confidence=0.95)
+    assert bounds["broken"] > epsilon, bounds
+    assert bounds["correct"] < epsilon, bounds

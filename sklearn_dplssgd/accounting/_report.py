@@ -167,7 +167,23 @@ def _gaussian_words(noise):
         "point, is added to every coordinate of every step's sum.")
 
 
+def _output_lattice_words(estimator, noise):
+    """Output perturbation's release on its lattice, from its NoiseAdded."""
+    return (
+        "Noise: one noise-free training run, then its weights rounded onto the lattice of "
+        f"step gamma = {noise.grid_step:.4g} (2**{-noise.grid_bits}) and released as gamma "
+        f"times (those integers plus rounded Gaussian noise round(s G): G standard normal, "
+        f"s = {int(noise.grid_scale)} lattice units, sampled exactly with integer "
+        f"arithmetic), on every weight: standard deviation {noise.stds[0]:.3g} before "
+        f"rounding (noise multiplier {estimator.noise_multiplier_:.3g} times the rounded "
+        f"weights' sensitivity {noise.bound:.3g}, which includes the roundings and a bound "
+        "on the floating-point error of the training run; output perturbation).")
+
+
 def _noise_lines(estimator):
+    noise = getattr(estimator, "_noise_added", None)
+    if estimator.output_sensitivity_ is not None and noise is not None:
+        return [_output_lattice_words(estimator, noise)]
     if estimator.output_sensitivity_ is not None:
         return [
             "Noise: one noise-free training run, then Gaussian noise of standard "
@@ -185,7 +201,6 @@ def _noise_lines(estimator):
     steps = (f"Noise: {estimator.n_steps_} training steps, each on a random batch (every row "
              f"taken with probability {estimator.sample_rate_:.3g}); ")
     # A model pickled before the figures were kept has none.
-    noise = getattr(estimator, "_noise_added", None)
     if noise is None:
         return [steps + "each row's gradient is clipped and noise is added to every step "
                 "(this model was fitted by an earlier version, which did not keep the "

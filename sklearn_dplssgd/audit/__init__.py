@@ -85,15 +85,13 @@ runs direct checks, each aimed at one class of such bugs:
 * a fitted attribute, other than the noisy output, that depends on the
   private row count (:func:`check_public_attributes`, which also takes the
   private transformers and :class:`~sklearn_dplssgd.DPRandomizedSearch`);
-* for a mechanism whose noisy values are integers (``mechanism="gradient"``),
+* for a mechanism whose noisy values are integers (both of them),
   a floating-point channel in the low bits of one noisy step
   (:func:`check_float_channel`).
 
 Float64 Gaussian noise added to a float64 sum would fail
 :func:`check_float_channel`: it leaks through the low bits of the output
 (Mironov 2012), a channel outside the Gaussian mechanism's guarantee.
-Output perturbation's noise is still drawn in floating point; it is not
-part of its :func:`audit_implementation`.
 
 :func:`check_category_representation` checks that no row decides how a
 category released by :class:`~sklearn_dplssgd.DPOneHotEncoder` is shown.

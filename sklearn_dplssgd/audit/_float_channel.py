@@ -26,6 +26,17 @@ epsilon lower bound of its counts exceeds any claim once the runs are enough
 The gradient mechanism releases ``gamma (R + Y)`` with ``R + Y`` an integer and
 ``gamma`` a public power of two: the same lattice under both neighbours, so
 the event's rate moves only as the Gaussian's shift allows.
+
+Output perturbation (``mechanism="output"``) has no noisy step to craft: its
+release is the weights of a noise-free descent plus noise. The crafted data
+sets are zero background rows (the weights stay exactly 0, so the release is
+the noise alone) and a canary on the row norm bound spread evenly over
+:data:`_OUTPUT_FEATURES` features (all its weights equal, in one binade); a
+run is counted when any released coefficient is off that binade's grid.
+Several coordinates make the event likelier than one would (each weight is
+smaller against the same noise, but there are more of them). Its exact
+release, ``gamma`` times integers with ``gamma`` far above that grid, is
+never off it.
 """
 
 import math
@@ -48,6 +59,11 @@ _N_ROWS = 4
 # The canary's feature: large enough that its gradient is clipped to the
 # clip norm for every loss (residuals at zero margin are at least 1/2).
 _CANARY_SCALE = 4.0
+# Output perturbation's crafted release: the canary's features, and a strong
+# penalty against the smoothness, which keeps its weights near a quarter of
+# the sensitivity (the most one step of the descent can move them).
+_OUTPUT_FEATURES = 256
+_OUTPUT_ALPHA = 1.0
 
 
 def off_grid(values, exponent):
@@ -118,6 +134,67 @@ def _released_sums(models):
     return np.array([-float(np.ravel(model.coef_)[0]) * _N_ROWS for model in models])
 
 
+def _output_configuration(estimator):
+    """A clone of an output-perturbation estimator that releases one step's weights.
+
+    No intercept, one batch of all :data:`_N_ROWS` rows, one pass, L2
+    strength :data:`_OUTPUT_ALPHA` and the default step for it; the loss,
+    its bounds, the row norm bound and the budget are the estimator's.
+    """
+    model = private_clone(estimator)
+    set_existing(
+        model, batch_size=_N_ROWS, max_iter=1, alpha=_OUTPUT_ALPHA, eta0="auto",
+        fit_intercept=False,
+        warm_start=False, ledger=None, n_jobs=1, feature_bounds=None, max_sample_weight=1.0)
+    if is_classifier(model):
+        model.set_params(classes=declared_labels(estimator)[:2])
+    return model
+
+
+def _output_neighbours(model):
+    """Zero background rows, and the canary (replace-one: the only adjacency of the mechanism)."""
+    X = np.zeros((_N_ROWS, _OUTPUT_FEATURES))
+    if is_classifier(model):
+        labels = declared_labels(model)
+        y, canary_label = np.full(_N_ROWS, labels[0]), labels[-1]
+    else:
+        # The declared target range is (-1, 1) or the user's: its lower end.
+        y, canary_label = np.zeros(_N_ROWS), float(model.get_params()["target_bounds"][0])
+    X_with, y_with = X.copy(), y.copy()
+    X_with[-1] = float(model.row_norm_bound) / math.sqrt(_OUTPUT_FEATURES)
+    y_with[-1] = canary_label
+    return (X, y), (X_with, y_with)
+
+
+def _check_output_release(estimator, n_runs, confidence, random_state):
+    """:func:`check_float_channel` for output perturbation (see the module's docstring)."""
+    model = _output_configuration(estimator)
+    without, with_canary = _output_neighbours(model)
+    probe = seeded_fit(clone(model).set_params(epsilon=math.inf), 0, *with_canary)
+    weight = float(np.min(np.abs(probe.coef_)))
+    if not weight > 0:
+        raise ValueError("check_float_channel: the canary does not move the weights of this "
+                         "configuration (its loss has no gradient at zero weights).")
+    exponent = math.frexp(weight)[1] - 1
+    seeds = np.random.default_rng(random_state).integers(0, 2 ** 63 - 1, size=(2, n_runs))
+    counts, delta = [], None
+    for side_seeds, (X, y) in zip(seeds, (without, with_canary)):
+        models = [seeded_fit(model, seed, X, y) for seed in side_seeds]
+        delta = float(models[0].delta_)
+        counts.append(sum(bool(off_grid(m.coef_, exponent).any()) for m in models))
+    claim = float(model.epsilon)
+    bound = epsilon_lower_bound_of_event(counts[0], n_runs, counts[1], n_runs, delta,
+                                         confidence)
+    return CheckResult(
+        "floating-point channel", bound <= claim, bound, claim,
+        f"epsilon lower bound at delta {delta:.3g} ({confidence:.0%} confidence) from the "
+        f"weights of a noise-free descent on {_OUTPUT_FEATURES} features, output "
+        f"mechanism: releases with a coefficient off the 2**{exponent - 53} grid in "
+        f"{counts[0]} of {n_runs} runs without the canary and {counts[1]} of {n_runs} "
+        "with it",
+    )
+
+
 def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0,
                         as_input=None):
     """The low bits of one noisy step do not tell the canary apart.
@@ -138,6 +215,13 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0,
     floating-point channel is in the released coefficients themselves. The
     gradient mechanism releases ``gamma`` times integers, on one lattice
     under both data sets, and passes.
+
+    For output perturbation (``mechanism="output"``) the release is the
+    weights of a noise-free descent plus noise: zero background rows keep
+    the weights at 0, a canary on the row norm bound spread over 256 features
+    moves them all into one binade, and a run counts when any released
+    coefficient is off that binade's grid. Its release, ``gamma`` times
+    integers, passes; float noise added to the float weights would not.
 
     Parameters
     ----------
@@ -164,16 +248,13 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0,
     Raises
     ------
     ValueError
-        For output perturbation (no gradient step to craft), or an
-        ``n_runs`` below 2.
+        For an ``n_runs`` below 2.
     """
     if isinstance(n_runs, bool) or not isinstance(n_runs, (int, np.integer)) or n_runs < 2:
         raise ValueError(f"n_runs must be an integer of at least 2; got {n_runs!r}.")
     check_confidence(confidence)
     if mechanism_named(estimator.get_params()["mechanism"]).perturbs_weights:
-        raise ValueError(
-            "check_float_channel crafts one noisy gradient step: it audits the gradient "
-            "mechanism ('gradient'), not output perturbation.")
+        return _check_output_release(estimator, n_runs, confidence, random_state)
     model = _one_step_configuration(estimator)
     without, with_canary = [(X if as_input is None else as_input(X), y)
                             for X, y in _neighbours(model)]

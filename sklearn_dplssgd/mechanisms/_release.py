@@ -71,6 +71,10 @@ class NoiseAdded(typing.NamedTuple):
     ``max_sample_weight * clip_norm``), ``grid_bound`` (``B``: the rounded
     contribution's squared norm is at most this, in squared lattice units)
     and ``grid_scale`` (``s``, in lattice units); None for ``"Gaussian"``.
+    Output perturbation's one release fills the same fields for its weights:
+    ``clip_norm`` is the rows' norm bound, ``bound`` the rounded weights'
+    sensitivity, ``stds`` the noise's, ``grid_step`` the weights' lattice step
+    ``2**-grid_bits`` and ``grid_bound`` None.
     """
 
     law: str
@@ -113,9 +117,9 @@ class ReleaseRecord:
     # (None: it continues from the published weights) and the average's weight.
     series_trajectory: typing.Any = None
     series_weight: float = 0.0
-    # The last release's NoiseAdded (None for output perturbation, whose
-    # noise output_sensitivity_ and noise_multiplier_ state), kept under a
-    # private name for privacy_report().
+    # The last release's NoiseAdded (output perturbation's states its
+    # lattice; None for its noise-free fits), kept under a private name for
+    # privacy_report().
     noise_added: typing.Optional[NoiseAdded] = None
 
     def fitted_attributes(self):

@@ -11,7 +11,10 @@ Differentially Private ERM for Smooth Objectives", AISTATS 2019):
    on an objective that is ``L``-smooth and ``mu``-strongly convex and whose
    per-sample loss gradients are bounded by ``R``;
 4. release the final weights plus ``N(0, (z Delta)^2 I)``, where ``Delta`` is
-   the replace-one L2 sensitivity of the final weights (:func:`sensitivity`).
+   the replace-one L2 sensitivity of the final weights (:func:`sensitivity`);
+   a fit does so on a public lattice, with exactly sampled integer noise and
+   a sensitivity widened by the roundings and the descent's float error
+   (:mod:`._lattice`).
 
 Everything the privacy claim depends on (``n``, ``b``, the constants, the
 step and the noise) is computed from public quantities before any row is
@@ -425,9 +428,14 @@ def _gaussian_event(noise_multiplier):
 class OutputPerturbation(Mechanism):
     """One Gaussian mechanism on the final weights of a non-private descent.
 
-    The release is ``w + N(0, (noise_multiplier * sensitivity)^2 I)`` where
-    ``sensitivity`` is the replace-one L2 sensitivity Delta of the weights
-    ``w`` (:func:`sensitivity`). The mechanism has the interface of
+    Continuous, it is ``w + N(0, (noise_multiplier * sensitivity)^2 I)``
+    where ``sensitivity`` is the replace-one L2 sensitivity Delta of the
+    weights ``w`` (:func:`sensitivity`): the mechanism the calibration works
+    on. A fit releases it on a lattice (``grid_exponent`` and ``grid_scale``
+    set, :func:`~._lattice.plan_on_lattice`): the rounded weights plus
+    exactly sampled rounded Gaussian integers, the same Gaussian event at
+    the lattice's own sensitivity and multiplier. The mechanism has the
+    interface of
     :class:`~sklearn_dplssgd.mechanisms._gradient.GradientPerturbation`.
 
     **Event encoding.** Every event of this library is accounted by
@@ -452,12 +460,21 @@ class OutputPerturbation(Mechanism):
     seeded : bool, default=False
         Whether the noise was derived from a seed that travels with the
         model (``reproducible=True``): then nothing is private.
+    grid_exponent, grid_scale : int or None, default=None
+        The release on a lattice (:mod:`._lattice`): ``gamma = 2**grid_exponent``
+        and the rounded Gaussian's integer scale ``s``. Then ``sensitivity``
+        is ``gamma Delta_lat`` (the widened sensitivity of the rounded
+        weights), ``noise_multiplier`` is ``s / Delta_lat`` and the noise's
+        standard deviation before rounding is ``s gamma``. None for the
+        continuous mechanism the calibration works on.
     """
 
     sensitivity: float
     noise_multiplier: float
     neighboring: str = _NEIGHBORING
     seeded: bool = False
+    grid_exponent: typing.Optional[int] = None
+    grid_scale: typing.Optional[int] = None
 
     def __post_init__(self):
         _check_neighboring(self.neighboring)
@@ -517,8 +534,15 @@ class OutputPerturbation(Mechanism):
 
     @property
     def noise_std(self):
-        """Standard deviation of the noise on every released coefficient."""
+        """Standard deviation of the noise on every released coefficient (before rounding)."""
+        if self.grid_scale is not None:
+            return math.ldexp(float(self.grid_scale), self.grid_exponent)
         return self.noise_multiplier * self.sensitivity
+
+    @property
+    def grid_step(self):
+        """``gamma``, the released weights' lattice step, or None (continuous)."""
+        return None if self.grid_exponent is None else math.ldexp(1.0, self.grid_exponent)
 
     @property
     def private(self):
@@ -559,6 +583,10 @@ class OutputPerturbationPlan(typing.NamedTuple):
     weight_norm_bound: typing.Optional[float]
     target_bound: typing.Optional[float]
     max_sample_weight: float = 1.0
+    # The release's lattice (``_lattice.plan_on_lattice``), fixed with the
+    # public number of features; None for the continuous plan.
+    n_features: typing.Optional[int] = None
+    lattice: typing.Any = None
 
 
 def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_intercept,

@@ -14,6 +14,7 @@ from ...backends import compute_row_norms, blas_controller
 from ...training import LOSSES, loss_code, loss_derivative, TrainingPlan, run_training
 from ...utils import check_positive_int
 from ._accounting import plan_output_perturbation
+from ._lattice import plan_on_lattice, release_on_lattice
 
 __all__ = [
     "NoiseFreeDescent",
@@ -171,11 +172,17 @@ class NoiseFreeDescent:
 
 
 def add_output_noise(params, mechanism, rng, fit_intercept):
-    """The release: ``params + N(0, (z Delta)^2)`` on every released coefficient.
+    """The release of ``params`` by ``mechanism``, on every released coefficient.
 
-    Without an intercept the last column is the constant 0 (not a function
-    of the data) and stays 0. Leading axes of ``params`` are kept, so many
-    independent releases of the same weights can be drawn at once.
+    A mechanism on a lattice (every private fit's) releases ``gamma`` times
+    integers with exactly sampled integer noise
+    (:func:`~._lattice.release_on_lattice`). The continuous mechanism the
+    calibration works on adds ``N(0, (z Delta)^2)`` in floating point: a
+    model of the real-valued mechanism, for the tests of its calibration,
+    which no fit releases. Without an intercept the last column is the
+    constant 0 (not a function of the data) and stays 0. Leading axes of
+    ``params`` are kept, so many independent releases of the same weights
+    can be drawn at once.
 
     Parameters
     ----------
@@ -188,6 +195,8 @@ def add_output_noise(params, mechanism, rng, fit_intercept):
     -------
     ndarray of the shape of ``params``, float64
     """
+    if mechanism.grid_scale is not None:
+        return release_on_lattice(params, mechanism, rng, fit_intercept)
     released = np.array(params, dtype=np.float64)
     if mechanism.noise_std > 0:
         columns = released.shape[-1] if fit_intercept else released.shape[-1] - 1
@@ -256,12 +265,13 @@ weight_norm_bound, target_bound
         row_norm_bound=row_norm_bound, batch_size=batch_size, eta=eta,
         loss_threshold=loss_threshold, weight_norm_bound=weight_norm_bound,
         target_bound=target_bound)
+    plan = plan_on_lattice(plan, X.shape[1]) if X.ndim == 2 else plan
     return release_output_perturbation(X, y, plan, n_passes=n_passes, rng=rng, seeded=seeded)
 
 
 def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
                                 sample_weight=None):
-    """Train the planned problem without noise, then add the planned noise once.
+    """Train the planned problem without noise, then release it with the planned noise.
 
     Rows are clipped to ``plan.row_norm_bound`` (on the fly, the user's X is
     not modified); ``squared_error`` targets are clipped to
@@ -270,9 +280,11 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
     are not used); ``n_passes`` passes of noise-free gradient descent with the
     constant step ``plan.eta`` run over them on the L2-penalised objective,
     intercept penalised too (``squared_error``: projected onto
-    ``||(W, b)|| <= weight_norm_bound`` after each step); then Gaussian noise
-    of standard deviation ``z * Delta`` is added to every released
-    coefficient.
+    ``||(W, b)|| <= weight_norm_bound`` after each step); then the weights
+    are released on the plan's lattice: rounded to multiples of ``gamma``,
+    plus ``gamma`` times exactly sampled rounded Gaussian integers
+    (:mod:`._lattice`). A plan made without the number of features is put
+    on the lattice for X's.
 
     Parameters
     ----------
@@ -308,6 +320,10 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
             f"The plan is for {plan.n_batches} batches of {plan.batch_size} rows; "
             f"X has {X.shape[0]} rows.")
     n_passes = check_positive_int(n_passes, "n_passes")
+    if plan.n_features is not None and plan.n_features != X.shape[1]:
+        # The lattice's float error bound was computed for that many features.
+        raise ValueError(f"The plan is for {plan.n_features} features; X has {X.shape[1]}.")
+    plan = plan_on_lattice(plan, X.shape[1])
     if sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
         if sample_weight.shape != (X.shape[0],) or not (

@@ -1,9 +1,10 @@
-"""Output perturbation: a noise-free descent, then Gaussian noise on the weights once.
+"""Output perturbation: a noise-free descent, then noise on the weights once.
 
-Seed 004, Proposition 2: constant-step gradient descent over a fixed random
+Chen, Lee and Kifer, AISTATS 2019, Proposition 2: constant-step gradient descent over a fixed random
 partition into batches, on a smooth and strongly convex objective with
 bounded per-sample gradients, has a bounded replace-one sensitivity of its
-last iterate; the release adds Gaussian noise scaled to it. The arithmetic
+last iterate; the release rounds it onto a public lattice and adds exactly
+sampled integer noise scaled to it (:mod:`._lattice`). The arithmetic
 (constants, step, sensitivity, calibration, descent) lives in
 :mod:`._accounting` and :mod:`._descent`; this module is the estimators'
 side: what settings it refuses, and what a fit reports.
@@ -17,9 +18,10 @@ from ...training import (
     AUTO, resolve_delta, LOSSES, SMOOTH_LOSSES, SGD, check_optimizer, make_generator,
     is_constant_schedule,
 )
-from .._release import ReleaseMechanism, ReleaseRecord
+from .._release import NoiseAdded, ReleaseMechanism, ReleaseRecord
 from ._accounting import OutputPerturbation, default_passes, plan_output_perturbation
 from ._descent import release_output_perturbation
+from ._lattice import plan_on_lattice
 
 __all__ = ["OutputPerturbationMechanism"]
 
@@ -47,6 +49,8 @@ class OutputPerturbationMechanism(ReleaseMechanism):
         "releases one noise-free descent over all the rows, plus noise. Use "
         "mechanism='gradient' for streaming.")
     perturbs_weights = True
+    # A private fit releases gamma times integers with exactly sampled noise.
+    releases_integers = True
 
     def check_settings(self, estimator):
         """Refuse, before any row is read, what output perturbation cannot honour.
@@ -72,8 +76,9 @@ class OutputPerturbationMechanism(ReleaseMechanism):
                 "(the sensitivity is about 2 R / (n alpha)).")
         if estimator.neighboring != "replace_one":
             raise ValueError(
-                "mechanism='output' is proven for neighboring='replace_one' only (seed "
-                "004, Proposition 2): it cannot claim add/remove adjacency.")
+                "mechanism='output' is proven for neighboring='replace_one' only (Chen, "
+                "Lee and Kifer, AISTATS 2019, Proposition 2): it cannot claim add/remove "
+                "adjacency.")
         if estimator.public_n_samples is not None:
             raise ValueError(
                 "public_n_samples is not used by mechanism='output': its sensitivity "
@@ -163,6 +168,8 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             target_bound=1.0 if bounded and loss.task == "regression" else None,
             max_sample_weight=float(estimator.max_sample_weight),
         )
+        # The lattice and its integer noise, from the public number of features.
+        plan = plan_on_lattice(plan, data.X.shape[1])
         max_iter = default_passes(plan) if estimator.max_iter == AUTO else int(
             estimator.max_iter)
         rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
@@ -194,9 +201,27 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             delta=plan.calibration.delta,
             neighboring="replace_one",
             output_sensitivity=mechanism.sensitivity,
+            noise_added=_noise_added(plan, mechanism),
         )
 
     def claimed_epsilon(self, estimator, model, n_rows):
         mechanism = OutputPerturbation(sensitivity=model.output_sensitivity_,
                                        noise_multiplier=model.noise_multiplier_)
         return mechanism.epsilon(model.delta_)
+
+
+def _noise_added(plan, mechanism):
+    """The release's :class:`NoiseAdded`: the lattice, its scale and the exact law.
+
+    ``bound`` is the widened sensitivity of the rounded weights
+    (``gamma Delta_lat``), ``stds`` the noise's standard deviation before
+    rounding (``s gamma``), ``grid_step`` gamma (``2**-grid_bits``) and
+    ``grid_scale`` s; ``clip_norm`` is the rows' norm bound. None without
+    noise (``epsilon=inf``).
+    """
+    if mechanism.grid_scale is None:
+        return None
+    return NoiseAdded("rounded Gaussian", plan.row_norm_bound, plan.max_sample_weight,
+                      mechanism.sensitivity, (mechanism.noise_std,),
+                      grid_step=mechanism.grid_step, grid_bits=-mechanism.grid_exponent,
+                      grid_scale=float(mechanism.grid_scale))
