@@ -22,6 +22,7 @@ from sklearn_dplssgd import (
     PrivacyLeakWarning,
 )
 from sklearn_dplssgd.accounting._events import EpsilonDeltaDpEvent, event_epsilon
+from sklearn_dplssgd.preprocessing import _dp_scaler
 from sklearn_dplssgd.preprocessing._dp_scaler import (
     GRID_LARGEST,
     candidate_grid,
@@ -280,8 +281,9 @@ def test_constant_and_huge_columns_are_documented_behaviour():
         warnings.simplefilter("error")  # no overflow warning either
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         scaler = _seeded(epsilon=1.0).fit(X)
-    # A constant feature gets the grid interval around its value.
-    assert scaler.lower_[0] <= 3.0 <= scaler.upper_[0] < 3.5
+    # A constant feature gets a grid interval around its value (the upper
+    # scan overshoots by a step or two with a probability of some percent).
+    assert scaler.lower_[0] <= 3.0 <= scaler.upper_[0] < 4.0
     # Values beyond the grid are clipped to its ends.
     top = candidate_grid()[-1]
     assert top > 1e15 and scaler.upper_[1] == top and scaler.lower_[1] == -top
@@ -302,13 +304,6 @@ def test_input_is_not_mutated():
     np.testing.assert_array_equal(X, before)
 
 
-class _NoNoise:
-    """A broken generator: AboveThreshold without noise (deterministic quantiles)."""
-
-    def laplace(self, loc, scale, size=None):
-        return np.zeros(size) if size is not None else 0.0
-
-
 def _audit_scores(rng, epsilon_end, n_runs, moved):
     """Upper end above 100 or not, on D (moved=False) or its replace-one neighbour."""
     n, grid = 200, candidate_grid()
@@ -319,15 +314,17 @@ def _audit_scores(rng, epsilon_end, n_runs, moved):
                      for _ in range(n_runs)], dtype=float)
 
 
-def test_audit_refutes_the_noiseless_variant_only():
+def test_audit_refutes_the_noiseless_variant_only(monkeypatch):
     epsilon_end = 1.0
     rng = np.random.default_rng(0)
     honest = epsilon_lower_bound(_audit_scores(rng, epsilon_end, 3000, False),
                                  _audit_scores(rng, epsilon_end, 3000, True), delta=0.0)
     assert honest <= epsilon_end
-    broken = _NoNoise()
-    refuted = epsilon_lower_bound(_audit_scores(broken, epsilon_end, 300, False),
-                                  _audit_scores(broken, epsilon_end, 300, True), delta=0.0)
+    # A broken sampler: AboveThreshold without noise (deterministic quantiles).
+    monkeypatch.setattr(_dp_scaler, "sample_discrete_laplace",
+                        lambda size, scale, words: np.zeros(size, dtype=np.int64))
+    refuted = epsilon_lower_bound(_audit_scores(rng, epsilon_end, 300, False),
+                                  _audit_scores(rng, epsilon_end, 300, True), delta=0.0)
     assert refuted > 3 * epsilon_end
 
 

@@ -1,8 +1,9 @@
 """Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
 training backend, the array API backend with its prediction helpers, the Dask backend
 (training, and blockwise predictions and scores), the
-selection of a backend for an input (``backend_for``), and the exact samplers (the rounded
-Gaussian and the discrete Gaussian) and the integer grid sum of the exact-noise mode.
+selection of a backend for an input (``backend_for``), the exact samplers (the rounded
+Gaussian, the discrete Gaussian and the discrete Laplace) and the integer grid sum of the
+exact-noise mode.
 
 The modules are private; the names other layers use are re-exported here.
 """
@@ -17,6 +18,7 @@ from ._array_api_predict import (
 )
 from ._chacha import ChaChaWords
 from ._exact import ExactNoise, ExactNoiseTraining, train_dp_lssgd_exact
+from ._discrete_laplace import DiscreteLaplaceScale, sample_discrete_laplace
 from ._discrete_gaussian import (
     DiscreteGaussianScale, SamplerCapacityError, SecureWords, sample_discrete_gaussian,
 )
@@ -50,6 +52,7 @@ __all__ = [
     "DaskInput",
     "DaskTraining",
     "DiscreteGaussianScale",
+    "DiscreteLaplaceScale",
     "ExactNoise",
     "ExactNoiseTraining",
     "MAX_GRID_BITS",
@@ -87,6 +90,7 @@ __all__ = [
     "rounded_clipped_sum",
     "row_norms_of",
     "sample_discrete_gaussian",
+    "sample_discrete_laplace",
     "sample_rounded_gaussian",
     "share_of_rows",
     "to_device",

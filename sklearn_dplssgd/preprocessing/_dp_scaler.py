@@ -42,10 +42,17 @@ warns, and declared bounds are far better there.
 Privacy: each query ``count(x <= c) - (n - k) = k - count(x > c)`` has
 sensitivity 1 for a fixed ``k``, and one row moves all queries of a scan in
 the same direction (monotone queries), under both replace-one and add/remove
-neighbours. AboveThreshold with threshold noise ``Lap(1 / eps1)`` and
-query noise ``Lap(1 / eps2)`` is then ``(eps1 + eps2)``-DP whatever the
+neighbours. The counts and the threshold are integers, and the noise is
+integer: discrete Laplace ``P(y) ~ exp(-eps |y|)``, sampled exactly from
+the fit's random words (no floating-point draw whose low bits could tell
+the counts). AboveThreshold with threshold noise of parameter ``eps1`` and
+query noise of parameter ``eps2`` is then ``(eps1 + eps2)``-DP whatever the
 number of queries (Lyu, Su and Li, "Understanding the sparse vector technique
-for differential privacy", PVLDB 2017, Algorithm 7 with monotone queries).
+for differential privacy", PVLDB 2017, Algorithm 7 with monotone queries):
+their proof shifts the threshold's noise by the sensitivity 1 and one
+query's noise by 1, integer shifts under which the discrete Laplace's
+probabilities change by at most ``exp(eps1)`` and ``exp(eps2)``, as the
+continuous law's densities do.
 Two thirds of each end's epsilon go to the threshold: its noise alone can
 put the threshold above ``n``, when a scan runs on past the data, and the
 larger query noise makes such a run end sooner. The lower scan starts where
@@ -68,7 +75,8 @@ from ..accounting import (
     NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent, calibrate_noise, compute_epsilon, ledger_error,
     transformer_report,
 )
-from ..training import make_generator, random_state_error, warn_about_seed
+from ..backends import DiscreteLaplaceScale, sample_discrete_laplace
+from ..training import GeneratorWords, make_generator, random_state_error, warn_about_seed
 from ..utils import Interval, Options, validate_hiding_values, validate_parameters
 from ._histogram_ranges import histogram_ranges, noise_for_rows, rows_needed
 from ._scaler import BoundedScaler
@@ -115,8 +123,15 @@ TAIL_CAP_DIVISOR = 16
 # model's budget (1 per scaler does as well as 1.5 on raw diabetes).
 AUTO_DETECTED_SHARE = 1.0 / 8.0
 AUTO_EPSILON_RANGE = (0.1, 1.0)
-# Counts and the threshold n - k are float64: exact up to 2**53.
+# Counts and the threshold n - k are int64, kept below 2**53 (k too); a
+# count plus a discrete Laplace draw (at most 2**62) stays in int64.
 _LARGEST_EXACT_COUNT = 2.0 ** 53
+# The discrete Laplace's parameters: at least the sampler's smallest (a
+# query noise scale below 2**50), and capped at 1024 (exp(-1024) is below
+# any float: a larger parameter adds no accuracy, and a smaller one is
+# always sound, more noise).
+_SMALLEST_NOISE_PARAMETER = 2.0 ** -50
+_LARGEST_NOISE_PARAMETER = 1024.0
 
 
 def candidate_grid():
@@ -162,38 +177,61 @@ def tail_count(public_n_samples, epsilon_end):
 def _check_end_budget(epsilon, n_ends):
     """``epsilon / n_ends``, or a ValueError naming epsilon when it is too small to use.
 
-    The scans compare float64 counts with the threshold ``n - k``; beyond
-    ``2**53`` (an epsilon per end below about ``5e-16``) ``k`` is no longer
-    exact in float64, and further down the noise scales and ``k`` overflow.
+    The scans compare integer counts with the threshold ``n - k``, ``k``
+    below ``2**53``; the query noise's parameter must be at least the exact
+    sampler's smallest, ``2**-50`` (an epsilon per end below about
+    ``2.7e-15`` fails).
     Checked before the ledger is charged, so that such a fit spends nothing.
     """
     epsilon_end = epsilon / n_ends
     tail = TAIL_NOISE_UNITS / THRESHOLD_SHARE / epsilon_end if epsilon_end > 0 else math.inf
-    if not tail <= _LARGEST_EXACT_COUNT:
+    query_epsilon = (1.0 - THRESHOLD_SHARE) * epsilon_end
+    if not (tail <= _LARGEST_EXACT_COUNT and query_epsilon >= _SMALLEST_NOISE_PARAMETER):
         raise ValueError(
             f"The 'epsilon' parameter of DPBoundedScaler is too small: split over "
             f"{n_ends} learned ends it leaves each end so little that its noise scale and "
-            "tail count exceed exact floating-point arithmetic (2**53 rows). Use a larger "
+            "tail count exceed exact arithmetic (2**50 rows). Use a larger "
             "epsilon (the noise would swamp any range long before this), or declare "
             "bounds for some features.")
     return epsilon_end
 
 
+def _scan_noise(epsilon):
+    """The discrete Laplace parameters of a scan at ``epsilon``: threshold's, queries'.
+
+    ``eps1 = THRESHOLD_SHARE * epsilon`` and ``eps2 = epsilon - eps1`` (exact:
+    ``eps1`` lies within a factor 2 of ``epsilon``), each rounded down onto
+    the sampler's rationals and capped at ``_LARGEST_NOISE_PARAMETER``: a
+    smaller parameter is more noise, so the scan stays ``epsilon``-DP.
+    """
+    threshold_epsilon = THRESHOLD_SHARE * epsilon
+    return tuple(DiscreteLaplaceScale.at_most(min(part, _LARGEST_NOISE_PARAMETER))
+                 for part in (threshold_epsilon, epsilon - threshold_epsilon))
+
+
+def _word_source(rng):
+    """The words of a scan: a fit's generator's own stream, or a given word source."""
+    return rng if hasattr(rng, "words") else GeneratorWords(rng)
+
+
 def _first_crossing(counts, threshold, epsilon, rng):
     """AboveThreshold: index of the first noisy count at or above the noisy threshold.
 
-    ``counts`` are the scan's queries in order (sensitivity 1, monotone).
-    Threshold noise ``Lap(1 / eps1)``, query noise ``Lap(1 / eps2)`` with
-    ``eps1 = THRESHOLD_SHARE * epsilon`` and ``eps2 = epsilon - eps1``:
-    ``epsilon``-DP for monotone queries (Lyu, Su and Li 2017). Drawing every
-    query's noise at once is the same distribution as drawing it query by
-    query (the noise after the stop is unused). A scan with no crossing
-    returns the last index: a fixed answer, part of the mechanism's output.
+    ``counts`` (int64) are the scan's queries in order (sensitivity 1,
+    monotone) and ``threshold`` an integer. Threshold noise and query noise
+    are discrete Laplace of parameters ``eps1 = THRESHOLD_SHARE * epsilon``
+    and ``eps2 = epsilon - eps1`` (:func:`_scan_noise`), drawn exactly from
+    the words of ``rng``, and every comparison is between integers:
+    ``epsilon``-DP for monotone queries (Lyu, Su and Li 2017, with integer
+    shifts; see the privacy guide). Drawing every query's noise at once is
+    the same distribution as drawing it query by query (the noise after the
+    stop is unused). A scan with no crossing returns the last index: a fixed
+    answer, part of the mechanism's output.
     """
-    threshold_epsilon = THRESHOLD_SHARE * epsilon
-    noisy_threshold = threshold + rng.laplace(0.0, 1.0 / threshold_epsilon)
-    noisy_counts = counts + rng.laplace(0.0, 1.0 / (epsilon - threshold_epsilon),
-                                        size=counts.shape[0])
+    threshold_scale, query_scale = _scan_noise(epsilon)
+    words = _word_source(rng)
+    noisy_threshold = int(threshold) + int(sample_discrete_laplace(1, threshold_scale, words)[0])
+    noisy_counts = counts + sample_discrete_laplace(counts.shape[0], query_scale, words)
     crossed = np.flatnonzero(noisy_counts >= noisy_threshold)
     return int(crossed[0]) if crossed.size else counts.shape[0] - 1
 
@@ -208,7 +246,8 @@ def private_range(values, epsilon_end, k, rng, grid=None):
     ``count(values >= c) >= n - k``. A feature whose ``k``-th largest value
     is not positive thus gets the upper end 0. If both ends are the same
     candidate, the range becomes the grid interval below it (above it for
-    a candidate above zero); post-processing.
+    a candidate above zero); post-processing. The counts and the threshold
+    are integers and the noise integer discrete Laplace, sampled exactly.
 
     Parameters
     ----------
@@ -218,7 +257,8 @@ def private_range(values, epsilon_end, k, rng, grid=None):
         Epsilon of each end.
     k : int
         Rows to leave outside each end (public: :func:`tail_count`).
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or object with ``words(count)``
+        The fit's generator (its words draw the noise), or a word source.
     grid : ndarray or None
         The candidates (default ``candidate_grid``).
 
@@ -228,15 +268,16 @@ def private_range(values, epsilon_end, k, rng, grid=None):
         ``lower < upper``, both grid values.
     """
     grid = candidate_grid() if grid is None else grid
+    words = _word_source(rng)
     ordered = np.sort(np.asarray(values, dtype=np.float64))
     n = ordered.shape[0]
     zero = int(np.searchsorted(grid, 0.0))
     upwards = grid[zero:]
-    at_or_below = np.searchsorted(ordered, upwards, side="right").astype(np.float64)
-    high = zero + _first_crossing(at_or_below, n - k, epsilon_end, rng)
+    at_or_below = np.searchsorted(ordered, upwards, side="right").astype(np.int64)
+    high = zero + _first_crossing(at_or_below, n - k, epsilon_end, words)
     downwards = grid[high::-1]
-    at_or_above = n - np.searchsorted(ordered, downwards, side="left").astype(np.float64)
-    low = high - _first_crossing(at_or_above, n - k, epsilon_end, rng)
+    at_or_above = n - np.searchsorted(ordered, downwards, side="left").astype(np.int64)
+    low = high - _first_crossing(at_or_above, n - k, epsilon_end, words)
     if low == high:
         # A point mass (or noise): widen to the neighbouring grid value.
         if high > zero and high + 1 < grid.shape[0]:
