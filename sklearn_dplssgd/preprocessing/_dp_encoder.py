@@ -18,7 +18,12 @@ sets that differ in whether a value exists are told apart only with
 probability ``delta``, and the release of a value with a count of ``c`` or
 ``c - 1`` is ``(eps, delta)``-indistinguishable: both inequalities of
 (eps, delta)-DP hold by construction, in both directions, and ``pi`` is the
-largest such function (the most categories kept).
+largest such function (the most categories kept). The fit draws from
+``pi`` rounded down onto multiples of ``2**-B`` step by step, so that the
+dyadic probabilities meet both inequalities exactly
+(:func:`selection_numerators`), and decides each value by comparing a
+uniform integer drawn from random words with ``pi(count) 2**B``
+(:func:`dyadic_bernoulli`): no floating-point probability or draw.
 
 Neighbours: under add/remove one row changes one count of each column by
 one: each column is ``(eps_col, delta_col)``-DP with ``pi`` at
