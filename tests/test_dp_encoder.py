@@ -1,5 +1,6 @@
 """DPOneHotEncoder: categories by optimal private partition selection."""
 
+import fractions
 import math
 import re
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import sklearn
+from scipy import stats
 from packaging.version import Version
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -19,6 +21,7 @@ from sklearn_dplssgd import DPOneHotEncoder, PrivacyLedger, PrivacyLeakWarning
 from sklearn_dplssgd.preprocessing import _dp_encoder
 from sklearn_dplssgd.accounting._events import EpsilonDeltaDpEvent, event_epsilon
 from sklearn_dplssgd.preprocessing._dp_encoder import selection_probabilities
+from sklearn_dplssgd.training import GeneratorWords, make_generator
 from sklearn_dplssgd.audit import epsilon_lower_bound
 
 pd = pytest.importorskip("pandas")
@@ -201,8 +204,8 @@ def test_audit_refutes_a_threshold_not_calibrated_to_delta(monkeypatch):
                                  _released(rng, 300, False, epsilon), delta=1e-3)
     assert honest <= epsilon
     # Broken: every value present is released (no threshold at all).
-    monkeypatch.setattr(_dp_encoder, "selection_probabilities",
-                        lambda max_count, eps, delta: np.r_[0.0, np.ones(max_count)])
+    monkeypatch.setattr(_dp_encoder, "selection_numerators",
+                        lambda max_count, eps, delta: ([0] + [1 << 63] * max_count, 63))
     refuted = epsilon_lower_bound(_released(rng, 300, True, epsilon),
                                   _released(rng, 300, False, epsilon), delta=1e-3)
     assert refuted > 3 * epsilon
@@ -325,3 +328,109 @@ def test_huge_epsilon_keeps_every_value_held_by_two_rows(epsilon):
     assert list(encoder.categories_[0]) in (["a"], ["a", "b"])
     np.testing.assert_array_equal(selection_probabilities(3, epsilon, 1e-6),
                                   selection_probabilities(3, 700.0, 1e-6))
+
+
+def _exp_lower_bound(epsilon, bits, terms=400):
+    """A rational below exp(epsilon): its Taylor series' first terms (all positive), rounded
+    down onto 2**-bits (independent of the encoder's decimal bounds)."""
+    x = fractions.Fraction(epsilon)
+    total, term = fractions.Fraction(0), fractions.Fraction(1)
+    for k in range(terms):
+        total += term
+        term = term * x / (k + 1)
+    return fractions.Fraction(math.floor(total * 2 ** bits), 2 ** bits)
+
+
+@pytest.mark.parametrize("epsilon, delta", [(0.01, 1e-8), (0.5, 1e-6), (3.0, 1e-3),
+                                            (1.0, 1e-300)])
+def test_the_dyadic_probabilities_meet_both_inequalities_exactly(epsilon, delta):
+    numerators, bits = _dp_encoder.selection_numerators(100_000, epsilon, delta)
+    assert bits % 63 == 0 and 2.0 ** -bits < delta * 2.0 ** -60
+    assert numerators[0] == 0 and numerators[-1] == 2 ** bits
+    growth = _exp_lower_bound(epsilon, bits + 128)
+    delta = fractions.Fraction(delta)
+    whole = 2 ** bits
+    for previous, current in zip(numerators, numerators[1:]):
+        p, c = fractions.Fraction(previous, whole), fractions.Fraction(current, whole)
+        # The two inequalities of (epsilon, delta)-DP, with exp(epsilon) bounded
+        # below (a sufficient check), on the realised dyadic probabilities; the
+        # reverse ones follow from monotonicity.
+        assert c <= growth * p + delta
+        assert 1 - p <= growth * (1 - c) + delta
+        assert previous <= current
+    # Tight: pi(1) is delta, rounded down onto the lattice.
+    assert numerators[1] == math.floor(delta * whole)
+
+
+def test_a_broken_rounding_up_is_caught_by_the_exact_check():
+    # The check above can fail: probabilities rounded up by one unit of the
+    # lattice break the first inequality at count 1.
+    numerators, bits = _dp_encoder.selection_numerators(10, 0.5, 1e-6)
+    assert fractions.Fraction(numerators[1] + 1, 2 ** bits) > fractions.Fraction(1e-6)
+
+
+class _Words:
+    def __init__(self, seed=None, fixed=None):
+        self.rng = np.random.default_rng(seed)
+        self.fixed = fixed
+        self.served = []
+
+    def words(self, count):
+        if self.fixed is not None:
+            words = np.full(count, self.fixed, dtype=np.uint64)
+        else:
+            words = self.rng.integers(0, 2 ** 64, size=count, dtype=np.uint64)
+        self.served.append(words.copy())
+        return words
+
+
+def test_the_dyadic_bernoulli_is_the_integer_comparison_of_its_digits():
+    # The oracle, one digit: the uniform integer is the word's top 63 bits.
+    rng = np.random.default_rng(31)
+    numerators = [int(a) for a in rng.integers(0, 2 ** 63, size=300)] + [0, 2 ** 63, 1]
+    source = _Words(32)
+    result = _dp_encoder.dyadic_bernoulli(numerators, 63, source)
+    drawn = [int(word) >> 1 for word in source.served[0]]
+    assert list(result) == [u < a for u, a in zip(drawn, numerators)]
+    assert not result[-3] and result[-2]
+    # Two digits: a tie on the top digit goes on to the next one (here every
+    # word's top 63 bits are 12345, so u = 12345 * 2**63 + 12345).
+    for low, expected in ((678, False), (12345, False), (12346, True)):
+        tie = _Words(fixed=12345 << 1)
+        assert _dp_encoder.dyadic_bernoulli([(12345 << 63) | low], 126, tie)[0] == expected
+        assert len(tie.served) == 2  # the second digit was drawn
+    # No tie: one digit decides.
+    once = _Words(fixed=12344 << 1)
+    assert _dp_encoder.dyadic_bernoulli([12345 << 63], 126, once)[0]
+    assert len(once.served) == 1
+
+
+@pytest.mark.parametrize("probability", [fractions.Fraction(1, 3), fractions.Fraction(1, 1000),
+                                         fractions.Fraction(999, 1000)])
+def test_the_dyadic_bernoulli_has_its_probability(probability):
+    bits = 126
+    a = math.floor(probability * 2 ** bits)
+    draws = _dp_encoder.dyadic_bernoulli([a] * 200_000, bits, _Words(33))
+    assert stats.binomtest(int(draws.sum()), draws.size, float(probability)).pvalue > 1e-4
+    # The same test refutes half the probability.
+    wrong = _dp_encoder.dyadic_bernoulli([a // 2] * 200_000, bits, _Words(34))
+    assert stats.binomtest(int(wrong.sum()), wrong.size, float(probability)).pvalue < 1e-6
+
+
+def test_the_fit_draws_its_selection_from_the_dyadic_probabilities():
+    # A seeded fit reproduced by hand: the counts, the dyadic probabilities and
+    # the generator's words; so the fit uses the exact path, not a float draw.
+    people = _people(3000)
+    encoder = _seeded(seed=5, epsilon=0.5).fit(people)
+    rng, _ = make_generator(5, reproducible=True)
+    words = GeneratorWords(rng)
+    epsilon_p, delta_p = 0.5 / 6, 1e-6 / 6
+    columns = [np.unique(people[name].to_numpy().astype(str) if name == "region"
+                         else people[name].to_numpy(), return_counts=True)
+               for name in people.columns]
+    numerators, bits = _dp_encoder.selection_numerators(
+        max(int(c.max()) for _, c in columns), epsilon_p, delta_p)
+    for (values, counts), released in zip(columns, encoder.categories_):
+        chosen = [numerators[min(int(c), len(numerators) - 1)] for c in counts]
+        kept = _dp_encoder.dyadic_bernoulli(chosen, bits, words)
+        assert [str(v) for v in values[kept]] == [str(v) for v in released]

@@ -1,5 +1,6 @@
 """DPBoundedScaler(mechanism="above_threshold"): private ranges by AboveThreshold."""
 
+import fractions
 import functools
 import math
 import re
@@ -22,12 +23,9 @@ from sklearn_dplssgd import (
     PrivacyLeakWarning,
 )
 from sklearn_dplssgd.accounting._events import EpsilonDeltaDpEvent, event_epsilon
-from sklearn_dplssgd.preprocessing._dp_scaler import (
-    GRID_LARGEST,
-    candidate_grid,
-    private_range,
-    tail_count,
-)
+from sklearn_dplssgd.preprocessing import _above_threshold
+from sklearn_dplssgd.preprocessing._above_threshold import GRID_LARGEST
+from sklearn_dplssgd.preprocessing._dp_scaler import candidate_grid, private_range, tail_count
 from sklearn_dplssgd.audit import epsilon_lower_bound
 
 # This file tests the AboveThreshold mechanism (the Gaussian-histogram
@@ -280,8 +278,9 @@ def test_constant_and_huge_columns_are_documented_behaviour():
         warnings.simplefilter("error")  # no overflow warning either
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         scaler = _seeded(epsilon=1.0).fit(X)
-    # A constant feature gets the grid interval around its value.
-    assert scaler.lower_[0] <= 3.0 <= scaler.upper_[0] < 3.5
+    # A constant feature gets a grid interval around its value (the upper
+    # scan overshoots by a step or two with a probability of some percent).
+    assert scaler.lower_[0] <= 3.0 <= scaler.upper_[0] < 4.0
     # Values beyond the grid are clipped to its ends.
     top = candidate_grid()[-1]
     assert top > 1e15 and scaler.upper_[1] == top and scaler.lower_[1] == -top
@@ -302,13 +301,6 @@ def test_input_is_not_mutated():
     np.testing.assert_array_equal(X, before)
 
 
-class _NoNoise:
-    """A broken generator: AboveThreshold without noise (deterministic quantiles)."""
-
-    def laplace(self, loc, scale, size=None):
-        return np.zeros(size) if size is not None else 0.0
-
-
 def _audit_scores(rng, epsilon_end, n_runs, moved):
     """Upper end above 100 or not, on D (moved=False) or its replace-one neighbour."""
     n, grid = 200, candidate_grid()
@@ -319,15 +311,17 @@ def _audit_scores(rng, epsilon_end, n_runs, moved):
                      for _ in range(n_runs)], dtype=float)
 
 
-def test_audit_refutes_the_noiseless_variant_only():
+def test_audit_refutes_the_noiseless_variant_only(monkeypatch):
     epsilon_end = 1.0
     rng = np.random.default_rng(0)
     honest = epsilon_lower_bound(_audit_scores(rng, epsilon_end, 3000, False),
                                  _audit_scores(rng, epsilon_end, 3000, True), delta=0.0)
     assert honest <= epsilon_end
-    broken = _NoNoise()
-    refuted = epsilon_lower_bound(_audit_scores(broken, epsilon_end, 300, False),
-                                  _audit_scores(broken, epsilon_end, 300, True), delta=0.0)
+    # A broken sampler: AboveThreshold without noise (deterministic quantiles).
+    monkeypatch.setattr(_above_threshold, "sample_discrete_laplace",
+                        lambda size, scale, words: np.zeros(size, dtype=np.int64))
+    refuted = epsilon_lower_bound(_audit_scores(rng, epsilon_end, 300, False),
+                                  _audit_scores(rng, epsilon_end, 300, True), delta=0.0)
     assert refuted > 3 * epsilon_end
 
 
@@ -367,3 +361,52 @@ def test_a_small_table_keeps_most_of_its_range():
         assert scaler.tail_count_ == 331 // 16
         inside.append(np.mean((X >= scaler.lower_) & (X <= scaler.upper_)))
     assert np.mean(inside) > 0.55
+
+
+@pytest.mark.parametrize("epsilon", [1e-3, 1.0 / 3.0, 0.7, 5.0, 1e5])
+def test_the_scans_noise_is_exact_discrete_laplace_within_the_budget(epsilon, monkeypatch):
+    # The threshold's and the queries' noise: integer draws of the exact
+    # sampler at parameters whose sum is at most the end's epsilon, added to
+    # integer counts and an integer threshold.
+    calls = []
+    real = _above_threshold.sample_discrete_laplace
+
+    def spy(size, scale, words):
+        draws = real(size, scale, words)
+        calls.append((scale, draws))
+        return draws
+
+    monkeypatch.setattr(_above_threshold, "sample_discrete_laplace", spy)
+    counts = np.arange(0, 100, dtype=np.int64)
+    index = _above_threshold.first_crossing(counts, 50, epsilon, np.random.default_rng(3))
+    assert 0 <= index < counts.size
+    (threshold_scale, threshold_draw), (query_scale, query_draws) = calls
+    assert threshold_draw.dtype == query_draws.dtype == np.int64
+    assert threshold_draw.shape == (1,) and query_draws.shape == counts.shape
+    share = fractions.Fraction(_above_threshold.THRESHOLD_SHARE * epsilon)
+    if epsilon < 1000:
+        assert threshold_scale.parameter <= share
+        assert query_scale.parameter <= fractions.Fraction(epsilon) - share
+        assert threshold_scale.parameter + query_scale.parameter > fractions.Fraction(
+            epsilon) * (1 - fractions.Fraction(1, 10 ** 12))
+    else:  # capped: more noise than needed
+        assert threshold_scale.parameter == query_scale.parameter == 1024
+
+
+def test_a_wrong_threshold_share_would_be_seen():
+    # The check above can fail: a threshold noise at the whole epsilon breaks it.
+    whole = _above_threshold.DiscreteLaplaceScale.at_most(0.7)
+    assert whole.parameter > fractions.Fraction(_above_threshold.THRESHOLD_SHARE * 0.7)
+
+
+def test_an_end_below_the_samplers_smallest_parameter_is_refused():
+    # 6 ends: epsilon_end = epsilon / 6; the query parameter is a third of it.
+    smallest = 3 * 6 * _above_threshold.SMALLEST_NOISE_PARAMETER
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="'epsilon' parameter of DPBoundedScaler is too small"):
+        AboveThreshold(epsilon=smallest * 0.99, ledger=ledger).fit(_table(50))
+    assert ledger.records == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scaler = AboveThreshold(epsilon=smallest * 1.01).fit(_table(50))
+    assert scaler.epsilon_ == smallest * 1.01

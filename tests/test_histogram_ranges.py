@@ -1,10 +1,12 @@
 """DPBoundedScaler(mechanism="gaussian_histogram"): all ranges from one Gaussian release."""
 
+import fractions
 import math
 import warnings
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import dp_accounting
 from dp_accounting.pld import pld_privacy_accountant
@@ -293,3 +295,83 @@ def test_nothing_seen_at_any_level_gives_no_range_and_the_scaler_names_the_featu
         scaler = DPBoundedScaler(epsilon=1.0, random_state=0, reproducible=True).fit(frame)
     assert (scaler.lower_[0], scaler.upper_[0]) == (edges[edges < 40][-1], edges[edges >= 40][0])
     assert income.min() <= scaler.lower_[1] < scaler.upper_[1] <= 2 * income.max()
+
+
+@pytest.mark.parametrize("sigma", [1e-9, 0.37, 1.0, 3.0, 1234.5, 2.0 ** 30, 2.0 ** 51])
+def test_the_lattice_never_lowers_the_noise_and_is_tight(sigma):
+    k, scale = _histogram_ranges.noise_lattice(sigma)
+    realised = fractions.Fraction(scale.scale, 2 ** k)
+    assert realised >= fractions.Fraction(sigma)
+    # Above the accounted noise by a relative 2**-23 at most (the epsilon
+    # reported for sigma is then a bound for the realised noise, and tight).
+    assert realised <= fractions.Fraction(sigma) * (1 + fractions.Fraction(1, 2 ** 23))
+    assert 1 <= scale.scale <= 2 ** 52
+
+
+@pytest.mark.parametrize("sigma", [0.0, -1.0, 2.0 ** 52, math.inf, math.nan])
+def test_a_noise_beyond_the_lattice_is_refused(sigma):
+    with pytest.raises(ValueError, match="exact sampler's range"):
+        _histogram_ranges.noise_lattice(sigma)
+
+
+def _released_lattice(noisy, sigma):
+    """The released counts times 2**k, and whether they are all integers."""
+    k, _ = _histogram_ranges.noise_lattice(sigma)
+    scaled = np.ldexp(noisy, k)
+    return scaled, bool(np.all(scaled == np.round(scaled)))
+
+
+@pytest.mark.parametrize("neighboring", ["replace_one", "add_remove"])
+def test_the_release_is_counts_plus_exact_rounded_gaussian_noise(neighboring):
+    # Every released count is an integer over 2**k: the counts times 2**k plus
+    # round(s G). The noise, s times the lattice, follows the rounded
+    # Gaussian's law (chi-square against its exact probabilities).
+    X = _table(200)
+    z = 1.3
+    sigma = histogram_noise_scale(z, X.shape[1], neighboring)
+    k, scale = _histogram_ranges.noise_lattice(sigma)
+    counts = _counts(X).reshape(X.shape[1], -1)
+    draws = []
+    rng = np.random.default_rng(21)
+    for _ in range(500):
+        noisy = noisy_histograms(X, z, neighboring, rng)
+        scaled, on_lattice = _released_lattice(noisy, sigma)
+        assert on_lattice
+        draws.append((scaled - np.ldexp(counts, k)).astype(np.int64).ravel())
+    draws = np.concatenate(draws)
+    assert draws.size >= 100_000
+    # Binned by multiples of s / 4 (the law's mass on each bin, exactly).
+    width = scale.scale // 4
+    edges = np.arange(-12, 13) * width - width // 2
+    cdf = stats.norm.cdf((edges + 0.5) / scale.scale)  # P(round(s G) <= edge)
+    expected = np.diff(np.concatenate(([0.0], cdf, [1.0]))) * draws.size
+    observed = np.bincount(np.searchsorted(edges, draws, side="left"), minlength=edges.size + 1)
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+    # The same test refutes noise 5 percent too small.
+    smaller = np.rint(draws * 0.95).astype(np.int64)
+    observed = np.bincount(np.searchsorted(edges, smaller, side="left"),
+                           minlength=edges.size + 1)
+    assert stats.chisquare(observed, expected).pvalue < 1e-6
+
+
+def test_a_float_gaussian_substituted_back_is_seen_in_the_low_bits(monkeypatch):
+    X = _table(200)
+    sigma = histogram_noise_scale(1.3, X.shape[1], "replace_one")
+    noisy = noisy_histograms(X, 1.3, "replace_one", np.random.default_rng(22))
+    assert _released_lattice(noisy, sigma)[1]
+
+    def float_noise(X, noise_multiplier, neighboring, rng):
+        edges = histogram_grid()
+        counts = np.stack([histogram_counts(X[:, j], edges) for j in range(X.shape[1])])
+        return counts + rng.normal(0.0, sigma, counts.shape)
+
+    assert not _released_lattice(float_noise(X, 1.3, "replace_one",
+                                             np.random.default_rng(22)), sigma)[1]
+
+
+def test_large_counts_take_the_integer_sum():
+    # A noise scale above 2**24 rows: k = 0, the release is integers.
+    X = np.zeros((5, 1))
+    z = 2.0 ** 30
+    noisy = noisy_histograms(X, z, "add_remove", np.random.default_rng(23))
+    assert np.all(noisy == np.round(noisy)) and np.std(noisy) > 2.0 ** 28

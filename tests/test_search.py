@@ -1,5 +1,6 @@
 """DPRandomizedSearch: accounting from dp_event_, the secret number of trials, the workflow."""
 
+import fractions
 import math
 import pickle
 import warnings
@@ -25,6 +26,7 @@ from sklearn_dplssgd import (
 )
 from sklearn_dplssgd.model_selection import _search
 from sklearn_dplssgd.accounting._events import group_of_two_epsilon, _rdp_orders
+from sklearn_dplssgd.training import GeneratorWords
 
 
 @pytest.fixture
@@ -110,7 +112,9 @@ def test_scores_carry_the_calibrated_noise(data, monkeypatch):
     exact_total = 250.0
 
     def fixed_trial(estimator, X, y, train, validation, scoring, bound):
-        return estimator.fit(X[train], y[train]), exact_total, 0.0
+        # The score sum in lattice units (2**K per correct row).
+        lattice_total = exact_total * 2 ** _search.SCORE_LATTICE_BITS
+        return estimator.fit(X[train], y[train]), lattice_total, 0.0
 
     monkeypatch.setattr(_search, "_fit_trial", fixed_trial)
     search = _search_of(epsilon=1.0, n_trials=30)
@@ -310,3 +314,68 @@ def test_infinite_epsilon_searches_without_noise(data):
     # (600 - 480 = 120; the realised count varies, so a score may pass 1).
     assert all(abs(trial["score"] * 120 - round(trial["score"] * 120)) < 1e-9
                for trial in search.trials_)
+
+
+@pytest.mark.parametrize("z", [1e-3, 0.7, 3.0, 41.5])
+def test_the_score_noise_scale_is_at_least_the_accounted_one(z):
+    s = _search.score_noise_scale(z).scale
+    lattice = 2 ** _search.SCORE_LATTICE_BITS
+    assert fractions.Fraction(s, lattice) >= fractions.Fraction(z)
+    # Above it by the rounding up and the float margin only.
+    assert fractions.Fraction(s, lattice) <= fractions.Fraction(z) * (
+        1 + fractions.Fraction(1, 2 ** 45)) + fractions.Fraction(1, lattice)
+
+
+def test_lattice_scores_are_integers_within_one_range():
+    lattice = 2.0 ** _search.SCORE_LATTICE_BITS
+    rng = np.random.default_rng(40)
+    y, pred = rng.normal(size=500), rng.normal(size=500) * 3
+    for scoring, bound in (("neg_mean_absolute_error", 2.5), ("neg_mean_squared_error", 4.0)):
+        scores = _search._lattice_scores(scoring, y, pred, bound)
+        assert np.all(scores == np.round(scores)) and np.all((-lattice <= scores) & (scores <= 0))
+        # The lattice value is the per-row score over its range, to 2**-K.
+        np.testing.assert_allclose(scores / lattice * bound,
+                                   _search._per_row_scores(scoring, y, pred, bound),
+                                   atol=bound / lattice)
+    accuracy = _search._lattice_scores("accuracy", np.array([0, 1, 1]), np.array([0, 0, 1]), 1.0)
+    np.testing.assert_array_equal(accuracy, [lattice, 0.0, lattice])
+
+
+def _released_noise(z, total, n_draws, seed):
+    """Released scores of a fixed lattice total, back in lattice units, minus the total."""
+    words = GeneratorWords(np.random.default_rng(seed))
+    lattice = 2 ** _search.SCORE_LATTICE_BITS
+    scores = np.array([_search._noisy_score(total, z, 1.0, 120, words)
+                       for _ in range(n_draws)])
+    scaled = scores * 120 * lattice
+    return scaled, np.rint(scaled).astype(np.int64) - int(total)
+
+
+def test_released_scores_are_the_lattice_sum_plus_exact_rounded_gaussian_noise():
+    z, total = 2.5, 250 * 2 ** _search.SCORE_LATTICE_BITS
+    scaled, noise = _released_noise(z, total, 100_000, seed=41)
+    # Integers (to the float rounding of the division by 120, far below 1).
+    assert np.abs(scaled - np.rint(scaled)).max() < 1e-3
+    s = _search.score_noise_scale(z).scale
+    edges = np.arange(-12, 13) * (s // 4) - (s // 4) // 2
+    cdf = stats.norm.cdf((edges + 0.5) / s)  # P(round(s G) <= edge)
+    expected = np.diff(np.concatenate(([0.0], cdf, [1.0]))) * noise.size
+    observed = np.bincount(np.searchsorted(edges, noise, side="left"), minlength=edges.size + 1)
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+    # The same test refutes noise 5 percent too small.
+    observed = np.bincount(np.searchsorted(edges, np.rint(noise * 0.95), side="left"),
+                           minlength=edges.size + 1)
+    assert stats.chisquare(observed, expected).pvalue < 1e-6
+
+
+def test_a_float_score_noise_substituted_back_is_seen_in_the_low_bits(monkeypatch):
+    z, total = 2.5, 250 * 2 ** _search.SCORE_LATTICE_BITS
+
+    def off_lattice(scaled):
+        return np.abs(scaled - np.rint(scaled)).max() > 0.01
+
+    assert not off_lattice(_released_noise(z, total, 200, seed=42)[0])
+    rng = np.random.default_rng(43)
+    monkeypatch.setattr(_search, "_noisy_score", lambda total, z, bound, n, words: (
+        (total / 2 ** _search.SCORE_LATTICE_BITS + rng.normal(0.0, z * bound)) / n))
+    assert off_lattice(_released_noise(z, total, 200, seed=42)[0])

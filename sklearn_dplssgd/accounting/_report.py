@@ -297,8 +297,8 @@ def search_report(search, prefitted_private_steps=()):
             "total spent on the rows composes both (a PrivacyLedger given to all counts it).")
     lines += _public_lines(search.best_estimator_ if not hasattr(
         search.best_estimator_, "steps") else search.best_estimator_.steps[-1][1])
-    # Its trials' scores are noised in floating point.
-    lines += [_NOT_COVERED, _FLOAT_NOISE]
+    # Its trials and their scores release integers with exactly sampled noise.
+    lines.append(_NOT_COVERED_EXACT)
     return "\n\n".join(lines)
 
 

@@ -1,7 +1,8 @@
 """Where the arrays live: NumPy/Numba kernels (dense and CSR, threads, prefetch), the NumPy
 training backend, the array API backend with its prediction helpers, the Dask backend
 (training, and blockwise predictions and scores), the
-selection of a backend for an input (``backend_for``), and the exact samplers of the noise.
+selection of a backend for an input (``backend_for``), and the exact samplers of the noise
+(the rounded Gaussian, the discrete Laplace).
 
 The modules are private; the names other layers use are re-exported here.
 """
@@ -14,6 +15,7 @@ from ._array_api import (
 from ._array_api_predict import (
     check_fitted_namespace, class_labels, class_probabilities, copy_params, decision_values,
 )
+from ._discrete_laplace import DiscreteLaplaceScale, sample_discrete_laplace
 from ._discrete_gaussian import (
     DiscreteGaussianScale, SamplerCapacityError, SecureWords, sample_discrete_gaussian,
 )
@@ -43,6 +45,7 @@ __all__ = [
     "DaskInput",
     "DaskTraining",
     "DiscreteGaussianScale",
+    "DiscreteLaplaceScale",
     "MAX_ROUNDED_SCALE",
     "NonFiniteRowsError",
     "NumpyInput",
@@ -74,6 +77,7 @@ __all__ = [
     "numpy_backend",
     "row_norms_of",
     "sample_discrete_gaussian",
+    "sample_discrete_laplace",
     "sample_rounded_gaussian",
     "share_of_rows",
     "to_device",

@@ -13,6 +13,7 @@ fitted object's pickle: the number of trials and every trial but the best
 (see ``trials_``). The privacy argument is in docs/privacy.rst.
 """
 
+import fractions
 import math
 import time
 import warnings
@@ -28,11 +29,12 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..accounting import ledger_error, search_report
-from ..backends import backend_for
+from ..backends import RoundedGaussianScale, backend_for, sample_rounded_gaussian
 from ..linear_model import BaseDPLSSGD, dask_arrays
 from ..mechanisms import RandomSearchSelection
 from ..training import (
-    resolve_schedule, noise_schedule_blocks, number_of_steps, make_generator, random_state_error,
+    GeneratorWords, resolve_schedule, noise_schedule_blocks, number_of_steps, make_generator,
+    random_state_error,
 )
 from ..utils import Interval, Options, PrivacyLeakWarning, public_row_count, validate_parameters
 from ._dask_trials import check_dask_search_input, fit_trial_on_cluster
@@ -58,6 +60,11 @@ _MECHANISM_PARAMETERS = frozenset({
 # validation rows plus noise, divided by the public expected row count.
 _CLASSIFIER_SCORES = ("accuracy",)
 _REGRESSOR_SCORES = ("neg_mean_absolute_error", "neg_mean_squared_error")
+# The score sum is released on a lattice: each per-row score over its range
+# rounded to a multiple of 2**-K (a function of the row alone), the sum an
+# integer (for accuracy, the count of correct rows times 2**K), its noise the
+# exact rounded Gaussian; float64 sums it exactly up to 2**(53 - K) rows.
+SCORE_LATTICE_BITS = 20
 
 
 def _per_row_scores(scoring, y_true, y_pred, bound):
@@ -69,6 +76,29 @@ def _per_row_scores(scoring, y_true, y_pred, bound):
         error = error * error
     # Non-finite errors count as the worst score: the range stays bounded.
     return -np.minimum(np.nan_to_num(error, nan=bound, posinf=bound), bound)
+
+
+def _lattice_scores(scoring, y_true, y_pred, bound):
+    """Per-row scores on the lattice: ``round(score / bound * 2**K)``, at most ``2**K``."""
+    scaled = np.ldexp(_per_row_scores(scoring, y_true, y_pred, bound) / bound,
+                      SCORE_LATTICE_BITS)
+    return np.clip(np.rint(scaled), -2.0 ** SCORE_LATTICE_BITS, 2.0 ** SCORE_LATTICE_BITS)
+
+
+def score_noise_scale(z):
+    """``s >= z 2**K`` of the score's noise ``round(s G)`` (margin ``2**-45`` for float ``z``)."""
+    needed = fractions.Fraction(z) * 2 ** SCORE_LATTICE_BITS * (1 + fractions.Fraction(1, 2**45))
+    return RoundedGaussianScale(max(1, math.ceil(needed)))
+
+
+def _noisy_score(total, z, bound, n_validation, words):
+    """``(total + round(s G)) bound / (2**K n_validation)``: ``total + round(s G) =
+    round(total + s G)``, post-processing of the Gaussian mechanism (sensitivity ``2**K``,
+    noise ``s >= z 2**K``: ``GaussianDpEvent(z)`` covers it); the rescaling too."""
+    lattice_total = int(total)
+    if z > 0:
+        lattice_total += int(sample_rounded_gaussian(1, score_noise_scale(z), words)[0])
+    return math.ldexp(lattice_total, -SCORE_LATTICE_BITS) * bound / n_validation
 
 
 def _trial_gamma(mean, shape):
@@ -124,12 +154,12 @@ def final_estimator(estimator):
 
 
 def _fit_trial(estimator, X, y, train, validation, scoring, bound):
-    """Fit one trial on its training rows; return the model and its score sum."""
+    """Fit one trial on its training rows; return the model and its score sum (lattice units)."""
     started = time.perf_counter()
     model = estimator.fit(_safe_indexing(X, train), _safe_indexing(y, train))
     if len(validation):
         predicted = model.predict(_safe_indexing(X, validation))
-        total = float(np.sum(_per_row_scores(scoring, _safe_indexing(y, validation),
+        total = float(np.sum(_lattice_scores(scoring, _safe_indexing(y, validation),
                                              predicted, bound)))
     else:
         total = 0.0
@@ -586,7 +616,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
 
         if on_cluster:
             fitted = [fit_trial_on_cluster(model, X, y, train, validation, scoring,
-                                           score_range, _per_row_scores)
+                                           score_range, _lattice_scores)
                       for model, _, train, validation in trials]
         else:
             fitted = Parallel(n_jobs=self.n_jobs)(
@@ -596,9 +626,10 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
 
         self.trials_ = []
         best, best_score = None, -math.inf
+        words = GeneratorWords(rng)
         for (_, params, _, _), (model, total, fit_time) in zip(trials, fitted):
-            noise = rng.normal(0.0, mechanism.score_noise_multiplier * score_range)
-            score = (total + noise) / n_validation
+            score = _noisy_score(total, mechanism.score_noise_multiplier, score_range,
+                                 n_validation, words)
             self.trials_.append({"params": params, "score": score, "fit_time": fit_time})
             if self.verbose:
                 print(f"[DPRandomizedSearch] trial {len(self.trials_)}: {params} "

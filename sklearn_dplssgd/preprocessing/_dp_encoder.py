@@ -18,7 +18,12 @@ sets that differ in whether a value exists are told apart only with
 probability ``delta``, and the release of a value with a count of ``c`` or
 ``c - 1`` is ``(eps, delta)``-indistinguishable: both inequalities of
 (eps, delta)-DP hold by construction, in both directions, and ``pi`` is the
-largest such function (the most categories kept).
+largest such function (the most categories kept). The fit draws from
+``pi`` rounded down onto multiples of ``2**-B`` step by step, so that the
+dyadic probabilities meet both inequalities exactly
+(:func:`selection_numerators`), and decides each value by comparing a
+uniform integer drawn from random words with ``pi(count) 2**B``
+(:func:`dyadic_bernoulli`): no floating-point probability or draw.
 
 Neighbours: under add/remove one row changes one count of each column by
 one: each column is ``(eps_col, delta_col)``-DP with ``pi`` at
@@ -42,6 +47,8 @@ refused: sorting would split them into many "categories", and one row would
 change many counts. A row-wise map changes no count's sensitivity.
 """
 
+import decimal
+import fractions
 import math
 import numbers
 import sys
@@ -56,12 +63,15 @@ import dp_accounting
 from ..accounting import (
     NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent, ledger_error, transformer_report,
 )
-from ..training import make_generator, random_state_error, warn_about_seed
+from ..training import GeneratorWords, make_generator, random_state_error, warn_about_seed
 from ..utils import (
     VALUES_NOT_SHOWN, Interval, Options, validate_hiding_values, validate_parameters,
 )
 
-__all__ = ["DPOneHotEncoder", "selection_probabilities"]
+__all__ = [
+    "DPOneHotEncoder", "dyadic_bernoulli", "selection_bits", "selection_numerators",
+    "selection_probabilities",
+]
 
 _OUTPUT_DTYPES = (np.float64, np.float32, np.int64, np.int32, np.int8, np.uint8, np.bool_)
 
@@ -72,13 +82,86 @@ _OUTPUT_DTYPES = (np.float64, np.float32, np.int64, np.int32, np.int8, np.uint8,
 # conservative, and at 700 pi is already 1 from a count of 2 on for any
 # delta above about 1e-300.
 _LARGEST_EXPONENT = 700.0
+# The selection's uniform integers are made of 63-bit digits (a word's top bits).
+_DIGIT_BITS = 63
+_DIGIT_MASK = (1 << _DIGIT_BITS) - 1
+
+
+def _exp_bounds(epsilon, bits):
+    """Integers ``L <= exp(epsilon) 2**bits`` and ``U >= exp(-epsilon) 2**bits``, ``U <= 2**bits``.
+
+    From ``decimal``'s exponential, correctly rounded at a precision finer
+    than ``2**-bits``, widened by more than its rounding: rigorous bounds.
+    """
+    digits = math.ceil(bits * math.log10(2.0)) + 10
+    context = decimal.Context(prec=digits)
+    margin = fractions.Fraction(1, 10 ** (digits - 2))
+    exact = decimal.Decimal(epsilon)  # the float, exactly
+    # copy_negate, not unary minus: the latter rounds to the default context.
+    above = fractions.Fraction(context.exp(exact)) * (1 - margin)
+    below = fractions.Fraction(context.exp(exact.copy_negate())) * (1 + margin)
+    return math.floor(above * 2 ** bits), min(math.ceil(below * 2 ** bits), 2 ** bits)
+
+
+def selection_bits(delta):
+    """Bits of the dyadic selection probabilities: 63-bit digits, ``2**-64`` below ``delta``."""
+    digits = math.ceil((math.ceil(-math.log2(delta)) + 64) / _DIGIT_BITS)
+    return _DIGIT_BITS * max(1, digits)
+
+
+def selection_numerators(max_count, epsilon, delta):
+    """``a_0 .. a_m``: the selection probabilities ``pi(c) = a_c / 2**B``, exact integers.
+
+    The rule of Desfontaines, Voss, Gipson and Mandayam (PoPETs 2022) at
+    ``(epsilon, delta)``, each step rounded *down* onto multiples of
+    ``2**-B`` (``B = selection_bits(delta)``) with rigorous bounds on
+    ``exp(+-epsilon)``, so that the dyadic probabilities themselves satisfy
+    ``pi(c) <= exp(epsilon) pi(c - 1) + delta`` and
+    ``pi(c) <= 1 - exp(-epsilon) (1 - delta - pi(c - 1))`` exactly, and
+    ``pi`` is non-decreasing (the other two inequalities follow). Each
+    ``pi(c)`` is below the float rule's by a few ``2**-B`` at most.
+
+    Parameters
+    ----------
+    max_count : int
+    epsilon : float
+    delta : float
+
+    Returns
+    -------
+    numerators : list of int
+        ``a_c`` for ``c = 0 .. max_count``, or fewer when ``a_c`` reaches
+        ``2**B`` (then it stays there: the caller takes the last entry).
+    bits : int
+        ``B``.
+    """
+    bits = selection_bits(delta)
+    precision = bits + 64
+    whole = 1 << bits
+    growth, shrink = _exp_bounds(min(epsilon, _LARGEST_EXPONENT), precision)
+    # delta * 2**(bits + precision), rounded down (a smaller delta is sound).
+    delta_scaled = math.floor(fractions.Fraction(delta) * 2 ** (bits + precision))
+    numerators = [0]
+    current = 0
+    for _ in range(max_count):
+        first = (growth * current + delta_scaled) >> precision
+        rest = ((whole - current) << precision) - delta_scaled
+        second = whole if rest <= 0 else whole - (
+            -((-shrink * rest) >> (2 * precision)))
+        current = min(first, second, whole)
+        numerators.append(current)
+        if current == whole:
+            break  # pi stays 1 from here on
+    return numerators, bits
 
 
 def selection_probabilities(max_count, epsilon, delta):
-    """``pi(0..max_count)``: the optimal partition-selection probabilities.
+    """``pi(0..max_count)``: the optimal partition-selection probabilities, as floats.
 
     Desfontaines, Voss, Gipson and Mandayam (PoPETs 2022), for one partition
-    per row under add/remove neighbours at ``(epsilon, delta)``.
+    per row under add/remove neighbours at ``(epsilon, delta)``: the dyadic
+    probabilities of :func:`selection_numerators` (what the fit draws from),
+    rounded to float64 for display.
 
     Parameters
     ----------
@@ -92,17 +175,45 @@ def selection_probabilities(max_count, epsilon, delta):
         ``pi[c]`` is the probability that a value with count ``c`` is
         released; non-decreasing, ``pi[0] = 0``, 1 from some count on.
     """
+    numerators, bits = selection_numerators(max_count, epsilon, delta)
     pi = np.ones(max_count + 1)
-    pi[0] = 0.0
-    growth = math.exp(min(epsilon, _LARGEST_EXPONENT))
-    shrink = math.exp(-epsilon)
-    previous = 0.0
-    for count in range(1, max_count + 1):
-        previous = min(growth * previous + delta, 1.0 - shrink * (1.0 - delta - previous), 1.0)
-        if previous >= 1.0:
-            break  # pi stays 1 from here on
-        pi[count] = previous
+    pi[:len(numerators)] = [float(fractions.Fraction(a, 1 << bits)) for a in numerators]
     return pi
+
+
+def dyadic_bernoulli(numerators, bits, source):
+    """Independent ``Bernoulli(a / 2**bits)`` trials, exactly, from uniform words.
+
+    Each trial compares a uniform integer ``u`` in ``[0, 2**bits)`` with ``a``,
+    63-bit digit by digit from the top (the words' top 63 bits), drawing a
+    further digit only where all digits so far are equal (probability
+    ``2**-63`` a digit): ``u < a`` with probability ``a / 2**bits`` exactly.
+
+    Parameters
+    ----------
+    numerators : sequence of int
+        ``a`` of each trial, ``0 <= a <= 2**bits``.
+    bits : int
+        A multiple of 63.
+    source : object with ``words(count)``
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    undecided = np.arange(len(numerators))
+    success = np.zeros(len(numerators), dtype=bool)
+    for position in range(bits // _DIGIT_BITS):
+        if not undecided.size:
+            break
+        shift = bits - _DIGIT_BITS * (position + 1)
+        # The top digit of 2**bits is 2**63, above every u: fits uint64.
+        digit = np.array([(numerators[i] >> shift) & (_DIGIT_MASK if position else ~0)
+                          for i in undecided], dtype=np.uint64)
+        drawn = source.words(undecided.size) >> np.uint64(64 - _DIGIT_BITS)
+        success[undecided[drawn < digit]] = True
+        undecided = undecided[drawn == digit]
+    return success
 
 
 def _value_kind(value):
@@ -404,15 +515,22 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         # The event depends on public quantities only: charge before reading values.
         if self.ledger is not None:
             self.ledger.charge(type(self).__name__, event, self.neighboring)
-        pi = selection_probabilities(n_samples, epsilon_p, delta_p)
-        categories = []
+        columns = []
         for j in range(n_columns):
             column, kind = _canonical_column(X[:, j], self._column_name(j),
                                              type(self).__name__)
             # One kind, canonical forms: totally ordered, and equal values
             # identical, so np.unique's choice of representative is moot.
             values, counts = np.unique(column, return_counts=True)
-            released = rng.random(values.shape[0]) < pi[counts]
+            columns.append((values, counts, kind))
+        largest = max((int(counts.max()) for _, counts, _ in columns if counts.size), default=0)
+        numerators, bits = selection_numerators(largest, epsilon_p, delta_p)
+        words = GeneratorWords(rng)
+        categories = []
+        for values, counts, kind in columns:
+            # Exact dyadic probabilities, drawn from integer words.
+            chosen = [numerators[min(int(count), len(numerators) - 1)] for count in counts]
+            released = dyadic_bernoulli(chosen, bits, words)
             categories.append(_category_array(values[released], kind))
         self.categories_ = categories
         self.epsilon_ = epsilon

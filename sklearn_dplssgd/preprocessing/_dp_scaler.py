@@ -42,10 +42,17 @@ warns, and declared bounds are far better there.
 Privacy: each query ``count(x <= c) - (n - k) = k - count(x > c)`` has
 sensitivity 1 for a fixed ``k``, and one row moves all queries of a scan in
 the same direction (monotone queries), under both replace-one and add/remove
-neighbours. AboveThreshold with threshold noise ``Lap(1 / eps1)`` and
-query noise ``Lap(1 / eps2)`` is then ``(eps1 + eps2)``-DP whatever the
+neighbours. The counts and the threshold are integers, and the noise is
+integer: discrete Laplace ``P(y) ~ exp(-eps |y|)``, sampled exactly from
+the fit's random words (no floating-point draw whose low bits could tell
+the counts). AboveThreshold with threshold noise of parameter ``eps1`` and
+query noise of parameter ``eps2`` is then ``(eps1 + eps2)``-DP whatever the
 number of queries (Lyu, Su and Li, "Understanding the sparse vector technique
-for differential privacy", PVLDB 2017, Algorithm 7 with monotone queries).
+for differential privacy", PVLDB 2017, Algorithm 7 with monotone queries):
+their proof shifts the threshold's noise by the sensitivity 1 and one
+query's noise by 1, integer shifts under which the discrete Laplace's
+probabilities change by at most ``exp(eps1)`` and ``exp(eps2)``, as the
+continuous law's densities do.
 Two thirds of each end's epsilon go to the threshold: its noise alone can
 put the threshold above ``n``, when a scan runs on past the data, and the
 larger query noise makes such a run end sooner. The lower scan starts where
@@ -70,12 +77,15 @@ from ..accounting import (
 )
 from ..training import make_generator, random_state_error, warn_about_seed
 from ..utils import Interval, Options, validate_hiding_values, validate_parameters
+from ._above_threshold import (
+    SMALLEST_NOISE_PARAMETER, THRESHOLD_SHARE, candidate_grid, private_range,
+)
 from ._histogram_ranges import histogram_ranges, noise_for_rows, rows_needed
 from ._scaler import BoundedScaler
 
 __all__ = ["DPBoundedScaler", "MECHANISMS", "candidate_grid", "private_range", "tail_count"]
 
-# "above_threshold": pure epsilon, one scan per end (this module);
+# "above_threshold": pure epsilon, one scan per end (._above_threshold);
 # "gaussian_histogram": one Gaussian release of all learned features' coarse
 # histograms (._histogram_ranges), (epsilon, delta), composable under PLD.
 MECHANISMS = ("above_threshold", "gaussian_histogram")
@@ -88,16 +98,6 @@ _RANGE_RELEASES = {
                           "powers of 2",
 }
 
-# The candidates: 0 and +-GRID_BASE**i for magnitudes from 2**-20 to 2**50
-# (about 1e-6 to 1e15), 1017 values. A 10 percent step resolves a range
-# finely enough for scaling; the span covers physical units from micro to
-# peta. Values beyond the span are clipped to its ends.
-GRID_BASE = 1.1
-GRID_SMALLEST = 2.0 ** -20
-GRID_LARGEST = 2.0 ** 50
-# Share of an end's epsilon spent on the threshold's noise (the rest on the
-# queries').
-THRESHOLD_SHARE = 2.0 / 3.0
 # The scan aims to leave k = TAIL_NOISE_UNITS threshold noise scales
 # (1 / (THRESHOLD_SHARE eps) = 1.5 / eps) of rows outside each end: enough
 # that the noisy threshold lies above n (a scan would then run on past the
@@ -115,22 +115,9 @@ TAIL_CAP_DIVISOR = 16
 # model's budget (1 per scaler does as well as 1.5 on raw diabetes).
 AUTO_DETECTED_SHARE = 1.0 / 8.0
 AUTO_EPSILON_RANGE = (0.1, 1.0)
-# Counts and the threshold n - k are float64: exact up to 2**53.
+# Counts and the threshold n - k are int64, kept below 2**53 (k too); a
+# count plus a discrete Laplace draw (at most 2**62) stays in int64.
 _LARGEST_EXACT_COUNT = 2.0 ** 53
-
-
-def candidate_grid():
-    """The fixed, data-independent candidates of the private range, increasing.
-
-    Returns
-    -------
-    grid : ndarray of float64
-        ``-GRID_LARGEST .. -GRID_SMALLEST, 0, GRID_SMALLEST .. GRID_LARGEST``,
-        with consecutive magnitudes in the ratio ``GRID_BASE``.
-    """
-    n_steps = int(math.floor(math.log(GRID_LARGEST / GRID_SMALLEST) / math.log(GRID_BASE)))
-    magnitudes = GRID_SMALLEST * GRID_BASE ** np.arange(n_steps + 1)
-    return np.concatenate([-magnitudes[::-1], [0.0], magnitudes])
 
 
 def tail_count(public_n_samples, epsilon_end):
@@ -162,88 +149,23 @@ def tail_count(public_n_samples, epsilon_end):
 def _check_end_budget(epsilon, n_ends):
     """``epsilon / n_ends``, or a ValueError naming epsilon when it is too small to use.
 
-    The scans compare float64 counts with the threshold ``n - k``; beyond
-    ``2**53`` (an epsilon per end below about ``5e-16``) ``k`` is no longer
-    exact in float64, and further down the noise scales and ``k`` overflow.
+    The scans compare integer counts with the threshold ``n - k``, ``k``
+    below ``2**53``; the query noise's parameter must be at least the exact
+    sampler's smallest, ``2**-50`` (an epsilon per end below about
+    ``2.7e-15`` fails).
     Checked before the ledger is charged, so that such a fit spends nothing.
     """
     epsilon_end = epsilon / n_ends
     tail = TAIL_NOISE_UNITS / THRESHOLD_SHARE / epsilon_end if epsilon_end > 0 else math.inf
-    if not tail <= _LARGEST_EXACT_COUNT:
+    query_epsilon = (1.0 - THRESHOLD_SHARE) * epsilon_end
+    if not (tail <= _LARGEST_EXACT_COUNT and query_epsilon >= SMALLEST_NOISE_PARAMETER):
         raise ValueError(
             f"The 'epsilon' parameter of DPBoundedScaler is too small: split over "
             f"{n_ends} learned ends it leaves each end so little that its noise scale and "
-            "tail count exceed exact floating-point arithmetic (2**53 rows). Use a larger "
+            "tail count exceed exact arithmetic (2**50 rows). Use a larger "
             "epsilon (the noise would swamp any range long before this), or declare "
             "bounds for some features.")
     return epsilon_end
-
-
-def _first_crossing(counts, threshold, epsilon, rng):
-    """AboveThreshold: index of the first noisy count at or above the noisy threshold.
-
-    ``counts`` are the scan's queries in order (sensitivity 1, monotone).
-    Threshold noise ``Lap(1 / eps1)``, query noise ``Lap(1 / eps2)`` with
-    ``eps1 = THRESHOLD_SHARE * epsilon`` and ``eps2 = epsilon - eps1``:
-    ``epsilon``-DP for monotone queries (Lyu, Su and Li 2017). Drawing every
-    query's noise at once is the same distribution as drawing it query by
-    query (the noise after the stop is unused). A scan with no crossing
-    returns the last index: a fixed answer, part of the mechanism's output.
-    """
-    threshold_epsilon = THRESHOLD_SHARE * epsilon
-    noisy_threshold = threshold + rng.laplace(0.0, 1.0 / threshold_epsilon)
-    noisy_counts = counts + rng.laplace(0.0, 1.0 / (epsilon - threshold_epsilon),
-                                        size=counts.shape[0])
-    crossed = np.flatnonzero(noisy_counts >= noisy_threshold)
-    return int(crossed[0]) if crossed.size else counts.shape[0] - 1
-
-
-def private_range(values, epsilon_end, k, rng, grid=None):
-    """The private lower and upper end of one feature.
-
-    Each end is one AboveThreshold scan at ``epsilon_end`` over
-    ``candidate_grid``: the upper end scans upwards from zero for the
-    first candidate ``c`` with ``count(values <= c) >= n - k`` (noisily), the
-    lower end downwards from the upper end for the first with
-    ``count(values >= c) >= n - k``. A feature whose ``k``-th largest value
-    is not positive thus gets the upper end 0. If both ends are the same
-    candidate, the range becomes the grid interval below it (above it for
-    a candidate above zero); post-processing.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_samples,)
-        One feature's values (finite).
-    epsilon_end : float
-        Epsilon of each end.
-    k : int
-        Rows to leave outside each end (public: :func:`tail_count`).
-    rng : numpy.random.Generator
-    grid : ndarray or None
-        The candidates (default ``candidate_grid``).
-
-    Returns
-    -------
-    lower, upper : float
-        ``lower < upper``, both grid values.
-    """
-    grid = candidate_grid() if grid is None else grid
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    n = ordered.shape[0]
-    zero = int(np.searchsorted(grid, 0.0))
-    upwards = grid[zero:]
-    at_or_below = np.searchsorted(ordered, upwards, side="right").astype(np.float64)
-    high = zero + _first_crossing(at_or_below, n - k, epsilon_end, rng)
-    downwards = grid[high::-1]
-    at_or_above = n - np.searchsorted(ordered, downwards, side="left").astype(np.float64)
-    low = high - _first_crossing(at_or_above, n - k, epsilon_end, rng)
-    if low == high:
-        # A point mass (or noise): widen to the neighbouring grid value.
-        if high > zero and high + 1 < grid.shape[0]:
-            high += 1
-        else:
-            low -= 1
-    return float(grid[low]), float(grid[high])
 
 
 def _bounds_error(message):

@@ -25,7 +25,13 @@ Privacy. The counts of a learned feature form a vector in which one row
 adds 1 to one entry (add/remove neighbours: L2 change 1 per feature, at
 most ``sqrt(d)`` over ``d`` features) or moves 1 from one entry to another
 (replace-one: at most ``sqrt(2 d)``). Adding ``N(0, sigma**2 I)`` to the
-concatenated counts is the Gaussian mechanism. The release is recorded as
+concatenated counts is the Gaussian mechanism; it is drawn exactly on
+integers (:func:`noise_lattice`): each count scaled by a public ``2**k``
+plus ``round(s G)``, ``s`` a public integer with ``s / 2**k >= sigma``,
+which is ``round(c 2**k + s G)``, a post-processing of the Gaussian
+mechanism with at least the noise accounted (a Gaussian mechanism with more
+noise is at least as private), and no floating-point draw whose low bits
+could tell the counts. The release is recorded as
 ``GaussianDpEvent(z)``, which dp-accounting reads as noise ``z`` times the
 add/remove sensitivity and, under replace-one, a shift of twice that: the
 noise is ``sigma = z * sqrt(d)`` under add/remove and ``z * sqrt(d / 2)``
@@ -41,14 +47,18 @@ number of rows, so the mechanism needs no public row count under
 add/remove.
 """
 
+import fractions
 import math
 
 import numpy as np
 
+from ..backends import RoundedGaussianScale, sample_rounded_gaussian
+from ..training import GeneratorWords
+
 __all__ = [
     "HISTOGRAM_BINS_PER_OCTAVE", "HISTOGRAM_GRID_BASE", "FALSE_DETECTION_RATE",
-    "histogram_counts", "histogram_grid", "histogram_noise_scale", "histogram_ranges",
-    "detection_threshold", "noisy_histograms",
+    "NOISE_SCALE_BITS", "histogram_counts", "histogram_grid", "histogram_noise_scale",
+    "histogram_ranges", "detection_threshold", "noise_lattice", "noisy_histograms",
     "noise_for_rows", "rows_needed",
 ]
 
@@ -62,6 +72,10 @@ _SMALLEST_EXPONENT, _LARGEST_EXPONENT = -20, 50
 # the chance that pure noise reaches it somewhere is at most this (a bin
 # far from the data that crossed would stretch a range to it).
 FALSE_DETECTION_RATE = 0.01
+# Bits of the rounded Gaussian's integer scale s: the noise exceeds the one
+# accounted by a relative 2**-23 at most, and a count times 2**k plus the
+# noise stays exact in float64 up to about 2**29 sigma rows.
+NOISE_SCALE_BITS = 24
 
 
 def histogram_grid(bins_per_octave=None):
@@ -240,8 +254,47 @@ def _ends(noisy, sigma, edges, n_learned):
     return math.nan, math.nan, False
 
 
+def noise_lattice(sigma):
+    """The exact release's lattice: counts times ``2**k``, noise ``round(s G)``, public.
+
+    ``k`` and the integer ``s`` are chosen from ``sigma`` alone so that ``s``
+    has :data:`NOISE_SCALE_BITS` bits and ``s / 2**k`` is at least ``sigma``
+    (by a relative margin of ``2**-45`` that covers the float error in
+    ``sigma``, and by the rounding up): the noise is never below the one
+    accounted, and exceeds it by a relative ``2**-(NOISE_SCALE_BITS - 1)`` at
+    most.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation in rows (> 0, at most ``2**51``).
+
+    Returns
+    -------
+    k : int
+    scale : RoundedGaussianScale
+        ``s``.
+    """
+    if not 0.0 < sigma <= 2.0 ** 51:
+        raise ValueError(
+            f"The histogram's noise scale ({sigma:.3g} rows) is beyond the exact sampler's "
+            "range (2**51 rows): the 'epsilon' is far too small for any range to stand out.")
+    k = max(0, NOISE_SCALE_BITS - math.frexp(sigma)[1])
+    needed = fractions.Fraction(sigma) * 2 ** k * (1 + fractions.Fraction(1, 2 ** 45))
+    return k, RoundedGaussianScale(math.ceil(needed))
+
+
 def noisy_histograms(X, noise_multiplier, neighboring, rng):
-    """The release: every column's counts on the grid, with Gaussian noise.
+    """The release: every column's counts on the grid, with exact rounded Gaussian noise.
+
+    Each count ``c`` is released as ``(c 2**k + round(s G)) / 2**k``
+    (:func:`noise_lattice`): ``c 2**k + round(s G) = round(c 2**k + s G)``,
+    a post-processing of the Gaussian mechanism of standard deviation
+    ``s / 2**k >= sigma`` rows on the counts, whose integer noise is drawn
+    exactly from the words of ``rng``. The float returned is that integer
+    over ``2**k``, rounded correctly (exact below ``2**53``): a function of
+    the integer alone. Without noise (``noise_multiplier`` 0, a non-private
+    fit) the counts themselves.
 
     Parameters
     ----------
@@ -251,6 +304,7 @@ def noisy_histograms(X, noise_multiplier, neighboring, rng):
         ``z`` of the release's ``GaussianDpEvent`` (> 0).
     neighboring : {"replace_one", "add_remove"}
     rng : numpy.random.Generator
+        The fit's generator: its words draw the noise.
 
     Returns
     -------
@@ -260,7 +314,17 @@ def noisy_histograms(X, noise_multiplier, neighboring, rng):
     edges = histogram_grid()
     sigma = histogram_noise_scale(noise_multiplier, X.shape[1], neighboring)
     counts = np.stack([histogram_counts(X[:, j], edges) for j in range(X.shape[1])])
-    return counts + rng.normal(0.0, sigma, counts.shape)
+    if sigma == 0.0:
+        return counts
+    k, scale = noise_lattice(sigma)
+    noise = sample_rounded_gaussian(counts.size, scale, GeneratorWords(rng)).reshape(
+        counts.shape)
+    if k == 0:
+        # The integer sum first (|noise| < 2**58), then one rounding to float.
+        return (counts.astype(np.int64) + noise).astype(np.float64)
+    # Here s < 2**24: noise / 2**k is exact (|noise| < 2**30), and the float
+    # sum is the lattice value c 2**k + noise over 2**k, rounded once.
+    return counts + np.ldexp(noise.astype(np.float64), -k)
 
 
 def histogram_ranges(X, noise_multiplier, neighboring, rng):
