@@ -83,14 +83,17 @@ def batch_clipping(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
     grad += noise
 
 
-def mean_noise(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
-               fit_intercept, noise, grad, n_threads=1):
+class MeanNoiseTraining(NumpyTraining):
     """Noise with standard deviation z C / b on the sum, as if it were for the mean.
 
     Used with a sample rate of 1, where the expected batch b is all rows.
     """
-    ORIGINAL_KERNEL(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
-                    fit_intercept, noise / X.shape[0], grad, n_threads)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        batch = self.plan.batch_size
+        self.noise_source = lambda rng, scale, count: _sgd.rounded_gaussian_noise(
+            rng, max(1, scale // batch), count)
 
 
 # ---------------------------------------------------------------------------
@@ -242,26 +245,33 @@ def test_make_canary_dataset():
 
 
 @pytest.mark.parametrize("sigma", [0.0, 3.0])
-def test_canary_score_is_the_unsmoothed_noise_sum(substitute_kernel, sigma):
+def test_canary_score_is_the_unsmoothed_noise_sum(sigma):
     # Background zero in feature 0 and no canary: the score must be exactly
     # -sum_t eta_t / b * noise_t[0] (the smoothing undone), while the raw
     # coefficient, smoothed, is not.
     recorded = []
 
-    def recording(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
-                  fit_intercept, noise, grad, n_threads=1):
-        recorded.append(noise[0, 0])
-        ORIGINAL_KERNEL(X, y, rows, params, row_sq_norms, code, threshold, clip_norm,
-                        fit_intercept, noise, grad, n_threads)
+    class RecordingTraining(NumpyTraining):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            width = self.params.shape[1]
 
-    substitute_kernel(recording)
+            def recording(rng, scale, count):
+                draws = _sgd.rounded_gaussian_noise(rng, scale, count)
+                recorded.extend(draws.reshape(-1, width)[:, 0])
+                return draws
+            self.noise_source = recording
+
     X, y, x_canary, y_canary = make_canary_dataset(15, 8, random_state=0)
-    model = DPLSSGDClassifier(
-        epsilon=1.0, sigma=sigma, batch_size=15, max_iter=7, classes=[0, 1], alpha=0.0,
-        eta0=0.3, learning_rate="invscaling", average=False, random_state=0, reproducible=True,
-    ).fit(X, y)
+    with use_numpy_backend(RecordingTraining):
+        model = DPLSSGDClassifier(
+            epsilon=1.0, sigma=sigma, batch_size=15, max_iter=7, classes=[0, 1], alpha=0.0,
+            eta0=0.3, learning_rate="invscaling", average=False, random_state=0,
+            reproducible=True).fit(X, y)
     etas = learning_rate_schedule("invscaling", 0.3, model.power_t, model.n_steps_)
-    expected = -np.sum(etas * np.asarray(recorded)) / 15
+    # Feature 0's sum is exactly 0: its release is gamma times the integer noise.
+    released = model._noise_added.grid_step * np.asarray(recorded, dtype=np.float64)
+    expected = -np.sum(etas * released) / 15
     assert canary_score(model, x_canary, y_canary) == pytest.approx(expected, rel=1e-9)
     if sigma > 0:
         assert model.coef_[0, 0] != pytest.approx(expected, rel=1e-3)
@@ -382,14 +392,19 @@ def test_use_numpy_backend_takes_numpy_backends_only():
             pass
 
 
-@pytest.mark.parametrize("trainer", [no_clipping, mean_noise], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("trainer", [no_clipping, MeanNoiseTraining],
+                         ids=lambda f: f.__name__)
 @pytest.mark.parametrize("make_estimator", [_tiny_classifier, _tiny_regressor],
                          ids=["classifier", "regressor"])
 def test_broken_trainers_are_caught(substitute_kernel, trainer, make_estimator):
     estimator = make_estimator()
     correct = audit_epsilon(estimator, n_runs=300, random_state=6)
-    substitute_kernel(trainer)
-    broken = audit_epsilon(estimator, n_runs=300, random_state=6)
+    if isinstance(trainer, type):
+        with use_numpy_backend(trainer):
+            broken = audit_epsilon(estimator, n_runs=300, random_state=6)
+    else:
+        substitute_kernel(trainer)
+        broken = audit_epsilon(estimator, n_runs=300, random_state=6)
     # The assumption-free bound: 150 held-out runs per side cap it near 3.7.
     assert correct.epsilon_lower_bound < 0.5 < 3.0 < broken.epsilon_lower_bound
     assert broken.claimed_epsilon == correct.claimed_epsilon <= 1.0

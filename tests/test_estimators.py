@@ -503,9 +503,16 @@ def test_a_ledger_counts_every_fit_of_a_meta_estimator(make_meta, n_fits):
 
 def test_a_declared_row_count_far_from_the_data_warns(binary):
     X, y = binary
+    assert len(y) > 2 * 100
+    # The batches then exceed the bound the release's floating-point error
+    # bound was computed for (twice the declared count): the fit fails closed.
     with pytest.warns(UserWarning, match="public_n_samples is more than a factor 2"):
-        DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove", public_n_samples=100,
-                          max_iter=2).fit(X, y)
+        with pytest.raises(RuntimeError, match="public_n_samples"):
+            DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove", public_n_samples=100,
+                              max_iter=2).fit(X, y)
+    with pytest.warns(UserWarning, match="public_n_samples is more than a factor 2"):
+        DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove",
+                          public_n_samples=4 * len(y), max_iter=2).fit(X, y)
 
 
 # ------------------------------------------------------------ target bounds
