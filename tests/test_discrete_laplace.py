@@ -11,20 +11,9 @@ from sklearn_dplssgd.backends import (
     DiscreteLaplaceScale, SamplerCapacityError, sample_discrete_laplace,
 )
 from sklearn_dplssgd.backends import _discrete_laplace
-from sklearn_dplssgd.backends._discrete_gaussian import draw_from_word_stream
+from sklearn_dplssgd.backends._word_stream import draw_from_word_stream
 from sklearn_dplssgd.training import GeneratorWords
-
-
-class SeededWords:
-    """A deterministic word source for the tests, serving ``per_request`` words at a time."""
-
-    def __init__(self, seed, per_request=None):
-        self.rng = np.random.default_rng(seed)
-        self.per_request = per_request
-
-    def words(self, count):
-        count = count if self.per_request is None else self.per_request
-        return self.rng.integers(0, 2 ** 64, size=count, dtype=np.uint64, endpoint=False)
+from test_word_stream import SeededWords
 
 
 def cdf(parameter, y):

@@ -16,9 +16,7 @@ from ._array_api_predict import (
     check_fitted_namespace, class_labels, class_probabilities, copy_params, decision_values,
 )
 from ._discrete_laplace import DiscreteLaplaceScale, sample_discrete_laplace
-from ._discrete_gaussian import (
-    DiscreteGaussianScale, SamplerCapacityError, SecureWords, sample_discrete_gaussian,
-)
+from ._word_stream import SamplerCapacityError, SecureWords
 from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
 )
@@ -44,7 +42,6 @@ __all__ = [
     "ArrayApiTraining",
     "DaskInput",
     "DaskTraining",
-    "DiscreteGaussianScale",
     "DiscreteLaplaceScale",
     "MAX_ROUNDED_SCALE",
     "NonFiniteRowsError",
@@ -76,7 +73,6 @@ __all__ = [
     "is_protected_address",
     "numpy_backend",
     "row_norms_of",
-    "sample_discrete_gaussian",
     "sample_discrete_laplace",
     "sample_rounded_gaussian",
     "share_of_rows",

@@ -37,13 +37,13 @@ the words with an integer: no floating-point value takes part in a draw.
 
 The words come from a word source (an object with ``words(count)``; by
 default the operating system's CSPRNG), through
-:func:`~._discrete_gaussian.draw_from_word_stream`, which restarts a draw
+:func:`~._word_stream.draw_from_word_stream`, which restarts a draw
 whose words ran out so that the outputs are those of an endless stream.
 ``|Y|`` is at most :data:`LARGEST_MAGNITUDE` (``2**62``), so that a count
 below ``2**62`` plus a draw fits int64; a draw that would pass it (an
 event of probability below ``exp(-e 2**62) <= exp(-4096)`` for ``e >=``
 :data:`SMALLEST_PARAMETER`) raises
-:class:`~._discrete_gaussian.SamplerCapacityError` rather than truncate the
+:class:`~._word_stream.SamplerCapacityError` rather than truncate the
 law. The failure depends on the words only, never on a query.
 """
 
@@ -53,7 +53,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._discrete_gaussian import (
+from ._word_stream import (
     CAPACITY_EXCEEDED, WORDS_EXHAUSTED, draw_from_word_stream, uniform_below,
 )
 

@@ -78,18 +78,18 @@ given everything drawn so far, so the rounding from more of them is
 ``round(s |G|)`` exactly. A u-rand holds at most :data:`DIGIT_CAPACITY`
 digits (1,024 bits), and ``|G|`` is below :data:`LARGEST_INTEGER_PART` ``+
 1``: a draw that needs more, with probability below ``2**-960``, raises
-:class:`~._discrete_gaussian.SamplerCapacityError` rather than truncate
+:class:`~._word_stream.SamplerCapacityError` rather than truncate
 (which would bias the law). No floating-point value takes part in a draw.
 
 ``s <= MAX_ROUNDED_SCALE = 2**52``: ``s`` times ``x``'s 46 bits (below
 ``2**105``) is made from four 32-bit products, and ``s`` times a further
 digit (up to ``2**84``) of two exact limbs, ``(s mod 2**32) d`` in uint64
 and ``(s >> 32) d`` below ``2**52``; the output (below ``38 s < 2**58``)
-fits int64 with room for any grid sum. Words come from a word source as for
-:func:`~._discrete_gaussian.sample_discrete_gaussian` (by default the
-operating system's CSPRNG), through the same restart of a draw whose words
-ran out (:func:`~._discrete_gaussian.draw_from_word_stream`; a draw starts
-on a whole word). A draw uses about 1.02 words up to ``s = 2**44``, 2 past
+fits int64 with room for any lattice sum. Words come from a word source (by
+default the operating system's CSPRNG; a fit's generator in training),
+through the restart of a draw whose words ran out
+(:func:`~._word_stream.draw_from_word_stream`; a draw starts on a whole
+word). A draw uses about 1.02 words up to ``s = 2**44``, 2 past
 ``s = 2**46``.
 """
 
@@ -99,7 +99,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from ._discrete_gaussian import CAPACITY_EXCEEDED, WORDS_EXHAUSTED, draw_from_word_stream
+from ._word_stream import CAPACITY_EXCEEDED, WORDS_EXHAUSTED, draw_from_word_stream
 
 __all__ = [
     "CELL_BITS",

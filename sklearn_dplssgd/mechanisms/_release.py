@@ -61,20 +61,18 @@ class NoiseAdded(typing.NamedTuple):
     Figures not in lattice units are on the scale of a step's sum of clipped,
     weighted gradients (the training scale, before any feature or target map is undone).
 
-    ``law`` is ``"Gaussian"`` (sampled in floating point), ``"rounded
-    Gaussian"`` or ``"discrete Gaussian"`` (sampled exactly on the integer
-    lattice); ``bound`` the norm one row's contribution to a step's sum is
-    held to; ``stds`` the noise's standard deviation on each coordinate
-    (the scale ``s`` times ``grid_step`` for the lattice laws), one per block
-    of the noise schedule. The lattice laws also give ``grid_step`` (gamma),
-    ``grid_bits`` (``k1 + k2``: gamma is ``2**-grid_bits`` times
-    ``max_sample_weight * clip_norm``), ``grid_bound`` (``B``: the rounded
-    contribution's squared norm is at most this, in squared lattice units)
-    and ``grid_scale`` (``s``, in lattice units); None for ``"Gaussian"``.
+    ``law`` is ``"rounded Gaussian"`` (sampled exactly on the integer
+    lattice; ``"Gaussian"``, sampled in floating point, in models fitted by
+    earlier versions); ``bound`` the norm one row's contribution to a step's
+    sum is held to; ``stds`` the noise's standard deviation on each
+    coordinate (the scale ``s`` times ``grid_step``), one per block of the
+    noise schedule; ``grid_step`` the lattice step gamma, ``grid_scale`` the
+    first block's ``s`` and ``lattice_sensitivity`` the widened sensitivity
+    on the lattice, both in lattice units (:mod:`~sklearn_dplssgd.training._lattice`).
     Output perturbation's one release fills the same fields for its weights:
     ``clip_norm`` is the rows' norm bound, ``bound`` the rounded weights'
-    sensitivity, ``stds`` the noise's, ``grid_step`` the weights' lattice step
-    ``2**-grid_bits`` and ``grid_bound`` None.
+    sensitivity, ``stds`` the noise's and ``grid_step`` the weights' lattice
+    step ``2**-grid_bits``.
     """
 
     law: str
@@ -84,7 +82,6 @@ class NoiseAdded(typing.NamedTuple):
     stds: tuple
     grid_step: typing.Optional[float] = None
     grid_bits: typing.Optional[int] = None
-    grid_bound: typing.Optional[int] = None
     grid_scale: typing.Optional[float] = None
     lattice_sensitivity: typing.Optional[float] = None
 
