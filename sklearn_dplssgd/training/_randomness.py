@@ -86,9 +86,9 @@ def make_generator(random_state, reproducible=False):
     that fits can be repeated exactly (not private): an int or a
     ``SeedSequence`` is read through a ``SeedSequence``, a ``Generator`` gives
     128 bits drawn from a copy of it, a legacy ``RandomState`` is consumed as
-    scikit-learn does, but for 128 bits of its output (not 31); the key is the
-    first two 64-bit words of that ``SeedSequence``'s state. The caller's
-    objects are never advanced or kept.
+    scikit-learn does, but for 128 bits of its output (not 31); the key is
+    that ``SeedSequence``'s ``generate_state(2, uint64)``, low word first.
+    The caller's objects are never advanced or kept.
 
     Parameters
     ----------
@@ -105,14 +105,18 @@ def make_generator(random_state, reproducible=False):
     """
     if not reproducible or random_state is None:
         key = int.from_bytes(os.urandom(_KEY_BYTES), "little")
+        # The bit generator also takes a SeedSequence of fresh OS entropy of
+        # its own, unrelated to the key: Generator.spawn's children (the
+        # PyTorch noise's seed) are fresh too.
         return np.random.Generator(AESCounter(key=key)), False
     return np.random.Generator(_keyed_bit_generator(_seed_sequence(random_state))), True
 
 
 def _keyed_bit_generator(seed_sequence):
-    """AES-CTR keyed by the first 128 bits of ``seed_sequence``'s state.
+    """AES-CTR keyed by ``seed_sequence.generate_state(2, uint64)``.
 
-    ``AESCounter`` seeded by a ``SeedSequence`` keeps it, so that
+    That is how ``AESCounter`` keys itself from a ``SeedSequence``; seeded so
+    (rather than given the key) it keeps the sequence, and
     ``Generator.spawn`` gives children that are themselves reproducible.
     """
     return AESCounter(seed=seed_sequence)
