@@ -33,7 +33,7 @@ LAYERS = (
     "linear_model", "model_selection", "audit",
 )
 DEPENDENCIES = ("numpy", "scipy", "sklearn", "numba", "dp_accounting", "torch", "threadpoolctl",
-                "llvmlite", "attrs", "joblib", "dask", "cupy")
+                "llvmlite", "attrs", "joblib", "dask", "cupy", "randomgen")
 # Public names that live under a dependency's private-looking path.
 PRIVATE_DEPENDENCY_PATHS = ("sklearn.externals", "numba.core")
 # Known reaches into dependencies' private paths, each with its reason; the

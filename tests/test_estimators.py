@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from randomgen import AESCounter
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.datasets import load_digits
@@ -15,6 +16,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning
+from sklearn_dplssgd.training import make_generator
 from sklearn_dplssgd.training._schedules import number_of_steps
 from sklearn_dplssgd.backends._numpy import poisson_batches
 from sklearn_dplssgd.training._smoothing import smoothing_beta
@@ -166,7 +168,8 @@ def test_divides_by_the_expected_batch_size():
                            batch_size=batch_size, average=False, delta=1e-5,
                            max_iter=epochs, random_state=5, reproducible=True).fit(X, y)
     n_steps = number_of_steps(n_samples, batch_size, epochs)
-    _, offsets = poisson_batches(np.random.default_rng(5), n_samples,
+    # The same seeded generator as the fit's: the batches it drew.
+    _, offsets = poisson_batches(make_generator(5, reproducible=True)[0], n_samples,
                                  batch_size / n_samples, n_steps)
     batch_sizes = np.diff(offsets)
     assert batch_sizes.min() != batch_sizes.max()  # batches really vary
@@ -442,21 +445,14 @@ def test_reproducible_fits_repeat_exactly_and_claim_nothing(binary, make_seed):
     assert first.epsilon_ == math.inf and first.noise_multiplier_ > 0
 
 
-def test_reproducible_random_state_instance_gives_128_bits(monkeypatch):
-    from sklearn_dplssgd.training import _randomness
-    seeds = []
-    real = np.random.SeedSequence
-
-    def recording(entropy=None, **kwargs):
-        seeds.append(entropy)
-        return real(entropy, **kwargs)
-
-    monkeypatch.setattr(_randomness.np.random, "SeedSequence", recording)
-    rng, seeded = _randomness.make_generator(np.random.RandomState(0), reproducible=True)
+def test_reproducible_random_state_instance_gives_128_bits():
+    rng, seeded = make_generator(np.random.RandomState(0), reproducible=True)
     assert seeded and isinstance(rng, np.random.Generator)
-    # Four 32-bit words drawn from the RandomState (not one 31-bit int).
-    expected = np.random.RandomState(0).randint(0, 2**32, size=4, dtype=np.uint64)
-    assert seeds[-1] == expected.tolist()
+    # Keyed by four 32-bit words drawn from the RandomState (not one 31-bit int).
+    words = np.random.RandomState(0).randint(0, 2**32, size=4, dtype=np.uint64)
+    key = np.random.SeedSequence(words.tolist()).generate_state(2, np.uint64)
+    np.testing.assert_array_equal(rng.bit_generator.random_raw(8),
+                                  AESCounter(key=int(key[0]) | int(key[1]) << 64).random_raw(8))
 
 
 # ---------------------------------------------- adjacency and the row count

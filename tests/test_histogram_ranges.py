@@ -149,8 +149,10 @@ def test_add_remove_needs_no_public_row_count_and_small_tables_warn():
         warnings.simplefilter("error")
         DPBoundedScaler(epsilon=1.0, mechanism="gaussian_histogram",
                         neighboring="add_remove").fit(X)
+    # A seed whose noise lets every feature stand out (18 of the first 30 do;
+    # the others refuse, "nothing stood out"): the warning comes with a fit.
     with pytest.warns(UserWarning, match="few for epsilon"):
-        DPBoundedScaler(epsilon=0.5, mechanism="gaussian_histogram", random_state=0,
+        DPBoundedScaler(epsilon=0.5, mechanism="gaussian_histogram", random_state=3,
                         reproducible=True).fit(X[:250])
 
 
@@ -288,11 +290,12 @@ def test_nothing_seen_at_any_level_gives_no_range_and_the_scaler_names_the_featu
     frame = pd.DataFrame({"age": np.full(60, 40.0), "income": _spread_over_octaves(3, 1)[:, 0]})
     with pytest.raises(ValueError, match=r"nothing of feature\(s\) income stood out"):
         DPBoundedScaler(epsilon=1.0, random_state=0, reproducible=True).fit(frame)
-    # 200 rows, incomes 10 a bin: merged blocks stand out; the warning names them.
+    # 200 rows, incomes 10 a bin: merged blocks stand out for some noise draws
+    # (this seed's; 8 of the first 30 seeds), and the warning names them.
     income = _spread_over_octaves(10, 1)[:, 0]
     frame = pd.DataFrame({"age": np.full(200, 40.0), "income": income})
     with pytest.warns(UserWarning, match=r"no bin of feature\(s\) income stood out"):
-        scaler = DPBoundedScaler(epsilon=1.0, random_state=0, reproducible=True).fit(frame)
+        scaler = DPBoundedScaler(epsilon=1.0, random_state=3, reproducible=True).fit(frame)
     assert (scaler.lower_[0], scaler.upper_[0]) == (edges[edges < 40][-1], edges[edges >= 40][0])
     assert income.min() <= scaler.lower_[1] < scaler.upper_[1] <= 2 * income.max()
 
