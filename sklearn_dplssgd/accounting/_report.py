@@ -35,8 +35,8 @@ _NOT_COVERED = _NOT_COVERED_TEMPLATE.format(channels=(
 # floating point can still reach is named instead.
 _NOT_COVERED_EXACT = _NOT_COVERED_TEMPLATE.format(channels=(
     "side channels such as timing and floating-point behaviour outside the released "
-    "integers (their noise is sampled exactly; the batches are drawn with a floating-point "
-    "generator)"))
+    "integers (their noise is sampled exactly; the batches' sampling rate is applied in "
+    "floating point)"))
 # A release whose noise was sampled in floating point: what that leaves open.
 _FLOAT_NOISE = (
     "Floating-point noise: this release's noise was sampled and added in floating point, "
