@@ -30,10 +30,10 @@ generator's state come back. A fit that prints progress (``verbose``) or
 calls back every epoch keeps the loop on the client, which needs the
 iterate every epoch.
 
-The sampling randomness of partition k at step t comes from a generator
-seeded with ``(s_k, t)``, where ``s_k`` (128 bits) is drawn from the fit's
-own generator: it is as secret as the noise (fresh entropy unless
-``reproducible=True``), travels to the workers only, and makes a fit
+The sampling randomness of partition k at step t comes from an AES-CTR
+generator keyed from ``(s_k, t)``, ``s_k`` two 63-bit words drawn from the
+fit's own generator: as secret as the noise (fresh entropy unless
+``reproducible=True``), it travels to the workers only, and makes a fit
 reproducible for the same partitions and seed. Because each step's sample
 depends on ``(s_k, t)`` alone, a task recomputed elsewhere draws the same
 sample; a partition that had to be rebuilt (its worker was lost) is detected
@@ -50,7 +50,7 @@ import warnings
 
 import numpy as np
 
-from ..training import release_on_lattice, run_training
+from ..training import derived_generator, release_on_lattice, run_training
 from ._kernels import (
     compute_feature_norms, compute_row_norms, noisy_clipped_gradient_sum, smooth_rows,
     smoothing_omega,
@@ -195,7 +195,7 @@ def _step_batch(partition, seed, step, settings):
     """
     if settings.sample_rate >= 1.0:
         return _Batch(partition)
-    rng = np.random.default_rng([int(seed[0]), int(seed[1]), int(step)])
+    rng = derived_generator([int(seed[0]), int(seed[1]), int(step)])
     rows, _ = poisson_batches(rng, partition.X.shape[0], settings.sample_rate, 1)
     return _Batch(partition, rows)
 

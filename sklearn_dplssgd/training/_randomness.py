@@ -19,6 +19,7 @@ from ..utils import PrivacyLeakWarning
 __all__ = [
     "GeneratorWords",
     "IGNORED_SEED_MESSAGE",
+    "derived_generator",
     "REPRODUCIBLE_MESSAGE",
     "make_generator",
     "random_state_error",
@@ -110,6 +111,16 @@ def make_generator(random_state, reproducible=False):
         # PyTorch noise's seed) are fresh too.
         return np.random.Generator(AESCounter(key=key)), False
     return np.random.Generator(_keyed_bit_generator(_seed_sequence(random_state))), True
+
+
+def derived_generator(entropy):
+    """An AES-CTR generator keyed from ``entropy`` (a sequence of non-negative ints).
+
+    For a draw that must be repeatable from secret words of a fit's own
+    generator (a Dask partition's batches at a step, from the partition's
+    secret seed and the step): as secret as those words.
+    """
+    return np.random.Generator(_keyed_bit_generator(np.random.SeedSequence(list(entropy))))
 
 
 def _keyed_bit_generator(seed_sequence):
