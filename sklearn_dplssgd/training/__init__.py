@@ -25,7 +25,9 @@ from ._optimizers import (
     AdaGrad, Adam, apply_weight_decay, check_optimizer, compiled_update, Momentum, Optimizer,
     optimizer_error, SGD,
 )
-from ._randomness import derived_generator, GeneratorWords, make_generator, random_state_error, warn_about_seed
+from ._randomness import (
+    derived_generator, GeneratorWords, make_generator, random_state_error, warn_about_seed,
+)
 from ._schedules import (
     check_noise_schedule, ConstantNoise, ExponentialNoise, is_constant_schedule,
     learning_rate_schedule, LEARNING_RATES, noise_schedule_blocks, number_of_steps, RelativeNoise,
