@@ -3,22 +3,20 @@
 Each case fits one estimator with ``reproducible=True`` and a fixed
 ``random_state`` and records ``coef_``, ``intercept_`` and the scores on the
 training rows. ``tests/make_behaviour_reference.py`` records them from a
-revision's tree (842cfc4, the revision before the design issue); the test
-``tests/test_behaviour_kept.py`` refits them on the working tree and compares.
+revision's tree; the test ``tests/test_behaviour_kept.py`` refits them on the
+working tree and compares.
 
 A case's settings are split in three: ``params`` are spelled the same on
-every revision, ``old`` are the spelling at 842cfc4 of what was renamed since
-(``noise_decay``, ``momentum`` and Adam's numbers as constructor parameters)
-and ``new`` builds the current spelling from the package module. Every
-gradient-perturbation case uses the RDP accountant: the PLD accountant's noise
-multipliers moved (by up to 0.3 %) when PLD accounting went to dp-accounting's
-public API (5833fde), a change of calibration rather than of the training code
-this file guards. Output perturbation (one Gaussian release) takes PLD only.
+every revision, ``old`` are the spelling of earlier revisions of what was
+renamed (``noise_decay``, ``momentum`` and Adam's numbers as constructor
+parameters) and ``new`` builds the current spelling from the package module.
+Every gradient-perturbation case uses the RDP accountant, a calibration that
+has stayed put; output perturbation (one Gaussian release) takes PLD only.
 
 The reference also records the settings each fit resolved (``eta0_``,
-``batch_size_``, ``n_iter_``, ``average_start_``); the test passes them
-explicitly, so that what it checks is the training, not the "auto" rules
-(which the defaults issue changes on purpose and measures on its own).
+``batch_size_``, ``n_iter_``, ``average_start_``, ``sigma_``); the test
+passes them explicitly, so that what it checks is the training, not the
+"auto" rules (which change on purpose and are measured on their own).
 """
 
 import numpy as np
@@ -116,17 +114,15 @@ def case_data(case):
 
 def pinned_settings(case, resolved):
     """The resolved settings of the reference as explicit parameters."""
-    eta0, batch_size, n_iter, average_start = resolved
-    pinned = {"eta0": float(eta0), "batch_size": int(batch_size), "max_iter": int(n_iter)}
-    if "sigma" not in case["params"]:
-        # What sigma="auto" resolved to at 842cfc4 for these 12-feature tables
-        # (the rule then read the width and the format only): dense input
-        # smoothed with 0.25 (classifier) or 1 (regressor), sparse not at all.
-        pinned["sigma"] = 0.0 if case["sparse"] else 0.25 if case["kind"] == "clf" else 1.0
+    eta0, batch_size, n_iter, average_start, sigma = resolved
+    pinned = {"eta0": float(eta0), "batch_size": int(batch_size), "max_iter": int(n_iter),
+              "sigma": float(sigma)}
     if case["params"].get("mechanism") == "output":
         pinned["average"] = False
+    elif case["partial_fit"] > 0:
+        pass  # "auto" averages the series' iterates (no average_start_ of a call's own)
     else:
-        # average=True averaged every step at 842cfc4 (average_start_ 0).
+        # average=True averages every step (average_start_ 0).
         pinned["average"] = (False if average_start < 0 else True if average_start == 0
                              else int(average_start))
     return pinned
@@ -172,5 +168,6 @@ def case_outputs(case, module, api, pinned=None):
         "resolved": np.array([
             estimator.eta0_, estimator.batch_size_, estimator.n_iter_,
             -1 if getattr(estimator, "average_start_", None) is None
-            else estimator.average_start_], dtype=np.float64),
+            else estimator.average_start_, getattr(estimator, "sigma_", 0.0)],
+            dtype=np.float64),
     }

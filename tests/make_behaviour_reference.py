@@ -2,8 +2,10 @@
 
 Usage (from the repository root)::
 
-    git worktree add --detach /tmp/rev842 842cfc4
-    python tests/make_behaviour_reference.py /tmp/rev842 old tests/data/behaviour_842cfc4.npz
+    python tests/make_behaviour_reference.py . new tests/data/behaviour_reference.npz
+
+or, for another revision's tree, ``git worktree add --detach /tmp/rev REV`` and
+``/tmp/rev`` in place of ``.``.
 
 The tree's package is imported in place of the working tree's; ``old`` or
 ``new`` says which spelling of the renamed settings it takes (see
