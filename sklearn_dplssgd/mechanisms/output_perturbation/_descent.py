@@ -176,13 +176,12 @@ def add_output_noise(params, mechanism, rng, fit_intercept):
 
     A mechanism on a lattice (every private fit's) releases ``gamma`` times
     integers with exactly sampled integer noise
-    (:func:`~._lattice.release_on_lattice`). The continuous mechanism the
-    calibration works on adds ``N(0, (z Delta)^2)`` in floating point: a
-    model of the real-valued mechanism, for the tests of its calibration,
-    which no fit releases. Without an intercept the last column is the
-    constant 0 (not a function of the data) and stays 0. Leading axes of
-    ``params`` are kept, so many independent releases of the same weights
-    can be drawn at once.
+    (:func:`~._lattice.release_on_lattice`); one without noise releases the
+    weights as they are, and no other is released (no floating-point noise
+    is ever drawn). Without an intercept the last column is the constant 0
+    (not a function of the data) and stays 0. Leading axes of ``params`` are
+    kept, so many independent releases of the same weights can be drawn at
+    once.
 
     Parameters
     ----------
@@ -197,12 +196,10 @@ def add_output_noise(params, mechanism, rng, fit_intercept):
     """
     if mechanism.grid_scale is not None:
         return release_on_lattice(params, mechanism, rng, fit_intercept)
-    released = np.array(params, dtype=np.float64)
     if mechanism.noise_std > 0:
-        columns = released.shape[-1] if fit_intercept else released.shape[-1] - 1
-        released[..., :columns] += mechanism.noise_std * rng.standard_normal(
-            released[..., :columns].shape)
-    return released
+        raise ValueError("a noisy output release must be planned on a lattice "
+                         "(plan_on_lattice): no floating-point noise is drawn.")
+    return np.array(params, dtype=np.float64)
 
 
 def refuse_sparse(X):
