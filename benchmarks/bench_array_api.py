@@ -78,7 +78,9 @@ def noise_free_difference(X, y, n_classes, batch_size, n, X_torch, y_torch):
     """
     import sklearn
 
-    from sklearn_dplssgd.backends._array_api import to_numpy
+    def to_numpy(array):
+        # A fitted attribute is in the input's namespace: a torch tensor or NumPy.
+        return array.cpu().numpy() if hasattr(array, "cpu") else np.asarray(array)
 
     models = []
     for dispatch, X_in, y_in in ((False, X, y), (True, X_torch, y_torch)):
