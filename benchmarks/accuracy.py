@@ -30,7 +30,7 @@ one-hot encoded as ``adult.names`` lists them). Replace-one adjacency, delta
 
 Run from the repository root::
 
-    python benchmarks/accuracy.py            # accuracy.md, about 10 min on one core
+    python benchmarks/accuracy.py            # accuracy.md, about 30 min on a busy 2-core machine
     python benchmarks/accuracy.py --quick    # a smoke run on small settings
     python benchmarks/accuracy.py --tables digits --epsilons 1 --splits 8 --variants defaults tuned
 
@@ -272,9 +272,11 @@ def main(argv=None):
         for variant in args.variants:
             if variant == "output" and data[3] == "regression":
                 continue  # the regressor's output perturbation needs a weight radius
+            fixed = None  # the non-private model's scores do not depend on epsilon
             for epsilon in args.epsilons:
-                scores = [run_cell(table, data, epsilon, variant, split)
-                          for split in range(args.splits)]
+                scores = fixed or [run_cell(table, data, epsilon, variant, split)
+                                   for split in range(args.splits)]
+                fixed = scores if variant == "non-private" else None
                 results.setdefault((table, variant), {})[epsilon] = scores
                 mean, error = summarize(scores)
                 print(f"{table} {variant} epsilon {epsilon:g}: {mean:.3f} +- {error:.3f}",
