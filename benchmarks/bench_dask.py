@@ -36,7 +36,6 @@ a temporary folder).
 """
 
 import argparse
-import contextlib
 import math
 import os
 import subprocess
@@ -51,7 +50,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
-import bench_regime  # noqa: E402
 
 EPSILON = 1.0
 N_CHUNKS = 10
@@ -86,7 +84,7 @@ def run_accuracy(client, cases, log, settings):
         scores = {"in memory": [], "Dask array": [], "Incremental": []}
         began = time.perf_counter()
         for seed in seeds:
-            X_train, X_test, y_train, y_test = bench_regime.load_table(name, seed, "[-1, 1]")
+            X_train, X_test, y_train, y_test = _data.load_table(name, seed, "[-1, 1]")
             n_classes = int(max(y_train.max() + 1, 2))
             delta = min(1e-5, 1.0 / (10 * len(y_train)))
             chunk = math.ceil(len(y_train) / N_CHUNKS)
@@ -181,24 +179,10 @@ def _timed_fit(X, y, settings, max_iter, n_jobs=None):
 
 
 # The Dask fits of the speed part: (key, label, client reaches the workers
-# directly, the loop on a worker): the loop on the client (as before) with the
-# client as created (an actor's call goes through the scheduler), then told to
-# reach the workers directly; the loop on a worker (now: worker to worker).
+# directly, the loop on a worker).
 DASK_MODES = (
-    ("dask", "Dask, the loop on the client (as before)", False, False),
-    ("dask direct", "Dask, the loop on the client, `direct_to_workers=True` (as before)",
-     True, False),
-    ("dask worker loop", "Dask, the loop on a worker (now)", False, True),
+    ("dask worker loop", "Dask, the loop on a worker", False, True),
 )
-
-
-def _loop_on_the_client():
-    """Keep the Dask fit's loop on the client, as it ran before (a step a round trip)."""
-    from unittest import mock
-
-    from sklearn_dplssgd.backends import DaskTraining
-
-    return mock.patch.object(DaskTraining, "runs_on_cluster", False)
 
 
 def run_speed(client, settings, log):
@@ -230,10 +214,7 @@ def run_speed(client, settings, log):
                 for mode, _, direct, on_worker in DASK_MODES:
                     # Read by each actor call (the client's documented setting).
                     client.direct_to_workers = direct or as_created
-                    with contextlib.ExitStack() as stack:
-                        if not on_worker:
-                            stack.enter_context(_loop_on_the_client())
-                        elapsed, _ = _timed_fit(X_dask, y_dask, settings, epochs)
+                    elapsed, _ = _timed_fit(X_dask, y_dask, settings, epochs)
                     times[f"{mode} {epochs}"].append(elapsed)
                 loads.append(os.getloadavg()[0])
     finally:
@@ -245,10 +226,8 @@ def run_speed(client, settings, log):
     result = dict(medians=medians, step=step, steps=steps[1], loads=loads,
                   round_trips=run_round_trips(client, settings, log), **settings)
     log(f"speed: fit of one epoch in memory {medians['memory 1']:.2f} s, on Dask "
-        f"{medians['dask worker loop 1']:.2f} s (the loop on the client: "
-        f"{medians['dask 1']:.2f} s, {medians['dask direct 1']:.2f} s direct); a step "
-        f"{1e3 * step['memory']:.2f} ms against {1e3 * step['dask worker loop']:.2f} ms "
-        f"({1e3 * step['dask']:.2f}, {1e3 * step['dask direct']:.2f} ms)")
+        f"{medians['dask worker loop 1']:.2f} s; a step "
+        f"{1e3 * step['memory']:.2f} ms against {1e3 * step['dask worker loop']:.2f} ms")
     return result
 
 

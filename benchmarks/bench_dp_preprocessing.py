@@ -67,7 +67,7 @@ DIABETES_TARGET_BOUNDS = (25, 350)
 
 TOTAL_DELTA = 1e-5
 # The mechanism these figures were measured with (the scaler's default until
-# bench_regime_scaler.py's comparison made it "gaussian_histogram").
+# comparison of the scalers made it "gaussian_histogram").
 SCALER_MECHANISM = "above_threshold"
 ENCODER_EPSILON, ENCODER_DELTA, SCALER_EPSILON = 0.1, 1e-6, 0.1
 # A hundredth is left for the ledger's (pessimistic) accountant.

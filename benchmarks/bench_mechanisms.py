@@ -14,7 +14,7 @@ standard deviation of the test accuracy over 3 seeds:
    budget; this measures whether it does here.
 2. **Output perturbation against gradient perturbation** (seed 004): on
    MNIST, scikit-learn's digits and breast cancer (75 / 25 splits, features
-   scaled by public bounds as in ``bench_defaults.py``), at epsilon 0.5, 1, 2
+   scaled by public bounds as in ``_data.py``), at epsilon 0.5, 1, 2
    and inf. Output perturbation has one knob the defaults cannot set from
    public quantities, ``alpha`` (the strong convexity that bounds its
    sensitivity, about ``2 R / (n alpha)``): every value of a small grid is
@@ -47,7 +47,6 @@ from sklearn_dplssgd import ExponentialNoise, StepNoise
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
-import bench_defaults  # noqa: E402
 
 SEEDS = (0, 1, 2)
 OPTIMIZERS = ("sgd", "momentum", "adam")
@@ -82,7 +81,7 @@ def optimizers_and_schedules(quick, log):
     results = {}
     seeds = SEEDS[:1] if quick else SEEDS
     for seed in seeds:
-        data = bench_defaults.load("MNIST", seed, quick)
+        data = _data.load_scaled("MNIST", seed, quick)
         for epsilon in OPTIMIZER_EPSILONS:
             for optimizer in OPTIMIZERS:
                 for schedule, params in SCHEDULES.items():
@@ -103,7 +102,7 @@ def output_against_gradient(quick, log):
     tables = TABLES[1:] if quick else TABLES
     for table in tables:
         for seed in seeds:
-            data = bench_defaults.load(table, seed, quick)
+            data = _data.load_scaled(table, seed, quick)
             n_classes = len(np.unique(np.concatenate([data[2], data[3]])))
             for epsilon in MECHANISM_EPSILONS:
                 configurations = [("gradient", {})] + [

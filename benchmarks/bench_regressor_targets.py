@@ -18,14 +18,12 @@ four targets set for that first fit, against scikit-learn's
 Features are scaled by public bounds with :class:`BoundedScaler`, as the
 README recommends (never by statistics of the rows), for both models:
 diabetes' columns have unit norm over 442 rows (standard deviation 0.048),
-bounded by +-0.2 as in ``bench_defaults.py``; the synthetic features are
+bounded by +-0.2; the synthetic features are
 drawn in ``[-1, 1]``. Each diabetes cell is the mean over 16 random 75/25
 splits (one fresh-noise fit each); the synthetic cell over 8 tables (a new
-draw and split each). Standard errors are over the splits. The section
-"Share" measures ``TARGET_RANGE_SHARE`` on validation parts carved out of
-the training parts of 24 other splits (never a test part), at epsilon 1 and
-4. Also shown: the fit of the report (``DPLSSGDRegressor()`` on diabetes'
-features as given, no scaler) and declared ``target_bounds=(0, 400)``.
+draw and split each). Standard errors are over the splits. Also shown: the
+fit of the report (``DPLSSGDRegressor()`` on diabetes' features as given, no
+scaler) and declared ``target_bounds=(0, 400)``.
 
 Run from the repository root::
 
@@ -57,8 +55,6 @@ TARGETS = (("diabetes", math.inf, 0.30), ("diabetes", 4.0, 0.20),
            ("diabetes", 1.0, -0.05), ("synthetic", 1.0, None))
 SYNTHETIC_ROWS = 20000
 SYNTHETIC_GAP = 0.1
-SHARES = (0.1, 0.25, 0.35, 0.5)
-SHARE_EPSILONS = (1.0, 4.0)
 
 
 def _mean_se(values):
@@ -152,31 +148,6 @@ def measure_extras(dp, n_splits):
     return rows
 
 
-def measure_shares(dp, n_splits):
-    from sklearn.datasets import load_diabetes
-    from sklearn.model_selection import train_test_split
-    from sklearn_dplssgd.linear_model import _regressor
-
-    X, y = load_diabetes(return_X_y=True)
-    kept = _regressor.TARGET_RANGE_SHARE
-    rows = []
-    try:
-        for share in SHARES:
-            _regressor.TARGET_RANGE_SHARE = share
-            for epsilon in SHARE_EPSILONS:
-                private, _ = _pipelines(dp, DIABETES_FEATURE_BOUNDS, epsilon)
-                scores = []
-                for seed in range(100, 100 + n_splits):
-                    X_train, _, y_train, _ = train_test_split(X, y, test_size=0.25,
-                                                              random_state=seed)
-                    scores.append(_score(private, *train_test_split(
-                        X_train, y_train, test_size=0.25, random_state=seed)))
-                rows.append((share, epsilon, _mean_se(scores)))
-    finally:
-        _regressor.TARGET_RANGE_SHARE = kept
-    return rows
-
-
 def _cell(stats):
     mean, se, failed = stats
     text = f"{mean:.3f} ({se:.3f})"
@@ -187,7 +158,7 @@ def _eps(epsilon):
     return "inf" if math.isinf(epsilon) else f"{epsilon:g}"
 
 
-def report(targets, extras, shares, n_splits, n_tables, n_share_splits, seconds, share):
+def report(targets, extras, n_splits, n_tables, seconds, share):
     lines = [
         "# DPLSSGDRegressor: first fit on targets far from unit scale", "",
         "Written by `benchmarks/bench_regressor_targets.py` (its docstring says what is "
@@ -214,19 +185,6 @@ def report(targets, extras, shares, n_splits, n_tables, n_share_splits, seconds,
     for label, epsilon, stats, baseline in extras:
         lines.append(f"| {label} | {_eps(epsilon)} | {_cell(stats)} | "
                      f"{_cell(baseline) if baseline else '-'} |")
-    lines += ["", "## Share", "",
-              f"`TARGET_RANGE_SHARE` on diabetes: validation R2 (a quarter of each training "
-              f"part held out, {n_share_splits} splits other than the test splits above). "
-              "\"refused\": fits where no bin of the targets stood out (an error naming "
-              "`target_bounds`), left out of the mean.", "",
-              "| share | " + " | ".join(f"epsilon {_eps(e)}" for e in SHARE_EPSILONS) + " |",
-              "|---|" + "---|" * len(SHARE_EPSILONS)]
-    by_share = {}
-    for share_value, epsilon, stats in shares:
-        by_share.setdefault(share_value, {})[epsilon] = stats
-    for share_value, cells in by_share.items():
-        lines.append(f"| {share_value:g} | " + " | ".join(
-            _cell(cells[e]) for e in SHARE_EPSILONS) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -240,16 +198,15 @@ def main(argv=None):
     import sklearn_dplssgd as dp
     from sklearn_dplssgd.linear_model import TARGET_RANGE_SHARE
 
-    n_splits, n_tables, n_share_splits = (2, 1, 2) if args.quick else (16, 8, 24)
+    n_splits, n_tables = (2, 1) if args.quick else (16, 8)
     start = time.perf_counter()
     with warnings.catch_warnings():
         # Fresh-noise fits (no seed); the benchmark's warnings are known.
         warnings.simplefilter("ignore")
         targets = measure_targets(dp, n_splits, n_tables)
         extras = measure_extras(dp, n_splits)
-        shares = measure_shares(dp, n_share_splits)
-    text = report(targets, extras, shares, n_splits, n_tables, n_share_splits,
-                  time.perf_counter() - start, TARGET_RANGE_SHARE)
+    text = report(targets, extras, n_splits, n_tables, time.perf_counter() - start,
+                  TARGET_RANGE_SHARE)
     out.mkdir(parents=True, exist_ok=True)
     (out / "regressor_targets.md").write_text(text)
     print(text)

@@ -61,7 +61,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
-import bench_regime  # noqa: E402
 
 EPSILON = 1.0
 # (table, scaling, numbers of blocks, seeds): more seeds on the small tables,
@@ -140,7 +139,7 @@ def run(cases, use_dask, log, levers=False):
             began = time.perf_counter()
             scores = {}
             for seed in seeds:
-                X_train, X_test, y_train, y_test = bench_regime.load_table(name, seed, scaling)
+                X_train, X_test, y_train, y_test = _data.load_table(name, seed, scaling)
                 n_classes = int(max(y_train.max() + 1, 2))
                 # delta fixed for the series and the fit alike (public: the table's size).
                 delta = min(1e-5, 1.0 / (10 * len(y_train)))

@@ -287,3 +287,20 @@ def test_the_demos_printed_figures_come_from_committed_results(tmp_path):
     page.write_text("Demo\n====\n\n" + "\n\n".join(" ".join(p.split()) for p in paragraphs),
                     encoding="utf-8")
     assert _untraced(page) == []
+
+
+def test_the_headline_accuracies_come_from_the_accuracy_runner():
+    # The README's and the benchmarks page's accuracies are those of
+    # benchmarks/accuracy.py's one results file: each page cites it, and
+    # every figure of the paragraphs that cite it is in it (or, for a
+    # paragraph citing a second file, in that one).
+    assert (RESULTS / "accuracy.md").is_file()
+    for page in (ROOT / "README.md", ROOT / "docs" / "benchmarks.rst"):
+        text = page.read_text(encoding="utf-8")
+        assert "accuracy.md" in text, page.name
+        assert _untraced(page) == [], page.name
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    paragraph = next(p for p in readme.split("\n\n") if "accuracy.md" in p)
+    accuracy = _numbers((RESULTS / "accuracy.md").read_text(encoding="utf-8"))
+    percents = re.findall(r"(\d+\.\d) %", paragraph)
+    assert percents and all(_occurs(figure, accuracy) for figure in percents)
