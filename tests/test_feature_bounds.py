@@ -350,3 +350,27 @@ def test_a_map_that_ignores_the_zero_is_told_apart():
     centred = sklearn.clone(estimator).fit(BoundedScaler(0.0, 1.0).fit_transform(X), y)
     np.testing.assert_allclose(declared.coef_, plain.coef_, rtol=1e-6, atol=1e-9)
     assert np.abs(declared.coef_ - 2 * centred.coef_).max() > 1e-2
+
+
+def test_the_clipped_warning_gives_advice_that_helps():
+    """Declared bounds on an image do not warn; a background mapped to -1 is named.
+
+    Before, the fit with ``feature_bounds`` was told to map its rows to
+    [-1, 1] with BoundedScaler, which the parameter had just done.
+    """
+    X, y = _pixels(5, n=300)
+    y = (X[:, :133].sum(axis=1) > X[:, 267:].sum(axis=1)).astype(int) + (
+        X[:, 133:267].sum(axis=1) > X[:, :133].sum(axis=1)).astype(int)
+
+    def clipped(rows, **params):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPLSSGDClassifier(classes=[0, 1, 2], max_iter=1, **params).fit(rows, y)
+        return [str(w.message) for w in caught if "clipped" in str(w.message)]
+
+    assert clipped(X, feature_bounds=(0.0, 1.0)) == []
+    assert clipped(X) == []
+    (message,) = clipped(BoundedScaler(0.0, 1.0).fit_transform(X))
+    assert "Keep such entries at 0" in message and "map them to [-1, 1]" not in message
+    (message,) = clipped(X * 255)
+    assert "feature_bounds=(lower, upper)" in message
