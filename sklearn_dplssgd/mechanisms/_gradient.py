@@ -646,16 +646,12 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
 
     At the starting point (zero weights) each row's gradient norm is
     ``||r_i|| sqrt(||x_i||^2 + 1)``. When 90 % of the rows exceed 10 times
-    ``clip_norm``, clipping throws away most of every gradient and the fit
-    learns slowly. The advice follows the rows' median norm against
-    ``sqrt(d + 1)``, the largest norm of a row in ``[-1, 1]``: above it the
-    features are off unit scale (declare their bounds); below it the rows
-    are merely wide, which costs only where a constant part of every row (a
-    background mapped to -1) takes the clip's norm (keep such entries at
-    zero); with small rows, ``clip_norm`` itself is small. This
-    reads the private rows, but only to decide whether to print a warning to
-    the person running the fit: nothing is stored on the model, and the
-    mechanism, the noise and the training are the same either way.
+    ``clip_norm``, clipping throws away most of every gradient. The advice
+    compares the rows' median norm with ``sqrt(d + 1)``, the most a row in
+    ``[-1, 1]`` has: above, the features are off scale; below, the rows are
+    wide and a constant background (zeros mapped to -1) is what costs. This
+    reads the private rows only to decide whether to warn the person running
+    the fit: nothing is stored, and the training is the same either way.
     ``row_norms`` are the rows' norms ``||x_i||`` the training uses too
     (NumPy and sparse X), so that they are computed once.
     """
@@ -685,27 +681,18 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
         if not np.mean(norms > limit) >= CLIPPED_SHARE:
             return
     median = float(np.median(row_norms))
-    # The largest norm of a row whose entries lie in [-1, 1] (the intercept's
-    # 1 included): rows above it are off unit scale, rows below it are wide.
-    unit_rows = math.sqrt(int(data.X.shape[1]) + float(fit_intercept))
-    if median > max(CLIPPED_FACTOR, unit_rows):
-        advice = (
-            "the features are far from unit scale: declare their public range with "
-            "feature_bounds=(lower, upper) (or BoundedScaler in a pipeline), from bounds "
-            "known in advance, not from a scaler fitted on the private rows")
+    if median > max(CLIPPED_FACTOR, math.sqrt(data.X.shape[1] + float(fit_intercept))):
+        advice = ("the features are far from unit scale: declare their public range with "
+                  "feature_bounds=(lower, upper) (or BoundedScaler in a pipeline), not a "
+                  "scaler fitted on the private rows")
     elif median > CLIPPED_FACTOR:
-        advice = (
-            "the rows are wide (entries on unit scale over many columns), and with "
-            "eta0='auto' the step follows clip_norm, so the clip alone costs little; what "
-            "costs is a part of every row that does not vary (a background), which takes "
-            "most of each clipped gradient. Keep such entries at 0: feature_bounds=(0, "
-            "upper) keeps a zero at zero on an image's columns (its width, pixel names or "
-            "sigma='ordered'); give other mostly-zero columns divided by their public "
-            "maximum, without mapping them to [-1, 1]")
+        advice = ("the rows are wide, and a part of every row that does not vary (a "
+                  "background) takes most of each clipped gradient. Keep such entries at 0: "
+                  "feature_bounds=(0, upper) keeps zeros on an image's columns (its width, "
+                  "pixel names or sigma='ordered'); divide other mostly-zero columns by "
+                  "their public maximum instead of mapping them to [-1, 1]")
     else:
-        advice = (
-            "clip_norm is small compared with the gradients: raise it towards the rows' "
-            "norms (eta0='auto' follows it)")
+        advice = "clip_norm is small compared with the gradients: raise it (eta0 follows it)"
     warnings.warn(
         f"Almost every training row's gradient is more than "
         f"{CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
