@@ -347,16 +347,21 @@ def test_a_map_that_ignores_the_zero_is_told_apart():
     estimator = DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True, max_iter=3)
     declared = sklearn.clone(estimator).set_params(feature_bounds=(0.0, 1.0)).fit(X, y)
     plain = sklearn.clone(estimator).fit(X, y)
-    centred = sklearn.clone(estimator).fit(BoundedScaler(0.0, 1.0).fit_transform(X), y)
+    centred = sklearn.clone(estimator).fit(
+        BoundedScaler(0.0, 1.0, keep_zero=False).fit_transform(X), y)
     np.testing.assert_allclose(declared.coef_, plain.coef_, rtol=1e-6, atol=1e-9)
     assert np.abs(declared.coef_ - 2 * centred.coef_).max() > 1e-2
+    # BoundedScaler's "auto" keeps the same zero: a pipeline trains the same model.
+    scaled = sklearn.clone(estimator).fit(BoundedScaler(0.0, 1.0).fit_transform(X), y)
+    np.testing.assert_allclose(scaled.coef_, plain.coef_, rtol=1e-6, atol=1e-9)
 
 
 def test_the_clipped_warning_gives_advice_that_helps():
     """Declared bounds on an image do not warn; a background mapped to -1 is named.
 
     Before, the fit with ``feature_bounds`` was told to map its rows to
-    [-1, 1] with BoundedScaler, which the parameter had just done.
+    [-1, 1] with BoundedScaler, which the parameter had just done. Rows
+    mapped to [-1, 1] on purpose (``keep_zero=False``) are told what costs.
     """
     X, y = _pixels(5, n=300)
     y = (X[:, :133].sum(axis=1) > X[:, 267:].sum(axis=1)).astype(int) + (
@@ -370,7 +375,7 @@ def test_the_clipped_warning_gives_advice_that_helps():
 
     assert clipped(X, feature_bounds=(0.0, 1.0)) == []
     assert clipped(X) == []
-    (message,) = clipped(BoundedScaler(0.0, 1.0).fit_transform(X))
+    (message,) = clipped(BoundedScaler(0.0, 1.0, keep_zero=False).fit_transform(X))
     assert "Keep such entries at 0" in message and "map them to [-1, 1]" not in message
     (message,) = clipped(X * 255)
     assert "feature_bounds=(lower, upper)" in message

@@ -38,8 +38,8 @@ given in the user's units) and the privacy report's mention.
 import numpy as np
 import scipy.sparse as sp
 
-from ..preprocessing import as_bounds, broadcast_bounds, center_and_half_width, scale_to_unit
-from ..training import feature_layout, ORDERED
+from ..preprocessing import as_bounds, broadcast_bounds, scale_to_unit, unit_map, zero_kept
+from ..training import ORDERED
 
 __all__ = [
     "FeatureMap", "check_feature_bounds", "check_feature_bounds_form", "check_same_feature_map",
@@ -122,22 +122,22 @@ def feature_map(estimator, X=None, n_features=None, *, namespace=None):
     if n_features is None:
         return None
     lower, upper = _declared(estimator, n_features)
-    return FeatureMap(lower, upper, keep_zero=keeps_zero(estimator, n_features))
+    return FeatureMap(lower, upper, zero_kept=keeps_zero(estimator, n_features))
 
 
 def keeps_zero(estimator, n_features):
-    """Whether a zero lower bound stays at zero: the columns are ordered (an image).
+    """Which columns keep a zero lower bound at zero: those of an image (ordered columns).
 
-    From public information only: the width, the schema's column names
-    (``feature_names_in_``, when a fit has read them) and ``sigma="ordered"``
-    (see :func:`~sklearn_dplssgd.training.feature_layout`).
+    From public information only (see :func:`~sklearn_dplssgd.preprocessing.zero_kept`):
+    the declared bounds, the width, the schema's column names
+    (``feature_names_in_``, when a fit has read them) and ``sigma="ordered"``.
     """
+    lower, upper = _declared(estimator, n_features)
     names = estimator.__dict__.get("feature_names_in_")
     if names is not None and len(names) != n_features:
         names = None
-    ordered, _ = feature_layout(n_features, False, names,
-                                declared_ordered=estimator.sigma == ORDERED)
-    return bool(ordered)
+    return zero_kept(lower, upper, "auto", n_features, names,
+                     declared_ordered=estimator.sigma == ORDERED)
 
 
 class FeatureMap:
@@ -147,30 +147,24 @@ class FeatureMap:
     ----------
     lower, upper : ndarray of shape (n_features,)
         Checked bounds (see :func:`~sklearn_dplssgd.preprocessing.broadcast_bounds`).
-    keep_zero : bool, default=False
-        Map the columns whose lower bound is 0 to ``[0, 1]`` (``x / upper``)
-        instead: for ordered columns, see :func:`keeps_zero`.
+    zero_kept : ndarray of shape (n_features,) of bool or None, default=None
+        The columns mapped to ``[0, 1]`` (``x / upper``) instead: see
+        :func:`keeps_zero`. None: none.
     """
 
-    def __init__(self, lower, upper, keep_zero=False):
+    def __init__(self, lower, upper, zero_kept=None):
         self.lower = lower
         self.upper = upper
-        self.center, self.half_width = center_and_half_width(lower, upper)
-        # Columns whose zero stays zero: centre 0, half-width the upper bound.
-        self.zero_kept = (lower == 0) & (upper > 0) if keep_zero else np.zeros(
-            lower.shape, dtype=bool)
-        self.center = np.where(self.zero_kept, 0.0, self.center)
-        self.half_width = np.where(self.zero_kept, upper, self.half_width)
+        self.zero_kept = (np.zeros(lower.shape, dtype=bool) if zero_kept is None
+                          else np.asarray(zero_kept, dtype=bool))
+        self.center, self.half_width, self._floor = unit_map(lower, upper, self.zero_kept)
 
     def rows(self, X):
         """``X`` (validated, dense) mapped to ``[-1, 1]`` and clipped: a new array.
 
         Columns whose zero is kept land in ``[0, 1]`` (clipped at 0 below).
         """
-        out = scale_to_unit(X, self.center, self.half_width, clip=True)
-        if self.zero_kept.any():
-            np.maximum(out, np.where(self.zero_kept, 0.0, -1.0).astype(out.dtype), out=out)
-        return out
+        return scale_to_unit(X, self.center, self.half_width, clip=True, floor=self._floor)
 
     def to_original(self, params):
         """Weights on mapped rows as weights on the rows as given.
