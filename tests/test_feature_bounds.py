@@ -379,3 +379,14 @@ def test_the_clipped_warning_gives_advice_that_helps():
     assert "Keep such entries at 0" in message and "map them to [-1, 1]" not in message
     (message,) = clipped(X * 255)
     assert "feature_bounds=(lower, upper)" in message
+
+
+def test_a_series_keeps_the_zero_it_started_with():
+    """Declaring the columns ordered mid-series would change the map: refused."""
+    X, y = _table(6)
+    model = DPLSSGDClassifier(classes=[0, 1], feature_bounds=(LOWER, UPPER), sigma=0.0)
+    model.partial_fit(X, y)
+    assert not model._feature_map.zero_kept.any()
+    model.set_params(sigma="ordered")
+    with pytest.raises(ValueError, match="sigma='ordered' changed which zero"):
+        model.partial_fit(X, y)

@@ -200,6 +200,7 @@ def check_same_feature_map(fitted, declared):
     if (fitted is None) != (declared is None) or (
             fitted is not None and not fitted.same_as(declared)):
         raise ValueError(
-            "feature_bounds differs from the bounds the fitted model was trained with: "
-            "a warm start or partial_fit continues the same model on rows mapped the "
-            "same way. Restore feature_bounds, or fit from scratch (warm_start=False).")
+            "feature_bounds differs from the bounds the fitted model was trained with (or "
+            "sigma='ordered' changed which zero lower bounds stay zero): a warm start or "
+            "partial_fit continues the same model on rows mapped the same way. Restore "
+            "feature_bounds and sigma, or fit from scratch (warm_start=False).")
