@@ -114,7 +114,7 @@ SHARED_PARAMETER_DOCS = {
         the bounds are clipped), trains on the mapped rows, and expresses
         ``coef_`` and ``intercept_`` in the units of X: for rows inside the
         bounds the model is the one trained on the mapped rows. On an
-        image's columns (its width, numbered pixel names or
+        image's columns (its width, unnamed or numbered columns, or
         ``sigma="ordered"``) a lower bound of 0 keeps its zero: those columns
         are divided by their upper bound, onto ``[0, 1]``, so that the
         background does not become -1 (``BoundedScaler``'s

@@ -689,7 +689,7 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
         advice = ("the rows are wide, and a part of every row that does not vary (a "
                   "background) takes most of each clipped gradient. Keep such entries at 0: "
                   "feature_bounds=(0, upper) keeps zeros on an image's columns (its width, "
-                  "pixel names or sigma='ordered'), and BoundedScaler(0, upper, "
+                  "numbered columns or sigma='ordered'), and BoundedScaler(0, upper, "
                   "keep_zero=True) on other mostly-zero columns")
     else:
         advice = "clip_norm is small compared with the gradients: raise it (eta0 follows it)"

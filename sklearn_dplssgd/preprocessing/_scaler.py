@@ -198,8 +198,8 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     **Images keep their zero.** With ``keep_zero="auto"`` (the default), the
     columns of an image (an image's width, ``s * s`` or ``3 s * s`` with
-    ``s >= 16`` and not a power of two, or column names numbered in order
-    such as ``pixel1`` .. ``pixel784``) whose lower bound is 0 are divided by
+    ``s >= 16`` and not a power of two, the columns unnamed or named in
+    numbered order such as ``pixel1`` .. ``pixel784``) whose lower bound is 0 are divided by
     their upper bound, onto ``[0, 1]``, instead: pixels are mostly
     background, and mapped to ``[-1, 1]`` the background becomes -1, a
     constant part of every row that takes most of each clipped gradient's
