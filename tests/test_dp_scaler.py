@@ -410,3 +410,20 @@ def test_an_end_below_the_samplers_smallest_parameter_is_refused():
         warnings.simplefilter("ignore")
         scaler = AboveThreshold(epsilon=smallest * 1.01).fit(_table(50))
     assert scaler.epsilon_ == smallest * 1.01
+
+
+def test_an_images_learned_zero_stays_zero():
+    """DPBoundedScaler is a BoundedScaler: on an image's width a lower end of 0 keeps its zero.
+
+    Public bounds (0, 1) for every pixel spend nothing; the output is the
+    pixels themselves, where the map to [-1, 1] would send the background to -1.
+    """
+    from sklearn_dplssgd import DPBoundedScaler
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(50, 400)) * (rng.uniform(size=(50, 400)) > 0.8)
+    scaler = DPBoundedScaler(bounds=[(0.0, 1.0)] * 400).fit(X)
+    np.testing.assert_allclose(scaler.transform(X), X)
+    np.testing.assert_allclose(scaler.inverse_transform(scaler.transform(X)), X)
+    narrow = DPBoundedScaler(bounds=[(0.0, 1.0)] * 5).fit(X[:, :5])
+    np.testing.assert_allclose(narrow.transform(X[:, :5]), 2 * X[:, :5] - 1)

@@ -268,3 +268,125 @@ def test_privacy_report_lists_the_bounds_as_public():
         X, y.astype(float))
     assert "feature bounds (feature_bounds, per feature)" in per_feature.privacy_report()
     assert "feature bounds" not in DPLSSGDClassifier(classes=[0, 1]).fit(X, y).privacy_report()
+
+
+def _pixels(seed, n=200, side=20, background=0.85):
+    """Image rows (20 x 20, an image's width) in [0, 1], mostly zero, two classes."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, side * side)) * (rng.uniform(size=(n, side * side)) > background)
+    y = (X[:, : side * side // 2].sum(axis=1) > X[:, side * side // 2:].sum(axis=1)).astype(int)
+    return X, y
+
+
+def test_image_columns_keep_their_zero():
+    """Declared (0, upper) on an image: rows / upper, not mapped to [-1, 1].
+
+    The fit with the bounds declared is the fit on ``X / upper`` undeclared
+    (the same margins for rows inside the bounds), and a background pixel
+    stays 0 in the rows training sees.
+    """
+    X, y = _pixels(0)
+    estimator = DPLSSGDClassifier(classes=[0, 1], epsilon=1.0, random_state=0,
+                                  reproducible=True)
+    declared = sklearn.clone(estimator).set_params(feature_bounds=(0.0, 255.0)).fit(X * 255, y)
+    plain = sklearn.clone(estimator).fit(X, y)
+    np.testing.assert_allclose(declared.decision_function(X * 255), plain.decision_function(X),
+                               rtol=1e-6, atol=1e-6)
+    mapping = declared._feature_map
+    assert mapping.zero_kept.all()
+    rows = mapping.rows(np.array([[0.0] * 399 + [300.0], [-5.0] * 400]))
+    np.testing.assert_array_equal(rows[0], [0.0] * 399 + [1.0])
+    np.testing.assert_array_equal(rows[1], 0.0)
+
+
+def test_a_table_and_other_bounds_keep_the_map_to_the_unit_interval():
+    """Only ordered columns with a zero lower bound keep their zero.
+
+    A table of the same values (named columns), a declared order with bounds
+    that do not start at 0, and a per-column mix: each column as decided.
+    """
+    import pandas as pd
+
+    X, y = _pixels(1)
+    estimator = DPLSSGDClassifier(classes=[0, 1], random_state=0, max_iter=2)
+    frame = pd.DataFrame(X, columns=[f"col_{chr(97 + i % 26)}{i // 26}" for i in range(400)])
+    table = sklearn.clone(estimator).set_params(feature_bounds=(0.0, 1.0)).fit(frame, y)
+    assert not table._feature_map.zero_kept.any()
+    pixels = pd.DataFrame(X, columns=[f"pixel{i}" for i in range(1, 401)])
+    image = sklearn.clone(estimator).set_params(feature_bounds=(0.0, 1.0)).fit(pixels, y)
+    assert image._feature_map.zero_kept.all()
+    lower = np.where(np.arange(5) % 2 == 0, 0.0, -1.0)
+    mixed = DPLSSGDClassifier(classes=[0, 1], max_iter=2, sigma="ordered",
+                              feature_bounds=(lower, 2.0)).fit(X[:, :5] * 2, y)
+    np.testing.assert_array_equal(mixed._feature_map.zero_kept, lower == 0)
+    np.testing.assert_allclose(mixed._feature_map.center, np.where(lower == 0, 0.0, 0.5))
+    unordered = DPLSSGDClassifier(classes=[0, 1], max_iter=2,
+                                  feature_bounds=(lower, 2.0)).fit(X[:, :5] * 2, y)
+    assert not unordered._feature_map.zero_kept.any()
+
+
+def test_the_zero_choice_reads_no_row():
+    """Two image tables of the same shape, one dense and one mostly zero: the same map."""
+    X_sparse, y = _pixels(2, background=0.95)
+    X_dense = np.random.default_rng(3).uniform(size=X_sparse.shape)
+    maps = [DPLSSGDClassifier(classes=[0, 1], max_iter=1, feature_bounds=(0.0, 1.0))
+            .fit(X, y)._feature_map for X in (X_sparse, X_dense)]
+    assert maps[0].same_as(maps[1])
+    np.testing.assert_array_equal(maps[0].center, maps[1].center)
+    np.testing.assert_array_equal(maps[0].half_width, maps[1].half_width)
+
+
+def test_a_map_that_ignores_the_zero_is_told_apart():
+    """The audit of the rule: the map to [-1, 1] (the rule before) trains another model.
+
+    Declared (0, 1) on an image equals the undeclared fit on the same rows,
+    and differs from the fit on ``BoundedScaler``'s rows, where the
+    background is -1: a map that ignored the zero would fail the first check.
+    """
+    X, y = _pixels(4)
+    estimator = DPLSSGDClassifier(classes=[0, 1], random_state=0, reproducible=True, max_iter=3)
+    declared = sklearn.clone(estimator).set_params(feature_bounds=(0.0, 1.0)).fit(X, y)
+    plain = sklearn.clone(estimator).fit(X, y)
+    centred = sklearn.clone(estimator).fit(
+        BoundedScaler(0.0, 1.0, keep_zero=False).fit_transform(X), y)
+    np.testing.assert_allclose(declared.coef_, plain.coef_, rtol=1e-6, atol=1e-9)
+    assert np.abs(declared.coef_ - 2 * centred.coef_).max() > 1e-2
+    # BoundedScaler's "auto" keeps the same zero: a pipeline trains the same model.
+    scaled = sklearn.clone(estimator).fit(BoundedScaler(0.0, 1.0).fit_transform(X), y)
+    np.testing.assert_allclose(scaled.coef_, plain.coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_the_clipped_warning_gives_advice_that_helps():
+    """Declared bounds on an image do not warn; a background mapped to -1 is named.
+
+    Before, the fit with ``feature_bounds`` was told to map its rows to
+    [-1, 1] with BoundedScaler, which the parameter had just done. Rows
+    mapped to [-1, 1] on purpose (``keep_zero=False``) are told what costs.
+    """
+    X, y = _pixels(5, n=300)
+    y = (X[:, :133].sum(axis=1) > X[:, 267:].sum(axis=1)).astype(int) + (
+        X[:, 133:267].sum(axis=1) > X[:, :133].sum(axis=1)).astype(int)
+
+    def clipped(rows, **params):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPLSSGDClassifier(classes=[0, 1, 2], max_iter=1, **params).fit(rows, y)
+        return [str(w.message) for w in caught if "clipped" in str(w.message)]
+
+    assert clipped(X, feature_bounds=(0.0, 1.0)) == []
+    assert clipped(X) == []
+    (message,) = clipped(BoundedScaler(0.0, 1.0, keep_zero=False).fit_transform(X))
+    assert "Keep such entries at 0" in message and "map them to [-1, 1]" not in message
+    (message,) = clipped(X * 255)
+    assert "feature_bounds=(lower, upper)" in message
+
+
+def test_a_series_keeps_the_zero_it_started_with():
+    """Declaring the columns ordered mid-series would change the map: refused."""
+    X, y = _table(6)
+    model = DPLSSGDClassifier(classes=[0, 1], feature_bounds=(LOWER, UPPER), sigma=0.0)
+    model.partial_fit(X, y)
+    assert not model._feature_map.zero_kept.any()
+    model.set_params(sigma="ordered")
+    with pytest.raises(ValueError, match="sigma='ordered' changed which zero"):
+        model.partial_fit(X, y)

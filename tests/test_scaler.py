@@ -341,7 +341,8 @@ def test_inputs_are_not_mutated(X):
 
 def test_clone_and_params():
     scaler = BoundedScaler([0.0, 1.0], [2.0, 3.0], clip=False)
-    assert scaler.get_params() == {"lower": [0.0, 1.0], "upper": [2.0, 3.0], "clip": False}
+    assert scaler.get_params() == {"lower": [0.0, 1.0], "upper": [2.0, 3.0], "clip": False,
+                                   "keep_zero": "auto"}
     assert clone(scaler).get_params()["clip"] is False
 
 
@@ -355,3 +356,34 @@ def test_clone_and_params():
 )
 def test_sklearn_compatible_transformer(estimator, check):
     check(estimator)
+
+
+def test_keep_zero_on_an_image_and_where_asked():
+    """keep_zero: "auto" keeps a zero lower bound at zero on an image's width only.
+
+    The choice reads the bounds, the width and the column names, never a value:
+    two images of one shape, one dense and one mostly zero, get one map.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    image = rng.uniform(size=(30, 400)) * (rng.uniform(size=(30, 400)) > 0.8)
+    dense = rng.uniform(size=(30, 400))
+    for X in (image, dense):
+        out = BoundedScaler(0.0, 2.0).fit_transform(X)
+        np.testing.assert_allclose(out, X / 2.0)
+        np.testing.assert_allclose(BoundedScaler(0.0, 2.0).fit(X).inverse_transform(out), X)
+    # A table's width, or names that are not one numbered sequence: [-1, 1].
+    table = image[:, :5]
+    np.testing.assert_allclose(BoundedScaler(0.0, 2.0).fit_transform(table), table - 1.0)
+    named = pd.DataFrame(image, columns=[f"col_{i}_x" for i in range(400)])
+    np.testing.assert_allclose(BoundedScaler(0.0, 2.0).fit_transform(named), image - 1.0)
+    # Asked for: every zero lower bound, and only those; clipped at 0 below.
+    lower = np.array([0.0, -1.0, 0.0, 0.0, 1.0])
+    X = np.array([[-3.0, -3.0, 0.5, 9.0, 1.5]])
+    out = BoundedScaler(lower, 2.0, keep_zero=True).fit_transform(X)
+    np.testing.assert_allclose(out, [[0.0, -1.0, 0.25, 1.0, 0.0]])
+    np.testing.assert_allclose(BoundedScaler(0.0, 2.0, keep_zero=False).fit_transform(image),
+                               image - 1.0)
+    unclipped = BoundedScaler(lower, 2.0, keep_zero=True, clip=False).fit_transform(X)
+    np.testing.assert_allclose(unclipped[0, [0, 2]], [-1.5, 0.25])

@@ -110,7 +110,12 @@ SHARED_PARAMETER_DOCS = {
         maps X to ``[-1, 1]`` by :class:`BoundedScaler`'s map (values outside
         the bounds are clipped), trains on the mapped rows, and expresses
         ``coef_`` and ``intercept_`` in the units of X: for rows inside the
-        bounds the model is the one trained on the mapped rows. ``predict``
+        bounds the model is the one trained on the mapped rows. On an
+        image's columns (its width, unnamed or numbered columns, or
+        ``sigma="ordered"``) a lower bound of 0 keeps its zero: those columns
+        are divided by their upper bound, onto ``[0, 1]``, so that the
+        background does not become -1 (``BoundedScaler``'s
+        ``keep_zero="auto"``). ``predict``
         does not clip (it is that linear model, folded). The ``"auto"``
         defaults are tuned for features in ``[-1, 1]``, so declaring the
         range of features that fill ``[0, 1]`` or any other range gives them

@@ -239,13 +239,11 @@ class GradientPerturbation(Mechanism):
         The rounded Gaussian ``round(s_t G)`` on the lattice of step gamma;
         ``stds`` are ``s_t gamma`` per block of the schedule.
         """
+        law = ("rounded Gaussian", self.clip_norm, self.max_sample_weight, self.sensitivity)
         if lattice is None:
-            return NoiseAdded("rounded Gaussian", self.clip_norm, self.max_sample_weight,
-                              self.sensitivity, (0.0,))
-        # ceil(z_k Delta), as the lattice's per-step scales.
-        scales = np.ceil(self.block_noise_multipliers() * lattice.sensitivity)
-        return NoiseAdded("rounded Gaussian", self.clip_norm, self.max_sample_weight,
-                          self.sensitivity, tuple(lattice.step * scales), lattice.step,
+            return NoiseAdded(*law, (0.0,))
+        scales = np.ceil(self.block_noise_multipliers() * lattice.sensitivity)  # ceil(z_k Delta)
+        return NoiseAdded(*law, tuple(lattice.step * scales), lattice.step,
                           grid_scale=float(scales[0]), lattice_sensitivity=lattice.sensitivity)
 
     @property
@@ -521,8 +519,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         )
 
     def smoothing(self, estimator, n_features, sparse):
-        # From the input's public shape, format and column names only (see
-        # _feature_layout).
+        # From the input's public shape, format and column names only.
         return resolve_sigma(estimator.sigma, n_features, sparse,
                              estimator._auto_sigma_levels,
                              getattr(estimator, "feature_names_in_", None))
@@ -649,11 +646,12 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
 
     At the starting point (zero weights) each row's gradient norm is
     ``||r_i|| sqrt(||x_i||^2 + 1)``. When 90 % of the rows exceed 10 times
-    ``clip_norm``, clipping throws away most of every gradient and the fit
-    learns slowly: usually features or targets far from unit scale. This
-    reads the private rows, but only to decide whether to print a warning to
-    the person running the fit: nothing is stored on the model, and the
-    mechanism, the noise and the training are the same either way.
+    ``clip_norm``, clipping throws away most of every gradient. The advice
+    compares the rows' median norm with ``sqrt(d + 1)``, the most a row in
+    ``[-1, 1]`` has: above, the features are off scale; below, the rows are
+    wide and a constant background (zeros mapped to -1) is what costs. This
+    reads the private rows only to decide whether to warn the person running
+    the fit: nothing is stored, and the training is the same either way.
     ``row_norms`` are the rows' norms ``||x_i||`` the training uses too
     (NumPy and sparse X), so that they are computed once.
     """
@@ -682,16 +680,21 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
             data.X, data.y_encoded, data.n_outputs, code, threshold, fit_intercept)
         if not np.mean(norms > limit) >= CLIPPED_SHARE:
             return
-    causes = []
-    if np.median(row_norms) > CLIPPED_FACTOR:
-        causes.append(
-            "the features are far from unit scale: map them to [-1, 1] from "
-            "bounds known in advance with BoundedScaler (not a scaler fitted on "
-            "the private rows)")
-    if not causes:
-        causes.append("clip_norm is small compared with the gradients")
+    median = float(np.median(row_norms))
+    if median > max(CLIPPED_FACTOR, math.sqrt(data.X.shape[1] + float(fit_intercept))):
+        advice = ("the features are far from unit scale: declare their public range with "
+                  "feature_bounds=(lower, upper) (or BoundedScaler in a pipeline), not a "
+                  "scaler fitted on the private rows")
+    elif median > CLIPPED_FACTOR:
+        advice = ("the rows are wide, and a part of every row that does not vary (a "
+                  "background) takes most of each clipped gradient. Keep such entries at 0: "
+                  "feature_bounds=(0, upper) keeps zeros on an image's columns (its width, "
+                  "numbered columns or sigma='ordered'), and BoundedScaler(0, upper, "
+                  "keep_zero=True) on other mostly-zero columns")
+    else:
+        advice = "clip_norm is small compared with the gradients: raise it (eta0 follows it)"
     warnings.warn(
         f"Almost every training row's gradient is more than "
         f"{CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
-        f"learns slowly: {'; '.join(causes)}. (This check is shown only to you; "
+        f"learns slowly: {advice}. (This check is shown only to you; "
         "it changes nothing in the fit.)", UserWarning)

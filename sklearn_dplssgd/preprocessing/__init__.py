@@ -7,7 +7,8 @@ from ._dp_encoder import DPOneHotEncoder
 from ._dp_scaler import DPBoundedScaler
 from ._histogram_ranges import histogram_ranges
 from ._scaler import (
-    as_bounds, BoundedScaler, broadcast_bounds, center_and_half_width, scale_to_unit,
+    as_bounds, BoundedScaler, broadcast_bounds, center_and_half_width, scale_to_unit, unit_map,
+    zero_kept,
 )
 
 __all__ = [
@@ -19,4 +20,6 @@ __all__ = [
     "center_and_half_width",
     "histogram_ranges",
     "scale_to_unit",
+    "unit_map",
+    "zero_kept",
 ]

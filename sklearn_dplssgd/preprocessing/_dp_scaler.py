@@ -229,8 +229,9 @@ class DPBoundedScaler(BoundedScaler):
     Durfee (NeurIPS 2023). Then each
     feature ``x`` is mapped to ``2 * (x - lower_) / (upper_ - lower_) - 1``
     with clipping to ``[-1, 1]``, exactly as :class:`BoundedScaler` does
-    (it is a :class:`BoundedScaler`), so every scaled row of ``d`` features
-    has an L2 norm of at most ``sqrt(d)``.
+    (it is a :class:`BoundedScaler`, with ``keep_zero="auto"``: on an
+    image's columns a lower end of 0 keeps its zero, onto ``[0, 1]``), so
+    every scaled row of ``d`` features has an L2 norm of at most ``sqrt(d)``.
 
     **Privacy** (``"above_threshold"``; the histogram's is under
     ``mechanism``). ``epsilon`` is split evenly over the ends learned: two per

@@ -14,10 +14,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ..training import feature_layout
 from ..utils import Options, validate_hiding_values, validate_parameters
 
 __all__ = [
     "BoundedScaler", "as_bounds", "broadcast_bounds", "center_and_half_width", "scale_to_unit",
+    "unit_map", "zero_kept",
 ]
 
 
@@ -126,12 +128,38 @@ def center_and_half_width(lower, upper):
     return lower / 2 + upper / 2, upper / 2 - lower / 2
 
 
-def scale_to_unit(X, center, half_width, clip=True):
+def zero_kept(lower, upper, keep_zero, n_features, feature_names=None, declared_ordered=False):
+    """Which columns keep a zero lower bound at zero (mapped by ``x / upper`` onto [0, 1]).
+
+    Only columns whose lower bound is 0. ``keep_zero=True`` keeps all of
+    them, ``False`` none; ``"auto"`` keeps them when the columns are an
+    image's (or another ordered signal's):
+    :func:`~sklearn_dplssgd.training.feature_layout` from the width, the column
+    names and ``declared_ordered``, all public. Pixels are mostly
+    background; mapped to ``[-1, 1]`` the background becomes -1, a constant
+    part of every row that takes most of each clipped gradient's norm.
+    """
+    if keep_zero == "auto":
+        keep_zero, _ = feature_layout(n_features, False, feature_names,
+                                      declared_ordered=declared_ordered)
+    return (lower == 0) & (upper > 0) & bool(keep_zero)
+
+
+def unit_map(lower, upper, kept):
+    """Centre, half-width and floor of the map: ``[-1, 1]``, or ``[0, 1]`` where ``kept``."""
+    center, half_width = center_and_half_width(lower, upper)
+    return (np.where(kept, 0.0, center), np.where(kept, upper, half_width),
+            np.where(kept, 0.0, -1.0))
+
+
+def scale_to_unit(X, center, half_width, clip=True, floor=None):
     """``(X - center) / half_width`` as a new array of X's float dtype, clipped to [-1, 1].
 
     The one implementation of the bounds' map (:class:`BoundedScaler` and the
     estimators' ``feature_bounds``). ``X`` is a validated dense float array
-    and is never written to.
+    and is never written to. ``floor`` (one value a column, from
+    :func:`unit_map`) raises the clip's lower end for columns mapped to
+    ``[0, 1]``.
     """
     out = X.astype(np.float64, copy=True)
     with np.errstate(over="ignore"):
@@ -141,6 +169,9 @@ def scale_to_unit(X, center, half_width, clip=True):
         out /= half_width
     if clip:
         np.clip(out, -1.0, 1.0, out=out)
+        if floor is not None:
+            # Columns whose zero is kept: clipped at 0 (their lower bound).
+            np.maximum(out, floor, out=out)
     return out.astype(X.dtype, copy=False)
 
 
@@ -165,6 +196,18 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     of the private rows without noise (see the "Private preprocessing" page of
     the documentation).
 
+    **Images keep their zero.** With ``keep_zero="auto"`` (the default), the
+    columns of an image (an image's width, ``s * s`` or ``3 s * s`` with
+    ``s >= 16`` and not a power of two, the columns unnamed or named in
+    numbered order such as ``pixel1`` .. ``pixel784``) whose lower bound is 0 are divided by
+    their upper bound, onto ``[0, 1]``, instead: pixels are mostly
+    background, and mapped to ``[-1, 1]`` the background becomes -1, a
+    constant part of every row that takes most of each clipped gradient's
+    norm in a private fit. The choice reads the bounds, the width and the
+    column names only. ``keep_zero=True`` keeps the zero of every column
+    whose lower bound is 0 (counts, indicators and other mostly-zero
+    columns); ``False`` maps every column to ``[-1, 1]``.
+
     Sparse input is refused: unless ``lower == -upper``, the map sends a zero
     to a nonzero value, so the output would be dense.
 
@@ -180,6 +223,10 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Clip values outside ``[lower, upper]`` to the bounds. Without
         clipping, values outside the bounds map outside ``[-1, 1]`` and the
         row-norm guarantee is lost.
+    keep_zero : bool or "auto", default="auto"
+        Map the columns whose lower bound is 0 to ``[0, 1]`` (``x / upper``)
+        instead of ``[-1, 1]``: ``"auto"`` for an image's columns (see above),
+        ``True`` for all of them, ``False`` for none.
 
     Attributes
     ----------
@@ -218,12 +265,14 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "clip": [Options(bool, (True, False))],
+        "keep_zero": [Options(bool, (True, False)), Options(str, ("auto",))],
     }
 
-    def __init__(self, lower, upper, clip=True):
+    def __init__(self, lower, upper, clip=True, keep_zero="auto"):
         self.lower = lower
         self.upper = upper
         self.clip = clip
+        self.keep_zero = keep_zero
 
     def fit(self, X, y=None):
         """Check the bounds against the number of features of ``X``.
@@ -268,10 +317,13 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _center_half_width(self):
-        return center_and_half_width(self.lower_, self.upper_)
+        """The map's centre, half-width and floor, from the fitted bounds and the schema."""
+        kept = zero_kept(self.lower_, self.upper_, getattr(self, "keep_zero", "auto"),
+                         self.n_features_in_, self.__dict__.get("feature_names_in_"))
+        return unit_map(self.lower_, self.upper_, kept)
 
     def transform(self, X):
-        """Scale ``X`` from ``[lower, upper]`` to ``[-1, 1]``, clipping if ``clip``.
+        """Scale ``X`` from ``[lower, upper]`` to ``[-1, 1]`` (see ``keep_zero``).
 
         Parameters
         ----------
@@ -290,8 +342,8 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             {"X": X}, validate_data, self, X, accept_sparse=False,
             dtype=[np.float64, np.float32], reset=False,
         )
-        center, half = self._center_half_width()
-        return scale_to_unit(X, center, half, clip=self.clip)
+        center, half, floor = self._center_half_width()
+        return scale_to_unit(X, center, half, clip=self.clip, floor=floor)
 
     def inverse_transform(self, X):
         """Map scaled data back from ``[-1, 1]`` to ``[lower, upper]``.
@@ -320,7 +372,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
-        center, half = self._center_half_width()
+        center, half, _ = self._center_half_width()
         out = X.astype(np.float64, copy=True)
         with np.errstate(over="ignore"):
             out *= half

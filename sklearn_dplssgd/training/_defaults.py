@@ -9,172 +9,78 @@ add/remove), the number of features, the target ``epsilon``, the clip norm,
 the learning-rate schedule and the noise multiplier calibrated from those.
 Nothing here sees a feature, a label or a target, so two data sets with the
 same shape get the same settings, and the settings release nothing about the
-rows.
+rows. The measurements behind each constant are quoted, with the commands
+that reproduce them, in the user guide ("Hyperparameters and the defaults").
 
 The rule, and why
 -----------------
 Steps and batches. For the Poisson-subsampled Gaussian mechanism at small
 sample rates the privacy of ``T`` steps depends, to first order, on
-``q sqrt(T) / z`` only; the noise left in the weights after a run of total
-step length ``eta T`` is then the same whatever the split into batch size
-and number of steps (``benchmarks/results/defaults.md`` measures this on
-MNIST: batch sizes 256 to 4000 and 30 to 100 epochs agree within the spread
-of the seeds once ``eta T`` is fixed). What the split changes is the work
-and how well the optimiser converges, so the defaults aim at about
-``_TARGET_STEPS`` steps (enough for a linear model to converge) with the
-sample rate ``q = b / n`` held at ``1 / 32`` or more: small tables
-(``n <= 256``) train on full batches, mid-sized ones on batches of 256, and
-large ones on ``n / 32`` rows (so ``z`` does not fall into the range where
-subsampling amplifies privacy badly). ``max_iter`` is then the number of
-epochs that gives at least ``_TARGET_STEPS`` steps. Small tables keep their
-full batches: on the held-out map's splits, 16-row batches seemed to gain
-2 to 5 points on the three tables of at most 150 rows, but on fresh splits
-and draws (200 fits a side, ``benchmarks/results/regime_small.md``) they
-are within about a standard error of full batches, as the accounting
-predicts (the same noise on the weights over the same steps).
+``q sqrt(T) / z`` only, so the noise left in the weights after a run of
+total step length ``eta T`` is the same whatever the split into batch size
+and number of steps; the split changes the work and how well the optimiser
+converges. The defaults aim at about ``_TARGET_STEPS`` steps (enough for a
+linear model to converge) with the sample rate ``q = b / n`` held at
+``1 / 32`` or more: small tables (``n <= 256``) train on full batches,
+mid-sized ones on batches of 256, large ones on ``n / 32`` rows (so that
+``z`` does not fall where subsampling amplifies privacy badly).
+``max_iter`` is the number of epochs that gives at least ``_TARGET_STEPS``
+steps.
 
-Step size. Each coordinate of the weights accumulates the Gaussian noise of
-every step: ``eta_t z C / b`` per step, so a standard deviation of
-``W = eta0 (z C / b) sqrt(sum_t s_t^2)`` after the run, where ``s_t`` is the
-schedule's shape (``eta_t = eta0 s_t``). The signal moves the weights by at
-most ``eta0 C sum_t s_t``, so ``W`` and the distance the weights can travel
-grow together: for a given calibration their ratio is fixed, and ``eta0``
-only chooses the scale. ``eta0`` is chosen so that ``W`` equals
-:func:`weight_noise_target`, ``1.75 sqrt(max_step / d)`` within
-``[max_step / 16, 2]`` (``3.5 / sqrt(d)`` within ``[0.25, 2]`` for the
-classifier), and never above the noise-free step ``max_step / C`` (reached at
-``epsilon=inf``): 4 for the classifiers, whose weights grow large on
-separable classes, 1 for the regressor, whose targets are scaled to
-``[-1, 1]`` (by ``target_bounds``, or a range learned privately) so that
-its weights are of order one (a
-step of 4 there oscillates: R2 0.18 against 0.41 on diabetes without
-noise). Why ``1 / sqrt(d)``: the noise the weights carry reaches a
-prediction as ``W . x``, of standard deviation ``W ||x||``, and for features
-scaled to ``[-1, 1]`` (or ``[0, 1]``) by public bounds ``||x|| <= sqrt(d)``;
-the target keeps the noise on such a row's prediction at the same level for
-every width (3.5 logits for the classifier, 1.75 for the regressor's scaled
-targets), where a fixed ``W`` (0.5, and 1 below 10 features: the earlier
-rule) is too small for tables of 10 to 30 features, which then
-stop short of a fitted model, and too large for MNIST's 784. The exponent
-1/2 and the constant were chosen on the map of ``benchmarks/bench_regime.py``
-(136 cells: 17 tables, features in ``[-1, 1]`` and ``[0, 1]``, replace-one
-epsilon 0.25, 1 and 8, add/remove epsilon 1; ``benchmarks/results/regime.md``)
-under the constraint of losing at most one point against the rule it
-replaces on ``benchmarks/bench_defaults.py``'s tables (100 seeds): on the
-map's validation scores, 1/2 fitted better than 1/4 or 3/4, and a larger
-constant (5 logits) fitted the map slightly better but cost wine (13
-features, 3 classes) 1.7 points. The target reads d and the noise-free step
-only, never a value of the rows, so it cannot tell features in ``[0, 1]``
-(whose models need larger weights: an intercept to carry the mean) from
-features in ``[-1, 1]``, nor two classes from ten; the rule is the
-compromise between them. Judged on tables and splits it was not fitted on
-(``benchmarks/bench_regime_heldout.py``: the map widened with UCI Adult
-and a synthetic ``[0, 1]`` table, 16 fits a cell on held-out splits,
-replace-one epsilon 1; ``benchmarks/results/regime_heldout.md``), 38 of 39
-cells are within 2 points of the validation-tuned setting (the two misses,
-iris and wine with features in ``[0, 1]``, within about one standard error
-of it: test parts of 38 and 45 rows); the constant fitted on one half of the
-tables was 1.75 or 3, and 3 did worse than 1.75 on the other half (0.93
-against 0.63 point below tuned on average). At replace-one epsilon 8
-(``benchmarks/results/regime_heldout_eps8.md``) 30 of 31 cells are within 2
-points, and 3 gained nothing on the other half either.
+Step size. Each weight accumulates the Gaussian noise of every step,
+``eta_t z C / b`` per step, so a standard deviation of
+``W = eta0 (z C / b) sqrt(sum_t s_t^2)`` after the run (``s_t`` the
+schedule's shape), while the signal moves it by at most
+``eta0 C sum_t s_t``: ``eta0`` only chooses the scale, and it is chosen so
+that ``W`` equals :func:`weight_noise_target`, ``1.75 sqrt(max_step / d)``
+within ``[max_step / 16, 2]``, never above the noise-free step
+``max_step / C``: 4 for the classifiers (whose weights grow large on
+separable classes), 1 for the regressor (whose targets are scaled to
+``[-1, 1]``, so that its weights are of order one). Why ``1 / sqrt(d)``:
+the noise on the weights reaches a prediction as ``W ||x||``, and rows
+mapped to ``[-1, 1]`` (or ``[0, 1]``) by public bounds have
+``||x|| <= sqrt(d)``, so the target keeps that noise at one level for every
+width (3.5 logits for the classifier, 1.75 for the regressor's scaled
+targets). The exponent and the constant were fitted on a map of tables,
+widths, scalings and epsilons, and judged on held-out tables and splits.
+The target reads ``d`` and the noise-free step only, never a value of the
+rows, so it cannot tell features in ``[0, 1]`` from features in ``[-1, 1]``,
+nor two classes from ten: the rule is the compromise between them. The
+regressor's target was measured on fits smoothed with sigma 1; an
+unsmoothed regressor scales its estimate of the accumulated noise by
+``sqrt(beta(sigma_) / beta(1))`` (:func:`smoothed_noise_share`) so that the
+noise reaching its weights stays where it was measured.
 
-The regressor's target was measured on fits smoothed with sigma 1, which
-leaves each weight ``sqrt(beta)`` of the step's noise (0.52 from 10
-features; :func:`smoothed_noise_share`). Since ``sigma="auto"`` no longer
-smooths unordered tables, an unsmoothed regressor's estimate of the
-accumulated noise is scaled by ``sqrt(beta(sigma_) / beta(1))`` (1.93 at
-sigma 0), so the noise that reaches its weights stays where it was
-measured: on diabetes at replace-one epsilon 1 (16 held-out splits,
-``benchmarks/results/regime_layout.md``) R2 0.298 against 0.288 for the
-smoothed fit (0.17 unsmoothed with the unscaled step), 0.441 against 0.436
-at epsilon 3. The classifier's rule was measured per width level and is not
-adjusted (its unsmoothed cells of 10 to 99 columns lost at most 0.8 point
-against sigma 0.25 and gained up to 4.5 on the same page).
+Averaging. The returned model is the mean of the iterates of the last share
+of the steps (tail averaging: post-processing of the noisy iterates, no
+privacy cost), a half for the regressor and :func:`averaging_tail` for the
+classifiers (``W / m`` within ``[1/16, 1/2]``). While the weights still
+drift, an average over the last fraction f of the steps lags the drift by
+``f / 2`` of it and keeps ``1 - 2 f / 3`` of the noise's variance; once
+they have settled around the optimum it averages the fluctuations away.
+``eta0`` scales with ``W``, so a wide table takes short steps and still
+drifts at the end of the run (a short tail), while a narrow one travels
+far, settles and gains from a long one.
 
-Averaging. The returned model is the mean of the iterates of the last
-share of the steps (tail averaging), for ``average="auto"`` and
-``average=True`` alike; as a function of the noisy iterates it is
-post-processing, with no privacy cost. The share is a half for the
-regressor and :func:`averaging_tail` for the classifiers: ``W / m`` (the
-weight-noise target over the noise-free step) within ``[1/16, 1/2]``, so
-0.44 at 4 features, 0.24 at 13, 0.16 at 30, 0.11 at 64 and 1/16 from 196.
-Why a tail, and why it shrinks with the width: while the weights still
-drift, the iterates are a random walk around a moving point; an average
-over the last fraction f of the steps lags the drift by ``f / 2`` of it
-and keeps ``1 - 2 f / 3`` of the noise's variance, so a long window costs
-more than it saves; once the weights have settled around the optimum (a
-curved loss, as the regressor's squared loss) it averages the fluctuations
-away. ``eta0`` scales with ``W``, so a wide table takes short steps and its
-weights still drift at the end of the run (breast cancer, 30 features, and
-digits, 64, do best with the last iterate or a sixteenth), while a narrow
-one travels far, settles, and gains from a long window (iris, 4 features,
-and the 16-feature synthetic table of three classes, from a quarter or a
-half). ``benchmarks/bench_averaging.py`` (the same noisy runs returned as
-the last iterate or the mean of each tail; 8 tables, both scalings,
-replace-one epsilon 0.25 to 8, 20 seeds; ``benchmarks/results/averaging.md``)
-measures it: over its 80 cells the rule gains 0.34 point on average
-against the last iterate (worst cell -3.1: heavy tails, 30 features, with
-features in ``[0, 1]`` at epsilon 2), the last half (the rule before)
--0.25 (worst -6.6), the last eighth for every width +0.14; on breast cancer at replace-one
-epsilon 0.5 the half lost 2.0 points to the last iterate
-(0.878 against 0.898), the rule 0.2 (0.896; 1.1 with features in
-``[0, 1]``: 0.867 against 0.878). The rule does not read the number
-of classes, which matters too: on the 40 binary cells every fixed share
-loses a little to the last iterate and the rule ties with it (-0.02 point),
-on the 40 cells of three classes or more the rule gains 0.71. Averaging from
-the first step (what ``True`` once meant) lagged furthest: 0.926
-against 0.951 for the last iterate on breast cancer at replace-one
-epsilon 2 (10 seeds). For the regressor the half is measured on diabetes
-(60 seeds: R2 0.190 against 0.166 for the quarter and 0.125 for the last
-iterate at epsilon 0.5).
+Release series. A ``partial_fit`` call runs one epoch over its own rows;
+its ``batch_size="auto"`` is ``ceil(n_call / 64)`` rows, at least 16, so
+that a call takes up to 64 steps. The series' ``eta0`` is fixed by its first
+call and bounds the noise of ``ASSUMED_CALLS`` (4) calls like it, so a
+series of k calls ends with ``sqrt(k / 4)`` times the target; over k
+disjoint blocks each block's noise protects only that block's rows, about
+``1 / sqrt(k)`` of ``fit``'s signal-to-noise ratio at the same epsilon.
 
-Release series. A ``partial_fit`` call runs one epoch over its own rows, so
-a full batch would make it one step. A call's ``batch_size="auto"`` is
-``ceil(n_call / 64)`` rows, at least 16, so that a call takes up to 64
-steps; at a fixed epsilon the split into batches and steps leaves the
-privacy of the call about unchanged wherever ``z`` stays above about 1 (the
-accounting depends on ``q sqrt(T) / z``). The series' ``eta0`` is fixed by
-its first call, and the noise it bounds is that of the whole series: the
-first call's ``eta0`` makes the noise of ``ASSUMED_CALLS`` (4) calls like it
-equal to the target above, so a series of k calls ends with
-``sqrt(k / 4)`` times the target. Over k disjoint blocks each block's noise
-protects only that block's rows, so a series has about ``1 / sqrt(k)`` of
-the signal-to-noise ratio of ``fit`` on all rows at the same epsilon
-(``benchmarks/results/streaming.md``).
-
-Smoothing. ``sigma="auto"`` smooths only columns that are ordered, and
-decides that from public information only (``_feature_layout``): the
-declaration ``sigma="ordered"``, the input's format, its width and the
-column names a DataFrame or ColumnTransformer passes. Sparse input and
-named columns that are not one numbered sequence (a table's names, one-hot
-names such as ``x0_a`` or ``cat__sex_Male``) are not smoothed; an image's
-width (``s * s`` or ``3 s * s`` columns, ``s >= 16``, not a power of two:
-MNIST's 784, 32 x 32 colour images) is; any other dense table is not (a
-square width is weak evidence: ``_feature_layout`` says why the rule is
-narrow). The reason is in ``privacy_report()``
-(:func:`explain_sigma`). Laplacian smoothing averages each coordinate of
-the noisy gradient with its neighbours along the feature axis: it pays
-where neighbouring features are related (pixels, spectra, time series) and
-biases the step where the columns have no order. The width used to mean
-"ordered" (dense input from 10 columns on was smoothed), and a dense
-one-hot table paid for it: on 2,500 rows of UCI Adult (100 one-hot columns
-and 6 numeric ones, ``benchmarks/results/regime_layout.md``) sigma 1 gave the
-majority class. Ordered columns are smoothed by the estimator's own levels,
-by width: the classifier not below 10 features, lightly (sigma 0.25) from
-10 and fully (sigma 1) from 100; the regressor always (sigma 1). Chosen by
-measurement with the other defaults (``benchmarks/results/width_rules.md``;
-100 seeds, replace-one epsilon 2 / add/remove epsilon 1): for the
-classifier, sigma 0.25 against 0 gave 0.903 / 0.907 against 0.896 / 0.900
-on digits (d = 64, an 8 x 8 image: smoothed when declared ordered, as its
-width is a table's too); on MNIST (784) sigma 1 gave 88.8 against
-87.6 percent at epsilon 1 (``benchmarks/results/utility.md``). Unordered
-tables measured about even without the light smoothing: on the 14 cells
-of ``bench_regime.py``'s map whose ``sigma_`` changed (10 to 99 columns,
-replace-one epsilon 1, 16 fits on held-out splits and seeds,
-``benchmarks/results/regime_layout.md``) sigma 0 lost at most 0.8 point
-against 0.25 and gained up to 4.5 (features in ``[0, 1]``); the regressor
-keeps its measured noise through its step (see "Step size").
+Smoothing. ``sigma="auto"`` smooths only columns that are ordered, decided
+from public information only (``_feature_layout``: the declaration
+``sigma="ordered"``, the input's format, its width and the column names).
+Laplacian smoothing averages each coordinate of the noisy gradient with its
+neighbours along the feature axis: it pays where neighbouring features are
+related (pixels, spectra, time series) and biases the step where the
+columns have no order (a one-hot table). Ordered columns are smoothed by
+the estimator's own levels, by width: the classifier not below 10
+features, lightly (sigma 0.25) from 10 and fully (sigma 1) from 100; the
+regressor always (sigma 1). The reason is in ``privacy_report()``
+(:func:`explain_sigma`).
 
 delta. ``min(1e-5, 1 / (10 n))``: far below ``1 / n`` for any ``n`` (a
 mechanism that publishes one random row with probability ``delta`` meets a
@@ -207,8 +113,7 @@ __all__ = [
 
 AUTO = "auto"
 
-# See the module docstring; the values are those measured in
-# benchmarks/results/defaults.md.
+# See the module docstring.
 _TARGET_STEPS = 1000
 _FULL_BATCH_ROWS = 256
 _MIN_SAMPLE_RATE = 1.0 / 32.0
