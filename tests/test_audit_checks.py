@@ -67,7 +67,8 @@ def test_every_check_passes_on_the_estimators(estimator):
     assert [check.name for check in result.checks] == [
         "clipping", "seed replay", "clone independence", "row count", "overflow row",
         "rounding", "error outcomes", "ledger continuity", "planted cache entry",
-        "search over private steps", "error messages", "public attributes"]
+        "search over private steps", "error messages", "public attributes",
+        "floating-point channel"]
     assert all(isinstance(check, CheckResult) for check in result.checks)
     assert "passed" in str(result)
 
@@ -258,7 +259,8 @@ def test_message_check_catches_errors_chained_to_the_original(monkeypatch):
 def test_rounding_check_catches_a_coefficient_rounded_after_the_clip(monkeypatch):
     # The bug: an unclipped float64 residual stored as float32 without the
     # subnormal check, so 1.05e-45 became 1.4e-45 (1.33 times the clip).
-    # Emulated for squared error by adding back what the old kernel added.
+    # Emulated for squared error: the kernel's float64 residual replaced by
+    # its float32 rounding.
     real = sgd_module.noisy_clipped_gradient_sum
     tiny = float(np.finfo(np.float32).smallest_normal)
 
@@ -269,9 +271,9 @@ def test_rounding_check_catches_a_coefficient_rounded_after_the_clip(monkeypatch
             margin = float(params[0, :-1].astype(np.float64) @ X[i] + params[0, -1])
             residual = margin - y[i]
             if X.dtype == np.float32 and 0.0 < abs(residual) < tiny:
-                stored = np.float32(residual)
-                grad[0, :-1] += stored * X[i]
-                grad[0, -1] += stored
+                excess = float(np.float32(residual)) - residual
+                grad[0, :-1] += excess * X[i]
+                grad[0, -1] += excess
 
     with substituted_gradient_kernel(rounding_after_the_clip):
         result = check_rounding(DPLSSGDRegressor(), dtypes=(np.float32,))

@@ -8,6 +8,7 @@ classes of ``benchmarks/asv_bench`` run here on tiny shapes.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path

@@ -66,6 +66,9 @@ MAX_ROW_NORM = 1e150
 COMPILED_RUN_MIN_STEPS = 2_000
 COMPILED_RUN_MIN_ROWS = 2_000_000
 
+# At most this many noise values are drawn in one call of the sampler.
+_DRAWS_PER_CALL = 1 << 17
+
 LONG_ROWS_MESSAGE = (
     f"Some rows of X have an L2 norm above {MAX_ROW_NORM:g}: they contribute nothing "
     "to the fit (their margins could overflow float64). Rescale the features by a "
@@ -155,13 +158,16 @@ def chunk_noise(noise_source, rng, lattice, chunk_start, chunk_steps, shape, n_n
         return noise
     scales = lattice.scales[chunk_start:chunk_start + chunk_steps]
     per_step = shape[0] * n_noisy_columns
+    # Steps per draw: a bounded block (the sampler's words and output are
+    # each about its size), at least one step.
+    block = max(1, _DRAWS_PER_CALL // per_step)
     start = 0
     while start < chunk_steps:
         stop = start + 1
-        while stop < chunk_steps and scales[stop] == scales[start]:
+        while stop < min(chunk_steps, start + block) and scales[stop] == scales[start]:
             stop += 1
         draws = noise_source(rng, int(scales[start]), (stop - start) * per_step)
-        noise[start:stop, :, :n_noisy_columns] = np.asarray(draws, dtype=np.float64).reshape(
+        noise[start:stop, :, :n_noisy_columns] = draws.reshape(
             stop - start, shape[0], n_noisy_columns)
         start = stop
     return noise

@@ -63,6 +63,9 @@ __all__ = [
 # stay far below 2**53 (rows * 2**21 + noise) for any batch a fit can hold.
 LATTICE_BITS = 20
 
+# The smallest normal float64 is 2**-1022.
+_SMALLEST_EXPONENT = -1022
+
 # The largest integer noise scale the exact sampler takes.
 _MAX_SCALE = 2 ** 52
 
@@ -176,7 +179,9 @@ def lattice_for(noise_multipliers, contribution_bound, n_coordinates, max_batch_
         raise ValueError(
             f"a batch of up to {max_batch_rows} rows summed in {np.dtype(dtype)} has no "
             "useful floating-point error bound; use float64 input.")
-    step = 2.0 ** (math.floor(math.log2(bound)) - LATTICE_BITS)
+    # A normal power of two (a clip norm near the smallest floats would make
+    # it underflow: the rounding's sqrt(p) then dominates the noise).
+    step = 2.0 ** max(math.floor(math.log2(bound)) - LATTICE_BITS, _SMALLEST_EXPONENT)
     sensitivity = (bound + 2.0 * error) / step + math.sqrt(width)
     multipliers = np.asarray(noise_multipliers, dtype=np.float64)
     scales = np.ceil(multipliers * sensitivity)
