@@ -190,3 +190,15 @@ def test_asv_first_fit_and_dask_run(monkeypatch):
         assert benchmark.track_fit_epoch() > 0
     finally:
         benchmark.teardown()
+
+
+@pytest.mark.slow
+def test_bench_float_channel_quick(tmp_path):
+    _run("bench_float_channel.py", tmp_path)
+    text = (tmp_path / "float_channel.md").read_text()
+    assert "20 runs a side" in text
+    for path in ("| dense, replace-one |", "| CSR |", "| float32 |", "| n_jobs=2 |",
+                 "| add/remove (classifier) |", "| Dask array |",
+                 "| output perturbation (classifier) |"):
+        assert path in text
+    assert "FAILED" not in text
