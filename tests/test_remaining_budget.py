@@ -137,6 +137,7 @@ def test_other_strings_are_refused(data):
 def test_the_report_says_the_budget_was_the_remainder(data, tmp_path):
     X, y = data
     ledger = PrivacyLedger(max_epsilon=1.0, path=str(tmp_path / "ledger"))
-    model = DPLSSGDRegressor(epsilon="remaining", max_iter=2, ledger=ledger).fit(X, y)
+    model = DPLSSGDRegressor(epsilon="remaining", max_iter=2, ledger=ledger,
+                             target_bounds=TARGET_BOUNDS).fit(X, y)
     report = model.privacy_report()
     assert "epsilon='remaining'" in report and "max_epsilon (1 at delta 1e-05)" in report
