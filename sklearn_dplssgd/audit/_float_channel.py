@@ -176,22 +176,33 @@ def _check_output_release(estimator, n_runs, confidence, random_state):
         raise ValueError("check_float_channel: the canary does not move the weights of this "
                          "configuration (its loss has no gradient at zero weights).")
     exponent = math.frexp(weight)[1] - 1
+    return _distinguishing_test(
+        model, (without, with_canary), n_runs, confidence, random_state,
+        lambda fitted: bool(off_grid(fitted.coef_, exponent).any()),
+        f"the weights of a noise-free descent on {_OUTPUT_FEATURES} features, output "
+        f"mechanism: releases with a coefficient off the 2**{exponent - 53} grid")
+
+
+def _distinguishing_test(model, data_sets, n_runs, confidence, random_state, event, what):
+    """Seeded fits of ``model`` on each data set, the epsilon lower bound of ``event``.
+
+    ``event(fitted) -> bool`` is the off-grid event, fixed in advance;
+    ``what`` names the release and the event for the result's detail.
+    """
     seeds = np.random.default_rng(random_state).integers(0, 2 ** 63 - 1, size=(2, n_runs))
     counts, delta = [], None
-    for side_seeds, (X, y) in zip(seeds, (without, with_canary)):
+    for side_seeds, (X, y) in zip(seeds, data_sets):
         models = [seeded_fit(model, seed, X, y) for seed in side_seeds]
         delta = float(models[0].delta_)
-        counts.append(sum(bool(off_grid(m.coef_, exponent).any()) for m in models))
+        counts.append(sum(event(fitted) for fitted in models))
     claim = float(model.epsilon)
     bound = epsilon_lower_bound_of_event(counts[0], n_runs, counts[1], n_runs, delta,
                                          confidence)
     return CheckResult(
         "floating-point channel", bound <= claim, bound, claim,
-        f"epsilon lower bound at delta {delta:.3g} ({confidence:.0%} confidence) from the "
-        f"weights of a noise-free descent on {_OUTPUT_FEATURES} features, output "
-        f"mechanism: releases with a coefficient off the 2**{exponent - 53} grid in "
-        f"{counts[0]} of {n_runs} runs without the canary and {counts[1]} of {n_runs} "
-        "with it",
+        f"epsilon lower bound at delta {delta:.3g} ({confidence:.0%} confidence) from "
+        f"{what} in {counts[0]} of {n_runs} runs without the canary and {counts[1]} of "
+        f"{n_runs} with it",
     )
 
 
@@ -262,19 +273,8 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0,
     probe = seeded_fit(noise_free, 0, *with_canary)
     clipped_sum = abs(_released_sums([probe])[0])
     exponent = math.frexp(clipped_sum)[1] - 1
-    seeds = np.random.default_rng(random_state).integers(0, 2 ** 63 - 1, size=(2, n_runs))
-    counts, delta = [], None
-    for side_seeds, (X, y) in zip(seeds, (without, with_canary)):
-        models = [seeded_fit(model, seed, X, y) for seed in side_seeds]
-        delta = float(models[0].delta_)
-        counts.append(int(off_grid(_released_sums(models), exponent).sum()))
-    claim = float(model.epsilon)
-    bound = epsilon_lower_bound_of_event(counts[0], n_runs, counts[1], n_runs, delta,
-                                         confidence)
-    return CheckResult(
-        "floating-point channel", bound <= claim, bound, claim,
-        f"epsilon lower bound at delta {delta:.3g} ({confidence:.0%} confidence) from one "
-        f"noisy step of one coordinate, {model.get_params()['mechanism']} mechanism: "
-        f"outputs off the 2**{exponent - 53} grid in {counts[0]} of {n_runs} runs without "
-        f"the canary and {counts[1]} of {n_runs} with it",
-    )
+    return _distinguishing_test(
+        model, (without, with_canary), n_runs, confidence, random_state,
+        lambda fitted: bool(off_grid(_released_sums([fitted]), exponent)[0]),
+        f"one noisy step of one coordinate, {model.get_params()['mechanism']} mechanism: "
+        f"outputs off the 2**{exponent - 53} grid")
