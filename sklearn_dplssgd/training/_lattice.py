@@ -132,10 +132,6 @@ class Lattice:
     scales: np.ndarray
     max_batch_rows: int
 
-    def noise_std(self):
-        """Each step's noise standard deviation in the sum's units (before rounding)."""
-        return self.step * self.scales.astype(np.float64)
-
     def check_batch(self, n_rows):
         """Fail closed where a step's batch has more rows than the error bound covers."""
         if n_rows > self.max_batch_rows:
