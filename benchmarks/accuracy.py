@@ -32,10 +32,16 @@ Run from the repository root::
     python benchmarks/accuracy.py --quick    # a smoke run on small settings
     python benchmarks/accuracy.py --tables digits --epsilons 1 --splits 8 --variants defaults tuned
 
-It writes ``benchmarks/results/accuracy.md`` (``--out`` to change the folder).
+It writes ``benchmarks/results/accuracy.md`` (``--out`` to change the folder,
+``--name`` the file). To compare two revisions of the package on the same
+splits, run the script once with each on ``PYTHONPATH``: the first with
+``--save-scores base.json``, the second with ``--baseline base.json``, which
+adds each cell's paired difference (this run minus the baseline's, same
+splits) and its standard error.
 """
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -199,8 +205,37 @@ def summarize(scores):
     return float(scores.mean()), float(scores.std(ddof=1) / math.sqrt(scores.size))
 
 
-def render(results, args, tables, seconds):
-    """The markdown of ``accuracy.md``."""
+def _difference_rows(table, results, baseline, args):
+    """Rows of paired differences (this run minus ``baseline``) for ``table``."""
+    rows = []
+    for variant in args.variants:
+        before = baseline.get(table, {}).get(variant)
+        if (table, variant) not in results or before is None:
+            continue
+        cells = []
+        for epsilon in args.epsilons:
+            after = results[(table, variant)][epsilon]
+            paired = before.get(f"{epsilon:g}", [])[:len(after)]
+            if len(paired) != len(after):
+                cells.append("-")
+                continue
+            mean, error = summarize(np.subtract(after, paired))
+            cells.append(f"{mean:+.3f} +- {error:.3f}")
+        rows.append(f"| {variant} minus baseline | " + " | ".join(cells) + " |")
+    return rows
+
+
+def scores_json(results):
+    """Every split's score, by table, variant and epsilon (``--save-scores``)."""
+    saved = {}
+    for key, scores in results.items():
+        if key[1] != "shape":
+            saved.setdefault(key[0], {})[key[1]] = {f"{e:g}": s for e, s in scores.items()}
+    return saved
+
+
+def render(results, args, tables, seconds, baseline=None):
+    """The markdown of the results file."""
     lines = [
         "# Accuracy against epsilon",
         "",
@@ -212,6 +247,15 @@ def render(results, args, tables, seconds):
         "reference whose choice of `eta0` on a validation part is not accounted; "
         "`non-private` does not depend on epsilon.",
         "",
+    ]
+    if baseline is not None:
+        lines += [
+            f"Baseline: {args.baseline_label}. A `minus baseline` row is the mean paired "
+            "difference (this run's score minus the baseline run's on the same split) and "
+            "its standard error.",
+            "",
+        ]
+    lines += [
         "Command: `python benchmarks/accuracy.py " + " ".join(args.argv) + "`",
         "",
         f"Machine: {machine_note()}; {seconds / 60:.1f} min.",
@@ -231,6 +275,8 @@ def render(results, args, tables, seconds):
                 mean, error = summarize(results[(table, variant)][epsilon])
                 cells.append(f"{mean:.3f} +- {error:.3f}")
             lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+        if baseline is not None:
+            lines += _difference_rows(table, results, baseline, args)
         lines.append("")
     return "\n".join(lines)
 
@@ -245,6 +291,12 @@ def main(argv=None):
     parser.add_argument("--mnist-dir", default=str(DEFAULT_MNIST_DIR))
     parser.add_argument("--adult-dir", default=str(DEFAULT_ADULT_DIR))
     parser.add_argument("--out", default=str(RESULTS), help="folder of accuracy.md")
+    parser.add_argument("--name", default="accuracy.md", help="name of the results file")
+    parser.add_argument("--save-scores", help="write every split's score to this JSON file")
+    parser.add_argument("--baseline", help="JSON of --save-scores from another run: "
+                        "add paired differences against it")
+    parser.add_argument("--baseline-label", default="another run",
+                        help="what the baseline run was, for the results file")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: digits and diabetes, epsilon 1, 2 splits")
     argv = sys.argv[1:] if argv is None else argv
@@ -255,6 +307,9 @@ def main(argv=None):
     if args.splits < 1:
         parser.error("--splits must be at least 1")
 
+    baseline = None
+    if args.baseline:
+        baseline = json.loads(Path(args.baseline).read_text(encoding="utf-8"))
     start = time.perf_counter()
     results = {}
     out = Path(args.out)
@@ -278,9 +333,11 @@ def main(argv=None):
                 print(f"{table} {variant} epsilon {epsilon:g}: {mean:.3f} +- {error:.3f}",
                       flush=True)
         # Written after each table: a long run's finished tables are kept.
-        text = render(results, args, args.tables, time.perf_counter() - start)
-        (out / "accuracy.md").write_text(text + "\n", encoding="utf-8")
-        print(f"wrote {out / 'accuracy.md'}")
+        text = render(results, args, args.tables, time.perf_counter() - start, baseline)
+        (out / args.name).write_text(text + "\n", encoding="utf-8")
+        if args.save_scores:
+            Path(args.save_scores).write_text(json.dumps(scores_json(results)), encoding="utf-8")
+        print(f"wrote {out / args.name}")
 
 
 if __name__ == "__main__":
