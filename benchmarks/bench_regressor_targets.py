@@ -196,7 +196,7 @@ def main(argv=None):
     out = Path(args.out) if args.out else (
         Path(tempfile.mkdtemp()) if args.quick else _data.REPO_ROOT / "benchmarks" / "results")
     import sklearn_dplssgd as dp
-    from sklearn_dplssgd.linear_model import TARGET_RANGE_SHARE
+    from sklearn_dplssgd._linear_model import TARGET_RANGE_SHARE
 
     n_splits, n_tables = (2, 1) if args.quick else (16, 8)
     start = time.perf_counter()

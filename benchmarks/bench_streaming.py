@@ -24,7 +24,7 @@ at that same ``epsilon``:
   series rule and the series average (each call trains without averaging of
   its own, the next continues from its last iterate, ``coef_`` is the mean of
   the calls' last iterates weighted by ``s_j t_j^2``; see
-  ``sklearn_dplssgd/training/_streaming.py``);
+  ``sklearn_dplssgd/_training/_streaming.py``);
 * ``Incremental`` (``--dask``): ``dask_ml.wrappers.Incremental.fit`` over a
   dask array of the same blocks on a ``LocalCluster``, at the defaults.
 

@@ -3,7 +3,7 @@
 ``calibrate_noise`` (PLD, the default) searches on coarse discretization
 intervals and certifies its answer with dp-accounting's public
 ``PLDAccountant`` at an interval between ``epsilon / 500`` and
-``epsilon / 10000`` (see ``sklearn_dplssgd.accounting._calibration``).  The PLD estimate
+``epsilon / 10000`` (see ``sklearn_dplssgd._accounting._calibration``).  The PLD estimate
 is pessimistic at any interval, so a finer interval should report a smaller
 (or equal) epsilon for the same noise.  This script checks, over a seeded
 grid of settings,

@@ -6,18 +6,18 @@ target (epsilon, delta)) whose noisy gradient is smoothed by the inverse of a
 it costs no privacy and removes much of the injected noise.
 """
 
-from .accounting import (
+from ._accounting import (
     LedgerFileError, PrivacyBudgetExceededError, PrivacyCalibration, PrivacyLedger,
     calibrate_noise, compute_epsilon,
 )
-from .linear_model import DPLSSGDClassifier, DPLSSGDRegressor
-from .model_selection import DPRandomizedSearch
-from .preprocessing import BoundedScaler, DPBoundedScaler, DPOneHotEncoder
-from .training import (
+from ._linear_model import DPLSSGDClassifier, DPLSSGDRegressor
+from ._model_selection import DPRandomizedSearch
+from ._preprocessing import BoundedScaler, DPBoundedScaler, DPOneHotEncoder
+from ._training import (
     SGD, AdaGrad, Adam, ConstantNoise, ExponentialNoise, Momentum, Optimizer, RelativeNoise,
     StepNoise,
 )
-from .utils import PrivacyLeakWarning, forget_stale_compiled_code, install_compile_notice
+from ._utils import PrivacyLeakWarning, forget_stale_compiled_code, install_compile_notice
 
 __version__ = "0.1.0"
 

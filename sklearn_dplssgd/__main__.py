@@ -25,9 +25,9 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
-from .linear_model import DPLSSGDClassifier
-from .training import AUTO, ORDERED, explain_sigma
-from .preprocessing import BoundedScaler
+from ._linear_model import DPLSSGDClassifier
+from ._training import AUTO, ORDERED, explain_sigma
+from ._preprocessing import BoundedScaler
 
 __all__ = ["main"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, softmax
 
-from sklearn_dplssgd.training._losses import (
+from sklearn_dplssgd._training._losses import (
     EPSILON_INSENSITIVE,
     HINGE_BINARY,
     HINGE_CRAMMER_SINGER,
@@ -233,7 +233,7 @@ def factored_sum_reference(rows, clipped_residuals, clip_norm, residual_bits, ro
     in Python integers; ``scaled_residuals`` given, ``a = rint(scaled_residuals[i])``
     (the residual factors as a kernel scaled them). Returns ``(total, n_left_out)``.
     """
-    from sklearn_dplssgd.backends import grid_norm_bound
+    from sklearn_dplssgd._backends import grid_norm_bound
     n_rows, n_features = rows.shape
     n_outputs = clipped_residuals.shape[1]
     residual_bound = grid_norm_bound(residual_bits, n_outputs)

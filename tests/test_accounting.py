@@ -1,4 +1,4 @@
-"""Tests for sklearn_dplssgd.accounting._events, _calibration and _paper_bound.
+"""Tests for sklearn_dplssgd._accounting._events, _calibration and _paper_bound.
 
 Known answers are the project's reference tables (computed with dp-accounting 0.6.0, delta =
 1e-5, add/remove adjacency); other checks call dp-accounting directly.
@@ -19,13 +19,13 @@ import pytest
 from dp_accounting import pld as dp_pld
 from dp_accounting import rdp as dp_rdp
 
-from sklearn_dplssgd.accounting import _events as _accounting, _calibration
-from sklearn_dplssgd.accounting._events import (
+from sklearn_dplssgd._accounting import _events as _accounting, _calibration
+from sklearn_dplssgd._accounting._events import (
     ACCOUNTANTS,
     NEIGHBORING_RELATIONS,
     PrivacyCalibration,
 )
-from sklearn_dplssgd.accounting._paper_bound import paper_noise_multiplier
+from sklearn_dplssgd._accounting._paper_bound import paper_noise_multiplier
 
 DELTA = 1e-5
 

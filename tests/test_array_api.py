@@ -16,9 +16,9 @@ import sklearn
 from numpy.testing import assert_allclose
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd.backends import _array_api
-from sklearn_dplssgd.backends._kernels import smooth_rows, smoothing_omega
-from sklearn_dplssgd.training._losses import (
+from sklearn_dplssgd._backends import _array_api
+from sklearn_dplssgd._backends._kernels import smooth_rows, smoothing_omega
+from sklearn_dplssgd._training._losses import (
     EPSILON_INSENSITIVE,
     HINGE_BINARY,
     HINGE_CRAMMER_SINGER,
@@ -30,8 +30,8 @@ from sklearn_dplssgd.training._losses import (
 )
 from oracles import clipped_gradient_sum_reference, loss_derivative_reference
 from sklearn_dplssgd import Adam, Momentum
-from sklearn_dplssgd.backends._numpy import poisson_batches, train_dp_lssgd
-from sklearn_dplssgd.training._loop import TrainingPlan
+from sklearn_dplssgd._backends._numpy import poisson_batches, train_dp_lssgd
+from sklearn_dplssgd._training._loop import TrainingPlan
 
 array_api_strict = pytest.importorskip("array_api_strict")
 

@@ -29,11 +29,11 @@ from sklearn.base import clone
 from scipy import stats
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd.mechanisms import _gradient as _mechanism
-from sklearn_dplssgd.mechanisms.output_perturbation import _accounting as _output_perturbation
-from sklearn_dplssgd.backends import _numpy as _sgd
-from sklearn_dplssgd.backends import NumpyTraining, numpy_backend, use_numpy_backend
-from sklearn_dplssgd.backends._numpy import COMPILED_RUN_MIN_STEPS
+from sklearn_dplssgd._mechanisms import _gradient as _mechanism
+from sklearn_dplssgd._mechanisms.output_perturbation import _accounting as _output_perturbation
+from sklearn_dplssgd._backends import _numpy as _sgd
+from sklearn_dplssgd._backends import NumpyTraining, numpy_backend, use_numpy_backend
+from sklearn_dplssgd._backends._numpy import COMPILED_RUN_MIN_STEPS
 from sklearn_dplssgd.audit import (
     AuditResult,
     audit_epsilon,
@@ -47,7 +47,7 @@ from sklearn_dplssgd.audit import (
     mu_lower_bound,
     substituted_gradient_kernel,
 )
-from sklearn_dplssgd.training._schedules import learning_rate_schedule
+from sklearn_dplssgd._training._schedules import learning_rate_schedule
 
 DELTA = 1e-5
 ORIGINAL_KERNEL = _sgd.noisy_clipped_gradient_sum

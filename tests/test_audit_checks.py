@@ -18,21 +18,21 @@ import pytest
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
-import sklearn_dplssgd.linear_model._base as base_module
-import sklearn_dplssgd.mechanisms._gradient as gradient_module
-from sklearn_dplssgd.mechanisms import GradientPerturbationMechanism
-import sklearn_dplssgd.linear_model._classifier as classifier_module
-import sklearn_dplssgd.model_selection._search as search_module
-import sklearn_dplssgd.backends._numpy as sgd_module
-import sklearn_dplssgd.backends._row_passes as _row_passes
-import sklearn_dplssgd.utils._validation as validation_module
-import sklearn_dplssgd.linear_model._weights as weights_module
+import sklearn_dplssgd._linear_model._base as base_module
+import sklearn_dplssgd._mechanisms._gradient as gradient_module
+from sklearn_dplssgd._mechanisms import GradientPerturbationMechanism
+import sklearn_dplssgd._linear_model._classifier as classifier_module
+import sklearn_dplssgd._model_selection._search as search_module
+import sklearn_dplssgd._backends._numpy as sgd_module
+import sklearn_dplssgd._backends._row_passes as _row_passes
+import sklearn_dplssgd._utils._validation as validation_module
+import sklearn_dplssgd._linear_model._weights as weights_module
 from sklearn_dplssgd import (
     DPBoundedScaler, DPLSSGDClassifier, DPLSSGDRegressor, DPOneHotEncoder, DPRandomizedSearch,
     PrivacyLedger,
 )
-import sklearn_dplssgd.preprocessing._dp_encoder as encoder_module
-from sklearn_dplssgd.linear_model._base import BaseDPLSSGD
+import sklearn_dplssgd._preprocessing._dp_encoder as encoder_module
+from sklearn_dplssgd._linear_model._base import BaseDPLSSGD
 from sklearn_dplssgd.audit import (
     CheckResult,
     audit_implementation,

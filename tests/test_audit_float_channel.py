@@ -13,7 +13,7 @@ from sklearn_dplssgd.audit import (
     off_grid,
 )
 from sklearn_dplssgd.audit import _workflow_checks
-from sklearn_dplssgd.backends import NumpyTraining, use_numpy_backend
+from sklearn_dplssgd._backends import NumpyTraining, use_numpy_backend
 
 # Runs per side that refute float noise at epsilon 1 (about 3.5 % of the
 # runs without the canary are off the grid, none with it).

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd.accounting import _calibration, _ledger
-from sklearn_dplssgd.accounting._events import PrivacyCalibration
+from sklearn_dplssgd._accounting import _calibration, _ledger
+from sklearn_dplssgd._accounting._events import PrivacyCalibration
 from sklearn_dplssgd.audit import (
     audit_implementation, check_ledger_file_format, check_planted_cache_entry,
 )

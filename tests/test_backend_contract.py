@@ -1,6 +1,6 @@
 """Every training backend implements the contract the one training loop calls.
 
-:class:`sklearn_dplssgd.training.TrainingBackend` lists the loop's calls; each
+:class:`sklearn_dplssgd._training.TrainingBackend` lists the loop's calls; each
 backend class (and the audit's substitute) must implement every method with a
 signature that accepts the loop's arguments, under the same names, so the next
 backend (a GPU, a cluster) has a checked contract instead of a docstring.
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from sklearn_dplssgd.audit import SubstitutedKernelTraining
-from sklearn_dplssgd.backends import (
+from sklearn_dplssgd._backends import (
     ArrayApiTraining, DaskTraining, NumpyTraining,
 )
-from sklearn_dplssgd.mechanisms import NoiseFreeDescent
-from sklearn_dplssgd.training import TrainingBackend
-from sklearn_dplssgd.training import _loop
+from sklearn_dplssgd._mechanisms import NoiseFreeDescent
+from sklearn_dplssgd._training import TrainingBackend
+from sklearn_dplssgd._training import _loop
 
 BACKENDS = (NumpyTraining, ArrayApiTraining, DaskTraining, NoiseFreeDescent,
             SubstitutedKernelTraining)

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import sklearn
 
 from sklearn_dplssgd import DPLSSGDClassifier, PrivacyLeakWarning
-from sklearn_dplssgd.backends import (
+from sklearn_dplssgd._backends import (
     ArrayApiInput, DaskInput, NumpyInput, backend_for, train_dp_lssgd, train_dp_lssgd_dask,
 )
 
@@ -76,7 +76,7 @@ def test_the_fit_trains_through_the_selected_backend(monkeypatch):
             calls.append("trainer")
             return train_dp_lssgd(*args, **kwargs)
 
-    monkeypatch.setattr("sklearn_dplssgd.mechanisms._gradient.backend_for",
+    monkeypatch.setattr("sklearn_dplssgd._mechanisms._gradient.backend_for",
                         lambda X: Recording())
     X, y = _rows()
     estimator = DPLSSGDClassifier(epsilon=1.0, classes=[0, 1], batch_size=20, max_iter=1,

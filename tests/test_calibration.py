@@ -4,7 +4,7 @@
   path transcribed dp-accounting's internals) to 0.3 %, and the epsilon a
   calibration reports is never below dp-accounting's own ``PLDAccountant``
   at a finer interval.
-* The disk cache (:mod:`sklearn_dplssgd.accounting._calibration_cache`): shared across
+* The disk cache (:mod:`sklearn_dplssgd._accounting._calibration_cache`): shared across
   processes, atomic, refuses damaged or foreign entries, off with
   ``SKLEARN_DPLSSGD_CACHE_DIR=""``.
 * No module of the package reads a private name of dp-accounting.
@@ -25,7 +25,7 @@ from dp_accounting import pld as dp_pld
 
 import sklearn_dplssgd
 from sklearn_dplssgd import calibrate_noise
-from sklearn_dplssgd.accounting import _calibration, _calibration_cache
+from sklearn_dplssgd._accounting import _calibration, _calibration_cache
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = Path(sklearn_dplssgd.__file__).resolve().parent
@@ -107,7 +107,7 @@ def _result(process):
 _CALIBRATE = """
 import json
 from sklearn_dplssgd import calibrate_noise
-from sklearn_dplssgd.accounting import _calibration
+from sklearn_dplssgd._accounting import _calibration
 calls = []
 compute = _calibration._calibrate
 def counting(*args):
@@ -347,8 +347,8 @@ def test_no_private_name_of_dp_accounting_is_read():
     assert not offences
     # The accounting modules read no private attribute of any object but
     # their own (dp-accounting's objects are reached through local names).
-    for name in ("accounting/_events.py", "accounting/_calibration.py",
-                 "accounting/_calibration_cache.py", "accounting/_paper_bound.py"):
+    for name in ("_accounting/_events.py", "_accounting/_calibration.py",
+                 "_accounting/_calibration_cache.py", "_accounting/_paper_bound.py"):
         tree = ast.parse((PACKAGE / name).read_text())
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_")

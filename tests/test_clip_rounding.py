@@ -17,10 +17,10 @@ import pytest
 import scipy.sparse as sp
 from array_api_compat import array_namespace
 
-from sklearn_dplssgd.backends import _array_api
-from sklearn_dplssgd.backends._kernels import compute_row_norms, noisy_clipped_gradient_sum
-from sklearn_dplssgd.training._losses import loss_code
-from sklearn_dplssgd.backends._sparse import (
+from sklearn_dplssgd._backends import _array_api
+from sklearn_dplssgd._backends._kernels import compute_row_norms, noisy_clipped_gradient_sum
+from sklearn_dplssgd._training._losses import loss_code
+from sklearn_dplssgd._backends._sparse import (
     compute_sparse_row_norms, noisy_clipped_gradient_sum_sparse,
 )
 

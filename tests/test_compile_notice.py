@@ -11,8 +11,8 @@ import numpy as np
 from numba import njit
 from numba.core import event
 
-from sklearn_dplssgd.backends import _kernels
-from sklearn_dplssgd.utils._compile_notice import LOGGER_NAME, CompileNotice, install_compile_notice
+from sklearn_dplssgd._backends import _kernels
+from sklearn_dplssgd._utils._compile_notice import LOGGER_NAME, CompileNotice, install_compile_notice
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,16 +43,16 @@ def test_one_notice_per_input_kind_and_process(caplog):
     with caplog.at_level(logging.WARNING, logger=LOGGER_NAME):
         # A sparse fit: its kernel compiles the dense module's helpers inside
         # it, then the shared optimizer steps at the top level.
-        _compile(notice, "sklearn_dplssgd.backends._sparse",
-                 inner=["sklearn_dplssgd.backends._kernels"])
-        _compile(notice, "sklearn_dplssgd.training._optimizers")
-        _compile(notice, "sklearn_dplssgd.backends._sparse")
+        _compile(notice, "sklearn_dplssgd._backends._sparse",
+                 inner=["sklearn_dplssgd._backends._kernels"])
+        _compile(notice, "sklearn_dplssgd._training._optimizers")
+        _compile(notice, "sklearn_dplssgd._backends._sparse")
         assert [record.getMessage() for record in caplog.records] == [
             "sklearn_dplssgd: compiling the Numba kernels for sparse input; this fit takes "
             "several seconds longer, once: the kernels are then cached on disk for later runs."]
         # The first dense fit is announced; the second and user code are not.
-        _compile(notice, "sklearn_dplssgd.backends._kernels")
-        _compile(notice, "sklearn_dplssgd.backends._kernels")
+        _compile(notice, "sklearn_dplssgd._backends._kernels")
+        _compile(notice, "sklearn_dplssgd._backends._kernels")
         _compile(notice, "my_project.kernels")
     messages = [record.getMessage() for record in caplog.records]
     assert len(messages) == 2 and "for dense input" in messages[1]
@@ -63,9 +63,9 @@ def test_one_notice_per_input_kind_and_process(caplog):
 def test_shared_kernels_alone_are_announced_once(caplog):
     notice = CompileNotice()
     with caplog.at_level(logging.WARNING, logger=LOGGER_NAME):
-        _compile(notice, "sklearn_dplssgd.training._optimizers")
-        _compile(notice, "sklearn_dplssgd.backends._threads")
-        _compile(notice, "not_sklearn_dplssgd.backends._kernels")
+        _compile(notice, "sklearn_dplssgd._training._optimizers")
+        _compile(notice, "sklearn_dplssgd._backends._threads")
+        _compile(notice, "not_sklearn_dplssgd._backends._kernels")
     assert len(caplog.records) == 1
     assert "for the training steps" in caplog.records[0].getMessage()
 
@@ -101,7 +101,7 @@ def test_importing_the_package_installs_the_notice():
         "import numpy as np\n"
         "from numba import njit\n"
         "import sklearn_dplssgd\n"
-        "from sklearn_dplssgd.backends import _kernels\n"
+        "from sklearn_dplssgd._backends import _kernels\n"
         "njit(_kernels.copy_rows.py_func)(np.ones((1, 2)), np.zeros((1, 2)))\n"
     )
     env = dict(os.environ)

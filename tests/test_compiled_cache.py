@@ -14,16 +14,16 @@ import textwrap
 from pathlib import Path
 
 import sklearn_dplssgd
-from sklearn_dplssgd.utils import module_sources
+from sklearn_dplssgd._utils import module_sources
 
 PACKAGE = Path(sklearn_dplssgd.__file__).resolve().parent
 
 
 def test_a_kernels_sources_include_the_residuals_and_flags_it_compiles_in():
-    sources = module_sources(PACKAGE, "sklearn_dplssgd", PACKAGE / "backends" / "_kernels.py")
+    sources = module_sources(PACKAGE, "sklearn_dplssgd", PACKAGE / "_backends" / "_kernels.py")
     names = {path.relative_to(PACKAGE).as_posix() for path in sources}
-    assert {"backends/_kernels.py", "training/_losses.py",
-            "utils/_numba_flags.py"} <= names
+    assert {"_backends/_kernels.py", "_training/_losses.py",
+            "_utils/_numba_flags.py"} <= names
     # Only the layers a kernel may import from (never the estimators).
     assert not any(name.startswith(("linear_model/", "audit/")) for name in names)
 
@@ -47,7 +47,7 @@ RUN = """
 import sys
 sys.path.insert(0, {root!r})
 import toy
-from sklearn_dplssgd.utils import forget_stale_compiled_code
+from sklearn_dplssgd._utils import forget_stale_compiled_code
 if {forget}:
     forget_stale_compiled_code("toy")
 print(toy.caller.kernel())

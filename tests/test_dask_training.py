@@ -19,7 +19,7 @@ distributed = pytest.importorskip("distributed")
 from sklearn_dplssgd import (  # noqa: E402
     DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning,
 )
-from sklearn_dplssgd.backends import (  # noqa: E402
+from sklearn_dplssgd._backends import (  # noqa: E402
     TRUSTED_NETWORK_SETTING, DaskTraining, NonFiniteRowsError, UntrustedNetworkError,
     WorkerLostError, check_cluster_network, is_protected_address,
 )
@@ -80,8 +80,8 @@ def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
         dtype, sample_rate, monkeypatch):
     import asyncio
 
-    from sklearn_dplssgd.backends import _dask
-    from sklearn_dplssgd.training import loss_code
+    from sklearn_dplssgd._backends import _dask
+    from sklearn_dplssgd._training import loss_code
 
     X, y = _table(n=500)
     weights = np.random.default_rng(1).uniform(0.0, 1.0, size=len(X))
@@ -141,7 +141,7 @@ def test_a_workers_actor_answers_the_partitions_sums_and_fails_on_rebuilt_ones(
     (np.float32, 3e38, True, False),
 ])
 def test_a_partition_is_finite_exactly_when_its_values_are(dtype, value, finite, long_rows):
-    from sklearn_dplssgd.backends import _dask
+    from sklearn_dplssgd._backends import _dask
 
     X, y = _table(n=50)
     X, y = X.astype(dtype), y.astype(np.float64)
@@ -162,9 +162,9 @@ def test_a_partition_is_finite_exactly_when_its_values_are(dtype, value, finite,
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_a_steps_sample_is_read_in_place_with_the_sums_of_its_rows_copied_out(dtype):
-    from sklearn_dplssgd.backends import _dask
-    from sklearn_dplssgd.backends._kernels import noisy_clipped_gradient_sum
-    from sklearn_dplssgd.training import loss_code
+    from sklearn_dplssgd._backends import _dask
+    from sklearn_dplssgd._backends._kernels import noisy_clipped_gradient_sum
+    from sklearn_dplssgd._training import loss_code
 
     X, y = _table(n=400)
     weights = np.random.default_rng(1).uniform(0.0, 1.0, size=len(X))
@@ -280,7 +280,7 @@ def test_a_plaintext_remote_scheduler_or_worker_is_refused_unless_declared_trust
 
 
 def test_an_in_process_cluster_fits_the_model_of_the_local_scheduler(monkeypatch):
-    from sklearn_dplssgd.backends import _dask
+    from sklearn_dplssgd._backends import _dask
 
     X, y = _table(n=600)
     X_dask, y_dask = _chunked(X, y, rows=150)
@@ -465,7 +465,7 @@ def test_reproducible_fit_is_the_same_on_the_cluster_and_locally(client, monkeyp
         np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, first)
     with monkeypatch.context() as local:
         # Dask's local scheduler, in this process: the same draws, the same sums.
-        local.setattr("sklearn_dplssgd.backends._dask._active_client", lambda: None)
+        local.setattr("sklearn_dplssgd._backends._dask._active_client", lambda: None)
         np.testing.assert_array_equal(estimator.fit(X_dask, y_dask).coef_, first)
     with monkeypatch.context() as on_the_client:
         # The loop on the client, each step a call to every worker.
@@ -477,7 +477,7 @@ def test_reproducible_fit_is_the_same_on_the_cluster_and_locally(client, monkeyp
 
 
 def test_the_loop_on_a_worker_draws_what_the_loop_on_the_client_draws(client, monkeypatch):
-    from sklearn_dplssgd.backends import _dask
+    from sklearn_dplssgd._backends import _dask
 
     X, y = _table(n=900)
     X_dask, y_dask = _chunked(X, y, rows=150)
@@ -667,7 +667,7 @@ def test_a_worker_lost_while_the_loop_runs_on_a_worker_fails_closed(client, monk
 # Run on every worker by ``client.run(exec, ...)``: a holder's sums fail at step 3 with a
 # RuntimeError of its own on the worker named (the function is not sent: the workers' module).
 _BREAK_THE_SUMS = """
-import sklearn_dplssgd.backends._dask as module
+import sklearn_dplssgd._backends._dask as module
 
 def broken(self, params, step, sums=module._PartitionHolder._sums):
     if step == 3 and dask_worker.address == {address!r}:
@@ -678,7 +678,7 @@ module._PartitionHolder._unbroken_sums = module._PartitionHolder._sums
 module._PartitionHolder._sums = broken
 """
 _MEND_THE_SUMS = """
-import sklearn_dplssgd.backends._dask as module
+import sklearn_dplssgd._backends._dask as module
 
 module._PartitionHolder._sums = module._PartitionHolder.__dict__["_unbroken_sums"]
 del module._PartitionHolder._unbroken_sums

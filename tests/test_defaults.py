@@ -10,7 +10,7 @@ from sklearn.model_selection import cross_val_score
 
 from sklearn_dplssgd import Adam, DPLSSGDClassifier, DPLSSGDRegressor, Momentum, PrivacyLeakWarning
 from sklearn_dplssgd import calibrate_noise
-from sklearn_dplssgd.training._defaults import (
+from sklearn_dplssgd._training._defaults import (
     ASSUMED_CALLS,
     averaging_tail,
     resolve_average_start,
@@ -402,7 +402,7 @@ def test_auto_sigma_reads_the_column_names(names, expected):
     (784, True), (400, True), (3072, True),
 ])
 def test_a_square_width_alone_is_an_image_only_where_tables_seldom_are(n_features, ordered):
-    from sklearn_dplssgd.training import feature_layout
+    from sklearn_dplssgd._training import feature_layout
     assert feature_layout(n_features, False)[0] is ordered
     assert feature_layout(n_features, False, declared_ordered=True)[0] is True
     # An unnamed dense table of 100 unrelated columns is not smoothed.
@@ -470,8 +470,8 @@ def test_the_regressor_step_keeps_the_noise_that_reaches_its_weights():
     # step's noise: an unsmoothed fit takes steps shorter by that share
     # (diabetes at epsilon 1: R2 0.17 with sigma 0 and the same steps,
     # 0.30 with the shorter ones, 0.29 smoothed).
-    from sklearn_dplssgd.training._defaults import smoothed_noise_share
-    from sklearn_dplssgd.training._smoothing import smoothing_beta
+    from sklearn_dplssgd._training._defaults import smoothed_noise_share
+    from sklearn_dplssgd._training._smoothing import smoothing_beta
     assert smoothed_noise_share(10, 1.0, 1.0) == 1.0
     assert smoothed_noise_share(10, 0.0, None) == 1.0
     assert smoothed_noise_share(10, 0.0, 1.0) == pytest.approx(1 / math.sqrt(

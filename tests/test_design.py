@@ -29,8 +29,8 @@ ESTIMATORS = (DPLSSGDClassifier, DPLSSGDRegressor)
 # The layers, lowest first: a module imports from its own layer or a lower one
 # (the top-level ``__init__`` and ``__main__`` assemble the package and are exempt).
 LAYERS = (
-    "utils", "accounting", "training", "backends", "mechanisms", "preprocessing",
-    "linear_model", "model_selection", "audit",
+    "_utils", "_accounting", "_training", "_backends", "_mechanisms", "_preprocessing",
+    "_linear_model", "_model_selection", "audit",
 )
 DEPENDENCIES = ("numpy", "scipy", "sklearn", "numba", "dp_accounting", "torch", "threadpoolctl",
                 "llvmlite", "attrs", "joblib", "dask", "cupy", "randomgen")
@@ -39,9 +39,9 @@ PRIVATE_DEPENDENCY_PATHS = ("sklearn.externals", "numba.core")
 # Known reaches into dependencies' private paths, each with its reason; the
 # rule fails on any other and on an entry here that is gone (so the list shrinks).
 KNOWN_PRIVATE_DEPENDENCY_IMPORTS = {
-    ("utils/_compile_notice.py", "numba.core.event"):
+    ("_utils/_compile_notice.py", "numba.core.event"):
         "Numba documents its compilation event API only under numba.core.event",
-    ("model_selection/_search.py", "sklearn.utils._safe_indexing"):
+    ("_model_selection/_search.py", "sklearn.utils._safe_indexing"):
         "documented in scikit-learn's API reference under this name",
 }
 
@@ -205,12 +205,12 @@ def test_the_known_private_dependency_imports_are_still_there():
 
 
 def test_the_layer_scans_find_what_they_look_for(tmp_path):
-    layer = tmp_path / "sklearn_dplssgd" / "training"
+    layer = tmp_path / "sklearn_dplssgd" / "_training"
     layer.mkdir(parents=True)
     bad = layer / "_bad.py"
     bad.write_text(
-        "from ..linear_model import DPLSSGDClassifier\n"
-        "from ..utils import check_epsilon\n"
+        "from .._linear_model import DPLSSGDClassifier\n"
+        "from .._utils import check_epsilon\n"
         "from . import _losses\n"
         "import sklearn_dplssgd.audit\n"
         "from sklearn.utils._array_api import get_namespace\n"
@@ -221,8 +221,8 @@ def test_the_layer_scans_find_what_they_look_for(tmp_path):
     global PACKAGE
     saved, PACKAGE = PACKAGE, tmp_path / "sklearn_dplssgd"
     try:
-        assert layer_of(bad) == "training"
-        assert upward_imports(bad) == [(1, "linear_model"), (4, "audit")]
+        assert layer_of(bad) == "_training"
+        assert upward_imports(bad) == [(1, "_linear_model"), (4, "audit")]
         assert private_dependency_imports(bad) == [
             (5, "sklearn.utils._array_api"), (6, "sklearn.utils._safe_indexing"),
             (7, "numba.core.event"), (8, "numpy._core")]

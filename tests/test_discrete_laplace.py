@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sklearn_dplssgd.backends import (
+from sklearn_dplssgd._backends import (
     DiscreteLaplaceScale, SamplerCapacityError, sample_discrete_laplace,
 )
-from sklearn_dplssgd.backends import _discrete_laplace
-from sklearn_dplssgd.backends._word_stream import draw_from_word_stream
-from sklearn_dplssgd.training import GeneratorWords
+from sklearn_dplssgd._backends import _discrete_laplace
+from sklearn_dplssgd._backends._word_stream import draw_from_word_stream
+from sklearn_dplssgd._training import GeneratorWords
 from test_word_stream import SeededWords
 
 

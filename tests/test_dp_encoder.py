@@ -18,10 +18,10 @@ from dp_accounting.pld import common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from sklearn_dplssgd import DPOneHotEncoder, PrivacyLedger, PrivacyLeakWarning
-from sklearn_dplssgd.preprocessing import _dp_encoder
-from sklearn_dplssgd.accounting._events import EpsilonDeltaDpEvent, event_epsilon
-from sklearn_dplssgd.preprocessing._dp_encoder import selection_probabilities
-from sklearn_dplssgd.training import GeneratorWords, make_generator
+from sklearn_dplssgd._preprocessing import _dp_encoder
+from sklearn_dplssgd._accounting._events import EpsilonDeltaDpEvent, event_epsilon
+from sklearn_dplssgd._preprocessing._dp_encoder import selection_probabilities
+from sklearn_dplssgd._training import GeneratorWords, make_generator
 from sklearn_dplssgd.audit import epsilon_lower_bound
 
 pd = pytest.importorskip("pandas")

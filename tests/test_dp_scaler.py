@@ -22,10 +22,10 @@ from sklearn_dplssgd import (
     PrivacyLedger,
     PrivacyLeakWarning,
 )
-from sklearn_dplssgd.accounting._events import EpsilonDeltaDpEvent, event_epsilon
-from sklearn_dplssgd.preprocessing import _above_threshold
-from sklearn_dplssgd.preprocessing._above_threshold import GRID_LARGEST
-from sklearn_dplssgd.preprocessing._dp_scaler import candidate_grid, private_range, tail_count
+from sklearn_dplssgd._accounting._events import EpsilonDeltaDpEvent, event_epsilon
+from sklearn_dplssgd._preprocessing import _above_threshold
+from sklearn_dplssgd._preprocessing._above_threshold import GRID_LARGEST
+from sklearn_dplssgd._preprocessing._dp_scaler import candidate_grid, private_range, tail_count
 from sklearn_dplssgd.audit import epsilon_lower_bound
 
 # This file tests the AboveThreshold mechanism (the Gaussian-histogram

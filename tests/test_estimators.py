@@ -16,10 +16,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning
-from sklearn_dplssgd.training import make_generator
-from sklearn_dplssgd.training._schedules import number_of_steps
-from sklearn_dplssgd.backends._numpy import poisson_batches
-from sklearn_dplssgd.training._smoothing import smoothing_beta
+from sklearn_dplssgd._training import make_generator
+from sklearn_dplssgd._training._schedules import number_of_steps
+from sklearn_dplssgd._backends._numpy import poisson_batches
+from sklearn_dplssgd._training._smoothing import smoothing_beta
 
 DIGITS_CLASSES = np.arange(10)
 
@@ -265,7 +265,7 @@ def test_unstable_weight_decay_is_refused_before_training(binary):
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, monkeypatch):
-    import sklearn_dplssgd.backends._numpy as sgd
+    import sklearn_dplssgd._backends._numpy as sgd
     from sklearn_dplssgd.audit import substituted_gradient_kernel
 
     real_kernel = sgd.noisy_clipped_gradient_sum

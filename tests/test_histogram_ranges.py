@@ -13,8 +13,8 @@ from dp_accounting.pld import pld_privacy_accountant
 
 from sklearn_dplssgd import DPBoundedScaler, PrivacyLedger
 from sklearn_dplssgd.audit import mu_lower_bound
-from sklearn_dplssgd.preprocessing import _histogram_ranges
-from sklearn_dplssgd.preprocessing._histogram_ranges import (
+from sklearn_dplssgd._preprocessing import _histogram_ranges
+from sklearn_dplssgd._preprocessing._histogram_ranges import (
     histogram_counts, histogram_grid, histogram_noise_scale, noisy_histograms,
 )
 
@@ -177,8 +177,8 @@ def test_mechanism_and_delta_are_validated():
 
 
 def test_auto_epsilon_lets_an_eighth_of_the_rows_stand_out_within_its_range():
-    from sklearn_dplssgd.preprocessing._dp_scaler import AUTO_EPSILON_RANGE
-    from sklearn_dplssgd.preprocessing._histogram_ranges import rows_needed
+    from sklearn_dplssgd._preprocessing._dp_scaler import AUTO_EPSILON_RANGE
+    from sklearn_dplssgd._preprocessing._histogram_ranges import rows_needed
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # One feature of 331 rows: between the floor and the cap, and a bin
@@ -200,7 +200,7 @@ def test_auto_epsilon_lets_an_eighth_of_the_rows_stand_out_within_its_range():
 
 
 def test_grid_edges_are_exact_powers_and_sqrt2_powers_at_two_bins_an_octave():
-    from sklearn_dplssgd.preprocessing._histogram_ranges import (
+    from sklearn_dplssgd._preprocessing._histogram_ranges import (
         HISTOGRAM_BINS_PER_OCTAVE, HISTOGRAM_GRID_BASE)
     assert HISTOGRAM_BINS_PER_OCTAVE == 1 and HISTOGRAM_GRID_BASE == 2.0
     octaves = histogram_grid()
@@ -219,7 +219,7 @@ def test_grid_edges_are_exact_powers_and_sqrt2_powers_at_two_bins_an_octave():
 
 
 def test_threshold_counts_the_grids_bins(monkeypatch):
-    from sklearn_dplssgd.preprocessing._histogram_ranges import (
+    from sklearn_dplssgd._preprocessing._histogram_ranges import (
         detection_threshold, rows_needed)
     for k, n_bins in [(1, 144), (2, 284)]:
         monkeypatch.setattr(_histogram_ranges, "histogram_grid",

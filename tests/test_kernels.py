@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from sklearn_dplssgd.backends._kernels import (
+from sklearn_dplssgd._backends._kernels import (
     PARALLEL_MIN_WORK,
     compute_row_norms,
     noisy_clipped_gradient_sum,
     smooth_rows,
     smoothing_omega,
 )
-from sklearn_dplssgd.training._losses import (
+from sklearn_dplssgd._training._losses import (
     EPSILON_INSENSITIVE,
     HINGE_BINARY,
     HINGE_CRAMMER_SINGER,
@@ -24,7 +24,7 @@ from sklearn_dplssgd.training._losses import (
     loss_code,
 )
 from oracles import clipped_gradient_sum_reference, loss_derivative_reference, loss_value_reference
-from sklearn_dplssgd.training._smoothing import apply_smoothing, smoothing_eigenvalues
+from sklearn_dplssgd._training._smoothing import apply_smoothing, smoothing_eigenvalues
 
 # (code, K): every loss of the registry, with one output (binary
 # classification, regression) and, where it has one, its multiclass code
@@ -262,7 +262,7 @@ def test_nan_or_negative_feature_norms_contribute_nothing(code, n_outputs, dtype
     if sparse:
         from scipy import sparse as sp
 
-        from sklearn_dplssgd.backends._sparse import noisy_clipped_gradient_sum_sparse
+        from sklearn_dplssgd._backends._sparse import noisy_clipped_gradient_sum_sparse
         noisy_clipped_gradient_sum_sparse(
             sp.csr_matrix(X), y, rows, params, row_norms, code, 0.0, 0.3, True,
             np.zeros_like(params), grad, 1, None, feature_norms)

@@ -9,9 +9,9 @@ import scipy.sparse as sp
 from scipy import stats
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd.backends import NumpyTraining, use_numpy_backend
-from sklearn_dplssgd.backends._numpy import check_chunk_batches
-from sklearn_dplssgd.training import (
+from sklearn_dplssgd._backends import NumpyTraining, use_numpy_backend
+from sklearn_dplssgd._backends._numpy import check_chunk_batches
+from sklearn_dplssgd._training import (
     LATTICE_BITS, batch_rows_bound, lattice_for, release_on_lattice, summation_error_factor,
 )
 

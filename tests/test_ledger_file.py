@@ -18,9 +18,9 @@ import dp_accounting
 import pytest
 
 from sklearn_dplssgd import PrivacyLedger
-from sklearn_dplssgd.accounting._events import EpsilonDeltaDpEvent, event_epsilon
-from sklearn_dplssgd.accounting._event_json import event_from_json, event_to_json
-from sklearn_dplssgd.accounting._ledger import LedgerFileError, _canonical, _chained
+from sklearn_dplssgd._accounting._events import EpsilonDeltaDpEvent, event_epsilon
+from sklearn_dplssgd._accounting._event_json import event_from_json, event_to_json
+from sklearn_dplssgd._accounting._ledger import LedgerFileError, _canonical, _chained
 
 GAUSSIAN = dp_accounting.GaussianDpEvent(1.3)
 STEPS = dp_accounting.SelfComposedDpEvent(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd.training._losses import (
+from sklearn_dplssgd._training._losses import (
     CLASSIFICATION_LOSSES,
     LOSSES,
     NON_SMOOTH_LOSSES,
@@ -16,7 +16,7 @@ from sklearn_dplssgd.training._losses import (
     residual_norms_at_zero,
 )
 from oracles import loss_derivative_reference
-from sklearn_dplssgd.mechanisms.output_perturbation._accounting import smoothness_constants
+from sklearn_dplssgd._mechanisms.output_perturbation._accounting import smoothness_constants
 
 
 def test_the_estimators_offer_exactly_the_registry():

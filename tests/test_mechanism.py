@@ -9,7 +9,7 @@ from dp_accounting import pld as dp_pld
 from dp_accounting import rdp as dp_rdp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
-from sklearn_dplssgd.mechanisms._gradient import GradientPerturbation
+from sklearn_dplssgd._mechanisms._gradient import GradientPerturbation
 
 DELTA = 1e-5
 RELATIONS = {

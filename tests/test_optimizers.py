@@ -9,9 +9,9 @@ from sklearn.base import clone
 from sklearn_dplssgd import (
     SGD, AdaGrad, Adam, DPLSSGDClassifier, DPLSSGDRegressor, DPRandomizedSearch, Momentum,
 )
-from sklearn_dplssgd.training._defaults import weight_noise_target
-from sklearn_dplssgd.training._losses import LOSSES
-from sklearn_dplssgd.training._optimizers import (
+from sklearn_dplssgd._training._defaults import weight_noise_target
+from sklearn_dplssgd._training._losses import LOSSES
+from sklearn_dplssgd._training._optimizers import (
     OPTIMIZERS,
     OptimizerRun,
     adagrad_update,

@@ -259,7 +259,7 @@ def test_the_released_model_is_gamma_times_integers_and_reported():
 
 
 def test_epsilon_is_within_a_thousandth_of_the_continuous_calibration():
-    from sklearn_dplssgd.mechanisms.output_perturbation import OutputPerturbation
+    from sklearn_dplssgd._mechanisms.output_perturbation import OutputPerturbation
     X, y = _regression()
     reg = DPLSSGDRegressor(loss="huber", loss_threshold=1.0, mechanism="output", alpha=0.05,
                            epsilon=0.7, target_bounds=(-2, 2), max_iter=2).fit(X, y)
@@ -299,7 +299,7 @@ def _float_draw(params, mechanism, rng, fit_intercept):
 def test_the_float_channel_audit_passes_the_lattice_and_refutes_float_noise(
         estimator, monkeypatch):
     from sklearn_dplssgd.audit import check_float_channel
-    from sklearn_dplssgd.mechanisms.output_perturbation import _descent
+    from sklearn_dplssgd._mechanisms.output_perturbation import _descent
     result = check_float_channel(estimator, n_runs=250, random_state=0)
     assert result.passed and result.measured == 0.0, result
     assert "output mechanism" in result.detail and "in 0 of 250 runs without" in result.detail

@@ -19,10 +19,10 @@ from dp_accounting import pld as dp_pld
 from scipy import optimize, stats
 from scipy.special import expit, logsumexp
 
-from sklearn_dplssgd.accounting._events import PrivacyCalibration
-from sklearn_dplssgd.training._losses import loss_code
+from sklearn_dplssgd._accounting._events import PrivacyCalibration
+from sklearn_dplssgd._training._losses import loss_code
 from oracles import loss_derivative_reference
-from sklearn_dplssgd.mechanisms.output_perturbation._accounting import (
+from sklearn_dplssgd._mechanisms.output_perturbation._accounting import (
     OutputPerturbation,
     contraction_factor,
     default_step,
@@ -30,12 +30,12 @@ from sklearn_dplssgd.mechanisms.output_perturbation._accounting import (
     sensitivity,
     smoothness_constants,
 )
-from sklearn_dplssgd.mechanisms.output_perturbation._descent import (
+from sklearn_dplssgd._mechanisms.output_perturbation._descent import (
     add_output_noise,
     fixed_batches,
     train_output_perturbation,
 )
-from sklearn_dplssgd.mechanisms.output_perturbation._lattice import plan_on_lattice
+from sklearn_dplssgd._mechanisms.output_perturbation._lattice import plan_on_lattice
 
 DELTA = 1e-5
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE

@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 from numba import njit
 
-from sklearn_dplssgd.backends._clipping import compute_feature_norms
-from sklearn_dplssgd.backends._kernels import (
+from sklearn_dplssgd._backends._clipping import compute_feature_norms
+from sklearn_dplssgd._backends._kernels import (
     COEFFICIENT_RANGE,
     compute_row_norms,
     single_output_buffers,
     single_output_sum_into,
 )
-from sklearn_dplssgd.training._losses import HUBER, LOG_LOSS_BINARY
-from sklearn_dplssgd.backends._prefetch import prefetch_address
+from sklearn_dplssgd._training._losses import HUBER, LOG_LOSS_BINARY
+from sklearn_dplssgd._backends._prefetch import prefetch_address
 
 
 def _clipped_sum(X, y, rows, params, feature_norms, weights, code, upcoming):

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from randomgen import AESCounter
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd.training import GeneratorWords, _randomness, make_generator
+from sklearn_dplssgd._training import GeneratorWords, _randomness, make_generator
 
 _KEY = bytes.fromhex("2b7e151628aed2a6abf7158809cf4f3c")  # FIPS-197's example key
 

@@ -13,7 +13,7 @@ from sklearn_dplssgd import (
     PrivacyBudgetExceededError,
     PrivacyLedger,
 )
-from sklearn_dplssgd.accounting import event_epsilon
+from sklearn_dplssgd._accounting import event_epsilon
 
 
 # The range of the fixture's targets, known from how they are made: the tests

@@ -189,7 +189,7 @@ def test_the_stated_noise_is_the_noise_added_with_sample_weights(data):
 
 
 def test_the_release_states_its_lattice_bound_and_law(data):
-    from sklearn_dplssgd.training import batch_rows_bound, lattice_for
+    from sklearn_dplssgd._training import batch_rows_bound, lattice_for
 
     X, y = data
     weight, clip = 2.0, 0.5

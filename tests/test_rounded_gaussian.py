@@ -5,11 +5,11 @@ import pytest
 from scipy import stats
 from test_word_stream import SeededWords
 
-from sklearn_dplssgd.backends import (
+from sklearn_dplssgd._backends import (
     RoundedGaussianScale, SamplerCapacityError, sample_rounded_gaussian,
 )
-from sklearn_dplssgd.backends._word_stream import draw_from_word_stream
-from sklearn_dplssgd.backends._rounded_gaussian import (
+from sklearn_dplssgd._backends._word_stream import draw_from_word_stream
+from sklearn_dplssgd._backends._rounded_gaussian import (
     _COUNTS, _DIGITS, _FAULT_REUSE_SIGN_BIT, _FAULT_SKIP_ACCEPTANCE, _FAULT_SKIP_SIGN,
     _FAULT_WRONG_CELLS, _FIRST, _FLAG, _PREFIX, _X, _X_TAIL, CELL_BITS, DIGIT_CAPACITY, F_LEAD_BITS,
     LARGEST_INTEGER_PART, LEAD_BITS, MAX_ROUNDED_SCALE, Y_BITS, _accepted, _cumulative_table,

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from sklearn_dplssgd import DPLSSGDClassifier
-from sklearn_dplssgd.mechanisms._gradient import GradientPerturbation
+from sklearn_dplssgd._mechanisms._gradient import GradientPerturbation
 from sklearn_dplssgd import ConstantNoise, ExponentialNoise, RelativeNoise, StepNoise
-from sklearn_dplssgd.training._schedules import MAX_BLOCKS, noise_schedule_blocks, step_levels
-from sklearn_dplssgd.backends._numpy import train_dp_lssgd
-from sklearn_dplssgd.training._loop import TrainingPlan
+from sklearn_dplssgd._training._schedules import MAX_BLOCKS, noise_schedule_blocks, step_levels
+from sklearn_dplssgd._backends._numpy import train_dp_lssgd
+from sklearn_dplssgd._training._loop import TrainingPlan
 
 DELTA = 1e-5
 

@@ -24,9 +24,9 @@ from sklearn_dplssgd import (
     PrivacyLedger,
     PrivacyLeakWarning,
 )
-from sklearn_dplssgd.model_selection import _search
-from sklearn_dplssgd.accounting._events import group_of_two_epsilon, _rdp_orders
-from sklearn_dplssgd.training import GeneratorWords
+from sklearn_dplssgd._model_selection import _search
+from sklearn_dplssgd._accounting._events import group_of_two_epsilon, _rdp_orders
+from sklearn_dplssgd._training import GeneratorWords
 
 
 @pytest.fixture

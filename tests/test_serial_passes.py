@@ -15,9 +15,9 @@ import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
 from sklearn_dplssgd import DPLSSGDClassifier
-from sklearn_dplssgd.backends import _numpy as _sgd, _poisson, _row_passes
-from sklearn_dplssgd.backends._clipping import compute_feature_norms
-from sklearn_dplssgd.linear_model import _base, _classifier
+from sklearn_dplssgd._backends import _numpy as _sgd, _poisson, _row_passes
+from sklearn_dplssgd._backends._clipping import compute_feature_norms
+from sklearn_dplssgd._linear_model import _base, _classifier
 
 
 def _geometric_batches(rng, n_samples, sample_rate, n_steps):

@@ -3,7 +3,7 @@
 With ``average="auto"`` each call trains without averaging of its own, the
 next call continues from its last iterate, and ``coef_`` / ``intercept_``
 are the mean of the calls' last iterates weighted by ``s_j t_j^2`` (see
-:mod:`sklearn_dplssgd.training._streaming`). The trajectory is exactly that of an
+:mod:`sklearn_dplssgd._training._streaming`). The trajectory is exactly that of an
 explicit ``average=False`` series, so these tests compare the two.
 """
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from sklearn_dplssgd.backends._kernels import smooth_rows, smoothing_omega
-from sklearn_dplssgd.training._smoothing import (
+from sklearn_dplssgd._backends._kernels import smooth_rows, smoothing_omega
+from sklearn_dplssgd._training._smoothing import (
     apply_smoothing,
     laplacian_smoothing_matrix,
     smoothing_beta,

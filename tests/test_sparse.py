@@ -26,18 +26,18 @@ from sklearn_dplssgd import (
     PrivacyLedger,
     PrivacyLeakWarning,
 )
-from sklearn_dplssgd.backends._kernels import (
+from sklearn_dplssgd._backends._kernels import (
     PARALLEL_MIN_WORK,
     compute_row_norms,
     noisy_clipped_gradient_sum,
 )
-from sklearn_dplssgd.training._losses import (
+from sklearn_dplssgd._training._losses import (
     LOG_LOSS_BINARY,
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
 )
 from oracles import clipped_gradient_sum_reference
-from sklearn_dplssgd.backends._sparse import (
+from sklearn_dplssgd._backends._sparse import (
     as_canonical_csr,
     compute_sparse_row_norms,
     noisy_clipped_gradient_sum_sparse,
@@ -457,7 +457,7 @@ def test_sparse_fit_memory_does_not_grow_with_dense_size():
 
 
 def test_output_perturbation_refuses_sparse_rows():
-    from sklearn_dplssgd.mechanisms.output_perturbation._descent import train_output_perturbation
+    from sklearn_dplssgd._mechanisms.output_perturbation._descent import train_output_perturbation
 
     X, y = _data(2, np.float64, n=50, d=5)
     with pytest.raises(TypeError, match="Output perturbation needs dense X"):

@@ -9,8 +9,8 @@ from sklearn.base import clone
 from oracles import squared_hinge_derivative_reference, squared_hinge_value_reference
 from sklearn_dplssgd import DPLSSGDClassifier
 # Compiles the residual kernel.
-from sklearn_dplssgd.backends._kernels import noisy_clipped_gradient_sum  # noqa: F401
-from sklearn_dplssgd.training._losses import LOSSES, loss_code, loss_derivative, residual
+from sklearn_dplssgd._backends._kernels import noisy_clipped_gradient_sum  # noqa: F401
+from sklearn_dplssgd._training._losses import LOSSES, loss_code, loss_derivative, residual
 
 
 @pytest.mark.parametrize("n_outputs", [1, 3])

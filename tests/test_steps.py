@@ -15,13 +15,13 @@ import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
 from sklearn_dplssgd.audit import substituted_gradient_kernel
-from sklearn_dplssgd.backends import _numpy as _sgd
-from sklearn_dplssgd.backends._kernels import (
+from sklearn_dplssgd._backends import _numpy as _sgd
+from sklearn_dplssgd._backends._kernels import (
     compute_row_norms,
     gathered_block_rows,
     noisy_clipped_gradient_sum,
 )
-from sklearn_dplssgd.training._losses import LOSSES, residual, single_output_residual
+from sklearn_dplssgd._training._losses import LOSSES, residual, single_output_residual
 from oracles import clipped_gradient_sum_reference
 
 
@@ -171,7 +171,7 @@ def test_scalar_residual_of_a_multiclass_code_is_nan():
 
 
 def test_rounding_unit_is_the_dtypes_epsilon():
-    from sklearn_dplssgd.backends._clipping import COEFFICIENT_RANGE, _rounding_unit
+    from sklearn_dplssgd._backends._clipping import COEFFICIENT_RANGE, _rounding_unit
 
     for dtype in (np.float32, np.float64):
         largest = COEFFICIENT_RANGE[np.dtype(dtype)][0]
@@ -197,7 +197,7 @@ def test_team_compiled_steps_are_the_python_steps(monkeypatch, dtype, batch_size
     # With n_jobs=2, a dense fit runs its steps compiled, the helper joining
     # the whole run (one output or several); each step's chunks are those of
     # the Python step, added in chunk order, so the models agree bit for bit.
-    from sklearn_dplssgd.backends import _kernels
+    from sklearn_dplssgd._backends import _kernels
     monkeypatch.setattr(_kernels, "PARALLEL_MIN_WORK", 200)
     X, y, rng = _data(seed=11, n=400, d=9)
     X = X.astype(dtype)
@@ -226,7 +226,7 @@ def test_team_compiled_steps_are_the_python_steps(monkeypatch, dtype, batch_size
 ])
 def test_team_runs_where_a_typical_batch_is_split(monkeypatch, min_work, n_classes, sparse,
                                                   team):
-    from sklearn_dplssgd.backends import _kernels
+    from sklearn_dplssgd._backends import _kernels
     monkeypatch.setattr(_kernels, "PARALLEL_MIN_WORK", min_work)
     X, _, rng = _data(seed=12, n=400, d=9)
     y = rng.integers(0, n_classes, X.shape[0])

@@ -14,9 +14,9 @@ from sklearn_dplssgd import (
     PrivacyBudgetExceededError,
     PrivacyLedger,
 )
-from sklearn_dplssgd.backends import NumpyInput
-from sklearn_dplssgd.training._schedules import learning_rate_schedule
-from sklearn_dplssgd.training._streaming import compose_events
+from sklearn_dplssgd._backends import NumpyInput
+from sklearn_dplssgd._training._schedules import learning_rate_schedule
+from sklearn_dplssgd._training._streaming import compose_events
 
 SEEDED = dict(random_state=0, reproducible=True)
 

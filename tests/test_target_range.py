@@ -9,7 +9,7 @@ import pytest
 from dp_accounting.pld import pld_privacy_accountant as dp_pld
 
 from sklearn_dplssgd import DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning
-from sklearn_dplssgd.linear_model import TARGET_RANGE_SHARE
+from sklearn_dplssgd._linear_model import TARGET_RANGE_SHARE
 
 
 def _table(n_rows=3000, centre=1000.0, seed=0):

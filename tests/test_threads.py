@@ -18,11 +18,11 @@ import sklearn
 from sklearn.utils import assert_all_finite
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd.linear_model import _base
-from sklearn_dplssgd.backends import _kernels, _numpy as _sgd, _row_passes, _sparse, _threads
-from sklearn_dplssgd.training import _loop as _training
-from sklearn_dplssgd.backends._kernels import PARALLEL_MIN_WORK
-from sklearn_dplssgd.backends._threads import draws_ahead
+from sklearn_dplssgd._linear_model import _base
+from sklearn_dplssgd._backends import _kernels, _numpy as _sgd, _row_passes, _sparse, _threads
+from sklearn_dplssgd._training import _loop as _training
+from sklearn_dplssgd._backends._kernels import PARALLEL_MIN_WORK
+from sklearn_dplssgd._backends._threads import draws_ahead
 
 
 def _problem(seed=12, n=3000, d=64, n_classes=10):
@@ -184,7 +184,7 @@ def _chunked_sum(X, y, rows, params, noise, n_threads):
 
 
 def _multinomial_code():
-    from sklearn_dplssgd.training._losses import LOG_LOSS_MULTINOMIAL
+    from sklearn_dplssgd._training._losses import LOG_LOSS_MULTINOMIAL
     return LOG_LOSS_MULTINOMIAL
 
 

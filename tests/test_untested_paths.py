@@ -21,21 +21,21 @@ import numpy as np
 import pytest
 
 from sklearn_dplssgd import DPLSSGDRegressor
-from sklearn_dplssgd.backends import _kernels
+from sklearn_dplssgd._backends import _kernels
 from sklearn_dplssgd.audit import audit_epsilon
 from sklearn_dplssgd.audit._canary import _quietest_direction
-from sklearn_dplssgd.backends._kernels import (
+from sklearn_dplssgd._backends._kernels import (
     PARALLEL_MIN_WORK,
     compute_row_norms,
     noisy_clipped_gradient_sum,
 )
-from sklearn_dplssgd.training._losses import (
+from sklearn_dplssgd._training._losses import (
     EPSILON_INSENSITIVE,
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
 )
 from oracles import clipped_gradient_sum_reference, loss_derivative_reference
-from sklearn_dplssgd.backends._numpy import poisson_batches
+from sklearn_dplssgd._backends._numpy import poisson_batches
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

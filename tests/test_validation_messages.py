@@ -10,7 +10,7 @@ it through the library.
 import numpy as np
 import pytest
 
-from sklearn_dplssgd.utils import validate_hiding_values, VALUES_NOT_SHOWN
+from sklearn_dplssgd._utils import validate_hiding_values, VALUES_NOT_SHOWN
 
 KNOWN = [
     "Input X contains NaN.",

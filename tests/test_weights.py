@@ -14,7 +14,7 @@ from sklearn_dplssgd import (
     DPRandomizedSearch,
     PrivacyLedger,
 )
-from sklearn_dplssgd.mechanisms._gradient import GradientPerturbation
+from sklearn_dplssgd._mechanisms._gradient import GradientPerturbation
 
 # Deterministic, noise-free fits on full batches with fixed settings: the
 # fitted weights are then a function of the clipped, weighted gradient sums

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sklearn_dplssgd.backends import RoundedGaussianScale, SecureWords, sample_rounded_gaussian
+from sklearn_dplssgd._backends import RoundedGaussianScale, SecureWords, sample_rounded_gaussian
 
 
 class SeededWords:

@@ -5,9 +5,9 @@ how a released category is shown."""
 import numpy as np
 from sklearn.base import clone
 
-from ..linear_model import BaseDPLSSGD
-from ..model_selection import DPRandomizedSearch, final_estimator
-from ..preprocessing import DPOneHotEncoder, DPBoundedScaler
+from .._linear_model import BaseDPLSSGD
+from .._model_selection import DPRandomizedSearch, final_estimator
+from .._preprocessing import DPOneHotEncoder, DPBoundedScaler
 from ._check_result import CheckResult, declared_labels, default_data, private_clone, quietly
 
 __all__ = ["RELEASED_OUTPUTS", "check_category_representation", "check_public_attributes"]

@@ -6,8 +6,8 @@ import math
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from ..mechanisms import smoothness_constants
-from ..training import (
+from .._mechanisms import smoothness_constants
+from .._training import (
     resolve_sigma, LOSSES, loss_code, loss_derivative, learning_rate_schedule,
     smoothing_eigenvalues,
 )

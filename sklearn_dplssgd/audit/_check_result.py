@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from ..utils import PrivacyLeakWarning
+from .._utils import PrivacyLeakWarning
 
 __all__ = [
     "adversarial_rows",

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone, is_classifier
 
-from ..training import nominal_batch_size
+from .._training import nominal_batch_size
 from ._canary import (
     CanaryStatistic, auto_canary, canary_direction, make_canary_dataset, smoothing_strength,
 )

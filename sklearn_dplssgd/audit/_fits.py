@@ -5,8 +5,8 @@ import warnings
 import numpy as np
 from sklearn.base import clone
 
-from ..linear_model import BaseDPLSSGD
-from ..utils import PrivacyLeakWarning
+from .._linear_model import BaseDPLSSGD
+from .._utils import PrivacyLeakWarning
 
 __all__ = ["append_label", "check_estimator", "seeded_fit", "steps_on_targets_as_given"]
 

@@ -44,7 +44,7 @@ import math
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from ..mechanisms import mechanism_named
+from .._mechanisms import mechanism_named
 from ._check_result import (
     CheckResult, declare_public_n, declared_labels, private_clone, set_existing,
 )

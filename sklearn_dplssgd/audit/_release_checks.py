@@ -7,9 +7,9 @@ import pickle
 import numpy as np
 from sklearn.base import clone
 
-from ..mechanisms import mechanism_named
-from ..training import nominal_batch_size
-from ..utils import public_row_count
+from .._mechanisms import mechanism_named
+from .._training import nominal_batch_size
+from .._utils import public_row_count
 from ._check_result import (
     CLIP_TOLERANCE, CheckResult, adversarial_rows, declare_public_n, default_data, private_clone,
     quietly, set_existing,

@@ -6,10 +6,10 @@ import tempfile
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
-from ..preprocessing import DPBoundedScaler
-from ..accounting import PrivacyLedger
-from ..model_selection import DPRandomizedSearch
-from ..utils import public_row_count
+from .._preprocessing import DPBoundedScaler
+from .._accounting import PrivacyLedger
+from .._model_selection import DPRandomizedSearch
+from .._utils import public_row_count
 from ._check_result import CheckResult, declare_public_n, default_data, private_clone, quietly
 
 __all__ = ["check_search_private_steps"]

@@ -18,8 +18,8 @@ from pathlib import Path
 import dp_accounting
 from sklearn.base import clone
 
-from ..accounting import store_calibration, calibrate_noise, LedgerFileError, PrivacyLedger
-from ..utils import public_row_count
+from .._accounting import store_calibration, calibrate_noise, LedgerFileError, PrivacyLedger
+from .._utils import public_row_count
 from ._check_result import CheckResult, declare_public_n, default_data, private_clone, quietly
 
 __all__ = ["check_ledger_file_format", "check_planted_cache_entry"]

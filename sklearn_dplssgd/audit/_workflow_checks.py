@@ -12,11 +12,11 @@ import scipy.sparse as sp
 import sklearn
 from sklearn.base import clone, is_classifier
 
-from ..linear_model import BaseDPLSSGD
-from ..accounting import LedgerFileError, PrivacyLedger
-from ..mechanisms import mechanism_named
-from ..model_selection import DPRandomizedSearch, final_estimator
-from ..utils import public_row_count
+from .._linear_model import BaseDPLSSGD
+from .._accounting import LedgerFileError, PrivacyLedger
+from .._mechanisms import mechanism_named
+from .._model_selection import DPRandomizedSearch, final_estimator
+from .._utils import public_row_count
 from ._attribute_checks import check_public_attributes
 from ._float_channel import check_float_channel
 from ._check_result import (

@@ -1,0 +1,623 @@
+"""DP-LSSGD on array API arrays (PyTorch, CuPy, array-api-strict): training on their device.
+
+With ``sklearn.set_config(array_api_dispatch=True)`` (and ``SCIPY_ARRAY_API=1``
+in the environment before SciPy is imported), the estimators accept arrays
+of any namespace that scikit-learn's array API support handles and train on
+the arrays' device. The Numba kernels of :mod:`._kernels` cannot take such
+arrays; this module is the one training loop written with array API
+standard operations only:
+
+- per-sample residuals ``r_i = d loss / d z_i`` of every loss
+  (:func:`~sklearn_dplssgd._training.loss_derivative`, each loss's array form);
+- per-sample gradient norms WITHOUT forming the ``(b, K, d)`` per-sample
+  gradients: the gradient of sample i is ``r_i [x_i, 1]``, so its norm is
+  ``||r_i|| sqrt(||x_i||^2 + 1)``, with the row norms computed once per fit,
+  scaled and in float64 where the device has it (:func:`row_norms`);
+- the clipped sum ``S^T [X_B, 1]`` with ``S`` the clipped residuals (two
+  matrix products, as :func:`._kernels.several_outputs_gradient_sum`);
+- the release on the lattice (:mod:`~sklearn_dplssgd._training._lattice`): the
+  sum, in float64 where the device has it, rounded to integers plus integer
+  noise drawn exactly on the host from the fit's generator, as the NumPy
+  path draws it, and copied to the device a chunk at a time;
+- Laplacian smoothing by FFT (the eigenvalues of
+  :func:`~sklearn_dplssgd._training.smoothing_eigenvalues`), or by the host's O(d) solve
+  when the namespace has no FFT extension;
+- weight decay, the optimizer step (:meth:`~sklearn_dplssgd._training.Optimizer.update_array`)
+  and averaging.
+
+What stays on the host: the privacy plan (``BaseDPLSSGD._plan_release``:
+sample rate, number of steps, noise multipliers), the accountant, the
+Poisson batch sampler (:func:`._numpy.poisson_batches`, whose index arrays are
+copied to the device one chunk of steps at a time) and the encoding of the
+targets.
+
+Tested with scikit-learn 1.9, whose (private) array API helpers this module
+uses.
+"""
+
+import contextlib
+import math
+
+import array_api_compat
+import numpy as np
+from sklearn import get_config
+
+from .._training import loss_derivative, release_on_lattice, smoothing_eigenvalues, run_training
+from ._kernels import NORM_SLACK, smooth_rows, smoothing_omega
+from ._numpy import (
+    check_chunk_batches, chunk_noise, poisson_batches, rounded_gaussian_noise, without_long_rows,
+)
+from ._row_norms import row_norms, scaled_row_norms
+
+__all__ = [
+    "device_of",
+    "check_same_namespace",
+    "ArrayApiTraining",
+    "array_api_namespace",
+    "clipped_residuals",
+    "full_precision_products",
+    "full_precision_switches",
+    "initial_gradient_norms",
+    "row_norms",
+    "to_device",
+    "to_numpy",
+    "train_dp_lssgd_array_api",
+    "wide_dtype",
+    "without_autograd",
+]
+
+
+def array_api_namespace(X):
+    """``(xp, device)`` of a non-NumPy array API input under dispatch, else None.
+
+    Parameters
+    ----------
+    X : object
+        An input of a fit or a prediction.
+
+    Returns
+    -------
+    namespace : tuple (xp, device) or None
+        None when ``array_api_dispatch`` is off or ``X`` is not an array of a
+        non-NumPy namespace (NumPy arrays, lists, data frames and sparse
+        matrices take the NumPy path).
+    """
+    if not get_config()["array_api_dispatch"]:
+        return None
+    if not array_api_compat.is_array_api_obj(X) or array_api_compat.is_numpy_array(X):
+        return None
+    return array_api_compat.array_namespace(X), array_api_compat.device(X)
+
+
+def without_autograd(X):
+    """``X`` cut from PyTorch's autograd graph (the same memory); other arrays unchanged.
+
+    Features that require gradients (the output of a network, say) would
+    otherwise make every step of the fit record a graph, and the fitted
+    weights require gradients.
+    """
+    return X.detach() if array_api_compat.is_torch_array(X) else X
+
+
+def to_numpy(array):
+    """A NumPy copy, on the host, of an array of any namespace (others unchanged).
+
+    Always a copy: moving a CPU tensor can share its memory, and the caller
+    may be holding the user's array.
+
+    Parameters
+    ----------
+    array : array or other
+
+    Returns
+    -------
+    array : ndarray, or the input when it is not an array API array
+    """
+    if not array_api_compat.is_array_api_obj(array) or array_api_compat.is_numpy_array(array):
+        return array
+    if array_api_compat.is_torch_array(array):
+        return np.array(array.detach().cpu().numpy(), copy=True)
+    if array_api_compat.is_cupy_array(array):
+        return array.get()
+    # Any other namespace through DLPack, asking for a copy on the host.
+    try:
+        return np.from_dlpack(array, device="cpu", copy=True)
+    except (TypeError, BufferError, ValueError, RuntimeError):
+        return np.array(array, copy=True)
+
+
+def to_device(array, xp, device):
+    """A host array moved to ``xp`` on ``device`` (float64 down-cast where unsupported)."""
+    host = np.asarray(array)
+    if host.dtype == np.float64 and wide_dtype(xp, device) != xp.float64:
+        host = host.astype(np.float32)
+    return xp.asarray(host, device=device)
+
+
+_WIDE_DTYPES = {}
+
+
+def wide_dtype(xp, device):
+    """float64 where the device has it (MPS has not), else float32."""
+    key = (xp.__name__, str(device))
+    if key not in _WIDE_DTYPES:
+        floats = xp.__array_namespace_info__().dtypes(device=device, kind="real floating")
+        _WIDE_DTYPES[key] = "float64" in floats
+    return xp.float64 if _WIDE_DTYPES[key] else xp.float32
+
+
+def check_same_namespace(X, fitted, *, attribute, method):
+    """A ValueError unless ``X`` and ``fitted.<attribute>`` share namespace and device.
+
+    Parameters
+    ----------
+    X : array
+        The input of a prediction.
+    fitted : estimator
+    attribute : str
+        The fitted attribute that holds an array of the fit's namespace.
+    method : str
+        The calling method (for the message).
+    """
+    reference = getattr(fitted, attribute)
+    if _namespace_and_device(X) != _namespace_and_device(reference):
+        raise ValueError(
+            f"Inputs passed to {type(fitted).__name__}.{method}() must use the same namespace "
+            f"and the same device as those passed to fit(): {attribute} is a "
+            f"{type(reference).__module__} array on {_namespace_and_device(reference)[1]}, X "
+            f"a {type(X).__module__} object on {_namespace_and_device(X)[1]}.")
+
+
+def _namespace_and_device(array):
+    """The name of an array's namespace and its device, as text (lists and frames: NumPy's)."""
+    if not array_api_compat.is_array_api_obj(array):
+        array = np.empty(0)  # what validation makes of it: a NumPy array on the host
+    return (array_api_compat.array_namespace(array).__name__,
+            str(array_api_compat.device(array)))
+
+
+def device_of(array):
+    return array.device
+
+
+def _norms_of_rows(xp, values):
+    """The L2 norm of each row of a (b, K) array (``abs`` for K = 1, as the kernels).
+
+    Scaled by each row's largest entry (:func:`._row_norms.scaled_row_norms`):
+    where the widest float is float32 (MPS), the squares of entries near
+    1e-23 are 0, and a plain norm would tell the clip that a residual of
+    such entries has norm 0.
+    """
+    if values.shape[1] == 1:
+        return xp.abs(values[:, 0])
+    return scaled_row_norms(xp, values)
+
+
+def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=None):
+    """``w_i r_i min(1, C / ||g_i||)`` with ``||g_i|| = ||r_i|| feature_norms_i``, as stored.
+
+    The array form of ``_kernels._clipped_residual``: the comparison is
+    ``||r_i|| > C / ||[x_i, 1]||`` and ``r_i / ||r_i||`` is formed before
+    multiplying by ``C / ||[x_i, 1]||``, so that neither the product of the
+    norms (overflow) nor the combined factor (underflow) is ever formed.
+
+    The value that is used is the value whose norm was checked: the bound
+    ``w_i C / ||[x_i, 1]||`` is checked on the coefficients *after* they are
+    rounded to ``dtype``. A coefficient below the dtype's smallest normal
+    number is stored as 0 (it could round up to a subnormal); a row that
+    rounding pushed over its bound is scaled down by the excess, then by four
+    units of the dtype's rounding error, and contributes nothing if it is
+    still over. A sample
+    whose coefficients cannot be represented contributes nothing: a
+    non-finite residual (``NaN > bound`` is False), a NaN or negative feature
+    norm, or a coefficient above the dtype's largest value. Every norm is
+    taken scaled by the row's largest entry, so that it neither underflows
+    nor overflows in float32 (devices without float64).
+
+    Parameters
+    ----------
+    xp : namespace
+    residuals : array of shape (b, K)
+        In the wide dtype (float64 where available).
+    feature_norms : array of shape (b,)
+        ``sqrt(||x_i||^2 + [fit_intercept])``, same dtype.
+    clip_norm : float
+        C.
+    dtype : dtype of xp
+        The parameters' dtype, in which the coefficients are returned.
+    weights : array of shape (b,), wide dtype, or None, default=None
+        The rows' weights in ``[0, max_sample_weight]``, applied to the
+        clipped coefficients (1 for None).
+
+    Returns
+    -------
+    coefficients : array of shape (b, K), ``dtype``
+    """
+    info = xp.finfo(dtype)
+    largest, tiny = float(info.max), float(info.smallest_normal)
+    residual_norm = _norms_of_rows(xp, residuals)
+    # A NaN or negative feature norm is no norm (``NaN > 0`` is False, which
+    # would leave the row unbounded): such a row contributes nothing.
+    valid_norm = feature_norms >= 0
+    positive = feature_norms > 0
+    allowed = clip_norm / xp.where(positive, feature_norms, xp.ones_like(feature_norms))
+    finite = xp.isfinite(residual_norm)
+    clipped = finite & positive & (residual_norm > allowed)
+    safe_norm = xp.where(clipped, residual_norm, xp.ones_like(residual_norm))
+    values = xp.where(clipped[:, None], (residuals / safe_norm[:, None]) * allowed[:, None],
+                      residuals)
+    if weights is None:
+        bound = allowed
+    else:
+        values = values * weights[:, None]
+        bound = weights * allowed
+    # x = 0 without an intercept: the gradient r [x, 1] is 0 whatever r.
+    bound = xp.where(positive, bound, xp.full_like(bound, math.inf))
+    magnitude = xp.abs(values)
+    usable = (finite & valid_norm
+              & xp.where(clipped, allowed >= tiny, xp.ones_like(clipped))
+              & xp.all(magnitude <= largest, axis=1))
+    zeros = xp.zeros_like(values)
+    values = xp.where(usable[:, None] & (magnitude >= tiny), values, zeros)
+    stored = xp.astype(values, dtype)
+    # Rounding may overshoot the bound by an ulp (or, for a coefficient
+    # rounded up to a subnormal, by up to 2x): shrink such rows, checked on
+    # what is stored.
+    for attempt in range(2):
+        wide_values = xp.astype(stored, residuals.dtype)
+        norms = _norms_of_rows(xp, wide_values)
+        over = ~(norms <= bound * NORM_SLACK)  # a NaN norm is over
+        if attempt == 0:
+            shrink = bound / xp.where(over, norms, xp.ones_like(norms))
+        else:
+            shrink = xp.full_like(norms, 1.0 - 4.0 * float(info.eps))
+        shrink = xp.where(over, shrink, xp.ones_like(shrink))
+        wide_values = wide_values * shrink[:, None]
+        wide_values = xp.where(xp.abs(wide_values) >= tiny, wide_values, zeros)
+        stored = xp.astype(wide_values, dtype)
+    over = ~(_norms_of_rows(xp, xp.astype(stored, residuals.dtype)) <= bound * NORM_SLACK)
+    return xp.where(over[:, None], xp.zeros_like(stored), stored)
+
+
+def full_precision_switches(torch):
+    """The settings that keep float32 products in float32: ``(read, write, full)`` each.
+
+    TensorFloat-32 (``allow_tf32``, cuBLAS's TF32 math, or
+    ``set_float32_matmul_precision("high")``) and oneDNN's bfloat16 products
+    round each factor to 10 or 7 bits of mantissa: a clipped coefficient
+    times a row would then add up to about 1e-3 more than the norm the clip
+    checked. PyTorch 2.9 and later have one setting per backend
+    (``fp32_precision``, ``"ieee"`` for full precision; mixing it with the
+    older flags is an error there); older releases have the flags and the
+    global matmul precision.
+
+    Parameters
+    ----------
+    torch : module
+        ``torch`` (or an object with its ``backends`` layout, in tests).
+
+    Returns
+    -------
+    switches : list of (callable, callable, object)
+    """
+    backends = torch.backends
+    if hasattr(backends.cuda.matmul, "fp32_precision"):
+        # cuBLAS, oneDNN (CPU) and cuDNN products.
+        places = (backends.cuda.matmul, getattr(backends.mkldnn, "matmul", None),
+                  getattr(backends.cudnn, "conv", None))
+        return [
+            (lambda place=place: place.fp32_precision,
+             lambda value, place=place: setattr(place, "fp32_precision", value), "ieee")
+            for place in places if hasattr(place, "fp32_precision")]
+    switches = [
+        (lambda place=place: place.allow_tf32,
+         lambda value, place=place: setattr(place, "allow_tf32", value), False)
+        for place in (backends.cuda.matmul, backends.cudnn)]
+    switches.append((torch.get_float32_matmul_precision, torch.set_float32_matmul_precision,
+                     "highest"))
+    return switches
+
+
+@contextlib.contextmanager
+def full_precision_products(xp, torch_module=None):
+    """Within the block, PyTorch multiplies float32 (and float64) in full precision.
+
+    The value used must be the value whose norm was checked: the clipped sum
+    ``S^T [X_B, 1]`` is a matrix product, and with TensorFloat-32 (or
+    oneDNN's bfloat16) a clipped contribution could exceed ``C`` by about
+    1e-3 relative. The user's settings are read on entry and restored on
+    exit, also when the block raises. They are process-wide: other threads
+    multiplying at the same time also run in full precision. Other
+    namespaces: nothing to do.
+
+    Parameters
+    ----------
+    xp : namespace
+    torch_module : module or None, default=None
+        ``torch`` itself when None (a stand-in in tests).
+    """
+    if torch_module is None and not array_api_compat.is_torch_namespace(xp):
+        yield
+        return
+    if torch_module is None:
+        import torch as torch_module
+    switches = full_precision_switches(torch_module)
+    saved = [(write, read()) for read, write, _ in switches]
+    try:
+        for _, write, full in switches:
+            write(full)
+        yield
+    finally:
+        for write, value in reversed(saved):
+            write(value)
+
+
+def _smoother(xp, device, n_features, sigma, dtype):
+    """``A_sigma^{-1}`` along the feature axis of a (K, d) array, or None for sigma = 0.
+
+    By real FFT with the eigenvalues of
+    :func:`~sklearn_dplssgd._training.smoothing_eigenvalues` where the namespace has the FFT
+    extension; otherwise the rows go to the host for the exact O(d) solve
+    :func:`._kernels.smooth_rows` and back.
+    """
+    if sigma <= 0:
+        return None
+    if hasattr(xp, "fft"):
+        complex_dtype = xp.complex64 if dtype == xp.float32 else xp.complex128
+        eigenvalues = xp.asarray(
+            to_device(smoothing_eigenvalues(n_features, sigma), xp, device), dtype=complex_dtype)
+
+        def smooth(coefficients):
+            spectrum = xp.fft.rfft(coefficients, axis=-1) / eigenvalues
+            return xp.astype(xp.fft.irfft(spectrum, n=n_features, axis=-1), dtype)
+
+        return smooth
+    omega = smoothing_omega(sigma)
+
+    def smooth_on_host(coefficients):
+        rows = np.ascontiguousarray(to_numpy(coefficients))
+        # smooth_rows leaves the last column (the intercepts) alone.
+        padded = np.concatenate([rows, np.zeros((rows.shape[0], 1), rows.dtype)], axis=1)
+        smooth_rows(padded, n_features, omega, sigma)
+        return xp.asarray(to_device(padded[:, :n_features], xp, device), dtype=dtype)
+
+    return smooth_on_host
+
+
+def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_intercept):
+    """Per-sample gradient norms at zero weights, and ``||[x_i, 1]||``, as NumPy arrays.
+
+    For ``BaseDPLSSGD._warn_if_mostly_clipped`` on device arrays: computed
+    on the device, only the two length-n vectors come back.
+
+    Parameters
+    ----------
+    X : array of shape (n, d), of a namespace ``xp``
+    y : ndarray of shape (n,)
+        Encoded targets (host).
+    n_outputs : int
+    loss_code : int
+    loss_threshold : float
+    fit_intercept : bool
+
+    Returns
+    -------
+    gradient_norms, feature_norms : ndarray of shape (n,)
+    """
+    xp = array_api_compat.array_namespace(X)
+    device = device_of(X)
+    wide = wide_dtype(xp, device)
+    targets = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device), dtype=wide)
+    margins = xp.zeros((X.shape[0], n_outputs), dtype=wide, device=device)
+    residuals = loss_derivative(xp, loss_code, margins, targets, loss_threshold)
+    norms = row_norms(xp, X, wide)
+    feature_norms = xp.hypot(norms, xp.full_like(norms, 1.0 if fit_intercept else 0.0))
+    gradient_norms = xp.linalg.vector_norm(residuals, axis=1) * feature_norms
+    return to_numpy(gradient_norms), to_numpy(feature_norms)
+
+
+def clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, *, loss_code,
+                         loss_threshold, clip_norm, fit_intercept, wide, weights=None):
+    """``sum_i w_i clip_C(r_i [x_i, 1])`` over a batch, without per-sample gradients.
+
+    Parameters
+    ----------
+    xp : namespace
+    X_batch : array of shape (b, d)
+    y_batch : array of shape (b,), ``wide``
+    feature_norms : array of shape (b,), ``wide``
+        ``sqrt(||x_i||^2 + [fit_intercept])``.
+    params : array of shape (K, d + 1), ``wide``
+    loss_code : int
+    loss_threshold : float
+    clip_norm : float
+    fit_intercept : bool
+    wide : dtype of xp
+        The dtype of the residuals and norms (float64 where available).
+    weights : array of shape (b,), ``wide``, or None
+        The batch's weights in ``[0, max_sample_weight]``, applied to the
+        clipped coefficients (as the compiled kernels do).
+
+    Returns
+    -------
+    grad : array of shape (K, d + 1), the dtype of ``params``
+    """
+    n_features = X_batch.shape[1]
+    # The products in the parameters' (wide) dtype: the sum's error bound
+    # (training._lattice) is for that dtype.
+    X_batch = xp.astype(X_batch, params.dtype)
+    margins = xp.matmul(X_batch, params[:, :n_features].T) + params[:, n_features]
+    residuals = loss_derivative(xp, loss_code, xp.astype(margins, wide), y_batch,
+                                loss_threshold)
+    coefficients = clipped_residuals(xp, residuals, feature_norms, clip_norm, params.dtype,
+                                     weights)
+    coef_sum = xp.matmul(coefficients.T, X_batch)
+    if fit_intercept:
+        intercept_sum = xp.sum(coefficients, axis=0)[:, None]
+    else:
+        intercept_sum = xp.zeros((params.shape[0], 1), dtype=params.dtype,
+                                 device=device_of(params))
+    return xp.concat([coef_sum, intercept_sum], axis=1)
+
+
+class ArrayApiTraining:
+    """The array API backend of the training loop: functional updates on a device.
+
+    The same steps as :class:`~sklearn_dplssgd._backends.NumpyTraining`, written with array API
+    standard operations only (see the module docstring): the batches are
+    drawn on the host and copied to the device a chunk at a time; the noise
+    is drawn on the device where the namespace has a generator, else on the
+    host draw for draw as the NumPy backend draws it.
+    """
+
+    def __init__(self, X, y, n_outputs, plan, rng, *, batch_sampler=poisson_batches,
+                 noise_source=None, sample_weight=None):
+        xp = array_api_compat.array_namespace(X)
+        device = device_of(X)
+        self.xp, self.device, self.plan, self.rng, self.X = xp, device, plan, rng, X
+        n_features = X.shape[1]
+        self.n_features = n_features
+        self.dtype = X.dtype
+        self.wide = wide_dtype(xp, device)
+        norms = without_long_rows(xp, row_norms(xp, X, self.wide))
+        intercept_term = 1.0 if plan.fit_intercept else 0.0
+        # ||[x_i, 1]||, the factor of every per-sample gradient norm (hypot:
+        # the square of a long row's norm would overflow).
+        self.feature_norms = xp.hypot(norms, xp.full_like(norms, intercept_term))
+        self.y = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device),
+                            dtype=self.wide)
+        # The weights and sums in the wide dtype (the release's error bound
+        # is for it); the model is returned in X's dtype.
+        self.params = xp.zeros((n_outputs, n_features + 1), dtype=self.wide, device=device)
+        self.sum_dtype = np.float64 if self.wide == xp.float64 else np.float32
+        self.weights = None if sample_weight is None else xp.asarray(
+            to_device(np.asarray(sample_weight, dtype=np.float64), xp, device), dtype=self.wide)
+        self.noise_source = rounded_gaussian_noise if noise_source is None else noise_source
+        self.batch_sampler = batch_sampler
+        self._smoother = _smoother(xp, device, n_features, plan.sigma, X.dtype)
+        self._n_noisy_columns = n_features + int(bool(plan.fit_intercept))
+        # The L2 penalty decays the coefficients, never the intercepts.
+        self._penalised = to_device(np.arange(n_features + 1) < n_features, xp, device)
+
+    def context(self):
+        # Every product that feeds the clip or the sum in full precision,
+        # whatever the user's TF32 settings (restored after the loop).
+        return full_precision_products(self.xp)
+
+    def chunks(self, chunk_starts, chunk, lattice):
+        xp, n_steps = self.xp, self.plan.n_steps
+        self._lattice_step = 0.0 if lattice is None else lattice.step
+        for chunk_start in chunk_starts:
+            chunk_steps = min(chunk, n_steps - chunk_start)
+            rows = offsets = None
+            if self.plan.sample_rate < 1.0:
+                rows, offsets = self.batch_sampler(self.rng, self.X.shape[0],
+                                                   self.plan.sample_rate, chunk_steps)
+                rows = to_device(rows.astype(np.int64), xp, self.device)
+            check_chunk_batches(lattice, offsets, self.X.shape[0])
+            # Drawn exactly on the host, from the fit's generator, as the
+            # NumPy path draws it.
+            noise = chunk_noise(self.noise_source, self.rng, lattice, chunk_start, chunk_steps,
+                                self.params.shape, self._n_noisy_columns)
+            if self.wide == xp.float64:
+                noise = xp.asarray(to_device(noise, xp, self.device), dtype=xp.float64)
+            yield chunk_start, chunk_steps, (rows, offsets, noise)
+
+    def gradient_sum(self, params, draws, local_step):
+        xp, plan = self.xp, self.plan
+        rows, offsets, noise = draws
+        if rows is None:
+            X_batch, y_batch, norms_batch = self.X, self.y, self.feature_norms
+            weights_batch = self.weights
+        else:
+            batch = rows[int(offsets[local_step]):int(offsets[local_step + 1])]
+            X_batch = xp.take(self.X, batch, axis=0)
+            y_batch = xp.take(self.y, batch, axis=0)
+            norms_batch = xp.take(self.feature_norms, batch, axis=0)
+            weights_batch = None if self.weights is None else xp.take(self.weights, batch,
+                                                                      axis=0)
+        grad = clipped_gradient_sum(
+            xp, X_batch, y_batch, norms_batch, params, loss_code=plan.loss_code,
+            loss_threshold=plan.loss_threshold, clip_norm=plan.clip_norm,
+            fit_intercept=plan.fit_intercept, wide=self.wide, weights=weights_batch)
+        step = self._lattice_step
+        if step == 0.0:
+            return grad
+        if self.wide == xp.float64:
+            # Exact in float64: a power-of-two step, integers below 2**53.
+            return step * (noise[local_step, ...] + xp.round(grad / step))
+        # Without float64 on the device the integers are formed on the host.
+        host = np.array(to_numpy(grad), dtype=np.float64)
+        release_on_lattice(host, noise[local_step], step)
+        return xp.asarray(to_device(host, xp, self.device), dtype=self.wide)
+
+    def smooth(self, grad):
+        if self._smoother is None:
+            return grad
+        n_features = self.n_features
+        return self.xp.concat([self._smoother(grad[:, :n_features]), grad[:, n_features:]],
+                              axis=1)
+
+    def decay(self, params, shrink):
+        if shrink == 1.0:
+            return params
+        return self.xp.where(self._penalised, params * shrink, params)
+
+    def project(self, params):
+        return params
+
+    def new_average(self):
+        return self.xp.zeros(self.params.shape, dtype=self.wide, device=self.device)
+
+    def add_to_average(self, averaged, params, count):
+        return averaged + (self.xp.astype(params, self.wide) - averaged) / count
+
+    def all_finite(self, params):
+        return bool(self.xp.all(self.xp.isfinite(params)))
+
+    def to_host(self, params):
+        return to_numpy(params)
+
+    def finish(self, params):
+        return self.xp.astype(params, self.dtype)
+
+    def compiled_steps(self, update):
+        return None  # the steps run in Python, each one a few device calls
+
+
+def train_dp_lssgd_array_api(X, y, n_outputs, plan, rng, *, verbose=0, epoch_callback=None,
+                             batch_sampler=poisson_batches, noise_source=None,
+                             sample_weight=None):
+    """Run the T steps of DP-LSSGD from zero weights on array API arrays.
+
+    The same algorithm, plan and privacy mechanism as
+    :func:`~sklearn_dplssgd._backends.train_dp_lssgd`; only the arrays differ.
+
+    Parameters
+    ----------
+    X : array of shape (n_samples, d), float32 or float64, of a namespace ``xp``
+        On the device where training runs.
+    y : ndarray of shape (n_samples,)
+        Encoded targets, on the host (moved to the device here).
+    n_outputs : int
+    plan : TrainingPlan
+    rng : numpy.random.Generator
+    verbose, epoch_callback, batch_sampler
+        As :func:`~sklearn_dplssgd._backends.train_dp_lssgd` (``epoch_callback`` gets a NumPy copy).
+    noise_source : callable or None, default=None
+        As :func:`~sklearn_dplssgd._backends.train_dp_lssgd`'s (None: its
+        default, the exact rounded Gaussian). The integer noise is drawn on
+        the host from the fit's generator, draw for draw as the NumPy path
+        draws it, and copied to the device a chunk at a time.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Per-row weights in ``[0, plan.max_sample_weight]``, on the host
+        (validated by the caller).
+
+    Returns
+    -------
+    params : array of shape (n_outputs, d + 1)
+        In the namespace, on the device and in the dtype of ``X``.
+    """
+    backend = ArrayApiTraining(X, y, n_outputs, plan, rng, batch_sampler=batch_sampler,
+                               noise_source=noise_source, sample_weight=sample_weight)
+    return run_training(backend, plan, verbose=verbose, epoch_callback=epoch_callback)

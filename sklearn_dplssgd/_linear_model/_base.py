@@ -1,0 +1,524 @@
+"""Shared base of the DP-LSSGD estimators: parameters, validation, fit glue."""
+
+import math
+import os
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._accounting import (
+    ACCOUNTANTS, NEIGHBORING_RELATIONS, ledger_error, estimator_report, remaining_budget_error,
+    REMAINING_BUDGET,
+)
+from .._backends import (
+    array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
+    as_canonical_csr, backend_for, check_cluster_network, check_finite_rows,
+)
+from .._mechanisms import MECHANISMS, TrainingData, mechanism_named
+from .._training import (
+    AUTO, ORDERED, optimizer_error, random_state_error, warn_about_seed, check_noise_schedule,
+    LEARNING_RATES,
+)
+from .._utils import (
+    Interval, Options, PrivacyLeakWarning, public_row_count, validate_hiding_values,
+    validate_parameters,
+)
+from ._dask_input import dask_arrays, dask_training_rows
+from ._feature_bounds import (
+    check_feature_bounds, check_feature_bounds_form, check_same_feature_map, feature_map,
+)
+from ._weights import row_weights
+
+__all__ = ["BaseDPLSSGD", "DEFAULT_MECHANISM"]
+
+# What a fit releases: noisy gradients at every step (DP-LSSGD), or the
+# weights of a noise-free descent plus noise once (Chen, Lee and Kifer,
+# AISTATS 2019); see mechanisms/
+DEFAULT_MECHANISM = "gradient"
+
+
+def _check_noise_schedule(value):
+    """The ``noise_schedule`` constraint: a message, or None when valid."""
+    try:
+        check_noise_schedule(value)
+    except ValueError as error:
+        return "is invalid: " + str(error)
+    return None
+
+
+class BaseDPLSSGD(BaseEstimator):
+    """Base of the DP-LSSGD estimators (not for direct use)."""
+
+    _parameter_constraints = {
+        "epsilon": [Interval("real", 0, math.inf, closed="right"),
+                    Options(str, (REMAINING_BUDGET,))],
+        "delta": [Interval("real", 0, 1, closed="neither"), Options(str, (AUTO,))],
+        # Beyond about 1e12 the smoothing is already a projection onto the
+        # mean of the coefficients, and past about 1e16 the O(d) solve loses
+        # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
+        "sigma": [Interval("real", 0, 1e12, closed="both"), Options(str, (AUTO, ORDERED))],
+        "clip_norm": [Interval("real", 0, None, closed="neither")],
+        "mechanism": [Options(str, frozenset(MECHANISMS))],
+        "row_norm_bound": [Interval("real", 0, None, closed="neither")],
+        "weight_norm_bound": [Interval("real", 0, None, closed="neither"), None],
+        "max_sample_weight": [Interval("real", 0, None, closed="neither")],
+        "alpha": [Interval("real", 0, None, closed="left")],
+        "fit_intercept": [Options(bool, (True, False))],
+        "feature_bounds": [None, check_feature_bounds_form],
+        "batch_size": [Interval("integral", 1, None), Options(str, (AUTO,))],
+        "max_iter": [Interval("integral", 1, None), Options(str, (AUTO,))],
+        "learning_rate": [Options(str, LEARNING_RATES)],
+        "eta0": [Interval("real", 0, None, closed="neither"), Options(str, (AUTO,))],
+        "power_t": [Interval("real", 0, None, closed="left")],
+        "average": [Options(bool, (True, False)), Interval("integral", 1, None),
+                    Options(str, (AUTO,))],
+        "optimizer": [optimizer_error],
+        "noise_schedule": [_check_noise_schedule],
+        "warm_start": [Options(bool, (True, False))],
+        "accountant": [Options(str, ACCOUNTANTS)],
+        "neighboring": [Options(str, NEIGHBORING_RELATIONS)],
+        "public_n_samples": [Interval("integral", 1, None), None],
+        "random_state": [random_state_error],
+        "reproducible": [Options(bool, (True, False))],
+        "ledger": [ledger_error],
+        "n_jobs": [Interval("integral", None, None), None],
+        "verbose": [Interval("integral", 0, None)],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # What the mechanism trains on (an invalid name, which fit refuses,
+        # answers as the default mechanism): CSR, where only the per-sample
+        # gradients use the sparsity; array API arrays under
+        # array_api_dispatch, trained on their device.
+        mechanism = MECHANISMS.get(self.mechanism, MECHANISMS[DEFAULT_MECHANISM])
+        # Declared feature_bounds map dense NumPy rows only (see _feature_bounds).
+        declared = self.feature_bounds is not None
+        tags.input_tags.sparse = mechanism.accepts_sparse and not declared
+        tags.array_api_support = mechanism.accepts_array_api and not declared
+        # Every fit draws fresh noise whatever random_state is, unless
+        # reproducible=True (which is not private).
+        tags.non_deterministic = not self.reproducible
+        return tags
+
+    def _validate_hyperparameters(self):
+        validate_parameters(self)
+        for name in ("sigma", "clip_norm", "max_sample_weight", "eta0", "alpha",
+                     "row_norm_bound", "weight_norm_bound"):
+            if getattr(self, name) not in (AUTO, ORDERED, None) and not math.isfinite(
+                    getattr(self, name)):
+                raise ValueError(
+                    f"The {name!r} parameter of {type(self).__name__} must be finite; "
+                    f"got {getattr(self, name)!r}."
+                )
+        if not math.isfinite(self.max_sample_weight * self.clip_norm):
+            raise ValueError(
+                "max_sample_weight * clip_norm (the sensitivity the noise is "
+                "calibrated to) must be finite; use smaller values."
+            )
+        if self.eta0 != AUTO and self.eta0 * self.alpha >= 2.0:
+            # The weight decay factor 1 - eta * alpha would have modulus >= 1:
+            # the iteration diverges whatever the data.
+            raise ValueError(
+                f"eta0 * alpha = {self.eta0 * self.alpha:g} must be below 2, or the "
+                "L2 penalty makes the iteration diverge: use a smaller learning rate "
+                "(eta0) or a smaller alpha."
+            )
+        if self.n_jobs == 0:
+            raise ValueError(
+                "The 'n_jobs' parameter must not be 0 (use None, -1 or a positive int)."
+            )
+        if self.epsilon == REMAINING_BUDGET:
+            self._check_remaining_budget()
+        check_feature_bounds(self)
+        self._release_mechanism().check_settings(self)
+
+    def _check_remaining_budget(self):
+        """``epsilon="remaining"`` needs a capped ledger and a mechanism that can spend it."""
+        problem = remaining_budget_error(self.ledger)
+        if problem is not None:
+            raise ValueError(f"The 'epsilon' parameter of {type(self).__name__}: {problem}")
+        if not self._release_mechanism().spends_remaining_budget:
+            raise ValueError(
+                f"epsilon='remaining' is available with mechanism='gradient' only; "
+                f"mechanism={self.mechanism!r} needs a number (use "
+                "ledger.max_epsilon - ledger.epsilon() as a conservative one).")
+
+    def _spends_privacy(self):
+        """Whether the fit is meant to be private (finite epsilon, or the ledger's remainder)."""
+        return self.epsilon == REMAINING_BUDGET or math.isfinite(self.epsilon)
+
+    def _accounted_n_samples(self, n_samples):
+        """The row count that sets q and T: public by the chosen adjacency.
+
+        Under replace-one adjacency neighbouring data sets have the same
+        number of rows, so the actual count is public. Under add/remove it is
+        not (with n = batch_size and n = batch_size + 1 the sample rate, the
+        number of steps and the noise would all differ, and the fitted model
+        would tell the two apart), so a declared ``public_n_samples`` is
+        required.
+        """
+        if self.public_n_samples is not None:
+            declared = int(self.public_n_samples)
+            if not 0.5 <= n_samples / declared <= 2.0:
+                # For the person holding the data only: nothing is stored.
+                warnings.warn(
+                    "public_n_samples is more than a factor 2 away from the number "
+                    "of rows: each step samples q * n_samples rows, not batch_size, "
+                    "so the effective step size changes by that factor. Declare a "
+                    "count closer to the real one.",
+                    UserWarning,
+                )
+            return declared
+        if self.neighboring == "add_remove" and self._spends_privacy():
+            raise ValueError(
+                "neighboring='add_remove' makes the number of rows private: the "
+                "sample rate and the number of steps cannot be computed from it. "
+                "Declare a public row count with public_n_samples=..., or use "
+                "neighboring='replace_one' (the default)."
+            )
+        return n_samples
+
+    def _warn_about_workflow(self):
+        """Warnings about how this fit is used."""
+        warn_about_seed(self.random_state, self.reproducible)
+
+    def _n_threads(self):
+        if self.n_jobs is None:
+            return 1
+        n_cores = os.cpu_count() or 1
+        return n_cores if self.n_jobs < 0 else min(self.n_jobs, n_cores)
+
+    # Subclasses set these: whether y must be numeric, how targets are
+    # encoded for the kernels (``_encode_targets(y) -> (y float64, K)``; it
+    # also sets ``classes_`` for classifiers) and the loss threshold.
+    _y_numeric = True
+    # What sigma="auto" smooths ordered input with (see _feature_layout), by
+    # its number of features: (min_features, sigma) pairs (see
+    # _defaults.resolve_sigma).
+    _auto_sigma_levels = ((1, 1.0),)
+    # The sigma the regressor's eta0="auto" was measured with (diabetes,
+    # smoothed with 1): a fit smoothed otherwise keeps the noise that
+    # reaches its weights (_defaults.smoothed_noise_share). None: no
+    # adjustment (the classifier's rule was measured per width level).
+    _step_reference_sigma = 1.0
+
+    def _average_tail(self, n_features):
+        """The share of the steps ``average="auto"`` and ``True`` average.
+
+        A half (see :func:`~sklearn_dplssgd._training.resolve_average_start`): the
+        regressor's curved loss lets its weights settle around the optimum,
+        where a long tail averages the noise away. From public quantities
+        only (the classifier's follows the width of X).
+        """
+        return 0.5
+
+    def _encode_targets(self, y):
+        raise NotImplementedError
+
+    def _plan_prior_release(self, delta, n_accounted, composable):
+        """The event of a release made before the steps, or None (see the regressor).
+
+        Called while the mechanism plans a fresh release (not a continued
+        series), from public quantities only; ``composable`` says whether the
+        mechanism can compose such a release with its steps.
+        """
+        return None
+
+    def _declared_labels(self, classes=None):
+        """The declared label set (a classifier's), or None: read before any row."""
+        return None
+
+    def _row_weights(self, sample_weight, y):
+        """Each row's validated weight (see :func:`._weights.row_weights`), or None."""
+        return row_weights(sample_weight, len(y), float(self.max_sample_weight))
+
+    def _initial_params(self, coef, intercept, n_outputs, n_features):
+        """``[coef, intercept]`` as one ``(n_outputs, n_features + 1)`` float64 array.
+
+        ``coef`` may be 1-d for a single output; ``intercept`` a scalar or
+        None (zeros).
+        """
+        try:
+            coef = np.zeros((n_outputs, n_features)) if coef is None else np.array(
+                coef, dtype=np.float64)
+            intercept = np.zeros(n_outputs) if intercept is None else np.array(
+                intercept, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise TypeError("coef_init and intercept_init must be arrays of numbers.") from None
+        if coef.shape != (n_outputs, n_features) and not (
+                n_outputs == 1 and coef.shape == (n_features,)):
+            raise ValueError(
+                f"coef_init has shape {coef.shape}; this model's coefficients have shape "
+                f"{(n_outputs, n_features)}."
+            )
+        coef = coef.reshape(n_outputs, n_features)
+        if intercept.shape != (n_outputs,):
+            raise ValueError(
+                f"intercept_init has {intercept.size} values; this model has {n_outputs}."
+            )
+        params = np.column_stack([coef, intercept])
+        if not np.isfinite(params).all():
+            raise ValueError("coef_init and intercept_init must be finite.")
+        return params
+
+    def _to_training_scale(self, params):
+        """Model parameters in the scale training uses (subclasses may rescale).
+
+        With ``feature_bounds``, training sees the mapped rows (see
+        :mod:`._feature_bounds`): weights given in the rows' own units (a
+        warm start's ``coef_``, ``coef_init``) are mapped too.
+        """
+        mapping = feature_map(self, n_features=params.shape[1] - 1)
+        return params if mapping is None else mapping.to_mapped(params)
+
+    def _start_params(self, series, coef_init, intercept_init, n_outputs, n_features):
+        """Where training starts: the series' weights, the user's, or None (zeros)."""
+        if series is not None:
+            return series.params
+        if coef_init is None and intercept_init is None:
+            return None
+        if intercept_init is not None and not self.fit_intercept:
+            raise ValueError("intercept_init is only used with fit_intercept=True.")
+        params = self._to_training_scale(
+            self._initial_params(coef_init, intercept_init, n_outputs, n_features))
+        if not self.fit_intercept:
+            params[:, -1] = 0.0  # the kernels' invariant: no intercept, a zero column
+        return params
+
+    def _fit(self, X, y, sample_weight=None, *, partial=False, classes=None, coef_init=None,
+             intercept_init=None, disjoint_batches=False):
+        """Validate, ask the mechanism to release, and set the common attributes.
+
+        Parameters
+        ----------
+        X, y : array-like
+            Training data as given by the user (never modified).
+        sample_weight : array-like of shape (n_samples,), number or None
+            Per-row weights in ``[0, max_sample_weight]`` (never modified).
+        partial : bool, default=False
+            A ``partial_fit`` call: one epoch, continuing the fitted series.
+        classes : array-like or None, default=None
+            The label set of a ``partial_fit`` call (classifier only).
+        coef_init, intercept_init : array-like or None, default=None
+            A public starting point (``fit`` only).
+        disjoint_batches : bool, default=False
+            The user's promise that this ``partial_fit`` call's rows were in
+            no earlier release of the series.
+
+        Returns
+        -------
+        params : ndarray of shape (n_outputs, n_features + 1)
+        """
+        self._validate_hyperparameters()
+        if not isinstance(disjoint_batches, (bool, np.bool_)):
+            raise TypeError(
+                f"disjoint_batches must be True or False; got {disjoint_batches!r}.")
+        mechanism = self._release_mechanism()
+        # A Dask array or DataFrame trains where its partitions are (see
+        # _dask_input): its shape and dtype are read from metadata only.
+        backend = backend_for(X)
+        distributed = backend.rows_are_remote
+        # The network a Dask fit's secrets cross (None: none, see check_cluster_network).
+        network = None
+        if distributed:
+            if not mechanism.accepts_dask:
+                raise TypeError(
+                    f"mechanism={self.mechanism!r} trains on NumPy arrays only; use "
+                    "mechanism='gradient' for Dask arrays, or compute X first.")
+            # A cluster whose traffic others could read is refused before the charge.
+            network = check_cluster_network()
+            X, y, sample_weight, feature_names = dask_arrays(X, y, sample_weight)
+        # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
+        # device (see _array_api); everything else takes the NumPy path.
+        namespace = backend.namespace
+        # Declared feature bounds: checked against X's format and public
+        # width before the ledger is charged.
+        feature_map(self, X, namespace=namespace)
+        continued = partial or coef_init is not None or intercept_init is not None or (
+            self.warm_start and "dp_events_" in self.__dict__)
+        mechanism.check_release(self, X, namespace=namespace, sparse=sp.issparse(X),
+                                continued=continued)
+        if namespace is not None and sample_weight is not None:
+            # Weights are validated on the host, whatever their namespace.
+            sample_weight = to_numpy(without_autograd(sample_weight))
+        series = mechanism.continued_series(self, partial, coef_init, intercept_init)
+        if series is not None and "_feature_map" in self.__dict__:
+            check_same_feature_map(self._feature_map, feature_map(
+                self, n_features=self.n_features_in_))
+        # The mechanism depends on public quantities only (the row count is
+        # public under the adjacency in force), so it is fixed, and charged
+        # to the ledger, before any row is read where the mechanism can.
+        n_rows = public_row_count(X)
+        plan = mechanism.plan_before_reading(self, n_rows, series, partial)
+        # Under add/remove with a public row count, the empty data set is a
+        # neighbour of every one-row data set: it trains (noise only) rather
+        # than raising, or one row would decide whether a model is released.
+        min_rows = 0 if mechanism.row_count_is_private(self) else 1
+        # Validation errors name the problem, never a value (values are private).
+        if distributed:
+            y_encoded, n_outputs, weights = dask_training_rows(
+                self, X, y, sample_weight, classes, series is None, feature_names)
+        elif namespace is None:
+            X, y = validate_hiding_values(
+                {"X": X, "y": y},
+                validate_data,
+                self,
+                X,
+                y,
+                # Other sparse formats are converted to CSR once, here.
+                accept_sparse="csr",
+                dtype=[np.float64, np.float32],
+                order="C",
+                y_numeric=self._y_numeric,
+                reset=series is None,
+                ensure_min_samples=min_rows,
+                # Checked below, on the fit's threads: one pass over every row.
+                ensure_all_finite=False,
+            )
+            validate_hiding_values({"X": X}, check_finite_rows, X, self._n_threads(),
+                                   type(self).__name__)
+        else:
+            # The targets are encoded on the host (labels, bounds), whatever
+            # their namespace; X keeps its namespace, device and float dtype.
+            xp = namespace[0]
+            X, y = validate_hiding_values(
+                {"X": X, "y": y}, validate_data, self, without_autograd(X),
+                to_numpy(without_autograd(y)), accept_sparse=False,
+                dtype=[xp.float64, xp.float32], y_numeric=self._y_numeric,
+                ensure_min_samples=min_rows)
+        if sp.issparse(X):
+            # Duplicate entries summed into a copy: the clip's row norms are
+            # taken over stored entries (see _sparse).
+            X = as_canonical_csr(X)
+        mapping = feature_map(self, n_features=X.shape[1])
+        if mapping is not None:
+            # Training sees [-1, 1]; fold back below.
+            X = X.map_blocks(mapping.rows, dtype=X.dtype) if distributed else mapping.rows(X)
+        self.sigma_ = mechanism.smoothing(self, X.shape[1], sp.issparse(X))
+        self.sigma_reason_ = mechanism.smoothing_reason(self, X.shape[1], sp.issparse(X))
+        if not distributed:
+            y_encoded, n_outputs = self._encode_targets(y, classes)
+        if series is not None and series.classes is not None and not np.array_equal(
+                series.classes, self.classes_):
+            self.classes_ = series.classes
+            raise ValueError(
+                "This release's label set differs from the fitted classes_: a warm start "
+                "continues the same model. Declare classes=..., or fit from scratch "
+                "(warm_start=False)."
+            )
+        if not distributed:
+            weights = validate_hiding_values(
+                {"sample_weight": sample_weight}, self._row_weights, sample_weight, y)
+        data = TrainingData(X, y, y_encoded, n_outputs, weights, namespace,
+                            coef_init=coef_init, intercept_init=intercept_init)
+        params, record = mechanism.release(self, data, plan, series, partial,
+                                           bool(disjoint_batches))
+        for name, value in record.fitted_attributes().items():
+            setattr(self, name, value)
+        # The map the series continues in (a later call must use the same).
+        self._feature_map = mapping
+        # The network a Dask fit crossed, for the report: a series keeps the
+        # weakest assumption any of its releases made.
+        earlier = self.__dict__.get("_cluster_network") if series is not None else None
+        self._cluster_network = network if earlier is None or network == "declared" else earlier
+        # Post-processing of the release: the weights in the rows' own units.
+        return params if mapping is None else mapping.to_original(params)
+
+    def _release_mechanism(self):
+        """The mechanism object ``self.mechanism`` names (see :mod:`sklearn_dplssgd._mechanisms`)."""
+        return mechanism_named(self.mechanism)
+
+    def _warn_before_training(self, delta, n_samples):
+        """The warnings every mechanism gives once its plan is fixed."""
+        if self._spends_privacy() and delta * max(n_samples, 1) >= 1.0:
+            # No per-fit number in the text: the same message for every fold
+            # of a search.
+            warnings.warn(
+                "delta is not below 1/n_samples (n_samples: the number of training "
+                "rows): a mechanism that publishes a random row with probability "
+                "delta meets such a guarantee. Use a smaller delta, or delta='auto' "
+                "(min(1e-5, 1 / (10 n))).",
+                PrivacyLeakWarning,
+            )
+        self._warn_about_workflow()
+
+    def _can_stream(self):
+        """Whether ``partial_fit`` exists: where the mechanism can continue a release.
+
+        Output perturbation's sensitivity bound is for one descent from zero
+        weights to the release, over all the rows; a series of them would
+        need its own accounting.
+        """
+        mechanism = MECHANISMS.get(self.mechanism)
+        if mechanism is not None and not mechanism.supports_partial_fit:
+            raise AttributeError(mechanism.partial_fit_refusal)
+        return True
+
+    def privacy_report(self):
+        """What this fitted model's privacy guarantee means, in plain words.
+
+        The unit protected, the epsilon and delta spent and what they mean,
+        what was treated as public, the noise used, and what the guarantee
+        does not cover. Built from the fitted attributes, and the
+        ``mechanism`` parameter for whether the release was integers with
+        exactly sampled noise.
+
+        Returns
+        -------
+        report : str
+        """
+        check_is_fitted(self)
+        return estimator_report(
+            self, releases_integers=self._release_mechanism().releases_integers)
+
+    def _on_rows(self, method, X):
+        """The in-memory prediction ``method`` applied to ``X`` where its rows are.
+
+        The input's backend (:func:`~sklearn_dplssgd._backends.backend_for`)
+        calls it here on rows held here, and blockwise on the workers for a
+        Dask collection, whose result is then a lazy Dask array.
+        """
+        return backend_for(X).predict_rows(self, method, X)
+
+    def _score_on_rows(self, score, metric, X, y, sample_weight):
+        """``score(X, y, sample_weight)`` (in memory) where the rows are: one float."""
+        return backend_for(X).score_rows(score, metric, self, X, y, sample_weight)
+
+    def _decision_values(self, X, method="predict"):
+        """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X.
+
+        ``method`` names the public method asking, for the error raised when
+        X's array namespace or device differs from the fitted weights'.
+        """
+        check_is_fitted(self)
+        check_fitted_namespace(self, X, method)
+        namespace = array_api_namespace(X)
+        if namespace is not None:
+            X = validate_hiding_values(
+                {"X": X}, validate_data, self, X, accept_sparse=False,
+                dtype=[namespace[0].float64, namespace[0].float32], reset=False)
+            return decision_values(namespace[0], X, self.coef_, self.intercept_)
+        X = validate_hiding_values(
+            {"X": X}, validate_data, self, X, accept_sparse=("csr", "csc"),
+            dtype=[np.float64, np.float32], reset=False,
+        )
+        coef = np.atleast_2d(self.coef_)
+        with np.errstate(over="ignore", invalid="ignore"):
+            margins = X @ coef.T.astype(X.dtype, copy=False) + self.intercept_.astype(
+                X.dtype, copy=False)
+        overflowed = ~np.isfinite(margins).all(axis=1)
+        if overflowed.any():
+            # float32 rows whose margins overflow (training handles them in
+            # float64 too): recompute in float64, saturate at the dtype's range.
+            # Rows near float64's own range may overflow here too: saturated
+            # below, so the warning would only alarm.
+            with np.errstate(over="ignore", invalid="ignore"):
+                exact = X[overflowed].astype(np.float64) @ coef.T.astype(np.float64) + (
+                    self.intercept_.astype(np.float64))
+            limit = np.finfo(X.dtype).max
+            margins[overflowed] = np.clip(exact, -limit, limit)
+        return margins

@@ -1,0 +1,288 @@
+"""The interface every release mechanism of the estimators answers.
+
+A mechanism is what a fit publishes and how: DP-LSSGD's noisy gradient steps
+(:class:`~._gradient.GradientPerturbationMechanism`), or the weights of a
+noise-free descent plus noise once (:class:`~._output.OutputPerturbationMechanism`).
+The estimators, the audit and the search ask the mechanism object; none of
+them compares its name. In the order of a fit:
+
+1. :meth:`ReleaseMechanism.check_settings`: the estimator's hyperparameters
+   against what the mechanism can honour, before any row is read;
+2. :meth:`ReleaseMechanism.check_release`: the input's public form (its array
+   namespace, sparse or dense) and whether the fit continues an earlier one;
+3. :meth:`ReleaseMechanism.plan_before_reading`: the release fixed from
+   public quantities (its ``dp_event``) and charged to the ledger, where the
+   mechanism can do so before the rows are validated;
+4. :meth:`ReleaseMechanism.release`: train and add the noise, and report
+   what was released as a :class:`ReleaseRecord` the estimator stores;
+5. :meth:`ReleaseMechanism.claimed_epsilon`: for the audit, the epsilon a
+   private fit of the same configuration states, from a fitted model's
+   public attributes.
+
+Adding a mechanism is a subclass in its own module, registered in
+:data:`sklearn_dplssgd._mechanisms.MECHANISMS`.
+"""
+
+import dataclasses
+import math
+import typing
+
+from .._accounting import event_epsilon
+
+__all__ = ["Mechanism", "NoiseAdded", "ReleaseMechanism", "ReleaseRecord", "TrainingData"]
+
+
+class TrainingData(typing.NamedTuple):
+    """The validated rows of a fit, as the mechanism receives them.
+
+    ``X`` is validated (NumPy, CSR or an array API array), ``y`` the
+    validated targets as given, ``y_encoded`` the kernels' float64 encoding
+    of them for ``n_outputs`` outputs, ``weights`` each row's validated
+    weight (None for unweighted), ``namespace`` X's array API namespace and
+    device (None for NumPy and SciPy input), ``coef_init`` and
+    ``intercept_init`` a public starting point given to ``fit`` (or None).
+    """
+
+    X: typing.Any
+    y: typing.Any
+    y_encoded: typing.Any
+    n_outputs: int
+    weights: typing.Any
+    namespace: typing.Any
+    coef_init: typing.Any = None
+    intercept_init: typing.Any = None
+
+
+class NoiseAdded(typing.NamedTuple):
+    """What a gradient release's steps add, in figures a reader can check.
+
+    Made by the release's mechanism (``noise_added()``) from its public
+    fields, kept on the fitted estimator and stated by ``privacy_report()``.
+    Figures not in lattice units are on the scale of a step's sum of clipped,
+    weighted gradients (the training scale, before any feature or target map is undone).
+
+    ``law`` is ``"rounded Gaussian"`` (sampled exactly on the integer
+    lattice; ``"Gaussian"``, sampled in floating point, in models fitted by
+    earlier versions); ``bound`` the norm one row's contribution to a step's
+    sum is held to; ``stds`` the noise's standard deviation on each
+    coordinate (the scale ``s`` times ``grid_step``), one per block of the
+    noise schedule; ``grid_step`` the lattice step gamma, ``grid_scale`` the
+    first block's ``s`` and ``lattice_sensitivity`` the widened sensitivity
+    on the lattice, both in lattice units (:mod:`~sklearn_dplssgd._training._lattice`).
+    Output perturbation's one release fills the same fields for its weights:
+    ``clip_norm`` is the rows' norm bound, ``bound`` the rounded weights'
+    sensitivity, ``stds`` the noise's and ``grid_step`` the weights' lattice
+    step ``2**-grid_bits``.
+    """
+
+    law: str
+    clip_norm: float
+    max_sample_weight: float
+    bound: float
+    stds: tuple
+    grid_step: typing.Optional[float] = None
+    grid_bits: typing.Optional[int] = None
+    grid_scale: typing.Optional[float] = None
+    lattice_sensitivity: typing.Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseRecord:
+    """What a release reports; each field is stored as ``<field>_`` on the estimator.
+
+    See the estimators' "Attributes" section for each field's meaning.
+    """
+
+    n_iter: int
+    batch_size: int
+    eta0: float
+    average_start: typing.Optional[int]
+    n_steps: int
+    noise_multiplier: float
+    noise_multipliers: typing.Any
+    sample_rate: float
+    epsilon: float
+    dp_events: list
+    disjoint_batches: list
+    dp_event: typing.Any
+    t: int
+    delta: float
+    neighboring: str
+    output_sensitivity: typing.Optional[float]
+    # The series average's state (see :mod:`~sklearn_dplssgd._training._streaming`), stored under
+    # private names: the iterate the next partial_fit call continues from
+    # (None: it continues from the published weights) and the average's weight.
+    series_trajectory: typing.Any = None
+    series_weight: float = 0.0
+    # The last release's NoiseAdded (output perturbation's states its
+    # lattice; None for its noise-free fits), kept under a private name for
+    # privacy_report().
+    noise_added: typing.Optional[NoiseAdded] = None
+
+    def fitted_attributes(self):
+        """``{"<field>_": value}`` for every public field; the series state and the noise's figures.
+
+        Every release sets the series state, so that a release that does
+        not average (a ``fit``, an explicit ``average``) ends the average.
+        """
+        private = {"series_trajectory": "_series_trajectory",
+                   "series_weight": "_series_weight", "noise_added": "_noise_added"}
+        return {private.get(field.name, f"{field.name}_"): getattr(self, field.name)
+                for field in dataclasses.fields(self)}
+
+
+class ReleaseMechanism:
+    """Base of the mechanisms; the defaults are gradient perturbation's answers.
+
+    Attributes
+    ----------
+    name : str
+        The value of the estimators' ``mechanism`` parameter that selects it.
+    accepts_sparse : bool
+        Whether it trains on CSR input.
+    accepts_array_api : bool
+        Whether it trains on array API arrays (PyTorch, CuPy, ...) on their
+        device.
+    accepts_dask : bool
+        Whether it trains on a Dask array where its partitions are
+        (:class:`~sklearn_dplssgd._backends.DaskTraining`).
+    supports_partial_fit : bool
+        Whether a release can continue an earlier one (``partial_fit``,
+        ``warm_start``); when False, :attr:`partial_fit_refusal` says why.
+    perturbs_weights : bool
+        Whether its noise is added to the released weights directly (no
+        smoothing between the noise and the weights), which the canary audit
+        reads the weights for.
+    searchable : bool
+        Whether :class:`~sklearn_dplssgd.DPRandomizedSearch` can calibrate
+        its trials jointly.
+    releases_integers : bool
+        Whether its noisy values are integers times a public grid step, whose
+        law involves no floating-point arithmetic: the claim that
+        :func:`~sklearn_dplssgd.audit.check_float_channel` audits.
+    spends_remaining_budget : bool
+        Whether it can calibrate its noise to what remains of a ledger's
+        budget (the estimators' ``epsilon="remaining"``).
+    composes_prior_release : bool
+        Whether its event composes a release made on the rows before
+        training (the regressor's target range learned with
+        ``target_bounds=None``).
+    """
+
+    name = None
+    accepts_sparse = True
+    accepts_array_api = True
+    accepts_dask = True
+    supports_partial_fit = True
+    partial_fit_refusal = ""
+    perturbs_weights = False
+    searchable = False
+    spends_remaining_budget = False
+    releases_integers = False
+    # Whether its event can compose a release made before training (the
+    # regressor's learned target range): see GradientPerturbation.prior_event.
+    composes_prior_release = False
+
+    def noise_free_contribution_bound(self, n_coordinates):
+        """The largest norm one row may add to a noise-free step, over ``w_max C``.
+
+        What the mechanism's sensitivity argument allows a row's contribution
+        to a step of an ``epsilon=inf`` fit over ``n_coordinates``
+        coordinates, relative to ``max_sample_weight * clip_norm``: the clip
+        alone (a noise-free step is not rounded).
+        :func:`~sklearn_dplssgd.audit.check_clipping` holds the stored
+        weights to it.
+        """
+        return 1.0
+
+    def check_settings(self, estimator):
+        """Refuse, before any row is read, settings the mechanism cannot honour."""
+
+    def check_release(self, estimator, X, *, namespace, sparse, continued):
+        """Refuse, before any row is read, an input form or a continuation it cannot train.
+
+        Parameters
+        ----------
+        estimator : BaseDPLSSGD
+        X : array-like
+            The input as given (only its type is read).
+        namespace : tuple or None
+            X's array API namespace and device, None for NumPy and SciPy input.
+        sparse : bool
+            Whether X is a SciPy sparse matrix or array (its format is public).
+        continued : bool
+            Whether the fit continues a fitted model or starts from given
+            weights (``partial_fit``, ``warm_start``, ``coef_init``).
+        """
+
+    def continued_series(self, estimator, partial, coef_init, intercept_init):
+        """The :class:`~sklearn_dplssgd._training.Series` this release continues, or None."""
+        return None
+
+    def row_count_is_private(self, estimator):
+        """Whether neighbouring data sets may differ in their number of rows."""
+        return False
+
+    def plan_before_reading(self, estimator, n_rows, series, partial):
+        """The release planned from the public row count, or None to plan in :meth:`release`."""
+        return None
+
+    def smoothing(self, estimator, n_features, sparse):
+        """The Laplacian smoothing strength ``sigma_`` of the fit."""
+        return 0.0
+
+    def smoothing_reason(self, estimator, n_features, sparse):
+        """Why :meth:`smoothing` gives what it gives, in a phrase (``sigma_reason_``)."""
+        return "no smoothing: the noise is added to the trained weights, not to the steps"
+
+    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
+        """Train on ``data``, add the noise, and report.
+
+        Parameters
+        ----------
+        estimator : BaseDPLSSGD
+        data : TrainingData
+        plan : object or None
+            What :meth:`plan_before_reading` returned.
+        series : Series or None
+            What :meth:`continued_series` returned.
+        partial : bool
+            A ``partial_fit`` call.
+        disjoint_batches : bool, default=False
+            The user's promise that this release's rows were in no earlier
+            release of ``series``.
+
+        Returns
+        -------
+        params : ndarray of shape (n_outputs, n_features + 1)
+            The released weights, in the scale training uses.
+        record : ReleaseRecord
+        """
+        raise NotImplementedError
+
+    def claimed_epsilon(self, estimator, model, n_rows):
+        """The epsilon a private fit of ``estimator``'s configuration states.
+
+        Recomputed from the fitted ``model``'s public attributes (its noise,
+        steps, sensitivity), for the audit, whose own fits are seeded and
+        report ``epsilon_ = inf``.
+        """
+        raise NotImplementedError
+
+
+class Mechanism:
+    """What every mechanism derives from its ``private`` and ``dp_event()``.
+
+    Subclasses are frozen dataclasses with a ``seeded`` field and a
+    ``neighboring`` attribute.
+    """
+
+    def epsilon(self, delta):
+        """Epsilon of the release at ``delta`` (``inf`` when not private)."""
+        if not self.private:
+            return math.inf
+        return event_epsilon(self.dp_event(), delta, self.neighboring)
+
+    def seeded_copy(self):
+        """The same mechanism run with a seed that travels with the model."""
+        return dataclasses.replace(self, seeded=True)

@@ -1,0 +1,227 @@
+"""Output perturbation: a noise-free descent, then noise on the weights once.
+
+Chen, Lee and Kifer, AISTATS 2019, Proposition 2: constant-step gradient descent over a fixed random
+partition into batches, on a smooth and strongly convex objective with
+bounded per-sample gradients, has a bounded replace-one sensitivity of its
+last iterate; the release rounds it onto a public lattice and adds exactly
+sampled integer noise scaled to it (:mod:`._lattice`). The arithmetic
+(constants, step, sensitivity, calibration, descent) lives in
+:mod:`._accounting` and :mod:`._descent`; this module is the estimators'
+side: what settings it refuses, and what a fit reports.
+"""
+
+import math
+
+import numpy as np
+
+from ..._training import (
+    AUTO, resolve_delta, LOSSES, SMOOTH_LOSSES, SGD, check_optimizer, make_generator,
+    is_constant_schedule,
+)
+from .._release import NoiseAdded, ReleaseMechanism, ReleaseRecord
+from ._accounting import OutputPerturbation, default_passes, plan_output_perturbation
+from ._descent import release_output_perturbation
+from ._lattice import plan_on_lattice
+
+__all__ = ["OutputPerturbationMechanism"]
+
+# The settings output perturbation's sensitivity bound needs, and why.
+_FIXED_SETTINGS = {
+    "learning_rate": ("constant", "the sensitivity bound needs a constant step"),
+}
+
+
+class OutputPerturbationMechanism(ReleaseMechanism):
+    """``mechanism="output"``: output perturbation, replace-one only.
+
+    Chen, Lee and Kifer, "Renyi differentially private ERM for smooth
+    objectives", AISTATS 2019.
+    """
+
+    name = "output"
+    # Its descent takes dense NumPy rows.
+    accepts_sparse = False
+    accepts_array_api = False
+    accepts_dask = False
+    supports_partial_fit = False
+    partial_fit_refusal = (
+        "partial_fit is not available with mechanism='output': the mechanism "
+        "releases one noise-free descent over all the rows, plus noise. Use "
+        "mechanism='gradient' for streaming.")
+    perturbs_weights = True
+    # A private fit releases gamma times integers with exactly sampled noise.
+    releases_integers = True
+
+    def check_settings(self, estimator):
+        """Refuse, before any row is read, what output perturbation cannot honour.
+
+        Proposition 2 of Chen, Lee and Kifer, AISTATS 2019 bounds the
+        sensitivity of the last iterate
+        of constant-step gradient descent on a smooth, strongly convex
+        objective, for replace-one neighbours; a setting outside that (or one
+        that would silently do nothing) is an error naming it.
+        """
+        name = type(estimator).__name__
+        loss = estimator.loss
+        if loss not in SMOOTH_LOSSES:
+            raise ValueError(
+                f"mechanism='output' needs a smooth loss ({', '.join(SMOOTH_LOSSES)}); "
+                f"loss={loss!r} is not smooth (its derivative jumps), so its "
+                "gradient steps do not contract and no sensitivity bound holds. Use "
+                "mechanism='gradient' for it.")
+        if not estimator.alpha > 0:
+            raise ValueError(
+                "mechanism='output' needs alpha > 0: the L2 penalty is the strong "
+                "convexity that makes the final weights depend boundedly on one row "
+                "(the sensitivity is about 2 R / (n alpha)).")
+        if estimator.neighboring != "replace_one":
+            raise ValueError(
+                "mechanism='output' is proven for neighboring='replace_one' only (Chen, "
+                "Lee and Kifer, AISTATS 2019, Proposition 2): it cannot claim add/remove "
+                "adjacency.")
+        if estimator.public_n_samples is not None:
+            raise ValueError(
+                "public_n_samples is not used by mechanism='output': its sensitivity "
+                "is computed from the actual row count, public under replace-one "
+                "adjacency. Leave it None.")
+        if estimator.accountant != "pld":
+            raise ValueError(
+                f"mechanism='output' is one Gaussian mechanism, calibrated with the "
+                f"PLD accountant; accountant={estimator.accountant!r} does not apply to it.")
+        for setting, (required, why) in _FIXED_SETTINGS.items():
+            value = getattr(estimator, setting)
+            if not (isinstance(value, str) and value == required):
+                raise ValueError(
+                    f"mechanism='output' needs {setting}={required!r} ({why}); got "
+                    f"{setting}={value!r}.")
+        # The contraction argument is about the plain gradient step itself.
+        if not isinstance(check_optimizer(estimator.optimizer), SGD):
+            raise ValueError(
+                "mechanism='output' needs optimizer='sgd' (the contraction argument is for "
+                f"plain gradient steps); got optimizer={estimator.optimizer!r}.")
+        if not is_constant_schedule(estimator.noise_schedule):
+            raise ValueError(
+                "mechanism='output' needs noise_schedule='constant' (the noise is added "
+                f"once, at the end); got noise_schedule={estimator.noise_schedule!r}.")
+        if estimator.average not in (False, AUTO):
+            raise ValueError(
+                "mechanism='output' releases the last iterate (the one whose sensitivity "
+                f"is bounded): use average=False or 'auto'; got average={estimator.average!r}.")
+        definition = LOSSES[loss]
+        needs_targets = definition.needs_weight_bound and definition.task == "regression"
+        if definition.needs_weight_bound and (
+                estimator.weight_norm_bound is None
+                or (needs_targets and getattr(estimator, "target_bounds", None) is None)):
+            raise ValueError(
+                f"{name}(loss={loss!r}, mechanism='output') needs "
+                "weight_norm_bound (the public radius the weights are projected onto)"
+                + (" and target_bounds=(low, high)" if needs_targets else "")
+                + ": otherwise the loss's gradient, hence the sensitivity, is "
+                "unbounded." + (" Or use loss='huber'." if needs_targets else ""))
+        if not definition.needs_weight_bound and estimator.weight_norm_bound is not None:
+            raise ValueError(
+                f"weight_norm_bound is only used with mechanism='output' by a loss whose "
+                f"gradient grows with the margin; loss={loss!r} has bounded gradients: "
+                "leave it None.")
+
+    def check_release(self, estimator, X, *, namespace, sparse, continued):
+        if namespace is not None:
+            raise ValueError(
+                "mechanism='output' trains on NumPy arrays only; array API inputs "
+                f"({type(X).__module__.split('.')[0]} arrays) are supported with "
+                "mechanism='gradient'. Pass NumPy arrays, or use mechanism='gradient'.")
+        if continued:
+            raise ValueError(
+                "mechanism='output' starts its descent from zero weights (its "
+                "sensitivity bound is for that start): coef_init, intercept_init and "
+                "warm_start=True are not available with it.")
+        if sparse:
+            # The format is public: refused before anything is released.
+            raise TypeError(
+                "mechanism='output' needs dense X; sparse X is trained by gradient "
+                "perturbation (mechanism='gradient'), which uses the sparsity.")
+
+    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
+        """Plan, charge the ledger, descend, add noise once.
+
+        Everything the plan depends on is public: the row count (public under
+        replace-one, the only adjacency allowed), the number of outputs, the
+        loss and its bounds, ``alpha``, the step and the batch size. (Its
+        constants depend on the number of outputs, so it is planned here,
+        still before training.)
+        """
+        n_samples = data.X.shape[0]
+        delta = resolve_delta(estimator.delta, n_samples)
+        loss = LOSSES[estimator.loss]
+        bounded = loss.needs_weight_bound
+        batch_size = estimator.batch_size
+        plan = plan_output_perturbation(
+            estimator.epsilon, delta, n_samples=n_samples, loss=estimator.loss,
+            n_outputs=data.n_outputs, fit_intercept=bool(estimator.fit_intercept),
+            alpha=float(estimator.alpha), row_norm_bound=float(estimator.row_norm_bound),
+            # Every batch has exactly b <= n rows (Lemma 2 of Chen, Lee and Kifer, AISTATS 2019).
+            batch_size=None if batch_size == AUTO else min(int(batch_size), n_samples),
+            eta=None if estimator.eta0 == AUTO else float(estimator.eta0),
+            loss_threshold=loss.threshold(estimator) if loss.uses_threshold else None,
+            weight_norm_bound=estimator.weight_norm_bound if bounded else None,
+            # The regressor maps targets in target_bounds to [-1, 1].
+            target_bound=1.0 if bounded and loss.task == "regression" else None,
+            max_sample_weight=float(estimator.max_sample_weight),
+        )
+        # The lattice and its integer noise, from the public number of features.
+        plan = plan_on_lattice(plan, data.X.shape[1])
+        max_iter = default_passes(plan) if estimator.max_iter == AUTO else int(
+            estimator.max_iter)
+        rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
+        mechanism = plan.mechanism.seeded_copy() if seeded else plan.mechanism
+        if estimator.ledger is not None:
+            estimator.ledger.charge(type(estimator).__name__, mechanism.dp_event(),
+                                    "replace_one")
+        estimator._warn_before_training(delta, n_samples)
+        params, mechanism = release_output_perturbation(
+            data.X, data.y_encoded, plan, n_passes=max_iter, rng=rng, seeded=seeded,
+            sample_weight=data.weights)
+        dp_event = mechanism.dp_event()
+        noise_multiplier = plan.calibration.noise_multiplier
+        return params, ReleaseRecord(
+            n_iter=max_iter,
+            batch_size=plan.batch_size,
+            eta0=plan.eta,
+            average_start=None,
+            n_steps=max_iter * plan.n_batches,
+            noise_multiplier=noise_multiplier,
+            noise_multipliers=np.array([noise_multiplier]),
+            sample_rate=math.nan,
+            epsilon=plan.calibration.epsilon if mechanism.private else math.inf,
+            # A later gradient-perturbation partial_fit or warm start composes with it.
+            dp_events=[dp_event],
+            disjoint_batches=[False],
+            dp_event=dp_event,
+            t=max_iter * plan.n_batches,
+            delta=plan.calibration.delta,
+            neighboring="replace_one",
+            output_sensitivity=mechanism.sensitivity,
+            noise_added=_noise_added(plan, mechanism),
+        )
+
+    def claimed_epsilon(self, estimator, model, n_rows):
+        mechanism = OutputPerturbation(sensitivity=model.output_sensitivity_,
+                                       noise_multiplier=model.noise_multiplier_)
+        return mechanism.epsilon(model.delta_)
+
+
+def _noise_added(plan, mechanism):
+    """The release's :class:`NoiseAdded`: the lattice, its scale and the exact law.
+
+    ``bound`` is the widened sensitivity of the rounded weights
+    (``gamma Delta_lat``), ``stds`` the noise's standard deviation before
+    rounding (``s gamma``), ``grid_step`` gamma (``2**-grid_bits``) and
+    ``grid_scale`` s; ``clip_norm`` is the rows' norm bound. None without
+    noise (``epsilon=inf``).
+    """
+    if mechanism.grid_scale is None:
+        return None
+    return NoiseAdded("rounded Gaussian", plan.row_norm_bound, plan.max_sample_weight,
+                      mechanism.sensitivity, (mechanism.noise_std,),
+                      grid_step=mechanism.grid_step, grid_bits=-mechanism.grid_exponent,
+                      grid_scale=float(mechanism.grid_scale))
