@@ -12,7 +12,9 @@ from numba import njit
 from numba.core import event
 
 from sklearn_dplssgd._backends import _kernels
-from sklearn_dplssgd._utils._compile_notice import LOGGER_NAME, CompileNotice, install_compile_notice
+from sklearn_dplssgd._utils._compile_notice import (
+    LOGGER_NAME, CompileNotice, install_compile_notice,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """Noise calibration: the smallest noise multiplier that meets an (epsilon, delta) target.
 
 :func:`calibrate_noise` turns a target ``(epsilon, delta)`` into the noise
-multiplier ``z`` of the estimators' mechanism (see :mod:`~sklearn_dplssgd._accounting._events`), with
+multiplier ``z`` of the estimators' mechanism (see :mod:`._events`), with
 dp-accounting's public accountants deciding every answer, and keeps each
 result in memory and on disk (:mod:`._calibration_cache`).
 :func:`smallest_noise_for` does the same for any epsilon curve.
