@@ -429,7 +429,7 @@ class BaseDPLSSGD(BaseEstimator):
         return params if mapping is None else mapping.to_original(params)
 
     def _release_mechanism(self):
-        """The mechanism object ``self.mechanism`` names (see :mod:`.._mechanisms`)."""
+        """The mechanism object ``self.mechanism`` names (see ``_mechanisms``)."""
         return mechanism_named(self.mechanism)
 
     def _warn_before_training(self, delta, n_samples):
