@@ -124,7 +124,7 @@ class GradientPerturbation(Mechanism):
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, accountant, neighboring,
-                   clip_norm, n_samples=None, noise_schedule=(), max_sample_weight=1.0,
+                   clip_norm, noise_schedule=(), max_sample_weight=1.0,
                    prior_event=None):
         """The mechanism whose noise meets ``(epsilon, delta)``, and its calibration.
 
@@ -140,7 +140,7 @@ class GradientPerturbation(Mechanism):
         """
         calibration = calibrate_noise(
             epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
-            accountant=accountant, neighboring=neighboring, n_samples=n_samples,
+            accountant=accountant, neighboring=neighboring,
         )
         mechanism = cls(
             sample_rate=float(sample_rate), n_steps=int(n_steps),
@@ -214,10 +214,9 @@ class GradientPerturbation(Mechanism):
         noise_multiplier = ledger.noise_within_cap(name, event_of_noise,
                                                    sample_rate=sample_rate, n_steps=n_steps)
         mechanism = dataclasses.replace(shape, noise_multiplier=float(noise_multiplier))
-        stated_by = accountant if accountant in ("pld", "rdp") else "rdp"
         calibration = PrivacyCalibration(
-            float(noise_multiplier), mechanism.epsilon(delta, stated_by), float(delta),
-            float(sample_rate), int(n_steps), "pld" if mechanism.composed else stated_by,
+            float(noise_multiplier), mechanism.epsilon(delta, accountant), float(delta),
+            float(sample_rate), int(n_steps), "pld" if mechanism.composed else accountant,
             neighboring)
         return mechanism, calibration
 
@@ -398,7 +397,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         else:
             mechanism, calibration = self.calibrated_mechanism(
                 settings, delta, sample_rate=sample_rate, n_steps=n_steps,
-                n_samples=n_accounted, noise_schedule=schedule, prior_event=prior_event)
+                noise_schedule=schedule, prior_event=prior_event)
         rng, seeded = make_generator(settings.random_state, settings.reproducible)
         if seeded:
             # A seeded fit's noise is reproducible: it claims nothing.
@@ -412,8 +411,8 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             n_samples=n_samples,
         )
 
-    def calibrated_mechanism(self, settings, delta, *, sample_rate, n_steps, n_samples,
-                             noise_schedule, prior_event=None):
+    def calibrated_mechanism(self, settings, delta, *, sample_rate, n_steps, noise_schedule,
+                             prior_event=None):
         """The mechanism of a fit whose noise meets the estimator's epsilon, and its calibration.
 
         From public quantities only. With ``epsilon="remaining"`` the noise
@@ -431,7 +430,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         return GradientPerturbation.calibrated(
             settings.epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
             accountant=settings.accountant, neighboring=settings.neighboring,
-            clip_norm=float(settings.clip_norm), n_samples=n_samples,
+            clip_norm=float(settings.clip_norm),
             noise_schedule=noise_schedule, max_sample_weight=float(settings.max_sample_weight),
             prior_event=prior_event)
 
@@ -583,7 +582,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             settings.epsilon, model.delta_, sample_rate=model.sample_rate_,
             n_steps=model.n_steps_, accountant=settings.accountant,
             neighboring=model.neighboring_, clip_norm=float(settings.clip_norm),
-            n_samples=settings.accounted_n_samples(n_rows), noise_schedule=schedule,
+            noise_schedule=schedule,
         )
         return calibration.epsilon
 
