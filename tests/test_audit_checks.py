@@ -33,8 +33,10 @@ from sklearn_dplssgd import (
 )
 import sklearn_dplssgd._preprocessing._dp_encoder as encoder_module
 from sklearn_dplssgd._linear_model._base import BaseDPLSSGD
-from sklearn_dplssgd.audit import (
-    CheckResult,
+from sklearn_dplssgd.audit import CheckResult
+from sklearn_dplssgd.audit._check_result import private_clone
+
+from implementation_checks import (
     audit_implementation,
     check_clipping,
     check_clone_independence,
@@ -50,7 +52,6 @@ from sklearn_dplssgd.audit import (
     check_seed_replay,
     substituted_gradient_kernel,
 )
-from sklearn_dplssgd.audit._check_result import private_clone
 
 ESTIMATORS = [
     DPLSSGDRegressor(max_iter=3),

@@ -7,10 +7,11 @@ import pytest
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
 from sklearn_dplssgd._accounting import _calibration, _ledger
 from sklearn_dplssgd._accounting._events import PrivacyCalibration
-from sklearn_dplssgd.audit import (
+
+from implementation_checks import (
     audit_implementation, check_ledger_file_format, check_planted_cache_entry,
 )
-from sklearn_dplssgd.audit import _stored_state_checks
+from implementation_checks import stored_state_checks as _stored_state_checks
 
 
 @pytest.mark.parametrize("estimator", [DPLSSGDClassifier(max_iter=2),
@@ -48,7 +49,7 @@ def test_the_check_is_part_of_audit_implementation(monkeypatch):
         names.append(result.name)
         return result
 
-    monkeypatch.setattr("sklearn_dplssgd.audit._workflow_checks.check_planted_cache_entry",
+    monkeypatch.setattr("implementation_checks.workflow_checks.check_planted_cache_entry",
                         recording)
     audit = audit_implementation(DPLSSGDRegressor(max_iter=2))
     assert names == ["planted cache entry"]

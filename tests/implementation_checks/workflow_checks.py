@@ -12,23 +12,23 @@ import scipy.sparse as sp
 import sklearn
 from sklearn.base import clone, is_classifier
 
-from .._linear_model import BaseDPLSSGD
-from .._accounting import LedgerFileError, PrivacyLedger
-from .._mechanisms import mechanism_named
-from .._model_selection import DPRandomizedSearch, final_estimator
-from .._utils import public_row_count
-from ._attribute_checks import check_public_attributes
-from ._float_channel import check_float_channel
-from ._check_result import (
+from sklearn_dplssgd._linear_model import BaseDPLSSGD
+from sklearn_dplssgd._accounting import LedgerFileError, PrivacyLedger
+from sklearn_dplssgd._mechanisms import mechanism_named
+from sklearn_dplssgd._model_selection import DPRandomizedSearch, final_estimator
+from sklearn_dplssgd._utils import public_row_count
+from .attribute_checks import check_public_attributes
+from sklearn_dplssgd.audit import check_float_channel
+from .common import (
     CLIP_TOLERANCE, CheckResult, ImplementationAudit, declare_public_n, declared_labels,
     default_data, private_clone, quietly, set_existing,
 )
-from ._release_checks import (
+from .release_checks import (
     check_clipping, check_clone_independence, check_overflow_row, check_row_count,
     check_seed_replay,
 )
-from ._stored_state_checks import check_planted_cache_entry
-from ._search_checks import check_search_private_steps
+from .stored_state_checks import check_planted_cache_entry
+from .search_checks import check_search_private_steps
 
 __all__ = [
     "audit_implementation",

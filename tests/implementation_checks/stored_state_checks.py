@@ -18,9 +18,11 @@ from pathlib import Path
 import dp_accounting
 from sklearn.base import clone
 
-from .._accounting import store_calibration, calibrate_noise, LedgerFileError, PrivacyLedger
-from .._utils import public_row_count
-from ._check_result import CheckResult, declare_public_n, default_data, private_clone, quietly
+from sklearn_dplssgd._accounting import (
+    calibrate_noise, LedgerFileError, PrivacyLedger, store_calibration,
+)
+from sklearn_dplssgd._utils import public_row_count
+from .common import CheckResult, declare_public_n, default_data, private_clone, quietly
 
 __all__ = ["check_ledger_file_format", "check_planted_cache_entry"]
 
