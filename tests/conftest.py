@@ -6,24 +6,13 @@ tests/test_estimator_checks.py) requires SciPy's own array API support,
 which SciPy reads from ``SCIPY_ARRAY_API`` when it is first imported: set it
 here, before any test module imports SciPy. An explicit value in the
 environment is kept.
-
-The calibration cache on disk (``SKLEARN_DPLSSGD_CACHE_DIR``) points to a
-temporary folder for the whole session, removed at its end, so that the tests
-neither write into the user's cache nor read calibrations from it; the
-subprocesses that tests start inherit it. A test that needs another folder
-sets the variable itself (``monkeypatch.setenv``).
 """
 
 import os
-import shutil
-import tempfile
 
 import pytest
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
-
-_CALIBRATION_CACHE_DIR = tempfile.mkdtemp(prefix="sklearn-dplssgd-test-cache-")
-os.environ["SKLEARN_DPLSSGD_CACHE_DIR"] = _CALIBRATION_CACHE_DIR
 
 
 def pytest_addoption(parser):
@@ -45,7 +34,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(_CALIBRATION_CACHE_DIR, ignore_errors=True)

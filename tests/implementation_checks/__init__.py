@@ -13,8 +13,6 @@ that each passes on the library and fails a deliberately broken variant.
 * an error that depends on one row (:func:`check_overflow_row`);
 * a released model continued outside its ledger, or a ledger that forgets
   its records (:func:`check_ledger_continuity`);
-* a planted calibration cache entry that lowers the noise
-  (:func:`check_planted_cache_entry`);
 * an error message that quotes private values (:func:`check_error_messages`);
 * a coefficient rounded past the clip after the clip decision
   (:func:`check_rounding`);
@@ -44,7 +42,7 @@ from .release_checks import (
     check_seed_replay,
 )
 from .search_checks import check_search_private_steps
-from .stored_state_checks import check_ledger_file_format, check_planted_cache_entry
+from .stored_state_checks import check_ledger_file_format
 from .substitutes import SubstitutedKernelTraining, substituted_gradient_kernel
 from .workflow_checks import (
     audit_implementation, check_error_messages, check_error_outcomes, check_ledger_continuity,
@@ -61,7 +59,6 @@ __all__ = [
     "check_ledger_continuity",
     "check_ledger_file_format",
     "check_overflow_row",
-    "check_planted_cache_entry",
     "check_public_attributes",
     "check_rounding",
     "check_row_count",

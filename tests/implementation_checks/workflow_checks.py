@@ -27,7 +27,6 @@ from .release_checks import (
     check_clipping, check_clone_independence, check_overflow_row, check_row_count,
     check_seed_replay,
 )
-from .stored_state_checks import check_planted_cache_entry
 from .search_checks import check_search_private_steps
 
 __all__ = [
@@ -400,7 +399,7 @@ def audit_implementation(estimator, X=None, y=None):
     :func:`check_clone_independence`, :func:`check_row_count`,
     :func:`check_overflow_row`, :func:`check_rounding`,
     :func:`check_error_outcomes`, :func:`check_ledger_continuity`,
-    :func:`check_planted_cache_entry`, :func:`check_search_private_steps`,
+    :func:`check_search_private_steps`,
     :func:`check_error_messages` and :func:`check_public_attributes`; for a
     mechanism whose noisy values are integers (``mechanism="gradient"``)
     also :func:`check_float_channel` (a few seconds).
@@ -437,7 +436,6 @@ def audit_implementation(estimator, X=None, y=None):
         check_rounding(estimator),
         check_error_outcomes(estimator),
         check_ledger_continuity(estimator, X, y),
-        check_planted_cache_entry(estimator, X, y),
         check_search_private_steps(estimator),
         check_error_messages(estimator),
         check_public_attributes(estimator, X, y),
