@@ -15,8 +15,7 @@ and the same for a sparse fit in a process that fitted dense input first
 
 The data are scikit-learn's digits (1,797 x 64, pixels scaled by their public
 range 0..16, 10 declared classes), the library's defaults at epsilon = 1;
-the calibration cache is off (``SKLEARN_DPLSSGD_CACHE_DIR=""``) so that each
-process calibrates its noise as a new environment does, and every process
+each process calibrates its noise as a new environment does, and every process
 runs one thread (``NUMBA_NUM_THREADS=1``). The second fit's time is the cost
 of a fit once compiled, so first minus second is the compilation.
 
@@ -73,8 +72,8 @@ CASES = {"dense": ("dense",), "sparse": ("sparse",), "sparse after dense": ("spa
 
 def _child(case, cache_dir):
     env = dict(os.environ)
-    env.update(NUMBA_CACHE_DIR=str(cache_dir), SKLEARN_DPLSSGD_CACHE_DIR="",
-               NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env.update(NUMBA_CACHE_DIR=str(cache_dir), NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join(
         [str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     result = subprocess.run([sys.executable, "-c", _CHILD, *CASES[case]], capture_output=True,

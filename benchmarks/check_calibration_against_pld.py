@@ -35,7 +35,6 @@ accountant's by more than 1e-9 relative, or the finer one misses the target.
 import argparse
 import importlib.metadata
 import math
-import os
 import signal
 import sys
 import tempfile
@@ -44,13 +43,10 @@ from pathlib import Path
 
 import numpy as np
 
-# Cold calibrations: no disk cache (read before the first calibration).
-os.environ["SKLEARN_DPLSSGD_CACHE_DIR"] = ""
+import dp_accounting
 
-import dp_accounting  # noqa: E402
-
-import sklearn_dplssgd  # noqa: E402
-from sklearn_dplssgd import calibrate_noise, compute_epsilon  # noqa: E402
+import sklearn_dplssgd
+from sklearn_dplssgd import calibrate_noise, compute_epsilon
 
 RELATIONS = {
     "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE,

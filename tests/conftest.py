@@ -7,12 +7,6 @@ which SciPy reads from ``SCIPY_ARRAY_API`` when it is first imported: set it
 here, before any test module imports SciPy. An explicit value in the
 environment is kept.
 
-The calibration cache on disk (``SKLEARN_DPLSSGD_CACHE_DIR``) points to a
-temporary folder for the whole session, removed at its end, so that the tests
-neither write into the user's cache nor read calibrations from it; the
-subprocesses that tests start inherit it. A test that needs another folder
-sets the variable itself (``monkeypatch.setenv``).
-
 Numba checks a cached kernel only against the file that defines it, not
 against the compiled functions it inlines from other files (a residual of
 ``_training/_losses.py`` inside a kernel of ``_backends/``), so an edit there
@@ -26,8 +20,6 @@ inherit it.
 
 import hashlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -52,9 +44,6 @@ if not os.environ.get("NUMBA_CACHE_DIR"):
     os.environ["NUMBA_CACHE_DIR"] = str(
         _REPO_ROOT / ".numba-cache" / _sources_digest(_REPO_ROOT / "sklearn_dplssgd"))
 
-_CALIBRATION_CACHE_DIR = tempfile.mkdtemp(prefix="sklearn-dplssgd-test-cache-")
-os.environ["SKLEARN_DPLSSGD_CACHE_DIR"] = _CALIBRATION_CACHE_DIR
-
 
 def pytest_addoption(parser):
     parser.addoption(
@@ -75,7 +64,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(_CALIBRATION_CACHE_DIR, ignore_errors=True)

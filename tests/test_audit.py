@@ -39,15 +39,14 @@ from sklearn_dplssgd.audit import (
     audit_epsilon,
     audit_scores,
     canary_score,
-    clopper_pearson_upper,
     epsilon_lower_bound,
-    gdp_delta,
-    gdp_epsilon,
     make_canary_dataset,
     mu_lower_bound,
-    substituted_gradient_kernel,
 )
+from sklearn_dplssgd.audit._statistics import clopper_pearson_upper, gdp_delta, gdp_epsilon
 from sklearn_dplssgd._training._schedules import learning_rate_schedule
+
+from implementation_checks import substituted_gradient_kernel
 
 DELTA = 1e-5
 ORIGINAL_KERNEL = _sgd.noisy_clipped_gradient_sum

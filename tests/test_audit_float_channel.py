@@ -8,12 +8,11 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd.audit import (
-    CheckResult, audit_implementation, check_float_channel, epsilon_lower_bound_of_event,
-    off_grid,
-)
-from sklearn_dplssgd.audit import _workflow_checks
+from sklearn_dplssgd.audit import CheckResult, check_float_channel, epsilon_lower_bound_of_event
+from sklearn_dplssgd.audit._float_channel import off_grid
 from sklearn_dplssgd._backends import NumpyTraining, use_numpy_backend
+
+from implementation_checks import audit_implementation, workflow_checks as _workflow_checks
 
 # Runs per side that refute float noise at epsilon 1 (about 3.5 % of the
 # runs without the canary are off the grid, none with it).

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from sklearn_dplssgd.audit import SubstitutedKernelTraining
 from sklearn_dplssgd._backends import (
     ArrayApiTraining, DaskTraining, NumpyTraining,
 )
 from sklearn_dplssgd._mechanisms import NoiseFreeDescent
 from sklearn_dplssgd._training import TrainingBackend
 from sklearn_dplssgd._training import _loop
+
+from implementation_checks import SubstitutedKernelTraining
 
 BACKENDS = (NumpyTraining, ArrayApiTraining, DaskTraining, NoiseFreeDescent,
             SubstitutedKernelTraining)

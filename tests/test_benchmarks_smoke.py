@@ -81,13 +81,6 @@ def test_check_calibration_against_pld_quick(tmp_path):
 
 
 @pytest.mark.slow
-def test_bench_calibration_cache_quick(tmp_path):
-    _run("bench_calibration_cache.py", tmp_path)
-    text = (tmp_path / "calibration_cache.md").read_text()
-    assert "| q | T | cold (s) | from disk (ms) |" in text and "| 0.01 | 200 |" in text
-
-
-@pytest.mark.slow
 def test_bench_dp_preprocessing_quick(tmp_path):
     # Without the Adult files (--adult-dir pointing at an empty folder) that
     # part is skipped and says so; the synthetic and diabetes parts run.

@@ -266,7 +266,7 @@ def test_unstable_weight_decay_is_refused_before_training(binary):
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 def test_non_finite_weights_raise_and_suggest_a_smaller_learning_rate(binary, monkeypatch):
     import sklearn_dplssgd._backends._numpy as sgd
-    from sklearn_dplssgd.audit import substituted_gradient_kernel
+    from implementation_checks import substituted_gradient_kernel
 
     real_kernel = sgd.noisy_clipped_gradient_sum
 

@@ -42,8 +42,10 @@ from sklearn_dplssgd._backends._sparse import (
     compute_sparse_row_norms,
     noisy_clipped_gradient_sum_sparse,
 )
-from sklearn_dplssgd.audit import audit_epsilon, audit_implementation
+from sklearn_dplssgd.audit import audit_epsilon
 from test_kernels import CASES, _problem
+
+from implementation_checks import audit_implementation
 
 # ------------------------------------------------------------------ kernels
 

@@ -14,7 +14,6 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor
-from sklearn_dplssgd.audit import substituted_gradient_kernel
 from sklearn_dplssgd._backends import _numpy as _sgd
 from sklearn_dplssgd._backends._kernels import (
     compute_row_norms,
@@ -23,6 +22,8 @@ from sklearn_dplssgd._backends._kernels import (
 )
 from sklearn_dplssgd._training._losses import LOSSES, residual, single_output_residual
 from oracles import clipped_gradient_sum_reference
+
+from implementation_checks import substituted_gradient_kernel
 
 
 def _coefficients(model):

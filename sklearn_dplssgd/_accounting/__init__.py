@@ -1,12 +1,11 @@
-"""Privacy accounting: dp-accounting events and their epsilon, noise calibration and its cache,
-the privacy ledger with its JSON event
+"""Privacy accounting: dp-accounting events and their epsilon, noise calibration, the
+privacy ledger with its JSON event
 format, and the privacy reports.
 
 The modules are private; the names other layers use are re-exported here.
 """
 
 from ._calibration import calibrate_noise, smallest_noise_for
-from ._calibration_cache import store as store_calibration
 from ._events import (
     ACCOUNTANTS, compute_epsilon, dp_event, EpsilonDeltaDpEvent, event_epsilon,
     NEIGHBORING_RELATIONS, pld_grid_points, PLD_MAX_POINTS, PrivacyCalibration,
@@ -40,6 +39,5 @@ __all__ = [
     "remaining_budget_error",
     "search_report",
     "smallest_noise_for",
-    "store_calibration",
     "transformer_report",
 ]

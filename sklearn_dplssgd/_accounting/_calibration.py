@@ -3,7 +3,7 @@
 :func:`calibrate_noise` turns a target ``(epsilon, delta)`` into the noise
 multiplier ``z`` of the estimators' mechanism (see :mod:`._events`), with
 dp-accounting's public accountants deciding every answer, and keeps each
-result in memory and on disk (:mod:`._calibration_cache`).
+result in memory for the process.
 :func:`smallest_noise_for` does the same for any epsilon curve.
 
 Decisions, and why
@@ -28,13 +28,10 @@ Decisions, and why
 * Huge targets (tens of epsilon) need almost no noise and PLD grids of
   millions of points: when both the coarse PLD search and RDP find less than
   ``_PLD_MIN_NOISE`` enough, RDP's answer is returned (and says so).
-* Results are cached on the exact (validated) arguments, in memory and on
-  disk, so that each setting is searched once per machine.  The disk store
-  is an optimisation that can never lower the noise: whoever could have
-  written an entry, its noise multiplier is used only after the accountant
-  that calibrated it, at the same discretization, has certified again that
-  it meets the target (:func:`_calibrate_stored`: one evaluation, not a
-  search); otherwise the setting is recomputed and the entry overwritten.
+* Results are cached in memory on the exact (validated) arguments, so that
+  each setting is searched once per process (a grid search's fits of one
+  setting share it).  Nothing is kept on disk: a new process (a joblib
+  worker) searches again, which costs far less than its fits.
 """
 
 import dataclasses
@@ -43,7 +40,6 @@ import math
 
 import dp_accounting
 
-from . import _calibration_cache
 from ._events import (
     ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration, cached_epsilon, EVENT_EPSILONS,
     pld_interval_range, pld_interval_rule, PLD_INTERVAL_BOUNDS,
@@ -70,12 +66,6 @@ _PLD_FAR = 0.05
 # When both the coarse PLD search and RDP find less noise than this enough,
 # "pld" calibrations return RDP's answer (see _calibrate).
 _PLD_MIN_NOISE = 0.6
-# A stored answer whose epsilon lies further below the target than this
-# (relative) holds more noise than the calibration would choose: refused (the
-# searches end within about 0.5 percent, see _calibrate_stored).
-_STORED_RTOL = 0.02
-# Accountants whose calibrations are kept on disk.
-_STORED_ACCOUNTANTS = ("rdp", "pld")
 # Beyond this z the calibration gives up: the target is below what the
 # accountant can certify at this delta (RDP with orders <= 1024 cannot go below
 # about 0.004 at delta = 1e-5, whatever the noise).
@@ -340,8 +330,7 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
     """Compute a calibration (finite epsilon; arguments validated and normalised).
 
     Returns ``(calibration, pld_interval)``: the PLD discretization interval
-    at which a PLD answer's epsilon was computed, None for the others (what
-    :func:`_calibrate_stored` needs to check a stored answer again).
+    at which a PLD answer's epsilon was computed, None for the others.
     """
     if accountant in ("rdp", "rdp_guess"):
         def eps_of_z(z):
@@ -388,103 +377,12 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
 @functools.lru_cache(maxsize=1024)
 def _calibrate_in_memory(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
                          pld_discretization):
-    """The calibration, from memory, else from disk, else computed (and stored)."""
+    """The calibration, from memory, else computed."""
     if epsilon == math.inf:
         return PrivacyCalibration(0.0, math.inf, delta, sample_rate, n_steps,
                                   accountant, neighboring)
-    if accountant not in _STORED_ACCOUNTANTS:
-        # "rdp_guess" (internal): memory only.
-        return _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
-                          pld_discretization)[0]
-    settings = dict(epsilon=epsilon, delta=delta, sample_rate=sample_rate, n_steps=n_steps,
-                    accountant=accountant, neighboring=neighboring,
-                    pld_discretization=pld_discretization)
-    stored = _calibrate_stored(settings)
-    if stored is not None:
-        return stored
-    calibration, pld_interval = _calibrate(epsilon, delta, sample_rate, n_steps, accountant,
-                                           neighboring, pld_discretization)
-    _calibration_cache.store(settings, {"noise_multiplier": calibration.noise_multiplier,
-                                        "epsilon": calibration.epsilon,
-                                        "accountant": calibration.accountant,
-                                        "pld_interval": pld_interval})
-    return calibration
-
-
-def _is_float(value):
-    return isinstance(value, float) and math.isfinite(value)
-
-
-def _stored_epsilon(settings, z, answered_by, pld_interval):
-    """Epsilon of a stored ``z``, computed now; None if the entry cannot be a calibration's.
-
-    One evaluation of the accountant and discretization that the calibration
-    of ``settings`` certified its answer with (:func:`_calibrate`): RDP with
-    the dense orders for "rdp"; for "pld", dp-accounting's PLD accountant at
-    the stored interval, which must be the one given or lie in the range the
-    calibration chooses from (the PLD estimate is pessimistic, hence sound,
-    at any interval; the range bounds the cost), or, for a huge target
-    answered by RDP with ``z`` below ``_PLD_MIN_NOISE``, RDP with
-    dp-accounting's default orders (also a sound bound).
-    """
-    accountant, neighboring = settings["accountant"], settings["neighboring"]
-    mechanism = (z, settings["delta"], settings["sample_rate"], settings["n_steps"])
-    if pld_interval is None:
-        if answered_by == accountant == "rdp":
-            return cached_epsilon(*mechanism, "rdp", neighboring, None)
-        if (accountant, answered_by) == ("pld", "rdp") and z < _PLD_MIN_NOISE:
-            return cached_epsilon(*mechanism, "rdp_guess", neighboring, None)
-        return None
-    if not (answered_by == accountant == "pld" and _is_float(pld_interval)):
-        return None
-    given = settings["pld_discretization"]
-    if given is None:
-        coarse, finest = pld_interval_range(settings["epsilon"])
-        if not finest <= pld_interval <= coarse:
-            return None
-    elif pld_interval != given:
-        return None
-    return cached_epsilon(*mechanism, "pld", neighboring, pld_interval)
-
-
-def _calibrate_stored(settings):
-    """The calibration stored on disk for ``settings``, if it checks out, else None.
-
-    :func:`._calibration_cache.load` has checked that the entry comes from
-    a folder and file no one else can write, and its key (these settings,
-    this dp-accounting release and format) and digest; neither is a proof
-    (the digest is not keyed).  So the stored noise multiplier is certified
-    again here, by one evaluation of the accountant the calibration used
-    (:func:`_stored_epsilon`), and the entry is used only if
-
-    * ``z`` is a finite float in (0, ``_Z_MAX``] and the fields are those
-      :func:`_calibrate_in_memory` writes;
-    * the epsilon computed now meets the target, and equals the stored one
-      (the calibration reported exactly that value);
-    * it lies within ``_STORED_RTOL`` below the target (a calibration's
-      answer is the smallest ``z`` that meets it, so an entry far below the
-      target holds more noise than needed: refused too, it would only cost
-      accuracy).
-
-    The epsilon returned is the one computed now, never a stored claim.
-    Anything else is refused, so the caller recomputes the setting and
-    overwrites the entry.
-    """
-    result = _calibration_cache.load(settings)
-    if result is None or set(result) != {"noise_multiplier", "epsilon", "accountant",
-                                         "pld_interval"}:
-        return None
-    z, claimed, answered_by = (result["noise_multiplier"], result["epsilon"],
-                               result["accountant"])
-    if not (_is_float(z) and 0.0 < z <= _Z_MAX and isinstance(answered_by, str)):
-        return None
-    reached = _stored_epsilon(settings, z, answered_by, result["pld_interval"])
-    target = settings["epsilon"]
-    if reached is None or not (target * (1.0 - _STORED_RTOL) <= reached <= target
-                               and reached == claimed):
-        return None
-    return PrivacyCalibration(z, reached, settings["delta"], settings["sample_rate"],
-                              settings["n_steps"], answered_by, settings["neighboring"])
+    return _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
+                      pld_discretization)[0]
 
 
 def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
@@ -494,14 +392,8 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
     The mechanism is ``n_steps`` steps of: Poisson-sample each row with
     probability ``sample_rate``, sum per-sample gradients clipped to L2 norm
     ``C``, add ``N(0, (z C)^2 I)``.  Results are cached on the exact
-    arguments, so repeated calls (e.g. in a grid search) cost microseconds and
-    return the same object; they are also kept on disk, so that each setting
-    is computed once per machine (in ``$SKLEARN_DPLSSGD_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/sklearn-dplssgd`` or ``~/.cache/sklearn-dplssgd``;
-    ``SKLEARN_DPLSSGD_CACHE_DIR=""`` turns that off).  An entry read from disk
-    is used only after the accountant has certified its noise multiplier
-    again (one evaluation), else the setting is recomputed and the entry
-    overwritten; a folder others can write is not used at all.
+    arguments, so repeated calls in one process (e.g. in a grid search) cost
+    microseconds and return the same object.
 
     Parameters
     ----------
@@ -566,12 +458,7 @@ calibrate_noise.cache_info = _calibrate_in_memory.cache_info
 
 
 def _clear_caches():
-    """Forget every calibration and every per-z epsilon computed so far, in memory.
-
-    The store on disk is left alone (see :mod:`._calibration_cache`: set
-    ``SKLEARN_DPLSSGD_CACHE_DIR`` to the empty string to bypass it, or delete
-    its folder).
-    """
+    """Forget every calibration and every per-z epsilon computed so far."""
     _calibrate_in_memory.cache_clear()
     cached_epsilon.cache_clear()
     EVENT_EPSILONS.clear()

@@ -201,8 +201,7 @@ class ReleaseMechanism:
         to a step of an ``epsilon=inf`` fit over ``n_coordinates``
         coordinates, relative to ``max_sample_weight * clip_norm``: the clip
         alone (a noise-free step is not rounded).
-        :func:`~sklearn_dplssgd.audit.check_clipping` holds the stored
-        weights to it.
+        The test suite's clipping check holds the stored weights to it.
         """
         return 1.0
 

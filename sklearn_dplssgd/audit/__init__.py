@@ -60,49 +60,23 @@ What to expect
 
 An audit can refute a privacy claim, never prove one.
 
-Implementation checks
----------------------
+Your own scores
+---------------
+:func:`make_canary_dataset` builds the background rows and the canary,
+:func:`canary_score` scores one fitted model, and :func:`audit_scores` turns
+the scores of your own runs into an :class:`AuditResult`;
+:func:`epsilon_lower_bound`, :func:`mu_lower_bound` and, for the counts of
+one event, :func:`epsilon_lower_bound_of_event` are the statistics alone.
+
+A floating-point channel
+------------------------
 Some bugs make a claim false in ways a statistical audit of final models
-would need enormous numbers of runs to see. :func:`audit_implementation`
-runs direct checks, each aimed at one class of such bugs:
-
-* clipping at the edges of floating point (:func:`check_clipping`);
-* a published model replaying its own noise (:func:`check_seed_replay`);
-* clones sharing noise (:func:`check_clone_independence`);
-* a mechanism that depends on the private row count (:func:`check_row_count`);
-* an error that depends on one row (:func:`check_overflow_row`);
-* a released model continued outside its ledger, or a ledger that forgets
-  its records (:func:`check_ledger_continuity`);
-* a planted calibration cache entry that lowers the noise
-  (:func:`check_planted_cache_entry`);
-* an error message that quotes private values (:func:`check_error_messages`);
-* a coefficient rounded past the clip after the clip decision
-  (:func:`check_rounding`);
-* errors decided by one row on neighbouring data sets inside the declared
-  domain (:func:`check_error_outcomes`);
-* a private search that refits a private step outside its accounting
-  (:func:`check_search_private_steps`);
-* a fitted attribute, other than the noisy output, that depends on the
-  private row count (:func:`check_public_attributes`, which also takes the
-  private transformers and :class:`~sklearn_dplssgd.DPRandomizedSearch`);
-* for a mechanism whose noisy values are integers (both of them),
-  a floating-point channel in the low bits of one noisy step
-  (:func:`check_float_channel`).
-
-Float64 Gaussian noise added to a float64 sum would fail
-:func:`check_float_channel`: it leaks through the low bits of the output
-(Mironov 2012), a channel outside the Gaussian mechanism's guarantee.
-
-:func:`check_category_representation` checks that no row decides how a
-category released by :class:`~sklearn_dplssgd.DPOneHotEncoder` is shown.
-
-:func:`check_ledger_file_format` checks the :class:`~sklearn_dplssgd.PrivacyLedger`
-itself (its file holds no pickle, refuses one, notices a removed record);
-it needs no estimator and is not part of :func:`audit_implementation`.
-
-:func:`substituted_gradient_kernel` runs the NumPy fits of a block with
-another gradient kernel (through ``SubstitutedKernelTraining``, a NumPy
-backend): the way this audit's own tests show that a broken kernel is caught.
+would need enormous numbers of runs to see. For a mechanism whose noisy
+values are integers, :func:`check_float_channel` releases one noisy step on
+two crafted neighbouring data sets and tests whether the low bits of the
+output tell them apart: float64 Gaussian noise added to a float64 sum would
+fail it (Mironov 2012), a channel outside the Gaussian mechanism's guarantee.
+It returns a :class:`CheckResult`.
 
 Seeds of the runs are drawn from ``random_state``; the estimator's own seed
 is replaced per run.
@@ -121,59 +95,22 @@ Privacy audit of DPLSSGDClassifier: 200 runs without and 200 with the canary, 95
 ...
 """
 
-from ._attribute_checks import check_category_representation, check_public_attributes
 from ._canary import canary_score, make_canary_dataset
-from ._check_result import CheckResult, ImplementationAudit
+from ._check_result import CheckResult
 from ._epsilon_audit import audit_epsilon
-from ._float_channel import check_float_channel, off_grid
-from ._release_checks import (
-    check_clipping, check_clone_independence, check_overflow_row, check_row_count,
-    check_seed_replay,
-)
+from ._float_channel import check_float_channel
 from ._result import audit_scores, AuditResult
-from ._stored_state_checks import check_ledger_file_format, check_planted_cache_entry
-from ._substitutes import SubstitutedKernelTraining, substituted_gradient_kernel
-from ._search_checks import check_search_private_steps
-from ._statistics import (
-    clopper_pearson_upper, epsilon_lower_bound, epsilon_lower_bound_of_event, gdp_delta,
-    gdp_epsilon, mu_lower_bound,
-)
-from ._workflow_checks import (
-    audit_implementation, check_error_messages, check_error_outcomes, check_ledger_continuity,
-    check_rounding,
-)
+from ._statistics import epsilon_lower_bound, epsilon_lower_bound_of_event, mu_lower_bound
 
 __all__ = [
     "audit_epsilon",
-    "audit_implementation",
     "audit_scores",
     "AuditResult",
     "canary_score",
-    "check_category_representation",
-    "check_clipping",
-    "check_clone_independence",
-    "check_error_messages",
-    "check_error_outcomes",
     "check_float_channel",
-    "check_ledger_continuity",
-    "check_ledger_file_format",
-    "check_overflow_row",
-    "check_planted_cache_entry",
-    "check_public_attributes",
-    "check_rounding",
-    "check_row_count",
-    "check_search_private_steps",
-    "check_seed_replay",
     "CheckResult",
-    "clopper_pearson_upper",
     "epsilon_lower_bound",
     "epsilon_lower_bound_of_event",
-    "gdp_delta",
-    "gdp_epsilon",
-    "ImplementationAudit",
     "make_canary_dataset",
     "mu_lower_bound",
-    "off_grid",
-    "SubstitutedKernelTraining",
-    "substituted_gradient_kernel",
 ]

@@ -1,36 +1,23 @@
-"""What an implementation check returns, and the helpers every check uses."""
+"""What a check returns, and the clones of the user's configuration a check fits."""
 
 import dataclasses
 import math
-import warnings
 
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from .._utils import PrivacyLeakWarning
-
 __all__ = [
-    "adversarial_rows",
     "CheckResult",
     "declare_public_n",
     "declared_labels",
-    "default_data",
-    "ImplementationAudit",
     "private_clone",
-    "quietly",
     "set_existing",
 ]
-
-# Relative slack over the clip norm allowed for floating-point rounding of the
-# clipped coefficient and the sum (float32 rounds at about 6e-8).
-CLIP_TOLERANCE = 1e-5
-# Features of the adversarial rows of check_clipping (an MNIST-sized row).
-_CLIP_FEATURES = 784
 
 
 @dataclasses.dataclass(frozen=True)
 class CheckResult:
-    """Outcome of one implementation check.
+    """Outcome of one check (:func:`~sklearn_dplssgd.audit.check_float_channel`).
 
     Attributes
     ----------
@@ -56,39 +43,6 @@ class CheckResult:
         verdict = "passed" if self.passed else "FAILED"
         return (f"{self.name}: {verdict} (measured {self.measured:.6g}, "
                 f"limit {self.limit:.6g}): {self.detail}")
-
-
-@dataclasses.dataclass(frozen=True)
-class ImplementationAudit:
-    """The results of :func:`audit_implementation`.
-
-    Attributes
-    ----------
-    estimator_name : str
-    checks : tuple of CheckResult
-    """
-
-    estimator_name: str
-    checks: tuple
-
-    @property
-    def passed(self):
-        """Whether every check passed."""
-        return all(check.passed for check in self.checks)
-
-    def __str__(self):
-        lines = [f"Implementation audit of {self.estimator_name}: "
-                 f"{'passed' if self.passed else 'FAILED'}"]
-        lines += [f"  {check}" for check in self.checks]
-        return "\n".join(lines)
-
-
-def quietly(function, *args):
-    """Call ``function`` with the library's usage warnings silenced."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        return function(*args)
 
 
 def set_existing(estimator, **params):
@@ -136,32 +90,3 @@ def declare_public_n(model, n_rows):
     if params.get("neighboring") == "add_remove" and params.get("public_n_samples", 0) is None:
         model.set_params(public_n_samples=n_rows)
     return model
-
-
-def default_data(estimator, n_rows=200, n_features=5, dtype=np.float64, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1.0, 1.0, size=(n_rows, n_features)).astype(dtype)
-    if is_classifier(estimator):
-        labels = declared_labels(estimator)
-        y = labels[rng.integers(0, len(labels), size=n_rows)]
-    else:
-        y = X @ rng.normal(size=n_features)
-    return X, y
-
-
-def adversarial_rows(estimator, dtype):
-    """Single rows (x, y) at the edges of floating point, for this loss."""
-    d = _CLIP_FEATURES
-    finite_max = float(np.finfo(dtype).max)
-    tiny = np.full(d, 2.5e-23, dtype)
-    tiny[0] = 2.7e-23
-    huge = np.full(d, 1e30 if dtype == np.float32 else 1e140, dtype)
-    # float32 entries near the top of the range: margins overflow float32.
-    overflow = np.full(d, 3e38 if dtype == np.float32 else 1e148, dtype)
-    ordinary = np.linspace(-1.0, 1.0, d).astype(dtype)
-    rows = [tiny, huge, overflow, ordinary, -overflow]
-    if is_classifier(estimator):
-        labels = declared_labels(estimator)
-        return [(row, label) for row in rows for label in (labels[0], labels[-1])]
-    targets = (1e30, -1e30, 0.5 * finite_max if dtype == np.float64 else 1e38)
-    return [(row, target) for row in rows for target in targets]

@@ -217,7 +217,7 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0,
     mechanism) on the canary's data set: the auditor's own rows, so nothing
     private. Then ``n_runs`` seeded fits on each data set are classified by
     whether their released ``s + noise`` is a multiple of ``2**(e - 53)``
-    (:func:`off_grid`): a float64 sum with the canary always is; the noise
+    (``off_grid``): a float64 sum with the canary always is; the noise
     alone, often not. :func:`epsilon_lower_bound_of_event` turns the counts
     into a lower bound on epsilon, which must not exceed the configured
     ``epsilon`` (its delta is the fits' own ``delta_``).

@@ -5,10 +5,10 @@ how a released category is shown."""
 import numpy as np
 from sklearn.base import clone
 
-from .._linear_model import BaseDPLSSGD
-from .._model_selection import DPRandomizedSearch, final_estimator
-from .._preprocessing import DPOneHotEncoder, DPBoundedScaler
-from ._check_result import CheckResult, declared_labels, default_data, private_clone, quietly
+from sklearn_dplssgd._linear_model import BaseDPLSSGD
+from sklearn_dplssgd._model_selection import DPRandomizedSearch, final_estimator
+from sklearn_dplssgd._preprocessing import DPOneHotEncoder, DPBoundedScaler
+from .common import CheckResult, declared_labels, default_data, private_clone, quietly
 
 __all__ = ["RELEASED_OUTPUTS", "check_category_representation", "check_public_attributes"]
 

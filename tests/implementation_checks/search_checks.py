@@ -6,11 +6,11 @@ import tempfile
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 
-from .._preprocessing import DPBoundedScaler
-from .._accounting import PrivacyLedger
-from .._model_selection import DPRandomizedSearch
-from .._utils import public_row_count
-from ._check_result import CheckResult, declare_public_n, default_data, private_clone, quietly
+from sklearn_dplssgd._preprocessing import DPBoundedScaler
+from sklearn_dplssgd._accounting import PrivacyLedger
+from sklearn_dplssgd._model_selection import DPRandomizedSearch
+from sklearn_dplssgd._utils import public_row_count
+from .common import CheckResult, declare_public_n, default_data, private_clone, quietly
 
 __all__ = ["check_search_private_steps"]
 

@@ -12,23 +12,22 @@ import scipy.sparse as sp
 import sklearn
 from sklearn.base import clone, is_classifier
 
-from .._linear_model import BaseDPLSSGD
-from .._accounting import LedgerFileError, PrivacyLedger
-from .._mechanisms import mechanism_named
-from .._model_selection import DPRandomizedSearch, final_estimator
-from .._utils import public_row_count
-from ._attribute_checks import check_public_attributes
-from ._float_channel import check_float_channel
-from ._check_result import (
+from sklearn_dplssgd._linear_model import BaseDPLSSGD
+from sklearn_dplssgd._accounting import LedgerFileError, PrivacyLedger
+from sklearn_dplssgd._mechanisms import mechanism_named
+from sklearn_dplssgd._model_selection import DPRandomizedSearch, final_estimator
+from sklearn_dplssgd._utils import public_row_count
+from .attribute_checks import check_public_attributes
+from sklearn_dplssgd.audit import check_float_channel
+from .common import (
     CLIP_TOLERANCE, CheckResult, ImplementationAudit, declare_public_n, declared_labels,
     default_data, private_clone, quietly, set_existing,
 )
-from ._release_checks import (
+from .release_checks import (
     check_clipping, check_clone_independence, check_overflow_row, check_row_count,
     check_seed_replay,
 )
-from ._stored_state_checks import check_planted_cache_entry
-from ._search_checks import check_search_private_steps
+from .search_checks import check_search_private_steps
 
 __all__ = [
     "audit_implementation",
@@ -400,7 +399,7 @@ def audit_implementation(estimator, X=None, y=None):
     :func:`check_clone_independence`, :func:`check_row_count`,
     :func:`check_overflow_row`, :func:`check_rounding`,
     :func:`check_error_outcomes`, :func:`check_ledger_continuity`,
-    :func:`check_planted_cache_entry`, :func:`check_search_private_steps`,
+    :func:`check_search_private_steps`,
     :func:`check_error_messages` and :func:`check_public_attributes`; for a
     mechanism whose noisy values are integers (``mechanism="gradient"``)
     also :func:`check_float_channel` (a few seconds).
@@ -437,7 +436,6 @@ def audit_implementation(estimator, X=None, y=None):
         check_rounding(estimator),
         check_error_outcomes(estimator),
         check_ledger_continuity(estimator, X, y),
-        check_planted_cache_entry(estimator, X, y),
         check_search_private_steps(estimator),
         check_error_messages(estimator),
         check_public_attributes(estimator, X, y),

@@ -7,10 +7,10 @@ import pickle
 import numpy as np
 from sklearn.base import clone
 
-from .._mechanisms import mechanism_named
-from .._training import nominal_batch_size
-from .._utils import public_row_count
-from ._check_result import (
+from sklearn_dplssgd._mechanisms import mechanism_named
+from sklearn_dplssgd._training import nominal_batch_size
+from sklearn_dplssgd._utils import public_row_count
+from .common import (
     CLIP_TOLERANCE, CheckResult, adversarial_rows, declare_public_n, default_data, private_clone,
     quietly, set_existing,
 )

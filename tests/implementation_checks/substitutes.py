@@ -11,7 +11,7 @@ holds no test hook.
 
 import contextlib
 
-from .._backends import NumpyTraining, use_numpy_backend
+from sklearn_dplssgd._backends import NumpyTraining, use_numpy_backend
 
 __all__ = ["SubstitutedKernelTraining", "substituted_gradient_kernel"]
 
