@@ -12,6 +12,7 @@ that quote the data.
 """
 
 import contextlib
+import dataclasses
 
 import numpy as np
 import pytest
@@ -216,14 +217,10 @@ def test_ledger_check_catches_an_uncharged_continuation(monkeypatch):
     # A fitted model whose partial_fit skips the ledger (charges only in fit).
     real_plan = GradientPerturbationMechanism.plan
 
-    def plan_charging_fits_only(self, estimator, n_samples, series=None, partial=False):
-        if not partial:
-            return real_plan(self, estimator, n_samples, series, partial)
-        ledger, estimator.ledger = estimator.ledger, None
-        try:
-            return real_plan(self, estimator, n_samples, series, partial)
-        finally:
-            estimator.ledger = ledger
+    def plan_charging_fits_only(self, settings, n_samples, series=None, partial=False):
+        if partial:
+            settings = dataclasses.replace(settings, params={**settings.params, "ledger": None})
+        return real_plan(self, settings, n_samples, series, partial)
 
     monkeypatch.setattr(GradientPerturbationMechanism, "plan", plan_charging_fits_only)
     result = check_ledger_continuity(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
