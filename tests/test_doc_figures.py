@@ -56,6 +56,7 @@ _SETTING_BEFORE = re.compile(
 # each is not one: (page name, figure) -> reason.
 NOT_MEASUREMENTS = {
     ("preprocessing.rst", "1,080"): "the public rule's row count (4 k) for an example setting",
+    ("preprocessing.rst", "0.6"): "the public epsilon='auto' rule at 331 rows, one feature",
     ("output_perturbation.rst", "12"): "a property of the default batch rule, derived",
     ("output_perturbation.rst", "20,000"): "a cap on the number of steps, a setting",
     ("privacy_argument.rst", "0.3"): "the smallest variance a test of the bound uses, a setting",
@@ -67,8 +68,8 @@ NOT_MEASUREMENTS = {
     ("hyperparameters.rst", "0.447"): "the smoothing operator's variance factor, computed",
     ("hyperparameters.rst", "0.333"): "the smoothing operator's variance factor, computed",
     ("hyperparameters.rst", "0.277"): "the smoothing operator's variance factor, computed",
-    ("hyperparameters.rst", "2.7"): "a ratio of two public row norms, computed",
-    ("hyperparameters.rst", "0.875"): "the target the measurement is compared with",
+    ("hyperparameters.rst", "3.5"): "the step rule's constant, 2 x 1.75 logits, a setting",
+    ("hyperparameters.rst", "0.52"): "sqrt(beta) of the smoothing at sigma 1, computed",
     ("privacy.rst", "0.6"): "the calibration's threshold for switching accountants, a setting",
     ("sklearn_compatibility.rst", "0.83"): "scikit-learn's check thresholds, settings of its tests",
     ("sklearn_compatibility.rst", "0.5"): "scikit-learn's check thresholds, settings of its tests",
