@@ -17,19 +17,9 @@ from ._training import (
     SGD, AdaGrad, Adam, ConstantNoise, ExponentialNoise, Momentum, Optimizer, RelativeNoise,
     StepNoise,
 )
-from ._utils import PrivacyLeakWarning, forget_stale_compiled_code, install_compile_notice
+from ._utils import PrivacyLeakWarning
 
 __version__ = "0.1.0"
-
-# A one-line notice (logger "sklearn_dplssgd") while a first fit compiles
-# the Numba kernels of its input kind, instead of several silent seconds.
-install_compile_notice()
-
-# Numba checks a cached kernel only against its own file: the cache files of
-# a module whose imported sources (a residual of training/_losses.py inlined
-# into a kernel of backends/) changed since they were written are removed
-# here, before anything is compiled, so that they are compiled anew.
-forget_stale_compiled_code(__name__)
 
 __all__ = [
     "AdaGrad",

@@ -1,4 +1,4 @@
-"""Tests for sklearn_dplssgd._accounting._events, _calibration and _paper_bound.
+"""Tests for sklearn_dplssgd._accounting._events and _calibration.
 
 Known answers are the project's reference tables (computed with dp-accounting 0.6.0, delta =
 1e-5, add/remove adjacency); other checks call dp-accounting directly.
@@ -25,7 +25,6 @@ from sklearn_dplssgd._accounting._events import (
     NEIGHBORING_RELATIONS,
     PrivacyCalibration,
 )
-from sklearn_dplssgd._accounting._paper_bound import paper_noise_multiplier
 
 DELTA = 1e-5
 
@@ -322,7 +321,7 @@ def test_calibration_is_cached(monkeypatch):
 @pytest.mark.parametrize("accountant", ACCOUNTANTS)
 def test_infinite_epsilon_means_no_noise(accountant):
     cal = calibrate_noise(float("inf"), DELTA, sample_rate=0.01, n_steps=100,
-                          accountant=accountant, n_samples=10000)
+                          accountant=accountant)
     assert cal.noise_multiplier == 0.0
     assert cal.epsilon == math.inf
     assert compute_epsilon(0.0, DELTA, sample_rate=0.01, n_steps=100,
@@ -371,108 +370,6 @@ def test_replace_one_rdp_reduction_is_an_upper_bound(z):
 
 
 # ---------------------------------------------------------------------------
-# The paper's closed forms
-# ---------------------------------------------------------------------------
-
-PAPER = dict(sample_rate=128 / 60000, n_steps=math.ceil(50 * 60000 / 128),
-             n_samples=60000)
-
-
-def test_paper_released_known_answer():
-    z = paper_noise_multiplier(0.1, DELTA, variant="released", **PAPER)
-    assert z / 128 == pytest.approx(0.3471, abs=1e-3)  # nu, with G = 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        cal = calibrate_noise(0.1, DELTA, accountant="paper_released", **PAPER)
-    assert cal.noise_multiplier == pytest.approx(z, rel=1e-12)
-    assert cal.accountant == "paper_released"
-    # Reported epsilon is what the RDP accountant certifies for Poisson
-    # sampling with that z (about 0.022: the paper's bound is conservative).
-    rdp_eps = compute_epsilon(z, DELTA, sample_rate=PAPER["sample_rate"],
-                              n_steps=PAPER["n_steps"])
-    assert cal.epsilon == rdp_eps
-    assert cal.epsilon < 0.1
-    assert compute_epsilon(z, DELTA, sample_rate=PAPER["sample_rate"],
-                           n_steps=PAPER["n_steps"], accountant="paper_released") == rdp_eps
-
-
-def test_paper_released_condition():
-    # Its theorem needs eps^2 <= 5 T b^2 log(1/delta) / n^2 (about 6.1 here).
-    with pytest.raises(ValueError, match="does not apply"):
-        paper_noise_multiplier(3.0, DELTA, variant="released", **PAPER)
-
-
-def test_paper_theorem1_refuses_when_side_conditions_fail():
-    # At the paper's own MNIST settings no mu in (0, 1) meets the conditions.
-    with pytest.raises(ValueError, match="does not apply"):
-        paper_noise_multiplier(0.1, DELTA, **PAPER)
-    with pytest.raises(ValueError, match="rdp"):
-        calibrate_noise(0.1, DELTA, accountant="paper", **PAPER)
-
-
-def _theorem1_bruteforce(eps, delta, q, T, n, grid=200001):
-    b = q * n
-    mu = np.linspace(0, 1, grid)[1:-1]
-    alpha = np.log(1 / delta) / ((1 - mu) * eps) + 1
-    c1 = alpha <= np.log(mu * n**3 * eps / (5 * b**3 * T * alpha + mu * b * n**2 * eps))
-    c2 = 5 * b**2 * T * alpha / (mu * n**2 * eps) >= 1.5
-    nu2 = 20 * T * alpha / (mu * n**2 * eps)
-    ok = c1 & c2
-    return math.sqrt(nu2[ok].min()) * b if ok.any() else None
-
-
-@pytest.mark.parametrize(
-    "eps, n, b, epochs",
-    [(5.0, 60000, 128, 50),    # conditions hold; the released form does not apply
-     (8.0, 60000, 128, 1000),  # both theorems apply
-     (8.0, 10000, 16, 1000)],
-)
-def test_paper_theorem1_when_conditions_hold(eps, n, b, epochs):
-    q, T = b / n, math.ceil(epochs * n / b)
-    z1 = paper_noise_multiplier(eps, DELTA, sample_rate=q, n_steps=T, n_samples=n)
-    brute = _theorem1_bruteforce(eps, DELTA, q, T, n)
-    assert brute is not None
-    assert z1 == pytest.approx(brute, rel=1e-4)
-    assert z1 <= brute * (1 + 1e-9)
-    # Side condition 2 says nu^2 / Delta^2 >= 1.5 with Delta = 2G/b: z >= sqrt(6).
-    assert z1 >= math.sqrt(6) * (1 - 1e-9)
-    try:
-        z_released = paper_noise_multiplier(eps, DELTA, sample_rate=q, n_steps=T,
-                                            n_samples=n, variant="released")
-    except ValueError:
-        return
-    # Whenever both apply, Theorem 1 asks for more noise: 20 alpha_1 / mu >
-    # 20 (1 + L/eps) > 8 (1 + 2 L/eps).
-    assert z1 > z_released
-    cal = calibrate_noise(eps, DELTA, sample_rate=q, n_steps=T, accountant="paper",
-                          n_samples=n)
-    assert cal.noise_multiplier == z1
-    assert cal.epsilon == compute_epsilon(z1, DELTA, sample_rate=q, n_steps=T)
-
-
-def test_paper_bound_not_confirmed_for_poisson_warns():
-    # Small batches (b = 2): the released bound's z certifies eps ~0.107 > 0.1
-    # under the RDP accountant for Poisson sampling.
-    kw = dict(sample_rate=2 / 10000, n_steps=5000, n_samples=10000)
-    with pytest.warns(UserWarning, match="not confirmed"):
-        cal = calibrate_noise(0.1, DELTA, accountant="paper_released", **kw)
-    z = paper_noise_multiplier(0.1, DELTA, variant="released", **kw)
-    assert cal.noise_multiplier == z
-    assert cal.epsilon == compute_epsilon(z, DELTA, sample_rate=kw["sample_rate"],
-                                          n_steps=kw["n_steps"])
-    assert cal.epsilon > 0.1
-    # The warning repeats on cached calls: every fit is affected.
-    with pytest.warns(UserWarning, match="not confirmed"):
-        calibrate_noise(0.1, DELTA, accountant="paper_released", **kw)
-
-
-@pytest.mark.parametrize("accountant", ["paper", "paper_released"])
-def test_paper_accountants_need_n_samples(accountant):
-    with pytest.raises(ValueError, match="n_samples"):
-        calibrate_noise(0.1, DELTA, sample_rate=0.01, n_steps=10, accountant=accountant)
-
-
-# ---------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------
 
@@ -494,10 +391,10 @@ GOOD = dict(sample_rate=0.01, n_steps=10)
         (dict(sample_rate=float("nan")), "sample_rate"),
         (dict(n_steps=0), "n_steps"),
         (dict(n_steps=2.5), "n_steps"),
-        (dict(accountant="moments"), r"accountant.*'rdp', 'pld', 'paper', 'paper_released'"),
+        (dict(accountant="moments"), r"accountant.*'rdp', 'pld'"),
+        (dict(accountant="paper"), r"accountant.*'rdp', 'pld'"),
         (dict(neighboring="substitute"), r"neighboring.*'add_remove', 'replace_one'"),
         (dict(pld_discretization=0.0, accountant="pld"), "pld_discretization"),
-        (dict(n_samples=0, accountant="paper"), "n_samples"),
     ],
 )
 def test_calibrate_noise_validation(kwargs, match):
@@ -526,20 +423,8 @@ def test_compute_epsilon_validation(kwargs, match):
         compute_epsilon(args.pop("noise_multiplier"), args.pop("delta"), **args)
 
 
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [(dict(variant="draft"), "variant"), (dict(n_samples=0), "n_samples"),
-     (dict(epsilon=0), "epsilon")],
-)
-def test_paper_noise_multiplier_validation(kwargs, match):
-    args = dict(epsilon=1.0, delta=DELTA, n_samples=1000, **GOOD)
-    args.update(kwargs)
-    with pytest.raises(ValueError, match=match):
-        paper_noise_multiplier(args.pop("epsilon"), args.pop("delta"), **args)
-
-
 def test_public_names():
-    assert ACCOUNTANTS == ("rdp", "pld", "paper", "paper_released")
+    assert ACCOUNTANTS == ("rdp", "pld")
     assert NEIGHBORING_RELATIONS == ("add_remove", "replace_one")
     assert set(_accounting.__all__) >= {
         "ACCOUNTANTS", "NEIGHBORING_RELATIONS", "PrivacyCalibration", "compute_epsilon",

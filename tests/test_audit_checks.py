@@ -20,7 +20,7 @@ from sklearn.pipeline import Pipeline
 
 import sklearn_dplssgd._linear_model._base as base_module
 import sklearn_dplssgd._mechanisms._gradient as gradient_module
-from sklearn_dplssgd._mechanisms import GradientPerturbationMechanism
+from sklearn_dplssgd._mechanisms import FitSettings, GradientPerturbationMechanism
 import sklearn_dplssgd._linear_model._classifier as classifier_module
 import sklearn_dplssgd._model_selection._search as search_module
 import sklearn_dplssgd._backends._numpy as sgd_module
@@ -32,7 +32,6 @@ from sklearn_dplssgd import (
     PrivacyLedger,
 )
 import sklearn_dplssgd._preprocessing._dp_encoder as encoder_module
-from sklearn_dplssgd._linear_model._base import BaseDPLSSGD
 from sklearn_dplssgd.audit import (
     CheckResult,
     audit_implementation,
@@ -137,7 +136,7 @@ def test_seed_checks_accept_reproducible_fits_that_claim_nothing():
 
 def test_row_count_check_catches_a_mechanism_computed_from_private_n(monkeypatch):
     # The bug: q and T from the actual row count under add/remove adjacency.
-    monkeypatch.setattr(BaseDPLSSGD, "_accounted_n_samples", lambda self, n: n)
+    monkeypatch.setattr(FitSettings, "accounted_n_samples", lambda self, n: n)
     result = check_row_count(DPLSSGDClassifier(classes=[0, 1], neighboring="add_remove"))
     assert not result.passed
     assert "sample_rate_" in result.detail and "n_steps_" in result.detail

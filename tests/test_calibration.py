@@ -68,8 +68,7 @@ PREVIOUS_PLD_Z = {
 def test_pld_noise_as_before_and_never_under_a_finer_pld_accountant(setting):
     epsilon, delta, q, T, neighboring = setting
     calibrate_noise.cache_clear()
-    cal, interval = _calibration._calibrate(epsilon, delta, q, T, "pld", neighboring, None,
-                                            None)
+    cal, interval = _calibration._calibrate(epsilon, delta, q, T, "pld", neighboring, None)
     assert cal.accountant == "pld"
     assert cal.noise_multiplier == pytest.approx(PREVIOUS_PLD_Z[setting], rel=3e-3)
     # Finer than the finest interval the calibration may pick (epsilon / 10000).
@@ -282,21 +281,19 @@ def test_unwritable_folder_is_skipped(tmp_path, monkeypatch, computations):
 
 def test_every_accountant_is_stored_and_read_back(cache_dir, computations):
     kwargs = [dict(accountant="rdp"), dict(accountant="pld", neighboring="add_remove"),
-              dict(accountant="paper_released", n_samples=100000),
               dict(accountant="pld", pld_discretization=1e-3)]
     first = [calibrate_noise(1.0, 1e-5, **SETTING, **kw) for kw in kwargs]
     # A huge target under PLD is answered by RDP (and says so).
     huge = calibrate_noise(30.0, 1e-5, **SETTING)
     assert huge.accountant == "rdp"
-    n_computed = len(computations) + 1  # the paper's is computed again
+    n_computed = len(computations)
     calibrate_noise.cache_clear()
     assert [calibrate_noise(1.0, 1e-5, **SETTING, **kw) for kw in kwargs] == first
     assert calibrate_noise(30.0, 1e-5, **SETTING) == huge
     assert len(computations) == n_computed
-    # No privacy is never stored: nothing to compute. The paper's closed forms
-    # are not stored either (checking a stored one costs as much as computing it).
+    # No privacy is never stored: nothing to compute.
     assert calibrate_noise(math.inf, 1e-5, **SETTING).noise_multiplier == 0.0
-    assert len(_entries(cache_dir)) == len(kwargs)
+    assert len(_entries(cache_dir)) == len(kwargs) + 1
 
 
 # ---------------------------------------------------------------------------
@@ -348,7 +345,7 @@ def test_no_private_name_of_dp_accounting_is_read():
     # The accounting modules read no private attribute of any object but
     # their own (dp-accounting's objects are reached through local names).
     for name in ("_accounting/_events.py", "_accounting/_calibration.py",
-                 "_accounting/_calibration_cache.py", "_accounting/_paper_bound.py"):
+                 "_accounting/_calibration_cache.py"):
         tree = ast.parse((PACKAGE / name).read_text())
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_")

@@ -39,8 +39,6 @@ PRIVATE_DEPENDENCY_PATHS = ("sklearn.externals", "numba.core")
 # Known reaches into dependencies' private paths, each with its reason; the
 # rule fails on any other and on an entry here that is gone (so the list shrinks).
 KNOWN_PRIVATE_DEPENDENCY_IMPORTS = {
-    ("_utils/_compile_notice.py", "numba.core.event"):
-        "Numba documents its compilation event API only under numba.core.event",
     ("_model_selection/_search.py", "sklearn.utils._safe_indexing"):
         "documented in scikit-learn's API reference under this name",
 }

@@ -1,5 +1,5 @@
 """Privacy accounting: dp-accounting events and their epsilon, noise calibration and its cache,
-the paper's bound, the privacy ledger with its JSON event
+the privacy ledger with its JSON event
 format, and the privacy reports.
 
 The modules are private; the names other layers use are re-exported here.

@@ -1,7 +1,7 @@
 """Noise calibration: the smallest noise multiplier that meets an (epsilon, delta) target.
 
 :func:`calibrate_noise` turns a target ``(epsilon, delta)`` into the noise
-multiplier ``z`` of the estimators' mechanism (see :mod:`~sklearn_dplssgd._accounting._events`), with
+multiplier ``z`` of the estimators' mechanism (see :mod:`._events`), with
 dp-accounting's public accountants deciding every answer, and keeps each
 result in memory and on disk (:mod:`._calibration_cache`).
 :func:`smallest_noise_for` does the same for any epsilon curve.
@@ -35,14 +35,11 @@ Decisions, and why
   that calibrated it, at the same discretization, has certified again that
   it meets the target (:func:`_calibrate_stored`: one evaluation, not a
   search); otherwise the setting is recomputed and the entry overwritten.
-  The paper accountants are not stored (checking their ``z`` would cost as
-  much as computing it).
 """
 
 import dataclasses
 import functools
 import math
-import warnings
 
 import dp_accounting
 
@@ -51,8 +48,7 @@ from ._events import (
     ACCOUNTANTS, NEIGHBORING_RELATIONS, PrivacyCalibration, cached_epsilon, EVENT_EPSILONS,
     pld_interval_range, pld_interval_rule, PLD_INTERVAL_BOUNDS,
 )
-from ._paper_bound import paper_noise_multiplier
-from .._utils import check_delta, check_epsilon, check_guess, check_mechanism, check_positive_int
+from .._utils import check_delta, check_epsilon, check_guess, check_mechanism
 
 __all__ = ["calibrate_noise", "smallest_noise_for"]
 
@@ -339,7 +335,7 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
     return fine.hi, interval
 
 
-def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_samples,
+def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
                pld_discretization):
     """Compute a calibration (finite epsilon; arguments validated and normalised).
 
@@ -347,20 +343,6 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_
     at which a PLD answer's epsilon was computed, None for the others (what
     :func:`_calibrate_stored` needs to check a stored answer again).
     """
-    if accountant in ("paper", "paper_released"):
-        variant = "theorem1" if accountant == "paper" else "released"
-        z = paper_noise_multiplier(
-            epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
-            n_samples=n_samples, variant=variant,
-        )
-        # The paper's bounds assume fixed-size batches drawn without
-        # replacement; report what the RDP accountant certifies for the
-        # Poisson-sampled mechanism that actually runs with this z.
-        reached = cached_epsilon(z, delta, sample_rate, n_steps, "rdp", neighboring,
-                                 None)
-        return PrivacyCalibration(z, reached, delta, sample_rate, n_steps,
-                                  accountant, neighboring), None
-
     if accountant in ("rdp", "rdp_guess"):
         def eps_of_z(z):
             return cached_epsilon(z, delta, sample_rate, n_steps, accountant, neighboring,
@@ -380,8 +362,7 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_
             # accountant gave it.
             try:
                 rdp_calibration = dataclasses.replace(_calibrate_in_memory(
-                    epsilon, delta, sample_rate, n_steps, "rdp_guess", neighboring,
-                    None, None,
+                    epsilon, delta, sample_rate, n_steps, "rdp_guess", neighboring, None,
                 ), accountant="rdp")
             except ValueError:  # below what RDP can certify
                 pass
@@ -406,23 +387,23 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring, n_
 
 @functools.lru_cache(maxsize=1024)
 def _calibrate_in_memory(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
-                         n_samples, pld_discretization):
+                         pld_discretization):
     """The calibration, from memory, else from disk, else computed (and stored)."""
     if epsilon == math.inf:
         return PrivacyCalibration(0.0, math.inf, delta, sample_rate, n_steps,
                                   accountant, neighboring)
     if accountant not in _STORED_ACCOUNTANTS:
-        # "rdp_guess" (internal) and the paper's closed forms: memory only.
+        # "rdp_guess" (internal): memory only.
         return _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
-                          n_samples, pld_discretization)[0]
+                          pld_discretization)[0]
     settings = dict(epsilon=epsilon, delta=delta, sample_rate=sample_rate, n_steps=n_steps,
-                    accountant=accountant, neighboring=neighboring, n_samples=n_samples,
+                    accountant=accountant, neighboring=neighboring,
                     pld_discretization=pld_discretization)
     stored = _calibrate_stored(settings)
     if stored is not None:
         return stored
     calibration, pld_interval = _calibrate(epsilon, delta, sample_rate, n_steps, accountant,
-                                           neighboring, n_samples, pld_discretization)
+                                           neighboring, pld_discretization)
     _calibration_cache.store(settings, {"noise_multiplier": calibration.noise_multiplier,
                                         "epsilon": calibration.epsilon,
                                         "accountant": calibration.accountant,
@@ -507,8 +488,7 @@ def _calibrate_stored(settings):
 
 
 def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
-                    neighboring="replace_one", n_samples=None,
-                    pld_discretization=None):
+                    neighboring="replace_one", pld_discretization=None):
     """Find the smallest noise multiplier that meets an (epsilon, delta) target.
 
     The mechanism is ``n_steps`` steps of: Poisson-sample each row with
@@ -533,7 +513,7 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
         Poisson sampling probability ``q`` in (0, 1]; 1 is full batch.
     n_steps : int
         Number of noisy steps ``T`` >= 1.
-    accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
+    accountant : {"pld", "rdp"}, default="pld"
         * ``"pld"``: dp-accounting's PLD accountant, the tightest (typically
           5-15 % less noise than RDP).  Its ``value_discretization_interval``
           is chosen between ``epsilon / 500`` and ``epsilon / 10000`` for
@@ -545,17 +525,6 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
         * ``"rdp"``: dp-accounting's RDP accountant, orders up to 1024 (dense
           above 64), improved conversion (Balle et al. 2020).  Cold call
           ~0.35-0.6 s.
-        * ``"paper"``: the noise of Theorem 1 of the DP-LSSGD paper, see
-          ``paper_noise_multiplier``
-          (``variant="theorem1"``).
-        * ``"paper_released"``: the noise of the conference version, used by
-          the authors' released code (``variant="released"``).
-
-        The paper's bounds assume fixed-size batches drawn without
-        replacement, but the estimators sample by Poisson.  For the paper
-        accountants the reported ``epsilon`` is therefore what the RDP
-        accountant certifies for the mechanism that actually runs with the
-        paper's ``z``; if it exceeds the target, a ``UserWarning`` says so.
     neighboring : {"replace_one", "add_remove"}, default="replace_one"
         Adjacency.  ``"add_remove"``: one row added or removed (sensitivity
         ``C``; the row count, and so ``sample_rate`` and ``n_steps``, must
@@ -563,9 +532,6 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
         replaced (sensitivity ``2C``);
         native in PLD, sound group-privacy reduction in RDP for ``q < 1``
         (see the module docstring).  ``z`` stays relative to ``C``.
-    n_samples : int, optional
-        Number of rows ``n``; required for the paper accountants (their
-        conditions involve ``n`` and ``b = q n`` separately), ignored otherwise.
     pld_discretization : float, optional
         Fixed PLD ``value_discretization_interval``.  Default: chosen
         automatically for ~1e-4 relative accuracy, between ``epsilon / 500``
@@ -580,9 +546,8 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
     Raises
     ------
     ValueError
-        On invalid arguments (the message names the parameter), when the
-        target cannot be certified by the accountant, or when the paper's
-        theorem does not apply.
+        On invalid arguments (the message names the parameter), or when the
+        target cannot be certified by the accountant.
     """
     epsilon = check_epsilon(epsilon)
     delta, sample_rate, n_steps, accountant, neighboring, pld_discretization = (
@@ -590,36 +555,11 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
                         pld_discretization, accountants=ACCOUNTANTS,
                         relations=NEIGHBORING_RELATIONS)
     )
-    if accountant in ("paper", "paper_released"):
-        if n_samples is None:
-            raise ValueError(
-                f"n_samples is required for accountant={accountant!r} (the "
-                "paper's bound depends on n and the batch size b = q n)."
-            )
-        n_samples = check_positive_int(n_samples, "n_samples")
-    else:
-        # Irrelevant: normalise so that it does not fragment the cache.
-        n_samples = None
     if accountant != "pld":
         pld_discretization = None
 
-    calibration = _calibrate_in_memory(epsilon, delta, sample_rate, n_steps,
-                                       accountant, neighboring, n_samples,
-                                       pld_discretization)
-    if calibration.epsilon > epsilon:
-        # Only possible for the paper accountants; warn on every call, since
-        # every fit that uses this noise is affected.
-        warnings.warn(
-            f"The paper's bound (accountant={accountant!r}) is not confirmed "
-            "by the RDP accountant for Poisson sampling: the noise multiplier "
-            f"{calibration.noise_multiplier:.6g} only certifies epsilon="
-            f"{calibration.epsilon:.6g} > target {epsilon:.6g} at delta="
-            f"{delta:g}. The RDP value is reported; use accountant='rdp' to "
-            "meet the target.",
-            UserWarning,
-            stacklevel=2,
-        )
-    return calibration
+    return _calibrate_in_memory(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
+                                pld_discretization)
 
 
 calibrate_noise.cache_info = _calibrate_in_memory.cache_info

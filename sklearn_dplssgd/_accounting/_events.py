@@ -12,8 +12,7 @@ step are post-processing.  In ``dp-accounting`` terms that is::
 This module builds that event (:func:`dp_event`), reports the ``epsilon`` a
 given ``z`` reaches (:func:`compute_epsilon`) and the epsilon of any event
 (:func:`event_epsilon`).  Turning a target ``(epsilon, delta)`` into ``z`` is
-:mod:`._calibration`'s job, the closed forms of the DP-LSSGD paper are in
-:mod:`._paper_bound`.  ``z`` is always relative to the clip norm: the noise
+:mod:`._calibration`'s job.  ``z`` is always relative to the clip norm: the noise
 standard deviation on the *sum* of clipped gradients is ``z * C``.
 
 dp-accounting is used through its public API only: ``PLDAccountant``,
@@ -98,7 +97,7 @@ __all__ = [
     "split_epsilon_delta_events",
 ]
 
-ACCOUNTANTS = ("rdp", "pld", "paper", "paper_released")
+ACCOUNTANTS = ("rdp", "pld")
 NEIGHBORING_RELATIONS = ("add_remove", "replace_one")
 # The estimators' epsilon that spends what remains of their ledger's budget.
 REMAINING_BUDGET = "remaining"
@@ -144,11 +143,8 @@ class PrivacyCalibration:
         ``epsilon = inf`` (no noise).
     epsilon : float
         The epsilon this ``z`` actually reaches for ``(sample_rate, n_steps,
-        delta)``, as certified by the accountant.  Never above the target for
-        ``"rdp"`` and ``"pld"``.  For the paper accountants it is the value the
-        RDP accountant certifies for the Poisson-sampled mechanism that
-        actually runs; if that exceeds the target a ``UserWarning`` was
-        emitted.  ``inf`` when no noise is added.
+        delta)``, as certified by the accountant; never above the target.
+        ``inf`` when no noise is added.
     delta : float
         The delta of the guarantee.
     sample_rate : float
@@ -156,7 +152,7 @@ class PrivacyCalibration:
     n_steps : int
         ``T``, the number of noisy steps.
     accountant : str
-        One of "rdp", "pld", "paper", "paper_released".
+        One of "rdp", "pld".
     neighboring : str
         One of "add_remove", "replace_one".
     """
@@ -439,10 +435,7 @@ def compute_epsilon(noise_multiplier, delta, *, sample_rate, n_steps,
         Poisson sampling probability ``q`` in (0, 1].
     n_steps : int
         Number of noisy steps ``T`` >= 1.
-    accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
-        ``"paper"`` and ``"paper_released"`` are computed with the RDP
-        accountant: their closed forms give a noise level, not an epsilon for
-        the Poisson-sampled mechanism that actually runs.
+    accountant : {"pld", "rdp"}, default="pld"
     neighboring : {"replace_one", "add_remove"}, default="replace_one"
         See :func:`~sklearn_dplssgd.calibrate_noise`.
     pld_discretization : float, optional

@@ -2,7 +2,6 @@
 
 import math
 import os
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,13 +16,15 @@ from .._backends import (
     array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
     as_canonical_csr, backend_for, check_cluster_network, check_finite_rows,
 )
-from .._mechanisms import MECHANISMS, TrainingData, mechanism_named
+from .._mechanisms import (
+    MECHANISMS, FitSettings, TrainingData, mechanism_named, spends_privacy,
+)
 from .._training import (
-    AUTO, ORDERED, optimizer_error, random_state_error, warn_about_seed, check_noise_schedule,
-    LEARNING_RATES,
+    AUTO, ORDERED, optimizer_error, random_state_error, check_noise_schedule, LEARNING_RATES,
+    Series,
 )
 from .._utils import (
-    Interval, Options, PrivacyLeakWarning, public_row_count, validate_hiding_values,
+    Interval, Options, public_row_count, validate_hiding_values,
     validate_parameters,
 )
 from ._dask_input import dask_arrays, dask_training_rows
@@ -134,7 +135,7 @@ class BaseDPLSSGD(BaseEstimator):
         if self.epsilon == REMAINING_BUDGET:
             self._check_remaining_budget()
         check_feature_bounds(self)
-        self._release_mechanism().check_settings(self)
+        self._release_mechanism().check_settings(self._fit_settings())
 
     def _check_remaining_budget(self):
         """``epsilon="remaining"`` needs a capped ledger and a mechanism that can spend it."""
@@ -149,42 +150,20 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _spends_privacy(self):
         """Whether the fit is meant to be private (finite epsilon, or the ledger's remainder)."""
-        return self.epsilon == REMAINING_BUDGET or math.isfinite(self.epsilon)
+        return spends_privacy(self.epsilon)
 
     def _accounted_n_samples(self, n_samples):
-        """The row count that sets q and T: public by the chosen adjacency.
+        """The row count that sets q and T (see :meth:`FitSettings.accounted_n_samples`)."""
+        return self._fit_settings().accounted_n_samples(n_samples)
 
-        Under replace-one adjacency neighbouring data sets have the same
-        number of rows, so the actual count is public. Under add/remove it is
-        not (with n = batch_size and n = batch_size + 1 the sample rate, the
-        number of steps and the noise would all differ, and the fitted model
-        would tell the two apart), so a declared ``public_n_samples`` is
-        required.
-        """
-        if self.public_n_samples is not None:
-            declared = int(self.public_n_samples)
-            if not 0.5 <= n_samples / declared <= 2.0:
-                # For the person holding the data only: nothing is stored.
-                warnings.warn(
-                    "public_n_samples is more than a factor 2 away from the number "
-                    "of rows: each step samples q * n_samples rows, not batch_size, "
-                    "so the effective step size changes by that factor. Declare a "
-                    "count closer to the real one.",
-                    UserWarning,
-                )
-            return declared
-        if self.neighboring == "add_remove" and self._spends_privacy():
-            raise ValueError(
-                "neighboring='add_remove' makes the number of rows private: the "
-                "sample rate and the number of steps cannot be computed from it. "
-                "Declare a public row count with public_n_samples=..., or use "
-                "neighboring='replace_one' (the default)."
-            )
-        return n_samples
-
-    def _warn_about_workflow(self):
-        """Warnings about how this fit is used."""
-        warn_about_seed(self.random_state, self.reproducible)
+    def _fit_settings(self):
+        """The frozen :class:`FitSettings` every call of the mechanism reads."""
+        return FitSettings(
+            type(self).__name__, self.get_params(deep=False), n_threads=self._n_threads(),
+            auto_sigma_levels=self._auto_sigma_levels,
+            step_reference_sigma=self._step_reference_sigma,
+            average_tail=self._average_tail, prior_release=self._plan_prior_release,
+            fixed_mechanism=self.__dict__.get("_fixed_mechanism"))
 
     def _n_threads(self):
         if self.n_jobs is None:
@@ -289,6 +268,40 @@ class BaseDPLSSGD(BaseEstimator):
             params[:, -1] = 0.0  # the kernels' invariant: no intercept, a zero column
         return params
 
+    def _continued_series(self, settings, partial, coef_init, intercept_init):
+        """The :class:`Series` this release continues, or None for a fresh start.
+
+        ``partial_fit`` continues whatever the estimator fitted last;
+        ``fit`` does with ``warm_start=True`` and no ``coef_init`` or
+        ``intercept_init``.
+        """
+        fitted = "dp_events_" in self.__dict__
+        if not fitted or not (partial or (self.warm_start and coef_init is None
+                                          and intercept_init is None)):
+            return None
+        if self.neighboring != self.neighboring_:
+            # Epsilons under different adjacencies do not compose.
+            raise ValueError(
+                f"The fitted releases were accounted under neighboring="
+                f"{self.neighboring_!r}, this one would be under "
+                f"{self.neighboring!r}: they do not compose. Restore neighboring, or "
+                "fit from scratch (warm_start=False)."
+            )
+        params = self._to_training_scale(self._initial_params(
+            self.coef_, self.intercept_, len(self.intercept_), self.n_features_in_))
+        trajectory = self.__dict__.get("_series_trajectory")
+        average, weight = None, 0.0
+        if trajectory is not None and settings.averages_series(partial):
+            # The series average goes on: the call continues from the last
+            # iterate, and the published weights are the mean so far.
+            params, average = trajectory, params
+            weight = float(self.__dict__.get("_series_weight", 0.0))
+        return Series(tuple(self.dp_events_), self.delta_, self.eta0_, self.t_, params,
+                      self.__dict__.get("classes_"),
+                      tuple(self.__dict__.get("disjoint_batches_",
+                                              [False] * len(self.dp_events_))),
+                      average=average, average_weight=weight)
+
     def _fit(self, X, y, sample_weight=None, *, partial=False, classes=None, coef_init=None,
              intercept_init=None, disjoint_batches=False):
         """Validate, ask the mechanism to release, and set the common attributes.
@@ -318,6 +331,7 @@ class BaseDPLSSGD(BaseEstimator):
             raise TypeError(
                 f"disjoint_batches must be True or False; got {disjoint_batches!r}.")
         mechanism = self._release_mechanism()
+        settings = self._fit_settings()
         # A Dask array or DataFrame trains where its partitions are (see
         # _dask_input): its shape and dtype are read from metadata only.
         backend = backend_for(X)
@@ -340,12 +354,12 @@ class BaseDPLSSGD(BaseEstimator):
         feature_map(self, X, namespace=namespace)
         continued = partial or coef_init is not None or intercept_init is not None or (
             self.warm_start and "dp_events_" in self.__dict__)
-        mechanism.check_release(self, X, namespace=namespace, sparse=sp.issparse(X),
+        mechanism.check_release(settings, X, namespace=namespace, sparse=sp.issparse(X),
                                 continued=continued)
         if namespace is not None and sample_weight is not None:
             # Weights are validated on the host, whatever their namespace.
             sample_weight = to_numpy(without_autograd(sample_weight))
-        series = mechanism.continued_series(self, partial, coef_init, intercept_init)
+        series = self._continued_series(settings, partial, coef_init, intercept_init)
         if series is not None and "_feature_map" in self.__dict__:
             check_same_feature_map(self._feature_map, feature_map(
                 self, n_features=self.n_features_in_))
@@ -353,11 +367,11 @@ class BaseDPLSSGD(BaseEstimator):
         # public under the adjacency in force), so it is fixed, and charged
         # to the ledger, before any row is read where the mechanism can.
         n_rows = public_row_count(X)
-        plan = mechanism.plan_before_reading(self, n_rows, series, partial)
+        plan = mechanism.plan_before_reading(settings, n_rows, series, partial)
         # Under add/remove with a public row count, the empty data set is a
         # neighbour of every one-row data set: it trains (noise only) rather
         # than raising, or one row would decide whether a model is released.
-        min_rows = 0 if mechanism.row_count_is_private(self) else 1
+        min_rows = 0 if mechanism.row_count_is_private(settings) else 1
         # Validation errors name the problem, never a value (values are private).
         if distributed:
             y_encoded, n_outputs, weights = dask_training_rows(
@@ -398,8 +412,10 @@ class BaseDPLSSGD(BaseEstimator):
         if mapping is not None:
             # Training sees [-1, 1]; fold back below.
             X = X.map_blocks(mapping.rows, dtype=X.dtype) if distributed else mapping.rows(X)
-        self.sigma_ = mechanism.smoothing(self, X.shape[1], sp.issparse(X))
-        self.sigma_reason_ = mechanism.smoothing_reason(self, X.shape[1], sp.issparse(X))
+        feature_names = getattr(self, "feature_names_in_", None)
+        self.sigma_ = mechanism.smoothing(settings, X.shape[1], sp.issparse(X), feature_names)
+        self.sigma_reason_ = mechanism.smoothing_reason(settings, X.shape[1], sp.issparse(X),
+                                                        feature_names)
         if not distributed:
             y_encoded, n_outputs = self._encode_targets(y, classes)
         if series is not None and series.classes is not None and not np.array_equal(
@@ -413,9 +429,12 @@ class BaseDPLSSGD(BaseEstimator):
         if not distributed:
             weights = validate_hiding_values(
                 {"sample_weight": sample_weight}, self._row_weights, sample_weight, y)
+        # Array API fits start from zero weights (check_release).
+        start = None if namespace is not None else self._start_params(
+            series, coef_init, intercept_init, n_outputs, X.shape[1])
         data = TrainingData(X, y, y_encoded, n_outputs, weights, namespace,
-                            coef_init=coef_init, intercept_init=intercept_init)
-        params, record = mechanism.release(self, data, plan, series, partial,
+                            start_params=start, feature_names=feature_names)
+        params, record = mechanism.release(settings, data, plan, series, partial,
                                            bool(disjoint_batches))
         for name, value in record.fitted_attributes().items():
             setattr(self, name, value)
@@ -429,22 +448,8 @@ class BaseDPLSSGD(BaseEstimator):
         return params if mapping is None else mapping.to_original(params)
 
     def _release_mechanism(self):
-        """The mechanism object ``self.mechanism`` names (see :mod:`sklearn_dplssgd._mechanisms`)."""
+        """The mechanism object ``self.mechanism`` names (see ``_mechanisms``)."""
         return mechanism_named(self.mechanism)
-
-    def _warn_before_training(self, delta, n_samples):
-        """The warnings every mechanism gives once its plan is fixed."""
-        if self._spends_privacy() and delta * max(n_samples, 1) >= 1.0:
-            # No per-fit number in the text: the same message for every fold
-            # of a search.
-            warnings.warn(
-                "delta is not below 1/n_samples (n_samples: the number of training "
-                "rows): a mechanism that publishes a random row with probability "
-                "delta meets such a guarantee. Use a smaller delta, or delta='auto' "
-                "(min(1e-5, 1 / (10 n))).",
-                PrivacyLeakWarning,
-            )
-        self._warn_about_workflow()
 
     def _can_stream(self):
         """Whether ``partial_fit`` exists: where the mechanism can continue a release.

@@ -215,7 +215,7 @@ SHARED_PARAMETER_DOCS = {
         ``coef_init`` and ``intercept_init`` given to ``fit`` take precedence
         and start a new series.""",
     "accounting_parameters": """\
-accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
+accountant : {"pld", "rdp"}, default="pld"
         How the noise multiplier is calibrated to (epsilon, delta).
         ``"pld"``: the privacy-loss-distribution accountant of dp-accounting
         with a fine discretisation (the tightest: about 1e-4 relative
@@ -223,11 +223,7 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         for tens of thousands of steps, cached). ``"rdp"``: the Renyi DP
         accountant with a dense grid of orders up to 1024 (a valid but
         looser bound: 5 to 10 percent more noise, and under
-        ``"replace_one"`` it uses a group-privacy step). ``"paper"`` and
-        ``"paper_released"``: the closed forms of the DP-LSSGD paper
-        (Theorem 1) and of its released code, for reproducing it; the
-        epsilon reported for them is the one the RDP accountant certifies
-        for the Poisson-sampled run.
+        ``"replace_one"`` it uses a group-privacy step).
 
     neighboring : {"replace_one", "add_remove"}, default="replace_one"
         Adjacency of the guarantee. ``"replace_one"``: two training sets of
@@ -348,9 +344,7 @@ accountant : {"pld", "rdp", "paper", "paper_released"}, default="pld"
         Epsilon actually reached by the fit, as certified by the accountant:
         never above ``epsilon`` with ``"rdp"`` and ``"pld"``. With
         ``epsilon="remaining"``: this fit's own event at ``delta_`` (the
-        ledger's total stays within its cap). With the paper
-        accountants it is what the RDP accountant certifies for the
-        Poisson-sampled run, and a warning says so if that exceeds ``epsilon``.
+        ledger's total stays within its cap).
         ``inf`` when the fit had no noise or was ``reproducible``. After
         several releases of one series (``partial_fit``, ``warm_start``):
         the epsilon of all of them together, by the accountant from

@@ -4,7 +4,8 @@ One module (or small subpackage) per mechanism holds what it releases and how
 it is accounted for: gradient perturbation (:mod:`._gradient`: the
 :class:`GradientPerturbation` value and the DP-LSSGD release), output
 perturbation (:mod:`.output_perturbation`) and the private search's selection
-(:mod:`._search_selection`). :mod:`._release` holds the interface they answer.
+(:mod:`._search_selection`). :mod:`._release` holds the interface they answer, :mod:`._settings` the
+frozen hyperparameters of a fit that every call of it reads.
 :data:`MECHANISMS` maps each value of the estimators' ``mechanism`` parameter
 to its mechanism; :func:`mechanism_named` looks one up.
 """
@@ -12,11 +13,13 @@ to its mechanism; :func:`mechanism_named` looks one up.
 from ._gradient import GradientPerturbation, GradientPerturbationMechanism, ReleasePlan
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord, TrainingData
 from ._search_selection import RandomSearchSelection
+from ._settings import FitSettings, spends_privacy
 from .output_perturbation import (
     NoiseFreeDescent, OutputPerturbation, OutputPerturbationMechanism, smoothness_constants,
 )
 
 __all__ = [
+    "FitSettings",
     "GradientPerturbation",
     "GradientPerturbationMechanism",
     "MECHANISMS",
@@ -31,6 +34,7 @@ __all__ = [
     "TrainingData",
     "mechanism_named",
     "smoothness_constants",
+    "spends_privacy",
 ]
 
 MECHANISMS = {

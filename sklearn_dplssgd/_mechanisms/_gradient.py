@@ -23,10 +23,10 @@ from .._accounting import (
 )
 from .._backends import backend_for, initial_gradient_norms, share_of_rows, to_device
 from .._training import (
-    batch_rows_bound, step_levels, AUTO, resolve_average_start, resolve_delta, resolve_eta0,
+    batch_rows_bound, step_levels, resolve_average_start, resolve_delta, resolve_eta0,
     resolve_schedule, explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero,
     check_optimizer, make_generator, learning_rate_schedule, noise_schedule_blocks,
-    number_of_steps, Series, compose_events, series_average, series_epsilon,
+    number_of_steps, compose_events, series_average, series_epsilon,
     smoothed_noise_share, TrainingPlan,
 )
 from ._release import Mechanism, NoiseAdded, ReleaseMechanism, ReleaseRecord
@@ -124,7 +124,7 @@ class GradientPerturbation(Mechanism):
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, accountant, neighboring,
-                   clip_norm, n_samples=None, noise_schedule=(), max_sample_weight=1.0,
+                   clip_norm, noise_schedule=(), max_sample_weight=1.0,
                    prior_event=None):
         """The mechanism whose noise meets ``(epsilon, delta)``, and its calibration.
 
@@ -140,7 +140,7 @@ class GradientPerturbation(Mechanism):
         """
         calibration = calibrate_noise(
             epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
-            accountant=accountant, neighboring=neighboring, n_samples=n_samples,
+            accountant=accountant, neighboring=neighboring,
         )
         mechanism = cls(
             sample_rate=float(sample_rate), n_steps=int(n_steps),
@@ -214,10 +214,9 @@ class GradientPerturbation(Mechanism):
         noise_multiplier = ledger.noise_within_cap(name, event_of_noise,
                                                    sample_rate=sample_rate, n_steps=n_steps)
         mechanism = dataclasses.replace(shape, noise_multiplier=float(noise_multiplier))
-        stated_by = accountant if accountant in ("pld", "rdp") else "rdp"
         calibration = PrivacyCalibration(
-            float(noise_multiplier), mechanism.epsilon(delta, stated_by), float(delta),
-            float(sample_rate), int(n_steps), "pld" if mechanism.composed else stated_by,
+            float(noise_multiplier), mechanism.epsilon(delta, accountant), float(delta),
+            float(sample_rate), int(n_steps), "pld" if mechanism.composed else accountant,
             neighboring)
         return mechanism, calibration
 
@@ -317,74 +316,27 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     # (GradientPerturbation.prior_event).
     composes_prior_release = True
 
-    def check_settings(self, estimator):
-        if estimator.weight_norm_bound is not None:
+    def check_settings(self, settings):
+        if settings.weight_norm_bound is not None:
             raise ValueError(
                 "weight_norm_bound is used by mechanism='output' only; gradient "
                 "perturbation bounds each row's influence by clip_norm. Leave it None.")
 
-    def check_release(self, estimator, X, *, namespace, sparse, continued):
+    def check_release(self, settings, X, *, namespace, sparse, continued):
         if namespace is not None and continued:
             raise ValueError(
                 "Array API inputs (PyTorch, CuPy, ... arrays) train one fit from zero "
                 "weights: partial_fit, warm_start and coef_init / intercept_init need "
                 "NumPy inputs.")
 
-    def continued_series(self, estimator, partial, coef_init, intercept_init):
-        """The series this release continues, or None for a fresh start.
+    def row_count_is_private(self, settings):
+        return (settings.neighboring == "add_remove"
+                and settings.public_n_samples is not None)
 
-        ``partial_fit`` continues whatever the estimator fitted last;
-        ``fit`` does with ``warm_start=True`` and no ``coef_init`` or
-        ``intercept_init``.
-        """
-        fitted = "dp_events_" in estimator.__dict__
-        if not fitted or not (partial or (estimator.warm_start and coef_init is None
-                                          and intercept_init is None)):
-            return None
-        if estimator.neighboring != estimator.neighboring_:
-            # Epsilons under different adjacencies do not compose.
-            raise ValueError(
-                f"The fitted releases were accounted under neighboring="
-                f"{estimator.neighboring_!r}, this one would be under "
-                f"{estimator.neighboring!r}: they do not compose. Restore neighboring, or "
-                "fit from scratch (warm_start=False)."
-            )
-        params = estimator._to_training_scale(estimator._initial_params(
-            estimator.coef_, estimator.intercept_, len(estimator.intercept_),
-            estimator.n_features_in_))
-        trajectory = estimator.__dict__.get("_series_trajectory")
-        average, weight = None, 0.0
-        if trajectory is not None and self.averages_series(estimator, partial):
-            # The series average goes on: the call continues from the last
-            # iterate, and the published weights are the mean so far.
-            params, average = trajectory, params
-            weight = float(estimator.__dict__.get("_series_weight", 0.0))
-        return Series(tuple(estimator.dp_events_), estimator.delta_, estimator.eta0_,
-                      estimator.t_, params,
-                      estimator.__dict__.get("classes_"),
-                      tuple(estimator.__dict__.get(
-                          "disjoint_batches_", [False] * len(estimator.dp_events_))),
-                      average=average, average_weight=weight)
+    def plan_before_reading(self, settings, n_rows, series, partial):
+        return self.plan(settings, n_rows, series, partial) if n_rows else None
 
-    @staticmethod
-    def averages_series(estimator, partial):
-        """Whether this release is a call of a series average (see :func:`.series_average`).
-
-        ``partial_fit`` calls with ``average="auto"``: each trains without
-        averaging of its own and publishes the mean of the series' last
-        iterates. An explicit ``average`` keeps the call's own averaging.
-        """
-        return bool(partial) and isinstance(estimator.average, str) and (
-            estimator.average == AUTO)
-
-    def row_count_is_private(self, estimator):
-        return (estimator.neighboring == "add_remove"
-                and estimator.public_n_samples is not None)
-
-    def plan_before_reading(self, estimator, n_rows, series, partial):
-        return self.plan(estimator, n_rows, series, partial) if n_rows else None
-
-    def plan(self, estimator, n_samples, series=None, partial=False):
+    def plan(self, settings, n_samples, series=None, partial=False):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
 
         The ``"auto"`` hyperparameters are resolved here, from the accounted
@@ -394,7 +346,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
 
         Parameters
         ----------
-        estimator : BaseDPLSSGD
+        settings : FitSettings
         n_samples : int
         series : Series or None, default=None
             The series this release continues: its ``delta`` is kept (the
@@ -409,28 +361,28 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             (see :func:`~sklearn_dplssgd._training.make_generator`) and the resolved
             settings.
         """
-        n_accounted = estimator._accounted_n_samples(n_samples)
-        delta = (resolve_delta(estimator.delta, n_accounted) if series is None
+        n_accounted = settings.accounted_n_samples(n_samples)
+        delta = (resolve_delta(settings.delta, n_accounted) if series is None
                  else series.delta)
         # A partial_fit call is one epoch over its rows, in up to 64 steps
         # (the series rule of _defaults).
         batch_size, max_iter = resolve_schedule(
-            estimator.batch_size, 1 if partial else estimator.max_iter, n_accounted,
+            settings.batch_size, 1 if partial else settings.max_iter, n_accounted,
             partial=partial)
         sample_rate = min(1.0, batch_size / n_accounted)
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
-        schedule = noise_schedule_blocks(estimator.noise_schedule, n_steps, max_iter)
-        fixed = estimator.__dict__.get("_fixed_mechanism")
+        schedule = noise_schedule_blocks(settings.noise_schedule, n_steps, max_iter)
+        fixed = settings.fixed_mechanism
         # A release the estimator makes before the steps (the regressor's
         # target range), from public quantities; a continued series keeps
         # what its first release learned.
-        prior_event = None if series is not None else estimator._plan_prior_release(
+        prior_event = None if series is not None else settings.prior_release(
             delta, n_accounted, self.composes_prior_release and fixed is None)
         if fixed is not None:
             # A trial of DPRandomizedSearch: the search calibrated the noise
             # for all its trials and accounts for them itself.
             expected = GradientPerturbation(sample_rate, n_steps, fixed.noise_multiplier,
-                                            estimator.neighboring, fixed.clip_norm,
+                                            settings.neighboring, fixed.clip_norm,
                                             noise_schedule=schedule).noise_schedule
             if (fixed.sample_rate, fixed.n_steps, fixed.noise_schedule) != (
                     sample_rate, n_steps, expected):
@@ -438,29 +390,29 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             # The search's accounting is relative to the sensitivity, which
             # this estimator's weight bound sets.
             mechanism = dataclasses.replace(
-                fixed, max_sample_weight=float(estimator.max_sample_weight))
+                fixed, max_sample_weight=float(settings.max_sample_weight))
             calibration = PrivacyCalibration(
                 fixed.noise_multiplier, math.nan, delta, sample_rate, n_steps,
-                "rdp", estimator.neighboring)
+                "rdp", settings.neighboring)
         else:
             mechanism, calibration = self.calibrated_mechanism(
-                estimator, delta, sample_rate=sample_rate, n_steps=n_steps,
-                n_samples=n_accounted, noise_schedule=schedule, prior_event=prior_event)
-        rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
+                settings, delta, sample_rate=sample_rate, n_steps=n_steps,
+                noise_schedule=schedule, prior_event=prior_event)
+        rng, seeded = make_generator(settings.random_state, settings.reproducible)
         if seeded:
             # A seeded fit's noise is reproducible: it claims nothing.
             mechanism = mechanism.seeded_copy()
-        if fixed is None and estimator.ledger is not None:
-            estimator.ledger.charge(type(estimator).__name__, mechanism.dp_event(),
-                                    estimator.neighboring)
+        if fixed is None and settings.ledger is not None:
+            settings.ledger.charge(settings.estimator_name, mechanism.dp_event(),
+                                   settings.neighboring)
         return ReleasePlan(
             mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
             max_iter=max_iter,
             n_samples=n_samples,
         )
 
-    def calibrated_mechanism(self, estimator, delta, *, sample_rate, n_steps, n_samples,
-                             noise_schedule, prior_event=None):
+    def calibrated_mechanism(self, settings, delta, *, sample_rate, n_steps, noise_schedule,
+                             prior_event=None):
         """The mechanism of a fit whose noise meets the estimator's epsilon, and its calibration.
 
         From public quantities only. With ``epsilon="remaining"`` the noise
@@ -468,33 +420,33 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         (:meth:`GradientPerturbation.within_ledger`). ``prior_event`` (see
         :class:`GradientPerturbation`) is composed with the steps in both.
         """
-        if estimator.epsilon == REMAINING_BUDGET:
+        if settings.epsilon == REMAINING_BUDGET:
             return GradientPerturbation.within_ledger(
-                estimator.ledger, type(estimator).__name__, delta, sample_rate=sample_rate,
-                n_steps=n_steps, accountant=estimator.accountant,
-                neighboring=estimator.neighboring, clip_norm=float(estimator.clip_norm),
+                settings.ledger, settings.estimator_name, delta, sample_rate=sample_rate,
+                n_steps=n_steps, accountant=settings.accountant,
+                neighboring=settings.neighboring, clip_norm=float(settings.clip_norm),
                 noise_schedule=noise_schedule,
-                max_sample_weight=float(estimator.max_sample_weight), prior_event=prior_event)
+                max_sample_weight=float(settings.max_sample_weight), prior_event=prior_event)
         return GradientPerturbation.calibrated(
-            estimator.epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
-            accountant=estimator.accountant, neighboring=estimator.neighboring,
-            clip_norm=float(estimator.clip_norm), n_samples=n_samples,
-            noise_schedule=noise_schedule, max_sample_weight=float(estimator.max_sample_weight),
+            settings.epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
+            accountant=settings.accountant, neighboring=settings.neighboring,
+            clip_norm=float(settings.clip_norm),
+            noise_schedule=noise_schedule, max_sample_weight=float(settings.max_sample_weight),
             prior_event=prior_event)
 
     @staticmethod
-    def batch_bound(estimator, plan, remote):
+    def batch_bound(settings, plan, remote):
         """A public bound on a step's batch (the release's error bound holds up to it).
 
         Over the rows where their count is public, else twice a declared
         ``public_n_samples``: a Chernoff bound where the batches are drawn
         here, the row bound itself where remote partitions draw them.
         """
-        rows = (plan.n_samples if estimator.public_n_samples is None
-                else 2 * int(estimator.public_n_samples))
+        rows = (plan.n_samples if settings.public_n_samples is None
+                else 2 * int(settings.public_n_samples))
         return rows if remote else batch_rows_bound(plan.sample_rate, rows, plan.n_steps)
 
-    def resolve_step(self, estimator, plan, n_features, series=None, partial=False):
+    def resolve_step(self, settings, plan, n_features, sigma, series=None, partial=False):
         """``eta0`` for a fit of ``plan`` over ``n_features`` columns.
 
         From the plan's public quantities and the public width of X (see
@@ -504,84 +456,78 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         if partial and series is not None:
             return series.eta0
         return resolve_eta0(
-            estimator.eta0, learning_rate=estimator.learning_rate,
-            power_t=estimator.power_t,
+            settings.eta0, learning_rate=settings.learning_rate,
+            power_t=settings.power_t,
             noise_multipliers=plan.mechanism.step_noise_multipliers(),
             clip_norm=plan.mechanism.sensitivity, batch_size=plan.batch_size,
-            alpha=float(estimator.alpha), max_step=LOSSES[estimator.loss].noise_free_step,
+            alpha=float(settings.alpha), max_step=LOSSES[settings.loss].noise_free_step,
             # The first call of a series bounds the noise of the whole series.
             partial=partial,
             # The noise that reaches the weights after smoothing, against
             # the smoothing the estimator's step rule was measured with.
-            noise_share=smoothed_noise_share(n_features, estimator.sigma_,
-                                             estimator._step_reference_sigma),
-            n_features=n_features, optimizer=check_optimizer(estimator.optimizer),
+            noise_share=smoothed_noise_share(n_features, sigma, settings.step_reference_sigma),
+            n_features=n_features, optimizer=check_optimizer(settings.optimizer),
         )
 
-    def smoothing(self, estimator, n_features, sparse):
+    def smoothing(self, settings, n_features, sparse, feature_names):
         # From the input's public shape, format and column names only.
-        return resolve_sigma(estimator.sigma, n_features, sparse,
-                             estimator._auto_sigma_levels,
-                             getattr(estimator, "feature_names_in_", None))
+        return resolve_sigma(settings.sigma, n_features, sparse, settings.auto_sigma_levels,
+                             feature_names)
 
-    def smoothing_reason(self, estimator, n_features, sparse):
-        return explain_sigma(estimator.sigma, n_features, sparse,
-                             estimator._auto_sigma_levels,
-                             getattr(estimator, "feature_names_in_", None))
+    def smoothing_reason(self, settings, n_features, sparse, feature_names):
+        return explain_sigma(settings.sigma, n_features, sparse, settings.auto_sigma_levels,
+                             feature_names)
 
-    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
+    def release(self, settings, data, plan, series, partial, disjoint_batches=False):
         X, namespace = data.X, data.namespace
         n_samples = X.shape[0]
         if plan is None or plan.n_samples != n_samples:
-            plan = self.plan(estimator, n_samples, series, partial)
+            plan = self.plan(settings, n_samples, series, partial)
         mechanism, calibration = plan.mechanism, plan.calibration
-        eta0 = self.resolve_step(estimator, plan, X.shape[1], series, partial)
+        sigma = self.smoothing(settings, X.shape[1], data.sparse, data.feature_names)
+        eta0 = self.resolve_step(settings, plan, X.shape[1], sigma, series, partial)
         # Like eta0, from the plan and the public width of X; a call of a
         # series average averages across calls instead.
-        average_start = (None if self.averages_series(estimator, partial) else
-                         resolve_average_start(estimator.average, plan.n_steps,
-                                               tail=estimator._average_tail(X.shape[1])))
-        estimator._warn_before_training(calibration.delta, n_samples)
+        average_start = (None if settings.averages_series(partial) else
+                         resolve_average_start(settings.average, plan.n_steps,
+                                               tail=settings.average_tail(X.shape[1])))
+        settings.warn_before_training(calibration.delta, n_samples)
         backend = backend_for(X)
         # The rows' norms, once, for the warning and the clip, where the rows
         # are here (None otherwise: each partition or device forms its own).
-        row_norms = backend.row_norms(X, estimator._n_threads())
+        row_norms = backend.row_norms(X, settings.n_threads)
         if not backend.rows_are_remote:
             # A cluster's rows stay on its workers: no warning from them.
-            warn_if_mostly_clipped(estimator, data, row_norms)
+            warn_if_mostly_clipped(settings, data, row_norms)
         trainer = backend.trainer
         # The backend's own settings (threads, a starting point: the array
         # API path refuses the latter, check_release).
-        extra = backend.trainer_arguments(
-            estimator._n_threads(),
-            None if namespace is not None else estimator._start_params(
-                series, data.coef_init, data.intercept_init, data.n_outputs, X.shape[1]),
-            row_norms)
+        extra = backend.trainer_arguments(settings.n_threads, data.start_params, row_norms)
         steps = TrainingPlan(
-            loss_code=loss_code(estimator.loss, data.n_outputs),
-            loss_threshold=LOSSES[estimator.loss].threshold(estimator),
-            fit_intercept=bool(estimator.fit_intercept),
-            clip_norm=float(estimator.clip_norm),
+            loss_code=loss_code(settings.loss, data.n_outputs),
+            loss_threshold=LOSSES[settings.loss].threshold(settings),
+            fit_intercept=bool(settings.fit_intercept),
+            clip_norm=float(settings.clip_norm),
             noise_multiplier=mechanism.step_noise_multipliers(),
             sample_rate=plan.sample_rate,
             batch_size=plan.batch_size,
             n_steps=plan.n_steps,
             n_epochs=plan.max_iter,
             learning_rates=learning_rate_schedule(
-                estimator.learning_rate, eta0, estimator.power_t, plan.n_steps,
+                settings.learning_rate, eta0, settings.power_t, plan.n_steps,
                 first_step=series.n_steps if partial and series is not None else 0,
             ),
-            alpha=float(estimator.alpha),
-            sigma=estimator.sigma_,
+            alpha=float(settings.alpha),
+            sigma=sigma,
             average_start=average_start,
-            optimizer=check_optimizer(estimator.optimizer),
+            optimizer=check_optimizer(settings.optimizer),
             max_sample_weight=mechanism.max_sample_weight,
-            max_batch_rows=self.batch_bound(estimator, plan, backend.rows_are_remote),
+            max_batch_rows=self.batch_bound(settings, plan, backend.rows_are_remote),
         )
         params = trainer(X, data.y_encoded, data.n_outputs, steps, plan.rng,
-                         verbose=estimator.verbose, sample_weight=data.weights, **extra)
+                         verbose=settings.verbose, sample_weight=data.weights, **extra)
         trajectory, series_weight = None, 0.0
-        if self.averages_series(estimator, partial):
+        if settings.averages_series(partial):
             # Post-processing of the calls' iterates (see .._streaming).
             trajectory = params
             params, series_weight = series_average(
@@ -590,7 +536,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                 trajectory, plan.n_steps,
                 (series.n_steps if series is not None else 0) + plan.n_steps)
         noise_added = mechanism.noise_added(steps.lattice(
-            data.n_outputs * (X.shape[1] + int(bool(estimator.fit_intercept)))))
+            data.n_outputs * (X.shape[1] + int(bool(settings.fit_intercept)))))
         noise_multipliers = mechanism.block_noise_multipliers()
         if namespace is not None:
             # Array attributes follow X (scikit-learn's array API convention).
@@ -625,23 +571,23 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             noise_added=noise_added,
         )
 
-    def claimed_epsilon(self, estimator, model, n_rows):
-        if estimator.epsilon == REMAINING_BUDGET:
+    def claimed_epsilon(self, settings, model, n_rows):
+        if settings.epsilon == REMAINING_BUDGET:
             # The noise was set by the ledger's records at fit time: the
             # claim is the epsilon the fit stated for its own event.
             return model.epsilon_
-        schedule = noise_schedule_blocks(estimator.noise_schedule, model.n_steps_,
+        schedule = noise_schedule_blocks(settings.noise_schedule, model.n_steps_,
                                          model.n_iter_)
         _, calibration = GradientPerturbation.calibrated(
-            estimator.epsilon, model.delta_, sample_rate=model.sample_rate_,
-            n_steps=model.n_steps_, accountant=estimator.accountant,
-            neighboring=model.neighboring_, clip_norm=float(estimator.clip_norm),
-            n_samples=estimator._accounted_n_samples(n_rows), noise_schedule=schedule,
+            settings.epsilon, model.delta_, sample_rate=model.sample_rate_,
+            n_steps=model.n_steps_, accountant=settings.accountant,
+            neighboring=model.neighboring_, clip_norm=float(settings.clip_norm),
+            noise_schedule=schedule,
         )
         return calibration.epsilon
 
 
-def warn_if_mostly_clipped(estimator, data, row_norms=None):
+def warn_if_mostly_clipped(settings, data, row_norms=None):
     """Warn the data holder when almost every gradient is clipped far down.
 
     At the starting point (zero weights) each row's gradient norm is
@@ -655,10 +601,10 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
     ``row_norms`` are the rows' norms ``||x_i||`` the training uses too
     (NumPy and sparse X), so that they are computed once.
     """
-    code = loss_code(estimator.loss, data.n_outputs)
-    threshold = LOSSES[estimator.loss].threshold(estimator)
-    fit_intercept = bool(estimator.fit_intercept)
-    limit = CLIPPED_FACTOR * float(estimator.clip_norm)
+    code = loss_code(settings.loss, data.n_outputs)
+    threshold = LOSSES[settings.loss].threshold(settings)
+    fit_intercept = bool(settings.fit_intercept)
+    limit = CLIPPED_FACTOR * float(settings.clip_norm)
     if row_norms is not None:
         def clipped_far(start, stop):
             # Extreme but valid rows may overflow these squares: an infinite
@@ -670,7 +616,7 @@ def warn_if_mostly_clipped(estimator, data, row_norms=None):
                     row_norms[start:stop]**2 + float(fit_intercept)) > limit
 
         # A pass over every row: on the fit's threads.
-        share = share_of_rows(clipped_far, len(row_norms), estimator._n_threads())
+        share = share_of_rows(clipped_far, len(row_norms), settings.n_threads)
         if not share >= CLIPPED_SHARE:
             return
         with np.errstate(all="ignore"):

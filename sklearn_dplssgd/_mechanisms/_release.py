@@ -4,7 +4,9 @@ A mechanism is what a fit publishes and how: DP-LSSGD's noisy gradient steps
 (:class:`~._gradient.GradientPerturbationMechanism`), or the weights of a
 noise-free descent plus noise once (:class:`~._output.OutputPerturbationMechanism`).
 The estimators, the audit and the search ask the mechanism object; none of
-them compares its name. In the order of a fit:
+them compares its name. Every call takes the fit's :class:`~._settings.FitSettings`
+(the hyperparameters, frozen when the fit starts), never the estimator. In the
+order of a fit:
 
 1. :meth:`ReleaseMechanism.check_settings`: the estimator's hyperparameters
    against what the mechanism can honour, before any row is read;
@@ -27,6 +29,8 @@ import dataclasses
 import math
 import typing
 
+import scipy.sparse as sp
+
 from .._accounting import event_epsilon
 
 __all__ = ["Mechanism", "NoiseAdded", "ReleaseMechanism", "ReleaseRecord", "TrainingData"]
@@ -39,8 +43,10 @@ class TrainingData(typing.NamedTuple):
     validated targets as given, ``y_encoded`` the kernels' float64 encoding
     of them for ``n_outputs`` outputs, ``weights`` each row's validated
     weight (None for unweighted), ``namespace`` X's array API namespace and
-    device (None for NumPy and SciPy input), ``coef_init`` and
-    ``intercept_init`` a public starting point given to ``fit`` (or None).
+    device (None for NumPy and SciPy input), ``start_params`` where training
+    starts in the training scale (a continued series' weights or a public
+    ``coef_init``; None: zeros), ``feature_names`` X's public column names
+    (or None).
     """
 
     X: typing.Any
@@ -49,8 +55,13 @@ class TrainingData(typing.NamedTuple):
     n_outputs: int
     weights: typing.Any
     namespace: typing.Any
-    coef_init: typing.Any = None
-    intercept_init: typing.Any = None
+    start_params: typing.Any = None
+    feature_names: typing.Any = None
+
+    @property
+    def sparse(self):
+        """Whether X is a SciPy sparse matrix (its format is public)."""
+        return sp.issparse(self.X)
 
 
 class NoiseAdded(typing.NamedTuple):
@@ -195,15 +206,16 @@ class ReleaseMechanism:
         """
         return 1.0
 
-    def check_settings(self, estimator):
+    def check_settings(self, settings):
         """Refuse, before any row is read, settings the mechanism cannot honour."""
 
-    def check_release(self, estimator, X, *, namespace, sparse, continued):
+    def check_release(self, settings, X, *, namespace, sparse, continued):
         """Refuse, before any row is read, an input form or a continuation it cannot train.
 
         Parameters
         ----------
-        estimator : BaseDPLSSGD
+        settings : FitSettings
+            The fit's hyperparameters (:class:`~._settings.FitSettings`).
         X : array-like
             The input as given (only its type is read).
         namespace : tuple or None
@@ -215,37 +227,34 @@ class ReleaseMechanism:
             weights (``partial_fit``, ``warm_start``, ``coef_init``).
         """
 
-    def continued_series(self, estimator, partial, coef_init, intercept_init):
-        """The :class:`~sklearn_dplssgd._training.Series` this release continues, or None."""
-        return None
-
-    def row_count_is_private(self, estimator):
+    def row_count_is_private(self, settings):
         """Whether neighbouring data sets may differ in their number of rows."""
         return False
 
-    def plan_before_reading(self, estimator, n_rows, series, partial):
+    def plan_before_reading(self, settings, n_rows, series, partial):
         """The release planned from the public row count, or None to plan in :meth:`release`."""
         return None
 
-    def smoothing(self, estimator, n_features, sparse):
+    def smoothing(self, settings, n_features, sparse, feature_names):
         """The Laplacian smoothing strength ``sigma_`` of the fit."""
         return 0.0
 
-    def smoothing_reason(self, estimator, n_features, sparse):
+    def smoothing_reason(self, settings, n_features, sparse, feature_names):
         """Why :meth:`smoothing` gives what it gives, in a phrase (``sigma_reason_``)."""
         return "no smoothing: the noise is added to the trained weights, not to the steps"
 
-    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
+    def release(self, settings, data, plan, series, partial, disjoint_batches=False):
         """Train on ``data``, add the noise, and report.
 
         Parameters
         ----------
-        estimator : BaseDPLSSGD
+        settings : FitSettings
+            The fit's hyperparameters (:class:`~._settings.FitSettings`).
         data : TrainingData
         plan : object or None
             What :meth:`plan_before_reading` returned.
         series : Series or None
-            What :meth:`continued_series` returned.
+            The fitted series this release continues (the estimator's state), or None.
         partial : bool
             A ``partial_fit`` call.
         disjoint_batches : bool, default=False
@@ -260,8 +269,8 @@ class ReleaseMechanism:
         """
         raise NotImplementedError
 
-    def claimed_epsilon(self, estimator, model, n_rows):
-        """The epsilon a private fit of ``estimator``'s configuration states.
+    def claimed_epsilon(self, settings, model, n_rows):
+        """The epsilon a private fit of these settings states.
 
         Recomputed from the fitted ``model``'s public attributes (its noise,
         steps, sensitivity), for the audit, whose own fits are seeded and

@@ -1,11 +1,8 @@
-"""What every layer shares: input validation that hides private values, warnings, the compile
-notice, the Numba flags and the check of the Numba caches.
+"""What every layer shares: input validation that hides private values, warnings, the Numba flags.
 
 The modules are private; the names other layers use are re-exported here.
 """
 
-from ._compile_notice import install_compile_notice
-from ._compiled_cache import forget_stale_compiled_code, module_sources
 from ._numba_flags import CONTRACT_ONLY, FASTMATH
 from ._validation import (
     check_choice, check_delta, check_epsilon, check_guess, check_mechanism,
@@ -30,9 +27,6 @@ __all__ = [
     "check_noise_multiplier",
     "check_positive_int",
     "check_sample_rate",
-    "forget_stale_compiled_code",
-    "install_compile_notice",
-    "module_sources",
     "public_row_count",
     "score_hiding_values",
     "validate_hiding_values",

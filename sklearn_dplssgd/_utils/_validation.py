@@ -378,7 +378,7 @@ def validate_parameters(estimator):
 
 # --------------------------------------------------------------------------
 # Arguments of the accounting functions (calibrate_noise, compute_epsilon,
-# paper_noise_multiplier, ...): each returns the value normalised to a Python
+# ...): each returns the value normalised to a Python
 # float, int or str, and raises ValueError naming the parameter.
 # --------------------------------------------------------------------------
 

@@ -57,7 +57,8 @@ def _claimed_epsilon(estimator, model, n_rows):
     reports (its sensitivity and noise for output perturbation, its sample
     rate, steps and noise schedule for gradient perturbation).
     """
-    return estimator._release_mechanism().claimed_epsilon(estimator, model, n_rows)
+    return estimator._release_mechanism().claimed_epsilon(estimator._fit_settings(), model,
+                                                          n_rows)
 
 
 def audit_epsilon(

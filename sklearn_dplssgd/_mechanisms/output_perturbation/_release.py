@@ -52,7 +52,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
     # A private fit releases gamma times integers with exactly sampled noise.
     releases_integers = True
 
-    def check_settings(self, estimator):
+    def check_settings(self, settings):
         """Refuse, before any row is read, what output perturbation cannot honour.
 
         Proposition 2 of Chen, Lee and Kifer, AISTATS 2019 bounds the
@@ -61,70 +61,70 @@ class OutputPerturbationMechanism(ReleaseMechanism):
         objective, for replace-one neighbours; a setting outside that (or one
         that would silently do nothing) is an error naming it.
         """
-        name = type(estimator).__name__
-        loss = estimator.loss
+        name = settings.estimator_name
+        loss = settings.loss
         if loss not in SMOOTH_LOSSES:
             raise ValueError(
                 f"mechanism='output' needs a smooth loss ({', '.join(SMOOTH_LOSSES)}); "
                 f"loss={loss!r} is not smooth (its derivative jumps), so its "
                 "gradient steps do not contract and no sensitivity bound holds. Use "
                 "mechanism='gradient' for it.")
-        if not estimator.alpha > 0:
+        if not settings.alpha > 0:
             raise ValueError(
                 "mechanism='output' needs alpha > 0: the L2 penalty is the strong "
                 "convexity that makes the final weights depend boundedly on one row "
                 "(the sensitivity is about 2 R / (n alpha)).")
-        if estimator.neighboring != "replace_one":
+        if settings.neighboring != "replace_one":
             raise ValueError(
                 "mechanism='output' is proven for neighboring='replace_one' only (Chen, "
                 "Lee and Kifer, AISTATS 2019, Proposition 2): it cannot claim add/remove "
                 "adjacency.")
-        if estimator.public_n_samples is not None:
+        if settings.public_n_samples is not None:
             raise ValueError(
                 "public_n_samples is not used by mechanism='output': its sensitivity "
                 "is computed from the actual row count, public under replace-one "
                 "adjacency. Leave it None.")
-        if estimator.accountant != "pld":
+        if settings.accountant != "pld":
             raise ValueError(
                 f"mechanism='output' is one Gaussian mechanism, calibrated with the "
-                f"PLD accountant; accountant={estimator.accountant!r} does not apply to it.")
+                f"PLD accountant; accountant={settings.accountant!r} does not apply to it.")
         for setting, (required, why) in _FIXED_SETTINGS.items():
-            value = getattr(estimator, setting)
+            value = getattr(settings, setting)
             if not (isinstance(value, str) and value == required):
                 raise ValueError(
                     f"mechanism='output' needs {setting}={required!r} ({why}); got "
                     f"{setting}={value!r}.")
         # The contraction argument is about the plain gradient step itself.
-        if not isinstance(check_optimizer(estimator.optimizer), SGD):
+        if not isinstance(check_optimizer(settings.optimizer), SGD):
             raise ValueError(
                 "mechanism='output' needs optimizer='sgd' (the contraction argument is for "
-                f"plain gradient steps); got optimizer={estimator.optimizer!r}.")
-        if not is_constant_schedule(estimator.noise_schedule):
+                f"plain gradient steps); got optimizer={settings.optimizer!r}.")
+        if not is_constant_schedule(settings.noise_schedule):
             raise ValueError(
                 "mechanism='output' needs noise_schedule='constant' (the noise is added "
-                f"once, at the end); got noise_schedule={estimator.noise_schedule!r}.")
-        if estimator.average not in (False, AUTO):
+                f"once, at the end); got noise_schedule={settings.noise_schedule!r}.")
+        if settings.average not in (False, AUTO):
             raise ValueError(
                 "mechanism='output' releases the last iterate (the one whose sensitivity "
-                f"is bounded): use average=False or 'auto'; got average={estimator.average!r}.")
+                f"is bounded): use average=False or 'auto'; got average={settings.average!r}.")
         definition = LOSSES[loss]
         needs_targets = definition.needs_weight_bound and definition.task == "regression"
         if definition.needs_weight_bound and (
-                estimator.weight_norm_bound is None
-                or (needs_targets and getattr(estimator, "target_bounds", None) is None)):
+                settings.weight_norm_bound is None
+                or (needs_targets and settings.params.get("target_bounds") is None)):
             raise ValueError(
                 f"{name}(loss={loss!r}, mechanism='output') needs "
                 "weight_norm_bound (the public radius the weights are projected onto)"
                 + (" and target_bounds=(low, high)" if needs_targets else "")
                 + ": otherwise the loss's gradient, hence the sensitivity, is "
                 "unbounded." + (" Or use loss='huber'." if needs_targets else ""))
-        if not definition.needs_weight_bound and estimator.weight_norm_bound is not None:
+        if not definition.needs_weight_bound and settings.weight_norm_bound is not None:
             raise ValueError(
                 f"weight_norm_bound is only used with mechanism='output' by a loss whose "
                 f"gradient grows with the margin; loss={loss!r} has bounded gradients: "
                 "leave it None.")
 
-    def check_release(self, estimator, X, *, namespace, sparse, continued):
+    def check_release(self, settings, X, *, namespace, sparse, continued):
         if namespace is not None:
             raise ValueError(
                 "mechanism='output' trains on NumPy arrays only; array API inputs "
@@ -141,7 +141,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
                 "mechanism='output' needs dense X; sparse X is trained by gradient "
                 "perturbation (mechanism='gradient'), which uses the sparsity.")
 
-    def release(self, estimator, data, plan, series, partial, disjoint_batches=False):
+    def release(self, settings, data, plan, series, partial, disjoint_batches=False):
         """Plan, charge the ledger, descend, add noise once.
 
         Everything the plan depends on is public: the row count (public under
@@ -151,33 +151,33 @@ class OutputPerturbationMechanism(ReleaseMechanism):
         still before training.)
         """
         n_samples = data.X.shape[0]
-        delta = resolve_delta(estimator.delta, n_samples)
-        loss = LOSSES[estimator.loss]
+        delta = resolve_delta(settings.delta, n_samples)
+        loss = LOSSES[settings.loss]
         bounded = loss.needs_weight_bound
-        batch_size = estimator.batch_size
+        batch_size = settings.batch_size
         plan = plan_output_perturbation(
-            estimator.epsilon, delta, n_samples=n_samples, loss=estimator.loss,
-            n_outputs=data.n_outputs, fit_intercept=bool(estimator.fit_intercept),
-            alpha=float(estimator.alpha), row_norm_bound=float(estimator.row_norm_bound),
+            settings.epsilon, delta, n_samples=n_samples, loss=settings.loss,
+            n_outputs=data.n_outputs, fit_intercept=bool(settings.fit_intercept),
+            alpha=float(settings.alpha), row_norm_bound=float(settings.row_norm_bound),
             # Every batch has exactly b <= n rows (Lemma 2 of Chen, Lee and Kifer, AISTATS 2019).
             batch_size=None if batch_size == AUTO else min(int(batch_size), n_samples),
-            eta=None if estimator.eta0 == AUTO else float(estimator.eta0),
-            loss_threshold=loss.threshold(estimator) if loss.uses_threshold else None,
-            weight_norm_bound=estimator.weight_norm_bound if bounded else None,
+            eta=None if settings.eta0 == AUTO else float(settings.eta0),
+            loss_threshold=loss.threshold(settings) if loss.uses_threshold else None,
+            weight_norm_bound=settings.weight_norm_bound if bounded else None,
             # The regressor maps targets in target_bounds to [-1, 1].
             target_bound=1.0 if bounded and loss.task == "regression" else None,
-            max_sample_weight=float(estimator.max_sample_weight),
+            max_sample_weight=float(settings.max_sample_weight),
         )
         # The lattice and its integer noise, from the public number of features.
         plan = plan_on_lattice(plan, data.X.shape[1])
-        max_iter = default_passes(plan) if estimator.max_iter == AUTO else int(
-            estimator.max_iter)
-        rng, seeded = make_generator(estimator.random_state, estimator.reproducible)
+        max_iter = default_passes(plan) if settings.max_iter == AUTO else int(
+            settings.max_iter)
+        rng, seeded = make_generator(settings.random_state, settings.reproducible)
         mechanism = plan.mechanism.seeded_copy() if seeded else plan.mechanism
-        if estimator.ledger is not None:
-            estimator.ledger.charge(type(estimator).__name__, mechanism.dp_event(),
-                                    "replace_one")
-        estimator._warn_before_training(delta, n_samples)
+        if settings.ledger is not None:
+            settings.ledger.charge(settings.estimator_name, mechanism.dp_event(),
+                                   "replace_one")
+        settings.warn_before_training(delta, n_samples)
         params, mechanism = release_output_perturbation(
             data.X, data.y_encoded, plan, n_passes=max_iter, rng=rng, seeded=seeded,
             sample_weight=data.weights)
@@ -204,7 +204,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             noise_added=_noise_added(plan, mechanism),
         )
 
-    def claimed_epsilon(self, estimator, model, n_rows):
+    def claimed_epsilon(self, settings, model, n_rows):
         mechanism = OutputPerturbation(sensitivity=model.output_sensitivity_,
                                        noise_multiplier=model.noise_multiplier_)
         return mechanism.epsilon(model.delta_)
