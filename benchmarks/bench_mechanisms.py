@@ -1,6 +1,6 @@
-"""The seeds' other mechanisms against DP-LSSGD's defaults, on real data.
+"""Other mechanisms of the literature against DP-LSSGD's defaults, on real data.
 
-Two questions of issue 13, answered with the library's defaults (everything
+Two questions, answered with the library's defaults (everything
 ``"auto"``, ``sigma=1``, replace-one adjacency, ``delta="auto"``), mean and
 standard deviation of the test accuracy over 3 seeds:
 
