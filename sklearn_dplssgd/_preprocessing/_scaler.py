@@ -243,15 +243,22 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     of the private rows without noise (see the "Private preprocessing" page of
     the documentation).
 
-    **Images keep their zero.** With ``keep_zero="auto"`` (the default), the
+    **Images and one-hot blocks keep their zero.** With ``keep_zero="auto"`` (the default), the
     columns of an image (an image's width, ``s * s`` or ``3 s * s`` with
     ``s >= 16`` and not a power of two, the columns unnamed or named in
     numbered order such as ``pixel1`` .. ``pixel784``) whose lower bound is 0 are divided by
     their upper bound, onto ``[0, 1]``, instead: pixels are mostly
     background, and mapped to ``[-1, 1]`` the background becomes -1, a
     constant part of every row that takes most of each clipped gradient's
-    norm in a private fit. The choice reads the bounds, the width and the
-    column names only. ``keep_zero=True`` keeps the zero of every column
+    norm in a private fit. So do, in any table, the columns of a one-hot
+    block: bounds exactly ``(0, 1)`` and a name ``<feature>_<category>``
+    whose ``<feature>`` another such column shares (as ``OneHotEncoder``,
+    :class:`DPOneHotEncoder` and ``pandas.get_dummies`` name them; names
+    that all number one stem, ``t_0`` .. ``t_99``, are positions, not
+    categories). Unnamed columns declared ``(0, 1)`` are mapped to
+    ``[-1, 1]``: nothing public tells indicators from fractions there. The
+    choice reads the bounds, the width and the column names only.
+    ``keep_zero=True`` keeps the zero of every column
     whose lower bound is 0 (counts, indicators and other mostly-zero
     columns); ``False`` maps every column to ``[-1, 1]``.
 
@@ -272,8 +279,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         row-norm guarantee is lost.
     keep_zero : bool or "auto", default="auto"
         Map the columns whose lower bound is 0 to ``[0, 1]`` (``x / upper``)
-        instead of ``[-1, 1]``: ``"auto"`` for an image's columns (see above),
-        ``True`` for all of them, ``False`` for none.
+        instead of ``[-1, 1]``: ``"auto"`` for an image's columns and a
+        one-hot block's (see above), ``True`` for all of them, ``False`` for
+        none.
 
     Attributes
     ----------
