@@ -138,6 +138,15 @@ _CATEGORY_SEPARATOR = re.compile(r"(?<!_)_(?!_)")
 _POSITION = re.compile(r"^([^\d]*?[^\d_])_?(\d+)$")
 
 
+def _numbered_positions(feature_names):
+    """Whether the names are one stem numbered in order (``t_0``, ``t_1``, ...)."""
+    matches = [_POSITION.match(str(name)) for name in feature_names]
+    if not all(matches) or len({match.group(1) for match in matches}) != 1:
+        return False
+    numbers = [int(match.group(2)) for match in matches]
+    return numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+
+
 def one_hot_columns(lower, upper, feature_names):
     """The columns declared ``[0, 1]`` whose names mark them a category of an encoded feature.
 
@@ -153,10 +162,7 @@ def one_hot_columns(lower, upper, feature_names):
     found = np.zeros(lower.shape, dtype=bool)
     if feature_names is None or len(feature_names) != lower.shape[0] or not unit.any():
         return found
-    positions = [_POSITION.match(str(name)) for name in feature_names]
-    if all(positions) and len({m.group(1) for m in positions}) == 1 and [
-            int(m.group(2)) for m in positions] == list(range(
-                int(positions[0].group(2)), int(positions[0].group(2)) + len(positions))):
+    if _numbered_positions(feature_names):
         return found
     features = {}
     for j in np.flatnonzero(unit):
