@@ -20,7 +20,11 @@ Two questions, on held-out splits:
    the last 1,000 held out; a factor-2 grid widened until the best rate is
    inside it), then trained on each split's training rows.
    Tuning on the rows spends privacy that Opacus' epsilon does not count:
-   the peer is favoured.
+   the peer is favoured. The same defaults at replace-one adjacency (the
+   stronger guarantee) are set against the same Opacus fits too.
+3. With ``--adult-variants``, the diagnosis on Adult: undeclared fits on
+   the rows in ``[0, 1]`` with the one-hot columns and the numeric ones
+   each kept or mapped to ``[-1, 1]``.
 
 Tables: MNIST (the 10,000 digits of ``../shared/data/mnist-t10k``, 8,000 /
 2,000 random splits, pixels / 255, bounds (0, 1); read in place), digits
@@ -28,7 +32,9 @@ Tables: MNIST (the 10,000 digits of ``../shared/data/mnist-t10k``, 8,000 /
 table's range, standing in for the ranges a data holder would state), 75 /
 25 splits, and UCI Adult when ``adult.data`` / ``adult.test`` are found
 (``--adult-dir``; offline without them the table is skipped and the results
-say so).
+say so): its four numeric columns as recorded, declared by stated ranges,
+and its categories one-hot encoded by ``pandas.get_dummies``, declared
+``(0, 1)``; the declared fits get a DataFrame with those public names.
 
 Usage::
 
@@ -71,8 +77,19 @@ def load_mnist():
     return X, _idx(MNIST_DIR / "t10k-labels-idx1-ubyte.gz", 8).astype(np.int64)
 
 
+# Adult's numeric columns and the ranges a data holder would state for them.
+ADULT_STATED = {"age": (17, 90), "capital-gain": (0, 99999), "capital-loss": (0, 4356),
+                "hours-per-week": (1, 99)}
+
+
 def load_adult(adult_dir):
-    """One-hot categories and numeric columns in [0, 1] by stated ranges, or None."""
+    """(rows, labels, lower, upper, names), or None without the files.
+
+    The numeric columns as recorded, bounded by the ranges in
+    ``ADULT_STATED``, then the categories one-hot encoded by
+    ``pandas.get_dummies`` (named ``<column>_<category>``), bounded by
+    ``(0, 1)``.
+    """
     paths = [Path(adult_dir) / name for name in ("adult.data", "adult.test")]
     if not all(path.is_file() for path in paths):
         return None
@@ -85,21 +102,33 @@ def load_adult(adult_dir):
                                    comment="|") for path in paths]).dropna(subset=["income"])
     y = frame.pop("income").str.startswith(">50K").to_numpy().astype(int)
     frame = frame.drop(columns=["fnlwgt", "education-num"])
-    stated = {"age": (17, 90), "capital-gain": (0, 99999), "capital-loss": (0, 4356),
-              "hours-per-week": (1, 99)}
-    numeric = [(frame[c].to_numpy(float) - lo) / (hi - lo) for c, (lo, hi) in stated.items()]
-    dummies = pd.get_dummies(frame.drop(columns=list(stated)), dtype=float).to_numpy()
-    return np.column_stack(numeric + [dummies]), y
+    dummies = pd.get_dummies(frame.drop(columns=list(ADULT_STATED)), dtype=float)
+    rows = np.column_stack([frame[list(ADULT_STATED)].to_numpy(float), dummies.to_numpy()])
+    lower = np.r_[[lo for lo, _ in ADULT_STATED.values()], np.zeros(dummies.shape[1])]
+    upper = np.r_[[hi for _, hi in ADULT_STATED.values()], np.ones(dummies.shape[1])]
+    return rows, y, lower, upper, list(ADULT_STATED) + list(dummies.columns)
 
 
 class Table:
-    """A table: rows in [0, 1] (undeclared), the raw rows and their declared bounds."""
+    """A table: rows in [0, 1] (undeclared), the raw rows and their declared bounds.
 
-    def __init__(self, name, raw, y, lower, upper, regression=False, n_test=None):
+    ``columns``: the public column names, given to the declared fits (a
+    DataFrame) where the table has them.
+    """
+
+    def __init__(self, name, raw, y, lower, upper, regression=False, n_test=None, columns=None):
         self.name, self.raw, self.y = name, raw, y
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
         self.unit = (raw - self.lower) / (self.upper - self.lower)
-        self.regression, self.n_test = regression, n_test
+        self.regression, self.n_test, self.columns = regression, n_test, columns
+
+    def named(self, index):
+        """The raw rows at ``index``, as a DataFrame with the table's names if it has them."""
+        if self.columns is None:
+            return self.raw[index]
+        import pandas as pd
+
+        return pd.DataFrame(self.raw[index], columns=self.columns)
 
     def split(self, seed):
         stratify = None if self.regression else self.y
@@ -135,7 +164,7 @@ def tables(names, adult_dir):
             missing.append(f"UCI Adult: no adult.data / adult.test under {adult_dir} "
                            "(and no network to fetch it): skipped")
         else:
-            found.append(Table("Adult", adult[0], adult[1], 0.0, 1.0))
+            found.append(Table("Adult", *adult[:4], columns=adult[4]))
     return found, missing
 
 
@@ -148,9 +177,11 @@ def declared_against_undeclared(table, epsilons, n_splits, first_split=0):
             params = dict(epsilon=eps, random_state=seed, reproducible=True)
             row = []
             for rows, extra in ((table.unit, {}),
-                                (table.raw, {"feature_bounds": (table.lower, table.upper)}),
+                                ("declared", {"feature_bounds": (table.lower, table.upper)}),
                                 (None, {})):
-                if rows is None:
+                if isinstance(rows, str):
+                    X_train, X_test = table.named(train), table.named(test)
+                elif rows is None:
                     scaler = BoundedScaler(table.lower, table.upper, keep_zero=False).fit(
                         table.raw[train])
                     X_train, X_test = scaler.transform(table.raw[train]), scaler.transform(
@@ -161,6 +192,34 @@ def declared_against_undeclared(table, epsilons, n_splits, first_split=0):
                 row.append(model.score(X_test, table.y[test]))
             scores[eps].append(row)
     return {eps: np.array(rows) for eps, rows in scores.items()}
+
+
+def adult_variants(table, epsilons, n_splits, first_split=0):
+    """The diagnosis on Adult: which columns' map to [-1, 1] costs?
+
+    {epsilon: rows of scores}, one row per split, one score per entry of
+    ``VARIANTS``: the rows in [0, 1] with the one-hot columns and the
+    numeric ones each kept in [0, 1] or mapped to [-1, 1] (``2 x - 1``),
+    undeclared, paired seeds.
+    """
+    numeric = np.arange(table.unit.shape[1]) < len(ADULT_STATED)
+    out = {eps: [] for eps in epsilons}
+    for seed in range(first_split, first_split + n_splits):
+        train, test = table.split(seed)
+        for eps in epsilons:
+            row = []
+            for one_hot_mapped, numeric_mapped in VARIANTS:
+                mapped = np.where(numeric, numeric_mapped, one_hot_mapped)
+                rows = np.where(mapped, 2 * table.unit - 1, table.unit)
+                model = table.estimator(epsilon=eps, random_state=seed, reproducible=True).fit(
+                    rows[train], table.y[train])
+                row.append(model.score(rows[test], table.y[test]))
+            out[eps].append(row)
+    return {eps: np.array(rows) for eps, rows in out.items()}
+
+
+# (one-hot columns mapped to [-1, 1], numeric columns mapped): kept in [0, 1] otherwise.
+VARIANTS = ((False, False), (True, True), (False, True), (True, False))
 
 
 def levers(table, n_splits, first_split=0):
@@ -229,7 +288,7 @@ def opacus_fit(X, y, X_test, y_test, eps, lr, seed, epochs):
 
 
 def peers(table, epsilons, n_splits, rates, n_validation=1000):
-    """{epsilon: rows of (library, Opacus)}, one row per split, and Opacus' chosen rates.
+    """{epsilon: rows of (library, Opacus, library at replace-one)}, and Opacus' chosen rates.
 
     Opacus' rate is chosen once per epsilon, on the first split: trained on
     its training rows but the last ``n_validation``, scored on those.
@@ -256,12 +315,16 @@ def peers(table, epsilons, n_splits, rates, n_validation=1000):
         train, test = table.split(seed)
         n = len(train)
         for eps in epsilons:
-            library = table.estimator(
-                epsilon=eps, neighboring="add_remove", public_n_samples=n,
-                feature_bounds=(table.lower, table.upper)).fit(table.raw[train], table.y[train])
+            scores = []
+            for neighboring in ("add_remove", "replace_one"):
+                library = table.estimator(
+                    epsilon=eps, neighboring=neighboring, public_n_samples=n,
+                    feature_bounds=(table.lower, table.upper)).fit(table.named(train),
+                                                                   table.y[train])
+                scores.append(library.score(table.named(test), table.y[test]))
             peer = opacus_fit(X[train], y[train], X[test], y[test], eps, chosen[eps][0], seed,
                               epochs)
-            out[eps].append((library.score(table.raw[test], table.y[test]), peer))
+            out[eps].append((scores[0], peer, scores[1]))
     return {eps: np.array(rows) for eps, rows in out.items()}, chosen
 
 
@@ -283,6 +346,9 @@ def main():
                         help="only the peers' table")
     parser.add_argument("--levers", action="store_true",
                         help="MNIST: the step, the clip and epsilon against the map to [-1, 1]")
+    parser.add_argument("--adult-variants", action="store_true",
+                        help="Adult: the one-hot and the numeric columns each kept in [0, 1] "
+                             "or mapped to [-1, 1]")
     parser.add_argument("--adult-dir", default=str(ADULT_DIR))
     parser.add_argument("--out", default=str(RESULT))
     parser.add_argument("--first-split", type=int, default=0,
@@ -336,6 +402,21 @@ def main():
             lines.append(f"| {name} | {eps:g} | {100 * r[:, 0].mean():.2f} | "
                          f"{100 * r[:, 1].mean():.2f} | {_mean_se(r[:, 1] - r[:, 0])} |")
             print(lines[-1], flush=True)
+    adult = [table for table in found if table.name == "Adult"]
+    if args.adult_variants and adult:
+        names = ["one-hot and numeric in [0, 1] (undeclared)", "both mapped to [-1, 1]",
+                 "one-hot in [0, 1], numeric mapped", "one-hot mapped, numeric in [0, 1]"]
+        lines += ["", "## Which of Adult's columns the map to [-1, 1] costs", "",
+                  f"Points, mean +- standard error over {n_splits} paired splits, "
+                  "replace-one, undeclared fits of the defaults on the rows in [0, 1] with "
+                  "the one-hot columns and the numeric ones each kept or mapped by "
+                  "`2 x - 1` (the map a declaration of (0, 1) makes).", "",
+                  "| epsilon | variant | accuracy | - undeclared |", "|---|---|---|---|"]
+        for eps, r in adult_variants(adult[0], epsilons, n_splits, first).items():
+            for k, name in enumerate(names):
+                lines.append(f"| {eps:g} | {name} | {100 * r[:, k].mean():.2f} | "
+                             f"{_mean_se(r[:, k] - r[:, 0])} |")
+            print("\n".join(lines[-len(names):]), flush=True)
     if not args.skip_peers:
         lines += ["", "## The defaults (bounds declared, add/remove) against Opacus tuned "
                   "on validation", "",
@@ -345,8 +426,11 @@ def main():
                   "split's training rows: the last 1,000 held out; the grid widened by "
                   "factors of 2 until the best rate is inside it), then used on every split.",
                   "",
-                  "| table | epsilon | library | Opacus | library - Opacus | Opacus' rate "
-                  "(validation accuracy per rate) |", "|---|---|---|---|---|---|"]
+                  "library replace-one: the same defaults at replace-one adjacency (the "
+                  "stronger guarantee), against the same Opacus at add/remove.", "",
+                  "| table | epsilon | library | Opacus | library - Opacus | library "
+                  "replace-one - Opacus | Opacus' rate (validation accuracy per rate) |",
+                  "|---|---|---|---|---|---|---|"]
         for table in found:
             if table.name not in ("MNIST", "Adult"):
                 continue
@@ -356,7 +440,8 @@ def main():
                 rate, validation = chosen[eps]
                 lines.append(
                     f"| {table.name} | {eps:g} | {100 * r[:, 0].mean():.2f} | "
-                    f"{100 * r[:, 1].mean():.2f} | {_mean_se(r[:, 0] - r[:, 1])} | {rate:g} ("
+                    f"{100 * r[:, 1].mean():.2f} | {_mean_se(r[:, 0] - r[:, 1])} | "
+                    f"{_mean_se(r[:, 2] - r[:, 1])} | {rate:g} ("
                     + ", ".join(f"{lr:g}: {100 * v:.1f}" for lr, v in sorted(validation.items()))
                     + ") |")
                 print(lines[-1], flush=True)

@@ -309,7 +309,8 @@ def test_a_table_and_other_bounds_keep_the_map_to_the_unit_interval():
 
     X, y = _pixels(1)
     estimator = DPLSSGDClassifier(classes=[0, 1], random_state=0, max_iter=2)
-    frame = pd.DataFrame(X, columns=[f"col_{chr(97 + i % 26)}{i // 26}" for i in range(400)])
+    # Names that share no "<feature>_" part: no one-hot block either.
+    frame = pd.DataFrame(X, columns=[f"col{chr(97 + i % 26)}{i // 26}" for i in range(400)])
     table = sklearn.clone(estimator).set_params(feature_bounds=(0.0, 1.0)).fit(frame, y)
     assert not table._feature_map.zero_kept.any()
     pixels = pd.DataFrame(X, columns=[f"pixel{i}" for i in range(1, 401)])
@@ -325,6 +326,69 @@ def test_a_table_and_other_bounds_keep_the_map_to_the_unit_interval():
     assert not unordered._feature_map.zero_kept.any()
 
 
+def _survey(seed, n=400):
+    """A table: a numeric column (age, 17 to 90) and two one-hot blocks, named by pandas."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(17, 90, size=n)
+    work = rng.integers(0, 4, size=n)
+    sex = rng.integers(0, 2, size=n)
+    y = ((age > 40) + (work == 2) + sex + rng.uniform(size=n) > 1.8).astype(int)
+    frame = pd.get_dummies(pd.DataFrame({"work class": work.astype(str), "sex": sex.astype(str)}),
+                           dtype=float)
+    frame.insert(0, "age", age)
+    lower = np.r_[17.0, np.zeros(frame.shape[1] - 1)]
+    upper = np.r_[90.0, np.ones(frame.shape[1] - 1)]
+    return frame, y, lower, upper
+
+
+def test_one_hot_columns_keep_their_zero():
+    """Declared (0, 1) and named ``<feature>_<category>``: kept in [0, 1]; age mapped.
+
+    The declared fit is the undeclared fit on the rows with age mapped to
+    [-1, 1] and the indicators left as they are; the map to [-1, 1] of every
+    column (the rule for tables before) trains another model, and so do
+    the same rows unnamed (no public sign of a one-hot block).
+    """
+    frame, y, lower, upper = _survey(0)
+    estimator = DPLSSGDClassifier(classes=[0, 1], epsilon=1.0, random_state=0,
+                                  reproducible=True, max_iter=20)
+    declared = sklearn.clone(estimator).set_params(feature_bounds=(lower, upper)).fit(frame, y)
+    np.testing.assert_array_equal(declared._feature_map.zero_kept, lower == 0)
+    rows = frame.to_numpy().copy()
+    rows[:, 0] = (rows[:, 0] - 53.5) / 36.5
+    plain = sklearn.clone(estimator).fit(rows, y)
+    np.testing.assert_allclose(declared.decision_function(frame), plain.decision_function(rows),
+                               rtol=1e-5, atol=1e-5)
+    centred = sklearn.clone(estimator).fit(
+        BoundedScaler(lower, upper, keep_zero=False).fit_transform(frame.to_numpy()), y)
+    assert np.abs(declared.coef_[:, 1:] - 2 * centred.coef_[:, 1:]).max() > 1e-2
+    unnamed = sklearn.clone(estimator).set_params(feature_bounds=(lower, upper)).fit(
+        frame.to_numpy(), y)
+    assert not unnamed._feature_map.zero_kept.any()
+    # A pipeline's BoundedScaler makes the same choice from the same names.
+    np.testing.assert_array_equal(BoundedScaler(lower, upper).fit_transform(frame), rows)
+
+
+@pytest.mark.parametrize("columns, upper, kept", [
+    (["a_x", "a_y", "b_x", "b_y", "c"], 1.0, [1, 1, 1, 1, 0]),
+    # ColumnTransformer's prefix is no feature; a feature's categories are.
+    (["num__a", "num__b", "cat__s_M", "cat__s_F", "cat__t"], 1.0, [0, 0, 1, 1, 0]),
+    (["x0_0", "x0_1", "x0_2", "x1_a", "x1_b"], 1.0, [1, 1, 1, 1, 1]),
+    # Positions along an axis, not categories; and bounds other than (0, 1).
+    (["t_0", "t_1", "t_2", "t_3", "t_4"], 1.0, [0, 0, 0, 0, 0]),
+    (["a_x", "a_y", "b_x", "b_y", "c"], 2.0, [0, 0, 0, 0, 0]),
+])
+def test_which_names_mark_a_one_hot_block(columns, upper, kept):
+    import pandas as pd
+
+    X = np.random.default_rng(1).integers(0, 2, size=(40, 5)).astype(float)
+    model = DPLSSGDClassifier(classes=[0, 1], max_iter=1, feature_bounds=(0.0, upper)).fit(
+        pd.DataFrame(X, columns=columns), X[:, 0].astype(int))
+    np.testing.assert_array_equal(model._feature_map.zero_kept, np.array(kept, dtype=bool))
+
+
 def test_the_zero_choice_reads_no_row():
     """Two image tables of the same shape, one dense and one mostly zero: the same map."""
     X_sparse, y = _pixels(2, background=0.95)
@@ -334,6 +398,13 @@ def test_the_zero_choice_reads_no_row():
     assert maps[0].same_as(maps[1])
     np.testing.assert_array_equal(maps[0].center, maps[1].center)
     np.testing.assert_array_equal(maps[0].half_width, maps[1].half_width)
+    # A table with one-hot names: the same map for any values of the same schema.
+    frames = [_survey(seed)[0] for seed in (0, 1)]
+    frames[1].iloc[:, 1:] = np.random.default_rng(2).uniform(size=frames[1].iloc[:, 1:].shape)
+    maps = [DPLSSGDClassifier(classes=[0, 1], max_iter=1, feature_bounds=(lower, upper))
+            .fit(frame, np.arange(len(frame)) % 2)._feature_map
+            for frame, lower, upper in [(f,) + _survey(0)[2:] for f in frames]]
+    assert maps[0].same_as(maps[1]) and maps[0].zero_kept[1:].all()
 
 
 def test_a_map_that_ignores_the_zero_is_told_apart():

@@ -359,7 +359,7 @@ def test_sklearn_compatible_transformer(estimator, check):
 
 
 def test_keep_zero_on_an_image_and_where_asked():
-    """keep_zero: "auto" keeps a zero lower bound at zero on an image's width only.
+    """keep_zero: "auto" keeps a zero lower bound at zero on an image, and on one-hot names.
 
     The choice reads the bounds, the width and the column names, never a value:
     two images of one shape, one dense and one mostly zero, get one map.
@@ -378,6 +378,14 @@ def test_keep_zero_on_an_image_and_where_asked():
     np.testing.assert_allclose(BoundedScaler(0.0, 2.0).fit_transform(table), table - 1.0)
     named = pd.DataFrame(image, columns=[f"col_{i}_x" for i in range(400)])
     np.testing.assert_allclose(BoundedScaler(0.0, 2.0).fit_transform(named), image - 1.0)
+    # Columns declared (0, 1) and named <feature>_<category> (a one-hot block)
+    # keep their zero; the numeric column beside them, and the unnamed ones, do not.
+    blocks = pd.DataFrame(table, columns=["age", "sex_F", "sex_M", "work_a", "work_b"])
+    lower, upper = [-1.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0]
+    np.testing.assert_allclose(BoundedScaler(lower, upper).fit_transform(blocks),
+                               np.column_stack([np.clip(table[:, 0], -1, 1), table[:, 1:]]))
+    np.testing.assert_allclose(BoundedScaler(0.0, 1.0).fit_transform(table)[:, 1:],
+                               2 * table[:, 1:] - 1)
     # Asked for: every zero lower bound, and only those; clipped at 0 below.
     lower = np.array([0.0, -1.0, 0.0, 0.0, 1.0])
     X = np.array([[-3.0, -3.0, 0.5, 9.0, 1.5]])

@@ -114,8 +114,11 @@ SHARED_PARAMETER_DOCS = {
         image's columns (its width, unnamed or numbered columns, or
         ``sigma="ordered"``) a lower bound of 0 keeps its zero: those columns
         are divided by their upper bound, onto ``[0, 1]``, so that the
-        background does not become -1 (``BoundedScaler``'s
-        ``keep_zero="auto"``). ``predict``
+        background does not become -1; so do, in a table, the columns of a
+        one-hot block (declared ``(0, 1)`` and named ``<feature>_<category>``
+        beside another category of the same feature, as one-hot encoders
+        name them), so that the absent categories do not become -1
+        (``BoundedScaler``'s ``keep_zero="auto"``). ``predict``
         does not clip (it is that linear model, folded). The ``"auto"``
         defaults are tuned for features in ``[-1, 1]``, so declaring the
         range of features that fill ``[0, 1]`` or any other range gives them

@@ -12,7 +12,7 @@ on any other rows, and folds the map into the released weights, so that
 row's value and the fold is post-processing of the release: neither changes
 the privacy accounting.
 
-One exception keeps zeros at zero. The columns of an image (or of another
+Two exceptions keep zeros at zero. The columns of an image (or of another
 ordered signal: :func:`~sklearn_dplssgd._training.feature_layout`, from the
 width, the column names and ``sigma="ordered"``) whose declared lower bound
 is 0 are divided by their upper bound, onto ``[0, 1]``, instead. Such pixels
@@ -25,10 +25,20 @@ noise that the weights of the background pixels accumulate, harmless while
 those pixels are 0, shifts every prediction once they are -1. On MNIST the
 whole gap between declared and undeclared fits closes at epsilon 1000,
 and no step size (a quarter to four times the default) or clip norm
-recovers it at epsilon 1: the cost is the map, so the map changes. A
-table's columns (unordered) keep the map to ``[-1, 1]``, which centres
-features that spread over their range. The choice reads the bounds and the
-layout only, never a row.
+recovers it at epsilon 1: the cost is the map, so the map changes. And in
+a table, the columns of a one-hot block (declared ``(0, 1)`` and named
+``<feature>_<category>``, as one-hot encoders and ``pandas.get_dummies``
+name them, with another column of the same feature: see
+:func:`~sklearn_dplssgd._preprocessing.one_hot_columns`) stay in ``[0, 1]``
+for the same reason: a block of ``k`` indicators holds one 1, so mapped to
+``[-1, 1]`` it holds ``k - 1`` entries of -1. On UCI Adult that map cost
+0.36 to 0.58 points against keeping the indicators at 0 while the numeric
+columns are mapped (centring those gains).
+Every other column of a table keeps the map to ``[-1, 1]``, which centres
+features that spread over their range (unnamed ``(0, 1)`` columns
+included: no public fact tells indicators from fractions there). The
+choice reads the bounds, the layout and the column names only, never a
+row.
 
 This module holds all of it: checking the declaration, the map of the rows,
 the fold of the weights (and its inverse, for a warm start or ``coef_init``
@@ -126,7 +136,7 @@ def feature_map(estimator, X=None, n_features=None, *, namespace=None):
 
 
 def keeps_zero(estimator, n_features):
-    """Which columns keep a zero lower bound at zero: those of an image (ordered columns).
+    """Which columns keep a zero lower bound at zero: an image's, and one-hot blocks'.
 
     From public information only (see :func:`~sklearn_dplssgd._preprocessing.zero_kept`):
     the declared bounds, the width, the schema's column names

@@ -9,6 +9,9 @@ every scaled row has an L2 norm of at most ``sqrt(n_features)``. Its ``fit``
 reads only the shape and the column names of ``X``, which are public.
 """
 
+import re
+from collections import Counter
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
@@ -18,8 +21,8 @@ from .._training import feature_layout
 from .._utils import Options, validate_hiding_values, validate_parameters
 
 __all__ = [
-    "BoundedScaler", "as_bounds", "broadcast_bounds", "center_and_half_width", "scale_to_unit",
-    "unit_map", "zero_kept",
+    "BoundedScaler", "as_bounds", "broadcast_bounds", "center_and_half_width", "one_hot_columns",
+    "scale_to_unit", "unit_map", "zero_kept",
 ]
 
 
@@ -128,6 +131,50 @@ def center_and_half_width(lower, upper):
     return lower / 2 + upper / 2, upper / 2 - lower / 2
 
 
+# An underscore that separates a feature's name from a category's, as
+# OneHotEncoder, DPOneHotEncoder and pandas.get_dummies join them; a double
+# underscore is ColumnTransformer's prefix, not a category's separator.
+_CATEGORY_SEPARATOR = re.compile(r"(?<!_)_(?!_)")
+_POSITION = re.compile(r"^([^\d]*?[^\d_])_?(\d+)$")
+
+
+def _numbered_positions(feature_names):
+    """Whether the names are one stem numbered in order (``t_0``, ``t_1``, ...)."""
+    matches = [_POSITION.match(str(name)) for name in feature_names]
+    if not all(matches) or len({match.group(1) for match in matches}) != 1:
+        return False
+    numbers = [int(match.group(2)) for match in matches]
+    return numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+
+
+def one_hot_columns(lower, upper, feature_names):
+    """The columns declared ``[0, 1]`` whose names mark them a category of an encoded feature.
+
+    A column is one when its bounds are exactly ``(0, 1)`` and its name is
+    ``<feature>_<category>`` where another column declared ``(0, 1)`` shares
+    the ``<feature>`` part (for some single underscore of the name): a block
+    of indicators, as one-hot encoders name them. Unnamed columns are none,
+    and so are names that all number one stem in order (``t_0`` .. ``t_99``:
+    positions along an axis, not categories). Reads the bounds and the names
+    only.
+    """
+    unit = (lower == 0) & (upper == 1)
+    found = np.zeros(lower.shape, dtype=bool)
+    if feature_names is None or len(feature_names) != lower.shape[0] or not unit.any():
+        return found
+    if _numbered_positions(feature_names):
+        return found
+    features = {}
+    for j in np.flatnonzero(unit):
+        name = str(feature_names[j])
+        features[j] = {name[:m.start()] for m in _CATEGORY_SEPARATOR.finditer(name)
+                       if 0 < m.start() and m.end() < len(name)}
+    shared = Counter(feature for prefixes in features.values() for feature in prefixes)
+    for j, prefixes in features.items():
+        found[j] = any(shared[feature] > 1 for feature in prefixes)
+    return found
+
+
 def zero_kept(lower, upper, keep_zero, n_features, feature_names=None, declared_ordered=False):
     """Which columns keep a zero lower bound at zero (mapped by ``x / upper`` onto [0, 1]).
 
@@ -135,13 +182,19 @@ def zero_kept(lower, upper, keep_zero, n_features, feature_names=None, declared_
     them, ``False`` none; ``"auto"`` keeps them when the columns are an
     image's (or another ordered signal's):
     :func:`~sklearn_dplssgd._training.feature_layout` from the width, the column
-    names and ``declared_ordered``, all public. Pixels are mostly
-    background; mapped to ``[-1, 1]`` the background becomes -1, a constant
-    part of every row that takes most of each clipped gradient's norm.
+    names and ``declared_ordered``, all public; and, in any table, keeps the
+    columns of a one-hot block (:func:`one_hot_columns`: declared ``(0, 1)``
+    and named ``<feature>_<category>``). Pixels and indicators are mostly
+    zero; mapped to ``[-1, 1]`` the zeros become -1, a constant part of every
+    row that takes most of each clipped gradient's norm, and the noise on the
+    weights of every such column then reaches every prediction.
     """
     if keep_zero == "auto":
-        keep_zero, _ = feature_layout(n_features, False, feature_names,
-                                      declared_ordered=declared_ordered)
+        ordered, _ = feature_layout(n_features, False, feature_names,
+                                    declared_ordered=declared_ordered)
+        if not ordered:
+            return one_hot_columns(lower, upper, feature_names)
+        keep_zero = True
     return (lower == 0) & (upper > 0) & bool(keep_zero)
 
 
@@ -196,15 +249,22 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     of the private rows without noise (see the "Private preprocessing" page of
     the documentation).
 
-    **Images keep their zero.** With ``keep_zero="auto"`` (the default), the
+    **Images and one-hot blocks keep their zero.** With ``keep_zero="auto"`` (the default), the
     columns of an image (an image's width, ``s * s`` or ``3 s * s`` with
     ``s >= 16`` and not a power of two, the columns unnamed or named in
     numbered order such as ``pixel1`` .. ``pixel784``) whose lower bound is 0 are divided by
     their upper bound, onto ``[0, 1]``, instead: pixels are mostly
     background, and mapped to ``[-1, 1]`` the background becomes -1, a
     constant part of every row that takes most of each clipped gradient's
-    norm in a private fit. The choice reads the bounds, the width and the
-    column names only. ``keep_zero=True`` keeps the zero of every column
+    norm in a private fit. So do, in any table, the columns of a one-hot
+    block: bounds exactly ``(0, 1)`` and a name ``<feature>_<category>``
+    whose ``<feature>`` another such column shares (as ``OneHotEncoder``,
+    :class:`DPOneHotEncoder` and ``pandas.get_dummies`` name them; names
+    that all number one stem, ``t_0`` .. ``t_99``, are positions, not
+    categories). Unnamed columns declared ``(0, 1)`` are mapped to
+    ``[-1, 1]``: nothing public tells indicators from fractions there. The
+    choice reads the bounds, the width and the column names only.
+    ``keep_zero=True`` keeps the zero of every column
     whose lower bound is 0 (counts, indicators and other mostly-zero
     columns); ``False`` maps every column to ``[-1, 1]``.
 
@@ -225,8 +285,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         row-norm guarantee is lost.
     keep_zero : bool or "auto", default="auto"
         Map the columns whose lower bound is 0 to ``[0, 1]`` (``x / upper``)
-        instead of ``[-1, 1]``: ``"auto"`` for an image's columns (see above),
-        ``True`` for all of them, ``False`` for none.
+        instead of ``[-1, 1]``: ``"auto"`` for an image's columns and a
+        one-hot block's (see above), ``True`` for all of them, ``False`` for
+        none.
 
     Attributes
     ----------
