@@ -14,7 +14,9 @@ from pathlib import Path
 
 import sklearn_dplssgd
 
-API_PAGE = Path(__file__).resolve().parent.parent / "docs" / "api.rst"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+API_PAGE = DOCS / "api.rst"
+HYPERPARAMETERS_PAGE = DOCS / "user_guide" / "hyperparameters.rst"
 PUBLIC_MODULES = ("sklearn_dplssgd", "sklearn_dplssgd.audit")
 # The most names the public surface may hold: the estimators, the
 # transformers, the search, the ledger, the errors and warnings, the
@@ -76,6 +78,17 @@ def test_the_public_surface_stays_small():
                 for name in PUBLIC_MODULES)
     assert total <= MAX_PUBLIC_NAMES
     assert len(importlib.import_module("sklearn_dplssgd.audit").__all__) <= MAX_AUDIT_NAMES
+
+
+def test_every_constructor_parameter_says_when_to_change_it():
+    # The section "Every parameter, and when to change it": a new parameter
+    # fails here until a user is told when to set it.
+    text = HYPERPARAMETERS_PAGE.read_text(encoding="utf-8")
+    section = text.split("Every parameter, and when to change it", 1)[1].split(
+        ".. _defaults:", 1)[0]
+    named = set(re.findall(r"``(\w+)``", section))
+    for estimator in (sklearn_dplssgd.DPLSSGDClassifier(), sklearn_dplssgd.DPLSSGDRegressor()):
+        assert set(estimator.get_params()) <= named, sorted(set(estimator.get_params()) - named)
 
 
 def test_the_api_page_parser_finds_what_it_looks_for():
