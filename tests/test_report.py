@@ -53,7 +53,10 @@ def test_a_report_warns_about_what_the_fit_did_not_protect(data):
 
 def test_a_series_and_output_perturbation_are_reported(data):
     X, y = data
-    stream = DPLSSGDRegressor()
+    # The targets' range is declared: a series learning it from 133-row
+    # calls would fail now and then (its range release is what the
+    # target-range tests check).
+    stream = DPLSSGDRegressor(target_bounds=(0.0, 1.0))
     for part in np.array_split(np.arange(len(y)), 3):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -209,13 +212,3 @@ def test_the_release_states_its_lattice_bound_and_law(data):
     assert f"the noise is {scale / lattice.sensitivity:.4g} times that" in report
     assert scale / lattice.sensitivity >= model.noise_multiplier_
     assert not any(words in report for words in _FLOAT_CHANNEL)
-
-
-def test_a_model_without_the_noise_figures_says_so(data):
-    # A model pickled by a version that did not keep them.
-    X, y = data
-    model = _quiet_fit(DPLSSGDClassifier(max_iter=2, classes=[0, 1]), X, y)
-    del model._noise_added
-    report = model.privacy_report()
-    assert "did not keep the noise's figures" in report
-    assert "standard deviation" not in report

@@ -158,15 +158,6 @@ def _span(values):
             f"{values.max():.3g} down to {values.min():.3g}")
 
 
-def _gaussian_words(noise):
-    """What the floating-point mode's steps add, from its NoiseAdded."""
-    return (
-        f"so that one row moves a step's sum by at most {noise.bound:.4g}. Gaussian noise of "
-        f"standard deviation {_span(noise.stds)} (noise multiplier "
-        f"{_span(np.divide(noise.stds, noise.bound))} times that bound), sampled in floating "
-        "point, is added to every coordinate of every step's sum.")
-
-
 def _output_lattice_words(estimator, noise):
     """Output perturbation's release on its lattice, from its NoiseAdded."""
     return (
@@ -193,27 +184,15 @@ def _noise_lines(estimator):
             "perturbation)."]
     smoothing = (f" The noisy gradient is smoothed (sigma {estimator.sigma_:g}), which "
                  "costs no privacy." if estimator.sigma_ > 0 else "")
-    # Why, from public inputs only (width, format, column names, the
-    # declaration); a model pickled before the reason was kept has none.
-    reason = getattr(estimator, "sigma_reason_", None)
-    if reason is not None:
-        smoothing += f" Smoothing: {reason}."
+    # Why, from public inputs only (width, format, column names, the declaration).
+    smoothing += f" Smoothing: {estimator.sigma_reason_}."
     steps = (f"Noise: {estimator.n_steps_} training steps, each on a random batch (every row "
              f"taken with probability {estimator.sample_rate_:.3g}); ")
-    # A model pickled before the figures were kept has none.
-    if noise is None:
-        return [steps + "each row's gradient is clipped and noise is added to every step "
-                "(this model was fitted by an earlier version, which did not keep the "
-                f"noise's figures).{smoothing}"]
     clip = f"each row's gradient is clipped to norm {noise.clip_norm:g}"
     if noise.max_sample_weight != 1.0:
         clip += f" and multiplied by its sample weight (at most {noise.max_sample_weight:g})"
-    if not any(noise.stds):
-        words = "and no noise is added (epsilon=inf)."
-    elif noise.grid_step is None:
-        words = _gaussian_words(noise)
-    else:
-        words = _lattice_words(noise)
+    words = ("and no noise is added (epsilon=inf)." if not any(noise.stds)
+             else _lattice_words(noise))
     return [f"{steps}{clip}, {words}{smoothing}"]
 
 

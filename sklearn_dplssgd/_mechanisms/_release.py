@@ -73,8 +73,7 @@ class NoiseAdded(typing.NamedTuple):
     weighted gradients (the training scale, before any feature or target map is undone).
 
     ``law`` is ``"rounded Gaussian"`` (sampled exactly on the integer
-    lattice; ``"Gaussian"``, sampled in floating point, in models fitted by
-    earlier versions); ``bound`` the norm one row's contribution to a step's
+    lattice); ``bound`` the norm one row's contribution to a step's
     sum is held to; ``stds`` the noise's standard deviation on each
     coordinate (the scale ``s`` times ``grid_step``), one per block of the
     noise schedule; ``grid_step`` the lattice step gamma, ``grid_scale`` the
