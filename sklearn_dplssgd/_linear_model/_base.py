@@ -106,6 +106,7 @@ class BaseDPLSSGD(BaseEstimator):
         return tags
 
     def _validate_hyperparameters(self):
+        """Check the hyperparameters; return the fit's :class:`FitSettings` they make."""
         validate_parameters(self)
         for name in ("sigma", "clip_norm", "max_sample_weight", "eta0", "alpha",
                      "row_norm_bound", "weight_norm_bound"):
@@ -135,7 +136,9 @@ class BaseDPLSSGD(BaseEstimator):
         if self.epsilon == REMAINING_BUDGET:
             self._check_remaining_budget()
         check_feature_bounds(self)
-        self._release_mechanism().check_settings(self._fit_settings())
+        settings = self._fit_settings()
+        self._release_mechanism().check_settings(settings)
+        return settings
 
     def _check_remaining_budget(self):
         """``epsilon="remaining"`` needs a capped ledger and a mechanism that can spend it."""
@@ -326,12 +329,11 @@ class BaseDPLSSGD(BaseEstimator):
         -------
         params : ndarray of shape (n_outputs, n_features + 1)
         """
-        self._validate_hyperparameters()
+        settings = self._validate_hyperparameters()
         if not isinstance(disjoint_batches, (bool, np.bool_)):
             raise TypeError(
                 f"disjoint_batches must be True or False; got {disjoint_batches!r}.")
         mechanism = self._release_mechanism()
-        settings = self._fit_settings()
         # A Dask array or DataFrame trains where its partitions are (see
         # _dask_input): its shape and dtype are read from metadata only.
         backend = backend_for(X)
@@ -412,10 +414,6 @@ class BaseDPLSSGD(BaseEstimator):
         if mapping is not None:
             # Training sees [-1, 1]; fold back below.
             X = X.map_blocks(mapping.rows, dtype=X.dtype) if distributed else mapping.rows(X)
-        feature_names = getattr(self, "feature_names_in_", None)
-        self.sigma_ = mechanism.smoothing(settings, X.shape[1], sp.issparse(X), feature_names)
-        self.sigma_reason_ = mechanism.smoothing_reason(settings, X.shape[1], sp.issparse(X),
-                                                        feature_names)
         if not distributed:
             y_encoded, n_outputs = self._encode_targets(y, classes)
         if series is not None and series.classes is not None and not np.array_equal(
@@ -433,7 +431,8 @@ class BaseDPLSSGD(BaseEstimator):
         start = None if namespace is not None else self._start_params(
             series, coef_init, intercept_init, n_outputs, X.shape[1])
         data = TrainingData(X, y, y_encoded, n_outputs, weights, namespace,
-                            start_params=start, feature_names=feature_names)
+                            start_params=start,
+                            feature_names=getattr(self, "feature_names_in_", None))
         params, record = mechanism.release(settings, data, plan, series, partial,
                                            bool(disjoint_batches))
         for name, value in record.fitted_attributes().items():

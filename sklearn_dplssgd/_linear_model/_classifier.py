@@ -257,10 +257,11 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.verbose = verbose
 
     def _validate_hyperparameters(self):
-        super()._validate_hyperparameters()
+        settings = super()._validate_hyperparameters()
         # Public values, checked before the ledger is charged.
         declared = None if self.classes is None else np.unique(np.asarray(self.classes))
         class_weight_table(self.class_weight, declared, float(self.max_sample_weight))
+        return settings
 
     def _row_weights(self, sample_weight, y):
         table = class_weight_table(self.class_weight, self.classes_,

@@ -119,6 +119,9 @@ class ReleaseRecord:
     delta: float
     neighboring: str
     output_sensitivity: typing.Optional[float]
+    # The smoothing the release used and why (``sigma_``, ``sigma_reason_``).
+    sigma: float
+    sigma_reason: str
     # The series average's state (see :mod:`~sklearn_dplssgd._training._streaming`), stored under
     # private names: the iterate the next partial_fit call continues from
     # (None: it continues from the published weights) and the average's weight.

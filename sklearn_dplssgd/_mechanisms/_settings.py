@@ -58,12 +58,12 @@ class FitSettings:
 
     estimator_name: str
     params: typing.Mapping
-    n_threads: int = 1
-    auto_sigma_levels: tuple = ((1, 1.0),)
-    step_reference_sigma: typing.Optional[float] = None
-    average_tail: typing.Callable = lambda n_features: 0.5
-    prior_release: typing.Callable = lambda delta, n_accounted, composable: None
-    fixed_mechanism: typing.Any = None
+    n_threads: int
+    auto_sigma_levels: tuple
+    step_reference_sigma: typing.Optional[float]
+    average_tail: typing.Callable
+    prior_release: typing.Callable
+    fixed_mechanism: typing.Any
 
     def __post_init__(self):
         object.__setattr__(self, "params", types.MappingProxyType(dict(self.params)))

@@ -201,6 +201,9 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             delta=plan.calibration.delta,
             neighboring="replace_one",
             output_sensitivity=mechanism.sensitivity,
+            sigma=self.smoothing(settings, data.X.shape[1], data.sparse, data.feature_names),
+            sigma_reason=self.smoothing_reason(settings, data.X.shape[1], data.sparse,
+                                               data.feature_names),
             noise_added=_noise_added(plan, mechanism),
         )
 
