@@ -379,11 +379,17 @@ def test_r2_on_fewer_than_two_rows_is_nan_with_scikit_learns_warning():
 
 @pytest.fixture(scope="module")
 def client():
-    # Two worker processes: the partitions really live in other processes.
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            yield client
+    import dask
+
+    # Two worker processes: the partitions really live in other processes. A worker restarted
+    # by a test must come back however busy the machine: the cluster hard-closes the nanny of
+    # a worker not back within ``lost-worker-timeout`` (15 s by default), and every later test
+    # would then wait for a second worker that never comes.
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "10 minutes"}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
 
 
 def test_same_event_and_epsilon_as_in_memory_and_no_gather(client, monkeypatch):
@@ -571,7 +577,7 @@ def test_a_worker_lost_mid_fit_fails_closed(client, monkeypatch, how):
             # restarted by the client, or its process exiting while the fit goes on.
             holder = next(iter(client.who_has(self._partitions[:1]).values()))[0]
             if how == "restarted":
-                client.restart_workers([holder])
+                client.restart_workers([holder], timeout=300)
             else:
                 client.submit(os._exit, 1, workers=[holder], pure=False)
                 # Until the scheduler has seen it go (no more than a few seconds).
@@ -622,7 +628,7 @@ def test_a_worker_lost_while_the_loop_runs_on_a_worker_fails_closed(client, monk
     import time
 
     # A worker crashed by an earlier test is brought back by its nanny.
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=300)
     X_dask, y_dask = _on_both_workers(client, *_table(n=600))
     original = DaskTraining.train_on_cluster
     started, workers = threading.Event(), {}
@@ -656,7 +662,7 @@ def test_a_worker_lost_while_the_loop_runs_on_a_worker_fails_closed(client, monk
             assert time.monotonic() < deadline and not fit.done(), "the loop did not start"
             time.sleep(0.01)
         if how == "restarted":
-            client.restart_workers([workers[lost]])
+            client.restart_workers([workers[lost]], timeout=300)
         else:
             client.submit(os._exit, 1, workers=[workers[lost]], pure=False)
         with pytest.raises(WorkerLostError, match="released nothing"):
@@ -691,7 +697,7 @@ def _exec_on_worker(code, dask_worker):
 
 @pytest.mark.parametrize("where", ["coordinator", "other", "client loop"])
 def test_an_error_of_the_loop_on_a_worker_is_raised_as_itself_and_fails_closed(client, where):
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=300)
     X_dask, y_dask = _on_both_workers(client, *_table(n=600))
     # The coordinator is the worker of the first partition (the first holder).
     coordinator, other = sorted(client.scheduler_info()["workers"])
