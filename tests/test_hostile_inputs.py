@@ -831,8 +831,12 @@ NO_HANG_CASES = {
 
 
 def test_extreme_privacy_targets_do_not_hang():
-    """Each case in its own process, all in parallel, killed after a deadline."""
-    deadline = time.monotonic() + 30
+    """Each case in its own process, all in parallel, killed after a deadline.
+
+    A case ends in well under a second once compiled; the deadline leaves room for a cold
+    compile of the kernels in three processes at once on a busy two-core machine.
+    """
+    deadline = time.monotonic() + 120
     procs = {
         name: subprocess.Popen(
             [sys.executable, "-c", _NO_HANG_SCRIPT, repr(params)],
@@ -847,7 +851,7 @@ def test_extreme_privacy_targets_do_not_hang():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            problems.append(f"{name} {NO_HANG_CASES[name]}: still running after 30 s (hang)")
+            problems.append(f"{name} {NO_HANG_CASES[name]}: still running after 120 s (hang)")
             continue
         if out.startswith("FIT True"):
             continue

@@ -20,6 +20,7 @@ from ._word_stream import SamplerCapacityError, SecureWords
 from ._dask import (
     DaskTraining, NonFiniteRowsError, WorkerLostError, is_dask_collection, train_dp_lssgd_dask,
 )
+from ._dask_input import dask_arrays
 from ._dask_network import (
     TRUSTED_NETWORK_SETTING, UntrustedNetworkError, check_cluster_network, is_protected_address,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "array_api_namespace",
     "as_canonical_csr",
     "as_dask_array",
+    "dask_arrays",
     "backend_for",
     "check_cluster_network",
     "check_finite_rows",

@@ -3,11 +3,18 @@
 The estimators and the gradient mechanism ask :func:`backend_for` instead of
 testing the input's kind themselves: one object per kind of input (NumPy and
 SciPy sparse arrays; arrays of another array API namespace under
-``array_api_dispatch``; Dask collections) answers where the rows are, whether
-their norms can be read on this host (for the clip warning and the NumPy
-kernels), which training function runs the steps and with which of its own
-arguments. A new backend (a GPU kernel, another cluster framework) plugs in
-as one more class here and one more case of :func:`backend_for`.
+``array_api_dispatch``; Dask collections) validates and prepares its own rows
+(``training_rows``), answers where the rows are, whether their norms can be
+read on this host (for the clip warning and the NumPy kernels), which
+training function runs the steps and with which of its own arguments. A new
+backend (a GPU kernel, another cluster framework) plugs in as one more class
+here and one more case of :func:`backend_for`.
+
+The rows are validated with the estimator's own target encoding: its
+``_encode_targets(y, classes)``, ``_row_weights(sample_weight, y)``,
+``_declared_labels(classes)`` and ``_y_numeric``, the protocol of
+:class:`~sklearn_dplssgd._linear_model.BaseDPLSSGD`. Validation errors name
+the problem, never a value (values are private).
 
 A fitted model's predictions and scores ask the same objects where they run:
 ``predict_rows`` and ``score_rows`` call the model's in-memory methods on
@@ -15,11 +22,19 @@ rows held here, and run them blockwise, on the workers, for a Dask
 collection (:mod:`._dask_predict`).
 """
 
-from ._array_api import array_api_namespace, train_dp_lssgd_array_api
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import validate_data
+
+from .._utils import validate_hiding_values
+from ._array_api import array_api_namespace, to_numpy, train_dp_lssgd_array_api, without_autograd
 from ._dask import is_dask_collection, train_dp_lssgd_dask
+from ._dask_input import dask_arrays, dask_training_rows
+from ._dask_network import check_cluster_network
 from ._dask_predict import predict_blockwise, score_blockwise
 from ._numpy import train_dp_lssgd
-from ._row_passes import row_norms_of
+from ._row_passes import check_finite_rows, row_norms_of
+from ._sparse import as_canonical_csr
 
 __all__ = ["ArrayApiInput", "DaskInput", "NumpyInput", "backend_for"]
 
@@ -34,7 +49,80 @@ class NumpyInput:
     rows_are_remote = False
     #: Whether the labels can be inspected here before encoding (missing or mixed types).
     labels_checked_on_host = True
+    #: Whether training can start from given weights (a series, ``coef_init``).
+    takes_starting_point = True
     trainer = staticmethod(train_dp_lssgd)
+
+    def arrays(self, mechanism, X, y, sample_weight):
+        """The fit's inputs in this backend's form, before the ledger is charged.
+
+        Parameters
+        ----------
+        mechanism : ReleaseMechanism
+            Refused here if it cannot train on this kind of input.
+        X, y, sample_weight :
+            As the user passed them (never modified).
+
+        Returns
+        -------
+        X, y, sample_weight :
+            Read from metadata only: no row value is read.
+        network : str or None
+            The network the fit's secrets cross (see ``check_cluster_network``).
+        """
+        return X, y, sample_weight, None
+
+    def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
+                      n_threads):
+        """The validated rows, the encoded targets and the rows' weights.
+
+        Parameters
+        ----------
+        estimator : BaseDPLSSGD
+            Its target encoding (see the module's description); ``reset``
+            sets its ``n_features_in_`` and ``feature_names_in_``.
+        X, y, sample_weight :
+            As :meth:`arrays` returned them.
+        classes : array-like or None
+            A ``partial_fit`` call's label set.
+        reset : bool
+            Whether this fit starts a series (else ``X``'s width must match).
+        min_rows : int
+            The fewest rows a fit accepts (0 where the row count is private).
+        n_threads : int
+
+        Returns
+        -------
+        X : array of shape (n_samples, n_features), float64 or float32
+        y_encoded : float64 array of shape (n_samples,) or (n_samples, n_outputs)
+        n_outputs : int
+        weights : float64 array of shape (n_samples,) or None
+        """
+        X, y = validate_hiding_values(
+            {"X": X, "y": y}, validate_data, estimator, X, y,
+            # Other sparse formats are converted to CSR once, here.
+            accept_sparse="csr", dtype=[np.float64, np.float32], order="C",
+            y_numeric=estimator._y_numeric, reset=reset, ensure_min_samples=min_rows,
+            # Checked below, on the fit's threads: one pass over every row.
+            ensure_all_finite=False)
+        validate_hiding_values({"X": X}, check_finite_rows, X, n_threads,
+                               type(estimator).__name__)
+        if sp.issparse(X):
+            # Duplicate entries summed into a copy: the clip's row norms are
+            # taken over stored entries (see _sparse).
+            X = as_canonical_csr(X)
+        return (X, *self._encoded(estimator, y, sample_weight, classes))
+
+    @staticmethod
+    def _encoded(estimator, y, sample_weight, classes):
+        y_encoded, n_outputs = estimator._encode_targets(y, classes)
+        weights = validate_hiding_values(
+            {"sample_weight": sample_weight}, estimator._row_weights, sample_weight, y)
+        return y_encoded, n_outputs, weights
+
+    def map_rows(self, function, X):
+        """``function`` (rows in, rows of the same shape and dtype out) applied to ``X``."""
+        return function(X)
 
     def row_norms(self, X, n_threads):
         """The rows' L2 norms, computed once for the clip warning and the kernels."""
@@ -88,10 +176,30 @@ class ArrayApiInput(NumpyInput):
 
     name = "array_api"
     labels_checked_on_host = False
+    # Refused before the release (see the gradient mechanism's check_release).
+    takes_starting_point = False
     trainer = staticmethod(train_dp_lssgd_array_api)
 
     def __init__(self, namespace):
         self.namespace = namespace
+
+    def arrays(self, mechanism, X, y, sample_weight):
+        # Weights are validated on the host, whatever their namespace.
+        if sample_weight is not None:
+            sample_weight = to_numpy(without_autograd(sample_weight))
+        return X, y, sample_weight, None
+
+    def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
+                      n_threads):
+        # The targets are encoded on the host (labels, bounds), whatever their
+        # namespace; X keeps its namespace, device and float dtype.
+        xp = self.namespace[0]
+        X, y = validate_hiding_values(
+            {"X": X, "y": y}, validate_data, estimator, without_autograd(X),
+            to_numpy(without_autograd(y)), accept_sparse=False,
+            dtype=[xp.float64, xp.float32], y_numeric=estimator._y_numeric,
+            ensure_min_samples=min_rows)
+        return (X, *self._encoded(estimator, y, sample_weight, classes))
 
     def row_norms(self, X, n_threads):
         # The backend forms the norms on the device itself.
@@ -107,6 +215,8 @@ class DaskInput(NumpyInput):
 
     name = "dask"
     rows_are_remote = True
+    #: A DataFrame's column names, read by :meth:`arrays` (public metadata).
+    feature_names = None
     # Checked partition by partition by the encoding, without gathering y.
     labels_checked_on_host = False
     trainer = staticmethod(train_dp_lssgd_dask)
@@ -117,6 +227,25 @@ class DaskInput(NumpyInput):
 
     def trainer_arguments(self, n_threads, initial_params, row_norms):
         return {"n_threads": n_threads, "initial_params": initial_params}
+
+    def arrays(self, mechanism, X, y, sample_weight):
+        if not mechanism.accepts_dask:
+            raise TypeError(
+                f"mechanism={mechanism.name!r} trains on NumPy arrays only; use "
+                "mechanism='gradient' for Dask arrays, or compute X first.")
+        # A cluster whose traffic others could read is refused before the charge.
+        network = check_cluster_network()
+        X, y, sample_weight, self.feature_names = dask_arrays(X, y, sample_weight)
+        return X, y, sample_weight, network
+
+    def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
+                      n_threads):
+        # Encoded and weighed partition by partition, on the workers (see _dask_input).
+        return (X, *dask_training_rows(estimator, X, y, sample_weight, classes, reset,
+                                       self.feature_names))
+
+    def map_rows(self, function, X):
+        return X.map_blocks(function, dtype=X.dtype)
 
     def predict_rows(self, model, method, X):
         # Blockwise on the workers: a lazy Dask array, no row gathered.

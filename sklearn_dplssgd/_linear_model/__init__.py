@@ -6,7 +6,7 @@ The modules are private; the names other layers use are re-exported here.
 
 from ._base import BaseDPLSSGD
 from ._classifier import DPLSSGDClassifier
-from ._dask_input import dask_arrays
+from .._backends import dask_arrays
 from ._regressor import DPLSSGDRegressor, TARGET_RANGE_SHARE
 
 __all__ = [

@@ -13,8 +13,7 @@ from .._accounting import (
     REMAINING_BUDGET,
 )
 from .._backends import (
-    array_api_namespace, to_numpy, without_autograd, check_fitted_namespace, decision_values,
-    as_canonical_csr, backend_for, check_cluster_network, check_finite_rows,
+    array_api_namespace, check_fitted_namespace, decision_values, backend_for,
 )
 from .._mechanisms import (
     MECHANISMS, FitSettings, TrainingData, mechanism_named, spends_privacy,
@@ -27,7 +26,6 @@ from .._utils import (
     Interval, Options, public_row_count, validate_hiding_values,
     validate_parameters,
 )
-from ._dask_input import dask_arrays, dask_training_rows
 from ._feature_bounds import (
     check_feature_bounds, check_feature_bounds_form, check_same_feature_map, feature_map,
 )
@@ -334,22 +332,11 @@ class BaseDPLSSGD(BaseEstimator):
             raise TypeError(
                 f"disjoint_batches must be True or False; got {disjoint_batches!r}.")
         mechanism = self._release_mechanism()
-        # A Dask array or DataFrame trains where its partitions are (see
-        # _dask_input): its shape and dtype are read from metadata only.
+        # The backend of X's kind (NumPy or SciPy, another array API namespace
+        # on its device, Dask where its partitions are) reads its metadata
+        # only until the ledger is charged.
         backend = backend_for(X)
-        distributed = backend.rows_are_remote
-        # The network a Dask fit's secrets cross (None: none, see check_cluster_network).
-        network = None
-        if distributed:
-            if not mechanism.accepts_dask:
-                raise TypeError(
-                    f"mechanism={self.mechanism!r} trains on NumPy arrays only; use "
-                    "mechanism='gradient' for Dask arrays, or compute X first.")
-            # A cluster whose traffic others could read is refused before the charge.
-            network = check_cluster_network()
-            X, y, sample_weight, feature_names = dask_arrays(X, y, sample_weight)
-        # PyTorch, CuPy, ... arrays under array_api_dispatch train on their
-        # device (see _array_api); everything else takes the NumPy path.
+        X, y, sample_weight, network = backend.arrays(mechanism, X, y, sample_weight)
         namespace = backend.namespace
         # Declared feature bounds: checked against X's format and public
         # width before the ledger is charged.
@@ -358,9 +345,6 @@ class BaseDPLSSGD(BaseEstimator):
             self.warm_start and "dp_events_" in self.__dict__)
         mechanism.check_release(settings, X, namespace=namespace, sparse=sp.issparse(X),
                                 continued=continued)
-        if namespace is not None and sample_weight is not None:
-            # Weights are validated on the host, whatever their namespace.
-            sample_weight = to_numpy(without_autograd(sample_weight))
         series = self._continued_series(settings, partial, coef_init, intercept_init)
         if series is not None and "_feature_map" in self.__dict__:
             check_same_feature_map(self._feature_map, feature_map(
@@ -368,54 +352,14 @@ class BaseDPLSSGD(BaseEstimator):
         # The mechanism depends on public quantities only (the row count is
         # public under the adjacency in force), so it is fixed, and charged
         # to the ledger, before any row is read where the mechanism can.
-        n_rows = public_row_count(X)
-        plan = mechanism.plan_before_reading(settings, n_rows, series, partial)
+        plan = mechanism.plan_before_reading(settings, public_row_count(X), series, partial)
         # Under add/remove with a public row count, the empty data set is a
         # neighbour of every one-row data set: it trains (noise only) rather
         # than raising, or one row would decide whether a model is released.
         min_rows = 0 if mechanism.row_count_is_private(settings) else 1
-        # Validation errors name the problem, never a value (values are private).
-        if distributed:
-            y_encoded, n_outputs, weights = dask_training_rows(
-                self, X, y, sample_weight, classes, series is None, feature_names)
-        elif namespace is None:
-            X, y = validate_hiding_values(
-                {"X": X, "y": y},
-                validate_data,
-                self,
-                X,
-                y,
-                # Other sparse formats are converted to CSR once, here.
-                accept_sparse="csr",
-                dtype=[np.float64, np.float32],
-                order="C",
-                y_numeric=self._y_numeric,
-                reset=series is None,
-                ensure_min_samples=min_rows,
-                # Checked below, on the fit's threads: one pass over every row.
-                ensure_all_finite=False,
-            )
-            validate_hiding_values({"X": X}, check_finite_rows, X, self._n_threads(),
-                                   type(self).__name__)
-        else:
-            # The targets are encoded on the host (labels, bounds), whatever
-            # their namespace; X keeps its namespace, device and float dtype.
-            xp = namespace[0]
-            X, y = validate_hiding_values(
-                {"X": X, "y": y}, validate_data, self, without_autograd(X),
-                to_numpy(without_autograd(y)), accept_sparse=False,
-                dtype=[xp.float64, xp.float32], y_numeric=self._y_numeric,
-                ensure_min_samples=min_rows)
-        if sp.issparse(X):
-            # Duplicate entries summed into a copy: the clip's row norms are
-            # taken over stored entries (see _sparse).
-            X = as_canonical_csr(X)
-        mapping = feature_map(self, n_features=X.shape[1])
-        if mapping is not None:
-            # Training sees [-1, 1]; fold back below.
-            X = X.map_blocks(mapping.rows, dtype=X.dtype) if distributed else mapping.rows(X)
-        if not distributed:
-            y_encoded, n_outputs = self._encode_targets(y, classes)
+        X, y_encoded, n_outputs, weights = backend.training_rows(
+            self, X, y, sample_weight, classes=classes, reset=series is None,
+            min_rows=min_rows, n_threads=settings.n_threads)
         if series is not None and series.classes is not None and not np.array_equal(
                 series.classes, self.classes_):
             self.classes_ = series.classes
@@ -424,13 +368,13 @@ class BaseDPLSSGD(BaseEstimator):
                 "continues the same model. Declare classes=..., or fit from scratch "
                 "(warm_start=False)."
             )
-        if not distributed:
-            weights = validate_hiding_values(
-                {"sample_weight": sample_weight}, self._row_weights, sample_weight, y)
-        # Array API fits start from zero weights (check_release).
-        start = None if namespace is not None else self._start_params(
+        mapping = feature_map(self, n_features=X.shape[1])
+        if mapping is not None:
+            # Training sees [-1, 1]; fold back below.
+            X = backend.map_rows(mapping.rows, X)
+        start = None if not backend.takes_starting_point else self._start_params(
             series, coef_init, intercept_init, n_outputs, X.shape[1])
-        data = TrainingData(X, y, y_encoded, n_outputs, weights, namespace,
+        data = TrainingData(X, y_encoded, n_outputs, weights, namespace,
                             start_params=start,
                             feature_names=getattr(self, "feature_names_in_", None))
         params, record = mechanism.release(settings, data, plan, series, partial,

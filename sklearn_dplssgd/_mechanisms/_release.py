@@ -39,18 +39,17 @@ __all__ = ["Mechanism", "NoiseAdded", "ReleaseMechanism", "ReleaseRecord", "Trai
 class TrainingData(typing.NamedTuple):
     """The validated rows of a fit, as the mechanism receives them.
 
-    ``X`` is validated (NumPy, CSR or an array API array), ``y`` the
-    validated targets as given, ``y_encoded`` the kernels' float64 encoding
-    of them for ``n_outputs`` outputs, ``weights`` each row's validated
-    weight (None for unweighted), ``namespace`` X's array API namespace and
-    device (None for NumPy and SciPy input), ``start_params`` where training
+    ``X`` is validated (NumPy, CSR or an array API array), ``y_encoded`` the
+    kernels' float64 encoding of the targets for ``n_outputs`` outputs,
+    ``weights`` each row's validated weight (None for unweighted),
+    ``namespace`` X's array API namespace and device (None for NumPy and
+    SciPy input), ``start_params`` where training
     starts in the training scale (a continued series' weights or a public
     ``coef_init``; None: zeros), ``feature_names`` X's public column names
     (or None).
     """
 
     X: typing.Any
-    y: typing.Any
     y_encoded: typing.Any
     n_outputs: int
     weights: typing.Any

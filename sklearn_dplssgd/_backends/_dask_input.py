@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from sklearn.base import clone
 
-from .._backends import as_dask_array
+from ._dask_rows import as_dask_array
 from .._utils import PrivacyLeakWarning
 
 __all__ = ["dask_arrays", "dask_training_rows"]
