@@ -276,6 +276,9 @@ class Loss:
         Whether ``R`` holds only for weights inside a public ball (the
         gradient grows with the margin): output perturbation then needs
         ``weight_norm_bound`` (and, for a regression loss, ``target_bounds``).
+    probabilistic : bool
+        Whether the margins are log-odds, so a classifier can predict
+        probabilities (``predict_proba``).
     far_residual : callable
         ``threshold -> |r|``: a lower bound on a regression residual's size
         once the margin is far from the target (the audit's canaries).
@@ -294,6 +297,7 @@ class Loss:
     constants: typing.Optional[typing.Callable] = None
     noise_free_step: float = 1.0
     needs_weight_bound: bool = False
+    probabilistic: bool = False
     far_residual: typing.Callable = _one
     code: int = -1
     multiclass_code: typing.Optional[int] = None
@@ -324,7 +328,8 @@ def _registry(*losses):
 LOSSES = _registry(
     Loss("log_loss", "classification", _log_loss_binary_value, _log_loss_binary_array,
          _log_loss_multinomial_row, _log_loss_multinomial_array,
-         binary_targets=(0.0, 1.0), constants=_log_loss_constants, noise_free_step=4.0),
+         binary_targets=(0.0, 1.0), constants=_log_loss_constants, noise_free_step=4.0,
+         probabilistic=True),
     Loss("hinge", "classification", _hinge_binary_value, _hinge_binary_array,
          _hinge_crammer_singer_row, _hinge_crammer_singer_array, binary_targets=(-1.0, 1.0),
          noise_free_step=4.0),
