@@ -11,17 +11,16 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, softmax
 
-from sklearn_dplssgd._training._losses import (
-    EPSILON_INSENSITIVE,
-    HINGE_BINARY,
-    HINGE_CRAMMER_SINGER,
-    HUBER,
-    LOG_LOSS_BINARY,
-    LOG_LOSS_MULTINOMIAL,
-    SQUARED_ERROR,
-    SQUARED_HINGE_BINARY,
-    SQUARED_HINGE_ONE_VS_REST,
-)
+from sklearn_dplssgd._training._losses import LOSSES
+
+# The kernel codes of each loss's forms, which the oracles below dispatch on.
+LOG_LOSS_BINARY, LOG_LOSS_MULTINOMIAL = LOSSES["log_loss"].code, LOSSES["log_loss"].multiclass_code
+HINGE_BINARY, HINGE_CRAMMER_SINGER = LOSSES["hinge"].code, LOSSES["hinge"].multiclass_code
+SQUARED_HINGE_BINARY = LOSSES["squared_hinge"].code
+SQUARED_HINGE_ONE_VS_REST = LOSSES["squared_hinge"].multiclass_code
+SQUARED_ERROR = LOSSES["squared_error"].code
+HUBER = LOSSES["huber"].code
+EPSILON_INSENSITIVE = LOSSES["epsilon_insensitive"].code
 
 __all__ = ["clipped_gradient_sum_reference", "loss_derivative_reference",
            "loss_value_reference", "factored_sum_reference",

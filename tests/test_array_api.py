@@ -18,17 +18,18 @@ from numpy.testing import assert_allclose
 from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
 from sklearn_dplssgd._backends import _array_api
 from sklearn_dplssgd._backends._kernels import smooth_rows, smoothing_omega
-from sklearn_dplssgd._training._losses import (
+from sklearn_dplssgd._training._losses import loss_derivative
+from oracles import (
+    clipped_gradient_sum_reference,
     EPSILON_INSENSITIVE,
     HINGE_BINARY,
     HINGE_CRAMMER_SINGER,
     HUBER,
     LOG_LOSS_BINARY,
     LOG_LOSS_MULTINOMIAL,
+    loss_derivative_reference,
     SQUARED_ERROR,
-    loss_derivative,
 )
-from oracles import clipped_gradient_sum_reference, loss_derivative_reference
 from sklearn_dplssgd import Adam, Momentum
 from sklearn_dplssgd._backends._numpy import poisson_batches, train_dp_lssgd
 from sklearn_dplssgd._training._loop import TrainingPlan

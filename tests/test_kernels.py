@@ -10,20 +10,21 @@ from sklearn_dplssgd._backends._kernels import (
     smooth_rows,
     smoothing_omega,
 )
-from sklearn_dplssgd._training._losses import (
+from sklearn_dplssgd._training._losses import LOSSES, loss_code
+from oracles import (
+    clipped_gradient_sum_reference,
     EPSILON_INSENSITIVE,
     HINGE_BINARY,
     HINGE_CRAMMER_SINGER,
     HUBER,
     LOG_LOSS_BINARY,
     LOG_LOSS_MULTINOMIAL,
-    LOSSES,
+    loss_derivative_reference,
+    loss_value_reference,
     SQUARED_ERROR,
     SQUARED_HINGE_BINARY,
     SQUARED_HINGE_ONE_VS_REST,
-    loss_code,
 )
-from oracles import clipped_gradient_sum_reference, loss_derivative_reference, loss_value_reference
 from sklearn_dplssgd._training._smoothing import apply_smoothing, smoothing_eigenvalues
 
 # (code, K): every loss of the registry, with one output (binary

@@ -11,7 +11,7 @@ from sklearn_dplssgd._backends._kernels import (
     single_output_buffers,
     single_output_sum_into,
 )
-from sklearn_dplssgd._training._losses import HUBER, LOG_LOSS_BINARY
+from oracles import HUBER, LOG_LOSS_BINARY
 from sklearn_dplssgd._backends._prefetch import prefetch_address
 
 

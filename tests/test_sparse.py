@@ -31,12 +31,12 @@ from sklearn_dplssgd._backends._kernels import (
     compute_row_norms,
     noisy_clipped_gradient_sum,
 )
-from sklearn_dplssgd._training._losses import (
+from oracles import (
+    clipped_gradient_sum_reference,
     LOG_LOSS_BINARY,
     LOG_LOSS_MULTINOMIAL,
     SQUARED_ERROR,
 )
-from oracles import clipped_gradient_sum_reference
 from sklearn_dplssgd._backends._sparse import (
     as_canonical_csr,
     compute_sparse_row_norms,

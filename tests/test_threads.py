@@ -184,7 +184,7 @@ def _chunked_sum(X, y, rows, params, noise, n_threads):
 
 
 def _multinomial_code():
-    from sklearn_dplssgd._training._losses import LOG_LOSS_MULTINOMIAL
+    from oracles import LOG_LOSS_MULTINOMIAL
     return LOG_LOSS_MULTINOMIAL
 
 

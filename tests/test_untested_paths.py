@@ -29,12 +29,13 @@ from sklearn_dplssgd._backends._kernels import (
     compute_row_norms,
     noisy_clipped_gradient_sum,
 )
-from sklearn_dplssgd._training._losses import (
+from oracles import (
+    clipped_gradient_sum_reference,
     EPSILON_INSENSITIVE,
     LOG_LOSS_MULTINOMIAL,
+    loss_derivative_reference,
     SQUARED_ERROR,
 )
-from oracles import clipped_gradient_sum_reference, loss_derivative_reference
 from sklearn_dplssgd._backends._numpy import poisson_batches
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

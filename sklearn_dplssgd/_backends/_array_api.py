@@ -1,35 +1,17 @@
 """DP-LSSGD on array API arrays (PyTorch, CuPy, array-api-strict): training on their device.
 
-With ``sklearn.set_config(array_api_dispatch=True)`` (and ``SCIPY_ARRAY_API=1``
-in the environment before SciPy is imported), the estimators accept arrays
-of any namespace that scikit-learn's array API support handles and train on
-the arrays' device. The Numba kernels of :mod:`._kernels` cannot take such
-arrays; this module is the one training loop written with array API
-standard operations only:
-
-- per-sample residuals ``r_i = d loss / d z_i`` of every loss
-  (:func:`~sklearn_dplssgd._training.loss_derivative`, each loss's array form);
-- per-sample gradient norms WITHOUT forming the ``(b, K, d)`` per-sample
-  gradients: the gradient of sample i is ``r_i [x_i, 1]``, so its norm is
-  ``||r_i|| sqrt(||x_i||^2 + 1)``, with the row norms computed once per fit,
-  scaled and in float64 where the device has it (:func:`row_norms`);
-- the clipped sum ``S^T [X_B, 1]`` with ``S`` the clipped residuals (two
-  matrix products, as :func:`._kernels.several_outputs_gradient_sum`);
-- the release on the lattice (:mod:`~sklearn_dplssgd._training._lattice`): the
-  sum, in float64 where the device has it, rounded to integers plus integer
-  noise drawn exactly on the host from the fit's generator, as the NumPy
-  path draws it, and copied to the device a chunk at a time;
-- Laplacian smoothing by FFT (the eigenvalues of
-  :func:`~sklearn_dplssgd._training.smoothing_eigenvalues`), or by the host's O(d) solve
-  when the namespace has no FFT extension;
-- weight decay, the optimizer step (:meth:`~sklearn_dplssgd._training.Optimizer.update_array`)
-  and averaging.
-
-What stays on the host: the privacy plan (``BaseDPLSSGD._plan_release``:
-sample rate, number of steps, noise multipliers), the accountant, the
-Poisson batch sampler (:func:`._numpy.poisson_batches`, whose index arrays are
-copied to the device one chunk of steps at a time) and the encoding of the
-targets.
+Under ``sklearn.set_config(array_api_dispatch=True)`` (``SCIPY_ARRAY_API=1``
+set before SciPy is imported) the estimators train on the device of any
+array scikit-learn's array API support handles. The Numba kernels cannot
+take such arrays; this is the same loop in array API operations only: each
+loss's array residual (:func:`~sklearn_dplssgd._training.loss_derivative`),
+per-sample gradient norms ``||r_i|| ||[x_i, 1]||`` without per-sample
+gradients, the clipped sum ``S^T [X_B, 1]`` as two matrix products, the
+release on the lattice (integer noise drawn exactly on the host from the
+fit's generator, as the NumPy path draws it), Laplacian smoothing by FFT (or
+the host's O(d) solve without the FFT extension), decay, the optimizer step
+and averaging. The privacy plan, the accountant, the Poisson batches and the
+targets' encoding stay on the host.
 
 Tested with scikit-learn 1.9, whose (private) array API helpers this module
 uses.
@@ -196,23 +178,11 @@ def _norms_of_rows(xp, values):
 def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=None):
     """``w_i r_i min(1, C / ||g_i||)`` with ``||g_i|| = ||r_i|| feature_norms_i``, as stored.
 
-    The array form of ``_kernels._clipped_residual``: the comparison is
-    ``||r_i|| > C / ||[x_i, 1]||`` and ``r_i / ||r_i||`` is formed before
-    multiplying by ``C / ||[x_i, 1]||``, so that neither the product of the
-    norms (overflow) nor the combined factor (underflow) is ever formed.
-
-    The value that is used is the value whose norm was checked: the bound
-    ``w_i C / ||[x_i, 1]||`` is checked on the coefficients *after* they are
-    rounded to ``dtype``. A coefficient below the dtype's smallest normal
-    number is stored as 0 (it could round up to a subnormal); a row that
-    rounding pushed over its bound is scaled down by the excess, then by four
-    units of the dtype's rounding error, and contributes nothing if it is
-    still over. A sample
-    whose coefficients cannot be represented contributes nothing: a
-    non-finite residual (``NaN > bound`` is False), a NaN or negative feature
-    norm, or a coefficient above the dtype's largest value. Every norm is
-    taken scaled by the row's largest entry, so that it neither underflows
-    nor overflows in float32 (devices without float64).
+    The array form of :func:`._clipping.clipped_residual`, with the same
+    order of operations, the same check on the coefficients as stored in
+    ``dtype`` and the same fail-closed rows (zero). Every norm is scaled by
+    the row's largest entry, so that it neither underflows nor overflows in
+    float32 (devices without float64).
 
     Parameters
     ----------
@@ -236,8 +206,7 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     info = xp.finfo(dtype)
     largest, tiny = float(info.max), float(info.smallest_normal)
     residual_norm = _norms_of_rows(xp, residuals)
-    # A NaN or negative feature norm is no norm (``NaN > 0`` is False, which
-    # would leave the row unbounded): such a row contributes nothing.
+    # A NaN or negative feature norm is no norm: such a row contributes nothing.
     valid_norm = feature_norms >= 0
     positive = feature_norms > 0
     allowed = clip_norm / xp.where(positive, feature_norms, xp.ones_like(feature_norms))
@@ -260,9 +229,7 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
     zeros = xp.zeros_like(values)
     values = xp.where(usable[:, None] & (magnitude >= tiny), values, zeros)
     stored = xp.astype(values, dtype)
-    # Rounding may overshoot the bound by an ulp (or, for a coefficient
-    # rounded up to a subnormal, by up to 2x): shrink such rows, checked on
-    # what is stored.
+    # Rounding may overshoot the bound: shrink such rows, checked as stored.
     for attempt in range(2):
         wide_values = xp.astype(stored, residuals.dtype)
         norms = _norms_of_rows(xp, wide_values)
@@ -282,14 +249,11 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
 def full_precision_switches(torch):
     """The settings that keep float32 products in float32: ``(read, write, full)`` each.
 
-    TensorFloat-32 (``allow_tf32``, cuBLAS's TF32 math, or
-    ``set_float32_matmul_precision("high")``) and oneDNN's bfloat16 products
-    round each factor to 10 or 7 bits of mantissa: a clipped coefficient
-    times a row would then add up to about 1e-3 more than the norm the clip
-    checked. PyTorch 2.9 and later have one setting per backend
-    (``fp32_precision``, ``"ieee"`` for full precision; mixing it with the
-    older flags is an error there); older releases have the flags and the
-    global matmul precision.
+    TensorFloat-32 and oneDNN's bfloat16 products round each factor to 10 or
+    7 bits, so a clipped contribution could exceed the checked norm by about
+    1e-3. PyTorch 2.9 and later have one ``fp32_precision`` per backend
+    (mixing it with the older flags is an error there); older releases have
+    the flags and the global matmul precision.
 
     Parameters
     ----------
@@ -322,12 +286,10 @@ def full_precision_switches(torch):
 def full_precision_products(xp, torch_module=None):
     """Within the block, PyTorch multiplies float32 (and float64) in full precision.
 
-    The value used must be the value whose norm was checked: the clipped sum
-    ``S^T [X_B, 1]`` is a matrix product, and with TensorFloat-32 (or
-    oneDNN's bfloat16) a clipped contribution could exceed ``C`` by about
-    1e-3 relative. The user's settings are read on entry and restored on
-    exit, also when the block raises. They are process-wide: other threads
-    multiplying at the same time also run in full precision. Other
+    The clipped sum is a matrix product, which must not round below the
+    precision the clip checked (:func:`full_precision_switches`). The user's
+    settings are restored on exit, also when the block raises; they are
+    process-wide (other threads run in full precision meanwhile). Other
     namespaces: nothing to do.
 
     Parameters
@@ -387,22 +349,8 @@ def _smoother(xp, device, n_features, sigma, dtype):
 def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_intercept):
     """Per-sample gradient norms at zero weights, and ``||[x_i, 1]||``, as NumPy arrays.
 
-    For ``BaseDPLSSGD._warn_if_mostly_clipped`` on device arrays: computed
-    on the device, only the two length-n vectors come back.
-
-    Parameters
-    ----------
-    X : array of shape (n, d), of a namespace ``xp``
-    y : ndarray of shape (n,)
-        Encoded targets (host).
-    n_outputs : int
-    loss_code : int
-    loss_threshold : float
-    fit_intercept : bool
-
-    Returns
-    -------
-    gradient_norms, feature_norms : ndarray of shape (n,)
+    Computed on ``X``'s device (``y`` encoded, on the host); only the two
+    length-n vectors come back.
     """
     xp = array_api_compat.array_namespace(X)
     device = device_of(X)
@@ -420,27 +368,10 @@ def clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, *, loss_co
                          loss_threshold, clip_norm, fit_intercept, wide, weights=None):
     """``sum_i w_i clip_C(r_i [x_i, 1])`` over a batch, without per-sample gradients.
 
-    Parameters
-    ----------
-    xp : namespace
-    X_batch : array of shape (b, d)
-    y_batch : array of shape (b,), ``wide``
-    feature_norms : array of shape (b,), ``wide``
-        ``sqrt(||x_i||^2 + [fit_intercept])``.
-    params : array of shape (K, d + 1), ``wide``
-    loss_code : int
-    loss_threshold : float
-    clip_norm : float
-    fit_intercept : bool
-    wide : dtype of xp
-        The dtype of the residuals and norms (float64 where available).
-    weights : array of shape (b,), ``wide``, or None
-        The batch's weights in ``[0, max_sample_weight]``, applied to the
-        clipped coefficients (as the compiled kernels do).
-
-    Returns
-    -------
-    grad : array of shape (K, d + 1), the dtype of ``params``
+    ``y_batch``, ``feature_norms`` (``||[x_i, 1]||``), ``params`` (K, d + 1)
+    and ``weights`` (or None) in the ``wide`` dtype (float64 where the device
+    has it); the weights apply to the clipped coefficients, as the kernels'.
+    Returns the (K, d + 1) sum in the dtype of ``params``.
     """
     n_features = X_batch.shape[1]
     # The products in the parameters' (wide) dtype: the sum's error bound

@@ -41,15 +41,11 @@ COEFFICIENT_RANGE = {
 def scaled_norm(x):
     """``||x||`` in float64 without overflow or underflow: scaled by the largest entry.
 
-    The norm of a clipped coefficient vector as it will be added (here) and
-    the norm the clip bounds. A NaN
-    entry never wins the comparison for the largest.
+    A NaN entry never wins the comparison for the largest.
     """
     scale = 0.0
     for k in range(x.shape[0]):
-        # A comparison, not the builtin max: the same result (a NaN never
-        # wins), without compiling max's generic implementation (seconds of
-        # the first fit).
+        # Not the builtin max: compiling its generic form costs seconds.
         magnitude = abs(np.float64(x[k]))
         if magnitude > scale:
             scale = magnitude
@@ -76,43 +72,17 @@ def _rounding_unit(largest):
 def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, out):
     """``out = w r min(1, C / (||r|| ||[x, 1]||))``, as stored, within ``w C``.
 
-    Within ``w C`` up to ``NORM_SLACK`` (2**-48 relative), the float64
-    evaluation of a norm.
-
-    The sample's gradient is ``r [x, 1]``, so its norm is ``||r|| ||[x, 1]||``;
     ``feature_norm`` is ``||[x, 1]||`` (``||x||`` without an intercept), from
-    :func:`feature_norm_of`.
-    It is compared as ``||r|| > C / ||[x, 1]||`` and ``r / ||r||`` is formed
-    before multiplying by ``C / ||[x, 1]||``: the product of the norms can
-    overflow (a regression target of 1e200) and the combined factor underflow,
-    which would drop a row that should have been clipped. The weight ``w``
-    multiplies the *clipped* gradient (norm at most ``w C``; 1 unweighted).
-    Compiled, and inlined into callers compiled, without reassociation for
-    that reason.
-
-    **The value that is used is the value whose norm was checked.** The
-    coefficients are rounded to ``out``'s dtype (float32 for float32 input)
-    and the bound is checked on the stored numbers, in float64: rounding may
-    push a clipped coefficient over the bound (by an ulp for a normal number,
-    by up to a factor 2 for one rounded up to the smallest subnormal). A
-    coefficient below the dtype's smallest normal number ``tiny`` is stored
-    as 0; a stored vector still over the bound is scaled down by the excess
-    (and by four units of rounding more if rounding pushes it over again).
-
-    The clip fails closed: a sample whose contribution cannot be kept within
-    the bound in the parameters' dtype contributes nothing (a zero
-    contribution never exceeds it). That is a non-finite residual
-    (``NaN > bound`` is False, so it would otherwise skip clipping), a
-    feature norm that is NaN or negative (``NaN > 0`` is False too: the
-    sample would have no bound), a coefficient above ``largest`` (it would
-    become ``inf`` when stored), or a clipped vector that two rescalings do
-    not bring within the bound. Its
-    ``out`` is zeroed whole: nothing of the previous sample's coefficients,
-    which the callers' buffer still holds, can be used in its place.
-
-    One function with no calls on the common path: it is inlined into every
-    kernel (a call per row passing arrays costs as much as the clip itself
-    on a narrow row).
+    :func:`feature_norm_of`; the weight ``w`` multiplies the clipped gradient.
+    The test is ``||r|| > C / ||[x, 1]||`` and ``r / ||r||`` is formed first,
+    so neither the product of the norms can overflow nor the factor
+    underflow (hence no reassociation here). The bound is checked on the
+    coefficients as stored in ``out``'s dtype, to ``NORM_SLACK``; the clip
+    fails closed: a non-finite residual, a NaN or negative feature norm, a
+    coefficient above ``largest`` or a vector two rescalings do not bring
+    within the bound zeroes ``out`` whole. docs/privacy_argument.rst
+    ("The value that is used is the value whose norm was checked") has the
+    argument. No calls on the common path: it is inlined into every kernel.
     """
     n_outputs = residual.shape[0]
     if n_outputs == 1:
@@ -122,9 +92,7 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
         for k in range(n_outputs):
             residual_sq += residual[k] * residual[k]
         residual_norm = math.sqrt(residual_sq)
-    # A NaN or negative feature norm is no norm at all: ``feature_norm > 0``
-    # would be False and leave the sample unbounded. Fail closed instead
-    # (fits compute the norms upstream, but the clip must not rely on it).
+    # NaN or negative: ``feature_norm > 0`` would be False and leave no bound.
     kept = math.isfinite(residual_norm) and feature_norm >= 0.0
     # Stored: factor * residual, within bound. x = 0 without an intercept:
     # the gradient r [x, 1] is 0 whatever r, so any finite r is kept whole.
@@ -133,18 +101,14 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
         allowed = clip_norm / feature_norm
         bound = weight * allowed
         if residual_norm > allowed:
-            # r / ||r|| first: the combined factor allowed / ||r|| may
-            # underflow. In place (``residual`` is the caller's scratch
-            # buffer); the factor w * allowed is applied as it is stored.
+            # In place: ``residual`` is the caller's scratch buffer.
             kept = allowed >= tiny
             if kept:
                 for k in range(n_outputs):
                     residual[k] = residual[k] / residual_norm
                 factor = bound
     if kept:
-        # Rounded to out's dtype; a coefficient below the smallest normal
-        # number is stored as 0 (it could round up to a subnormal), one above
-        # the largest (or NaN) makes the sample unusable.
+        # Below the smallest normal, 0 (it could round up to a subnormal).
         for k in range(n_outputs):
             value = residual[k] * factor
             magnitude = abs(value)
@@ -155,9 +119,7 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
     if kept:
         stored = abs(np.float64(out[0])) if n_outputs == 1 else scaled_norm(out)
         if not stored <= bound * NORM_SLACK:
-            # Rounding overshot by an ulp or so: scale down by the excess,
-            # then, if rounding overshoots again, by a few units of the
-            # dtype's rounding error; fail closed if that does not do.
+            # Rounding overshot: scale down by the excess, then by four units.
             kept = False
             if math.isfinite(stored) and stored > 0.0:
                 shrink = bound / stored

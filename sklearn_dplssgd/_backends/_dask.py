@@ -1,46 +1,27 @@
 """DP-LSSGD on a Dask array: the rows stay in their partitions, on the cluster.
 
-The same mechanism as the NumPy backend (:class:`DaskTraining` implements
-:class:`~sklearn_dplssgd._training.TrainingBackend` for the one training loop):
-each step, every partition Poisson-samples its own rows (each row
-independently with probability q) and returns the clipped-gradient sum of
-its sample, computed by the NumPy backend's kernel
-(:func:`~sklearn_dplssgd._backends._kernels.noisy_clipped_gradient_sum`, with
-zero noise); the loop adds the partial sums and releases their total on the
-lattice with the step's integer noise, once (drawn from the fit's generator,
-as the NumPy backend draws it; :mod:`~sklearn_dplssgd._training._lattice`),
-smooths and steps. A step sends the weights out and brings ``n_blocks`` arrays
-of shape ``(K, d + 1)`` back; no row leaves its partition.
+The same mechanism as the NumPy backend (:class:`DaskTraining` is a
+:class:`~sklearn_dplssgd._training.TrainingBackend`): each step, every
+partition Poisson-samples its own rows and returns the clipped-gradient sum
+of its sample (the NumPy kernel, zero noise); the loop adds the partial
+sums, releases their total on the lattice with the step's integer noise,
+once, drawn from the fit's generator as the NumPy backend draws it, smooths
+and steps. No row leaves its partition.
 
-The partitions are prepared once per fit (made C-contiguous, checked finite,
-their norms computed) and held where they are computed: on the workers of
-the active ``dask.distributed`` client, or in this process under Dask's
-local scheduler when no client is active. On a cluster, each worker's
-partitions are then handed to one Dask actor on that worker, so that a step
-is one direct call per worker (the weights out, the worker's partial sums
-back as one array) rather than one scheduled task per partition. The loop
-itself then runs on one of those workers, the coordinator
-(:class:`_CoordinatorTraining`): the workers already hold the rows, so they
-may hold the fit's generator too. A step is one hop from the coordinator to
-each other worker and back, overlapped with the coordinator's own
-partitions, instead of a round trip from the client to every worker (and
-through the scheduler unless the client is made with
-``direct_to_workers=True``); only the released parameters and the
-generator's state come back. A fit that prints progress (``verbose``) or
-calls back every epoch keeps the loop on the client, which needs the
-iterate every epoch.
+The partitions are prepared once per fit (C-contiguous, checked finite,
+norms computed) and held where they are computed: on the workers of the
+active ``dask.distributed`` client, each worker's handed to one actor (a
+step is one direct call per worker), or in this process under Dask's local
+scheduler. On a cluster the loop itself runs on one worker, the coordinator
+(:class:`_CoordinatorTraining`), one hop from each other worker; a fit that
+prints progress or calls back every epoch keeps it on the client.
 
-The sampling randomness of partition k at step t comes from an AES-CTR
-generator keyed from ``(s_k, t)``, ``s_k`` two 63-bit words drawn from the
-fit's own generator: as secret as the noise (fresh entropy unless
-``reproducible=True``), it travels to the workers only, and makes a fit
-reproducible for the same partitions and seed. Because each step's sample
-depends on ``(s_k, t)`` alone, a task recomputed elsewhere draws the same
-sample; a partition that had to be rebuilt (its worker was lost) is detected
-by its token and fails the fit before anything is released.
-
-What crosses the cluster's network is secret: :mod:`._dask_network` decides
-whether it may carry it, before anything is sent.
+Partition k's sample at step t comes from an AES-CTR generator keyed from
+``(s_k, t)``, ``s_k`` drawn from the fit's generator (as secret as the
+noise, sent to the workers only): a recomputed task draws the same sample,
+and a partition rebuilt after a lost worker is detected by its token and
+fails the fit before anything is released. :mod:`._dask_network` decides
+whether the cluster's network may carry what crosses it.
 """
 
 import contextlib
@@ -96,9 +77,8 @@ _LOST_WORKER_ERRORS = (OSError, RuntimeError, KeyError)
 class _Raised:
     """An error of the fit's own code on a worker, sent back as a value.
 
-    Dask re-raises a remote call's error with its type, as it raises a lost
-    worker's (:data:`_LOST_WORKER_ERRORS`): returned as a value, an error of
-    the fit's code keeps its type, and what a call itself raises is Dask's.
+    Dask raises a lost worker's errors (:data:`_LOST_WORKER_ERRORS`) with the
+    same types: as a value, the fit's own error is told apart from them.
     """
 
     def __init__(self, error):
@@ -136,11 +116,8 @@ class _Partition:
         self.y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
         self.weights = None if weights is None else np.ascontiguousarray(
             weights, dtype=np.float64).reshape(-1)
-        # A row with a NaN or infinite entry has no finite norm: finite norms
-        # prove the rows finite, and the check over X (a second pass over the
-        # partition) is needed only where a norm is not (or a row is too long).
+        # Finite norms prove the rows finite; X is checked only where one is not.
         with np.errstate(invalid="ignore"):
-            # A non-finite row's rescaled norm divides inf by inf: NaN, as it should.
             row_norms = compute_row_norms(self.X)
         self.finite = bool(np.isfinite(self.y).all()) and (
             bool(np.isfinite(row_norms).all()) or bool(np.isfinite(self.X).all()))
@@ -171,13 +148,8 @@ def _summary(partition):
 class _Batch:
     """A step's Poisson sample of a partition: its row indices, the rows left in place.
 
-    The kernel reads the sampled rows through the indices, in the sample's
-    order. Not gathered into arrays of their own: measured on a 2-worker
-    LocalCluster (d = 100, about 400 rows a partition), copying them out
-    cost a worker more a step than the kernel saves by reading them in
-    order (each copy a fresh allocation of some hundred kilobytes, which
-    the workers' allocator settings map and unmap every time), and a draw
-    run ahead of its call still held up the step.
+    Not gathered: on a 2-worker LocalCluster copying the rows out cost more
+    a step than reading them through the indices.
     """
 
     def __init__(self, partition, rows=None):
@@ -188,11 +160,7 @@ class _Batch:
 
 
 def _step_batch(partition, seed, step, settings):
-    """This step's sample of the partition's rows: each row independently with probability q.
-
-    Drawn from the generator of ``(seed, step)`` alone, whoever draws it and
-    whenever: the same sample on a worker, ahead of its call, or here.
-    """
+    """This step's Poisson sample of the partition, from the generator of ``(seed, step)`` alone."""
     if settings.sample_rate >= 1.0:
         return _Batch(partition)
     rng = derived_generator([int(seed[0]), int(seed[1]), int(step)])
@@ -211,10 +179,7 @@ def _batch_gradient_sum(batch, params, settings, out):
 
 
 def _partition_sum(partition, seed, params, step, settings):
-    """The clipped-gradient sum over this step's Poisson sample of the partition.
-
-    Runs where the partition lives; returns ``(sum, token)``.
-    """
+    """``(sum, token)``: the clipped-gradient sum over this step's sample of the partition."""
     batch = _step_batch(partition, seed, step, settings)
     return _batch_gradient_sum(batch, params, settings, np.empty_like(params)), partition.token
 
@@ -222,33 +187,24 @@ def _partition_sum(partition, seed, params, step, settings):
 class _PartitionHolder:
     """A worker's partitions of a fit, held by one Dask actor for the whole fit.
 
-    A step is one call per worker carrying the weights and bringing back
-    one array: the sums of the worker's partitions, in their order. The
-    call comes from the coordinator (the holder on another worker that runs
-    the loop, :meth:`train`), or from the client when the loop runs there.
-    It is answered on the worker's event loop (an ``async`` method), which
-    computes the sums itself (no thread hop either way: about 0.5 ms a step
-    less, measured worker to worker) and then queues the next step's sample
-    (it does not depend on the weights) on the same loop, to be drawn while
-    the answer travels and the coordinator noises and steps.
+    A step is one call per worker, from the coordinator or the client: the
+    weights out, the sums of the worker's partitions back. It is answered on
+    the worker's event loop (no thread hop: about 0.5 ms a step less), which
+    then draws the next step's sample while the answer travels.
     """
 
     def __init__(self, seeds, settings, tokens, *partitions):
         self.seeds, self.settings, self.partitions = seeds, settings, partitions
-        # The tokens the client read: partitions rebuilt after a lost worker
-        # (under an actor rebuilt with them) have others, and fail every call.
+        # Partitions rebuilt after a lost worker have other tokens: every call fails.
         self.tokens = tokens
         self._drawn_step, self._drawn_batches = None, None
-        # Set by the client when it sees a worker of the fit lost, for a loop
-        # run here that waits on a call the lost worker will never answer.
+        # Set by the client when a worker is lost, to free a loop waiting here.
         self._stopped = False
 
     def _draw(self, step):
         batches = [_step_batch(partition, seed, step, self.settings)
                    for partition, seed in zip(self.partitions, self.seeds)]
-        # Marked drawn only once all are: a draw that failed half way (it ran
-        # ahead, where nothing reports its error) leaves no stale batch for
-        # this step, which then draws its own.
+        # Marked drawn only once all are: a failed draw leaves no stale batch.
         self._drawn_step, self._drawn_batches = step, batches
 
     def _sums(self, params, step):
@@ -262,11 +218,9 @@ class _PartitionHolder:
         return sums
 
     def train(self, state, others, order):
-        """Run the whole loop here, as the fit's coordinator: see :func:`_train_here`.
+        """Run the loop here, as the coordinator (``others``: the holders' addresses, keys).
 
-        ``others`` are the other holders' ``(worker address, key)`` pairs.
-        An error of the loop comes back as a :class:`_Raised` value (a lost
-        worker found by the loop as a :class:`WorkerLostError`).
+        An error of the loop comes back as a :class:`_Raised` value.
         """
         try:
             return _train_here(self, state, others, order)
@@ -287,11 +241,7 @@ class _PartitionHolder:
         raise WorkerLostError(WORKER_LOST_MESSAGE)
 
     async def sums(self, params, step):
-        """The partitions' clipped-gradient sums at this step, shape ``(k, K, d + 1)``.
-
-        An error comes back as a :class:`_Raised` value (rebuilt partitions as
-        a :class:`WorkerLostError`).
-        """
+        """The partitions' sums at this step, ``(k, K, d + 1)``; an error as a :class:`_Raised`."""
         import asyncio
 
         try:
@@ -306,19 +256,12 @@ class _PartitionHolder:
         try:
             self._draw(step)
         except Exception:
-            # Not an error of the step answered: the next step draws its own
-            # (and meets the error, if it lasts, in its call).
+            # The next step draws its own, and meets the error there if it lasts.
             pass
 
 
 class _DistributedRunner:
-    """Partitions held on the workers of a ``dask.distributed`` client.
-
-    The partitions are prepared as tasks (in parallel, where their rows
-    are), then each worker's are handed to one actor on that worker: a step
-    costs one direct call per worker instead of one scheduled task per
-    partition.
-    """
+    """Partitions prepared as tasks on a client's workers, then held by one actor a worker."""
 
     def __init__(self, client):
         self.client = client
@@ -347,18 +290,14 @@ class _DistributedRunner:
                 _PartitionHolder, seeds[indices], settings,
                 [tokens[index] for index in indices],
                 *[partitions[index] for index in indices],
-                # Where its partitions are; if that worker is lost, the actor
-                # may be rebuilt elsewhere (a call waits for it rather than
-                # for a worker that will not return), over rebuilt
-                # partitions, whose new tokens fail the fit.
+                # Rebuilt elsewhere if its worker is lost: the new tokens fail the fit.
                 actor=True, workers=[worker], allow_other_workers=True, pure=False))
             self._order.extend(indices)
         # Created side by side: one wait for all.
         wait(actors)
         self._holders = [actor.result() for actor in actors]
         self._actor_futures = actors
-        # Where each holder is (it may not be where it was asked to be), for
-        # the coordinator's own handles on the others (see _CoordinatorTraining).
+        # Where each holder is, for the coordinator's handles on the others.
         where = self.client.who_has(actors)
         self._addresses = [(where[actor.key][0], actor.key) for actor in actors]
         self._order = np.asarray(self._order)
@@ -383,12 +322,7 @@ class _DistributedRunner:
         return _in_order([_unwrap(answer) for answer in by_holder], self._order, params)
 
     def train(self, state):
-        """Run the loop on the first holder's worker (the coordinator); its result here.
-
-        Returns ``(params, rng_state)``: the released parameters and the fit
-        generator's state after the loop (the client's generator goes on from
-        it, as after a loop run here).
-        """
+        """Run the loop on the first holder's worker: ``(params, rng_state)`` after it."""
         if any(future.status != "finished" for future in self._actor_futures):
             raise WorkerLostError(WORKER_LOST_MESSAGE)
         coordinator, others = self._holders[0], self._addresses[1:]
@@ -399,13 +333,9 @@ class _DistributedRunner:
                     answer = call.result(timeout=_LIVENESS_PERIOD)
                     break
                 except TimeoutError:
-                    # A lost worker does not always break the call (Dask may
-                    # wait to rebuild the coordinator and call it again): its
-                    # holders' futures say it.
+                    # A lost worker does not always break the call: the
+                    # futures say it, and a stopped coordinator frees its worker.
                     if any(future.status != "finished" for future in self._actor_futures):
-                        # The coordinator's thread may be waiting on the lost
-                        # worker: told to stop (if it is there to be told),
-                        # it frees the worker for later fits.
                         coordinator.stop()
                         raise WorkerLostError(WORKER_LOST_MESSAGE) from None
         except WorkerLostError:
@@ -482,8 +412,7 @@ class _Closure:
 class _LoopState:
     """What the loop needs besides the partitions' sums; travels to the coordinator.
 
-    The fit's generator (the noise's; secret unless the fit is reproducible)
-    goes only where the rows already are.
+    The fit's generator (secret) goes only where the rows already are.
     """
 
     plan: object
@@ -495,10 +424,8 @@ class _LoopState:
 class _PartialSumsSteps(HostWeightSteps):
     """The loop's steps over the partitions' sums: their total released here, once.
 
-    Shared by the loop run on the client (:class:`DaskTraining`) and on a
-    worker (:class:`_CoordinatorTraining`): the same draws in the same order,
-    the same sums added the same way. A subclass calls :meth:`_start` and
-    supplies ``_partition_sums(params, step)``."""
+    Shared by the loop on the client and on a worker (the same draws, the
+    same sums); a subclass calls :meth:`_start` and has ``_partition_sums``."""
 
     xp = None
 
@@ -538,21 +465,17 @@ class _PartialSumsSteps(HostWeightSteps):
 class _CoordinatorTraining(_PartialSumsSteps):
     """The loop run on a worker, the coordinator: its own partitions here, the others' called.
 
-    A step sends the weights to every other worker's holder at once (worker
-    to worker, one hop each way), computes the coordinator's own partitions'
-    sums and draws their next sample while those calls travel, then adds
-    everything in partition order: the sums and the noise of the loop run on
-    the client, bit for bit.
+    The other holders are called at once while the coordinator sums its own
+    partitions; the sums are added in partition order, so the result is the
+    client's loop's, bit for bit.
     """
 
     def __init__(self, holder, state, others, order):
         from distributed import Actor
 
         self._start(state)
-        # Handles made here, bound to this worker: a handle the client made
-        # (which in-process workers receive as it is, unserialized) may be
-        # bound to the holder's own worker, and Dask then calls the holder
-        # directly, in this thread, as if it were on this worker.
+        # Handles made here: one the client made may be bound to the holder's
+        # own worker (in-process workers), and be called in this thread.
         self._others = [Actor(_PartitionHolder, address, key) for address, key in others]
         self._holder, self._order = holder, order
 
@@ -588,22 +511,10 @@ def _train_here(holder, state, others, order):
 class DaskTraining(_PartialSumsSteps):
     """The Dask backend of the training loop: partial sums on the partitions, the rest here.
 
-    Parameters
-    ----------
-    X : dask.array.Array of shape (n_samples, d), float64 or float32
-        One chunk along the columns; known chunk sizes along the rows.
-    y : dask.array.Array of shape (n_samples,), float64
-        Encoded targets, chunked as X's rows.
-    n_outputs : int
-    plan : TrainingPlan
-    rng : numpy.random.Generator
-        The fit's generator: the partitions' sampling seeds, then the noise.
-    n_threads : int, default=1
-        Threads of Dask's local scheduler (no client active); unused with a client.
-    noise_source : callable, default=rounded_gaussian_noise
-    sample_weight : dask.array.Array of shape (n_samples,) or None, default=None
-        Validated weights, chunked as X's rows.
-    initial_params : ndarray of shape (n_outputs, d + 1) or None, default=None
+    ``X`` (one chunk along the columns, known row chunks), ``y`` (encoded)
+    and ``sample_weight`` (validated, or None) are Dask arrays chunked alike
+    along the rows; ``rng`` draws the partitions' sampling seeds, then the
+    noise; ``n_threads`` is for Dask's local scheduler (no client active).
     """
 
     def __init__(self, X, y, n_outputs, plan, rng, *, n_threads=1,
@@ -661,15 +572,10 @@ class DaskTraining(_PartialSumsSteps):
         return self._runner.sums(params, step)
 
     def train_on_cluster(self):
-        """Run the whole loop on a worker of the cluster; the released parameters.
+        """Run the whole loop on a worker; the released ``(K, d + 1)`` parameters.
 
-        The same steps as :func:`~sklearn_dplssgd._training.run_training` on
-        this backend: the fit's generator travels to the coordinator, draws
-        the same noise there, and its state comes back to this generator.
-
-        Returns
-        -------
-        params : ndarray of shape (K, d + 1)
+        The same steps as the loop here: the fit's generator draws the same
+        noise on the coordinator, and its state comes back to this generator.
         """
         params, rng_state = self._runner.train(
             _LoopState(self.plan, self.rng, self.noise_source, self.params))
@@ -681,20 +587,12 @@ def train_dp_lssgd_dask(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0,
                         epoch_callback=None, sample_weight=None, initial_params=None):
     """Run the T steps of DP-LSSGD on a Dask array (see :class:`DaskTraining`).
 
-    Parameters are those of :func:`~sklearn_dplssgd._backends.train_dp_lssgd`,
-    with ``X``, ``y`` and ``sample_weight`` Dask arrays chunked alike along
-    the rows.
-
-    Returns
-    -------
-    params : ndarray of shape (n_outputs, d + 1)
+    As :func:`~sklearn_dplssgd._backends.train_dp_lssgd`, with ``X``, ``y``
+    and ``sample_weight`` Dask arrays chunked alike along the rows.
     """
     backend = DaskTraining(X, y, n_outputs, plan, rng, n_threads=n_threads,
                            sample_weight=sample_weight, initial_params=initial_params)
     if backend.runs_on_cluster and not verbose and epoch_callback is None:
-        # The loop on a worker: a step is then one hop from worker to worker
-        # instead of a round trip from the client to every worker. Progress
-        # lines and callbacks need the iterate here every epoch: they keep
-        # the loop on the client.
+        # One hop worker to worker a step; progress and callbacks need the client.
         return backend.train_on_cluster()
     return run_training(backend, plan, verbose=verbose, epoch_callback=epoch_callback)

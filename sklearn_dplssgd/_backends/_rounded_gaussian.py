@@ -8,88 +8,21 @@ that mechanism is.
 
 ``|G|`` is drawn exactly with integer arithmetic only, by the idea of
 Karney, "Sampling exactly from the normal distribution" (ACM Transactions
-on Mathematical Software 42(1), 2016), written here anew on a finer
-partition: the half-line is cut into cells ``[j h, (j + 1) h)``, ``h =
-2**-CELL_BITS``, and
-
-* a cell ``j`` is drawn with probability ``w_j / W``, ``w_j = exp(-(j h)^2
-  / 2)`` the density's largest value on the cell and ``W`` the sum of all
-  of them, by inversion: a uniform ``u`` is compared with the cumulative
-  probabilities ``C_j``, whose first 1,024 bits are computed once, with a
-  rigorous error bound, by :func:`_cumulative_table`;
-* ``y`` uniform in [0, 1) is kept with probability ``exp(-p)``, ``p = h^2 y
-  (2j + y) / 2`` (the density at ``(j + y) h`` over its value at ``j h``),
-  else the draw restarts; ``p <= (2j + 1) h^2 / 2 < 1`` always (a rejection
-  about once in 300 draws);
-* the sign is an independent bit.
-
-``(j + y) h`` then has the density of ``|G|`` exactly. ``Bernoulli(exp(-p))``
-is von Neumann's decreasing chain as in Karney's algorithm: uniforms ``z_1 >
-z_2 > ...`` each below ``p``, the trial succeeding when the chain's length
-is even (``P(length >= n) = p^n / n!``). A link ``z_n < p`` is drawn as
-``z_n < z_{n-1}`` (``z_0 = y``) and an independent uniform below ``c = (2j +
-y) / 2**(2 CELL_BITS + 1)``: an integer ``f`` uniform in ``[0, 2**(2
-CELL_BITS + 1))`` with ``f < 2j``, or ``f = 2j`` and a fresh uniform below
-``y``. The test on ``f`` comes first: it ends the chain (accepting) but
-about once in 150 draws.
-
-The bits. Every uniform in [0, 1) is a *u-rand*: its bits are made only
-when a comparison needs them, so every comparison is exact and ends after
-finitely many bits with probability one; the output ``floor(s (k + x) +
-1/2)``, ``x = (i + y) h`` the fraction of ``|G| = k + x`` (``j = k
-2**CELL_BITS + i``), is fixed by making bits of ``x`` until the integer is
-the same at both ends of the interval ``x`` is known to lie in. An attempt
-reads one 64-bit word of the source, whose fields start four of them:
-
-* its top ``LEAD_BITS`` (16) bits are the first bits of ``u``: a lookup
-  table on them gives the cell unless a ``C_j``'s first 16 bits equal them
-  (about one word in 140), when the search goes on from the first such
-  cell with ``u``'s first base-``2**32`` digit made of them and the top 16
-  bits of a fresh half-word, then further digits;
-* the next ``Y_BITS`` (39) bits are the first bits of ``y``: with ``i``
-  they are ``x``'s first 46 bits;
-* the next ``F_LEAD_BITS`` (8) bits are the first bits of the first link's
-  ``f``: above ``2j``'s first 8 bits (``j >> 6``), ``f > 2j`` whatever its
-  other bits, and the chain is empty (the squeeze: all but about one draw
-  in 120); below them ``f < 2j``; equal, its other 7 bits are the top of a
-  fresh half-word;
-* the lowest bit is the sign.
-
-Most draws end there: the cell from the table, the squeeze, and ``floor(s
-(k + x) + 1/2)`` fixed by ``x``'s 46 bits (always but about ``s 2**-46`` of
-the time), in 64-bit integers (four exact 32-bit products). Otherwise the
-attempt goes on with fresh 32-bit half-words, read in order (both halves
-of each further word): the cell's search, the chain's links (each ``f``
-the top bits of a half-word, each ``z`` a u-rand whose first digit is ``i``
-in its top ``CELL_BITS`` bits and the half-word's top bits below it, so
-that comparing them compares the ``y``'s; ``x``'s first digit is ``i`` and
-``y``'s first 25 bits, its second ``y``'s other 14 bits and the top 18 of
-a half-word), and the rounding's further digits of ``x``. The next attempt
-starts on the next whole word (a half-word the attempt did not read is
-never read). Every bit of the stream is read by one decision only, and
-the position of every bit an attempt reads depends only on the bits it
-read before: given everything read so far, a bit not yet read is
-independent and uniform. So each u-rand's bits are independent uniform
-bits, the u-rands are independent, and every decision is the exact one
-the algorithm above makes (the squeeze and the table decide only what
-their bits already decide); the draws are independent, each of the law
-above. When the draw is kept, the bits of ``x`` not yet made are uniform
-given everything drawn so far, so the rounding from more of them is
-``round(s |G|)`` exactly. A u-rand holds at most :data:`DIGIT_CAPACITY`
-digits (1,024 bits), and ``|G|`` is below :data:`LARGEST_INTEGER_PART` ``+
-1``: a draw that needs more, with probability below ``2**-960``, raises
-:class:`~._word_stream.SamplerCapacityError` rather than truncate
-(which would bias the law). No floating-point value takes part in a draw.
-
-``s <= MAX_ROUNDED_SCALE = 2**52``: ``s`` times ``x``'s 46 bits (below
-``2**105``) is made from four 32-bit products, and ``s`` times a further
-digit (up to ``2**84``) of two exact limbs, ``(s mod 2**32) d`` in uint64
-and ``(s >> 32) d`` below ``2**52``; the output (below ``38 s < 2**58``)
-fits int64 with room for any lattice sum. Words come from a word source (by
-default the operating system's CSPRNG; a fit's generator in training),
-through the restart of a draw whose words ran out
-(:func:`~._word_stream.draw_from_word_stream`; a draw starts on a whole
-word). A draw uses about 1.02 words up to ``s = 2**44``, 2 past
+on Mathematical Software 42(1), 2016), written anew on cells ``[j h, (j + 1)
+h)``, ``h = 2**-CELL_BITS``: a cell by inversion against the cumulative
+probabilities of :func:`_cumulative_table` (first 1,024 bits, with a
+rigorous error bound), ``y`` uniform kept with probability ``exp(-p)``, ``p
+= h^2 y (2j + y) / 2``, by von Neumann's decreasing chain, and an independent
+sign. Every uniform is a *u-rand* whose 32-bit digits are made only when a
+comparison needs them, so every decision is exact; an attempt reads one
+64-bit word (``u``'s first ``LEAD_BITS``, ``y``'s first ``Y_BITS``, the
+first link's ``F_LEAD_BITS``, the sign) and then fresh half-words in order.
+A draw that would need more than :data:`DIGIT_CAPACITY` digits (probability
+below ``2**-960``) raises :class:`~._word_stream.SamplerCapacityError`
+rather than truncate. ``s <= MAX_ROUNDED_SCALE = 2**52`` keeps the
+arithmetic exact in int64. The proof that the law is exact, and the
+layout of the bits, are in docs/privacy_argument.rst ("The rounded Gaussian
+and its sampler"). A draw uses about 1.02 words up to ``s = 2**44``, 2 past
 ``s = 2**46``.
 """
 
@@ -125,8 +58,7 @@ LARGEST_INTEGER_PART = 37
 # of them. Finer cells reject less (about j h^2 a draw) but make the table
 # longer (computed once, about 0.2 s at 7 bits); p < 1 needs j < 4**CELL_BITS.
 CELL_BITS = 7
-# Words requested per missing draw (a draw uses about 1.02 up to s = 2**44,
-# 2 past 2**46); a short buffer only costs another request.
+# Words requested per missing draw (a short buffer costs another request).
 _WORDS_PER_SAMPLE = 1.04
 _WORDS_PER_SAMPLE_PAST_44_BITS = 2.04
 
@@ -194,23 +126,11 @@ _FAULT_REUSE_SIGN_BIT = 8
 def _cumulative_table(wrong_cells=False):
     """The first ``DIGIT_CAPACITY`` base-2**32 digits of each cell's cumulative probability.
 
-    Cell ``j`` has probability ``w_j / W``, ``w_j = exp(-(j h)^2 / 2)``
-    (``exp(-j h / 2)`` for the test fault), ``W`` the sum of ``w_j`` over
-    every ``j >= 0``. Row ``j`` holds ``floor(C_j 2**1024)``, ``C_j`` the
-    probability of the cells up to ``j``: then a uniform whose first 1,024
-    bits are ``P`` is below ``C_j`` when ``P < floor(C_j 2**1024)``, above
-    when ``P >``, and undecided (a capacity failure) when equal.
-
-    Computed with 380 significant decimal digits, each operation rounded
-    correctly: ``w_{j+1} = w_j q^(2j + 1)``, ``q = exp(-h^2 / 2)``, so each
-    ``w_j`` is within a relative ``10**-370`` after its ``2j`` products (``j
-    < 60 2**CELL_BITS``), and every ``C_j`` within ``10**-340``, the terms
-    of ``W`` beyond ``j h = 60`` (below ``exp(-1800)``) included; each floor
-    is checked to be the same at both ends of that interval.
-
-    Returns
-    -------
-    ndarray of int64, shape (_CELLS * DIGIT_CAPACITY,)
+    Row ``j`` holds ``floor(C_j 2**1024)``, ``C_j`` the probability of the
+    cells up to ``j`` (weights ``exp(-(j h)^2 / 2)``, ``exp(-j h / 2)`` for
+    the test fault), computed in 380-digit decimals and checked to be the
+    same at both ends of its error bound (docs/privacy_argument.rst).
+    Returns an int64 array of shape ``(_CELLS * DIGIT_CAPACITY,)``.
     """
     bits = 32 * DIGIT_CAPACITY
     with decimal.localcontext() as context:
@@ -247,14 +167,10 @@ def _cumulative_table(wrong_cells=False):
 def _table(wrong_cells=False):
     """The kernel's read-only tables: the rows and their first digits; the lookup table.
 
-    Lookup entry ``b`` is for a uniform whose first ``LEAD_BITS`` bits are
-    ``b``: it lies in ``[b, b + 1) 2**-LEAD_BITS``. Let ``c`` be the first
-    cell whose row's first ``LEAD_BITS`` bits ``t_c`` are at least ``b``.
-    Every earlier row has ``t < b``, so its ``C`` is below ``b
-    2**-LEAD_BITS``: the uniform is above it. If ``t_c > b``, ``C_c >=
-    floor(C_c 2**1024) 2**-1024 >= (b + 1) 2**-LEAD_BITS``: the uniform is
-    below ``C_c``, and the cell is ``c`` (entry ``c``). If ``t_c = b``, more
-    bits decide, from cell ``c`` on (entry ``-1 - c``).
+    Lookup entry ``b``, for a uniform whose first ``LEAD_BITS`` bits are
+    ``b``, is the cell ``c`` when the first such bits of every earlier row
+    are below ``b`` and those of row ``c`` above it; ``-1 - c`` when those of
+    row ``c`` equal ``b`` (more bits decide, from cell ``c`` on).
     """
     rows = _cumulative_table(wrong_cells)
     first = rows[::DIGIT_CAPACITY]
@@ -354,17 +270,14 @@ def _new_state(capacity=DIGIT_CAPACITY):
     return state
 
 
-# ---------------------------------------------------------------------------
-# Compiled kernel. ``state[_FLAG]`` is set when the words run out or a limit
-# is passed, and every loop checks it so that the kernel stops; the loops end
-# on their conditions (see above). Digit i of u-rand u is
+# The compiled kernel. ``state[_FLAG]`` is set when the words run out or a
+# limit is passed, and every loop checks it. Digit i of u-rand u is
 # ``state[_DIGITS + DIGIT_CAPACITY u + i]``, made while ``i < state[_COUNTS + u]``.
 # ``state[_POSITION]`` counts half-words: half-word h is the high half of
 # word h >> 1 when h is even, its low half when odd; an attempt starts on a
 # word (even h). The helpers are inlined and leave their loops on their
 # conditions (a ``break`` or ``return`` in a loop made Numba count the
 # arrays' references at every call: ten times slower).
-# ---------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True, inline="always")
 def _next_half_word(words, state):
@@ -384,12 +297,8 @@ def _next_half_word(words, state):
 def _digit(words, state, u, i):
     """Digit ``i`` of u-rand ``u``, made from the next half-word when first needed.
 
-    The first digit of the cell's u-rand is the attempt word's ``LEAD_BITS``
-    bits, then the half-word's top bits; x's second digit is the word's
-    last ``_X_SPLIT`` bits of y, then the half-word's top bits; the first
-    digit of every other u-rand carries the draw's prefix (``i`` of the
-    cell) in its top ``CELL_BITS`` bits, the half-word's top bits below it.
-    (x's first digit is set from the word before any comparison.)
+    The first digits take the word's bits first (module docstring); x's
+    first digit is set from the word before any comparison.
     """
     value = np.int64(0)
     if i < state[_COUNTS + u]:
@@ -485,16 +394,11 @@ def _searched_cell(words, state, table, cell):
 def _accepted(words, state, cell, f_lead, faults):
     """Bernoulli(exp(-h^2 y (2j + y) / 2)) for the u-rand x = (i + y) h in slot ``_X``.
 
-    A link is three tests in turn (``phase``): ``f`` uniform in ``[0, 2**(2
-    CELL_BITS + 1))`` below ``2j``, or equal to it and a fresh u-rand below
-    x (phase 1); then the new link below the last (phase 2). The first
-    link's ``f`` starts with the word's ``f_lead`` (its top
-    ``F_LEAD_BITS`` bits): above ``2j``'s (``j >> _SQUEEZE_SHIFT``) it is
-    above ``2j``, below them below ``2j``, and only when they are equal are
-    its other bits (the top bits of a half-word) read; a later link's
-    ``f`` is the top bits of a half-word. One loop with one comparison in
-    it: two comparisons' loops inside one loop made Numba count the arrays'
-    references.
+    A link is three tests in turn (``phase``): ``f`` below ``2j``, or equal
+    and a fresh u-rand below x (phase 1); then the new link below the last
+    (phase 2). The first link's ``f`` starts with the word's ``f_lead``
+    (the squeeze). One loop with one comparison in it: nested loops made
+    Numba count the arrays' references.
     """
     previous, current = _X, _LINK_A
     length = 0
@@ -589,14 +493,10 @@ def _add_at(state, position, value):
 def _rounded(words, state, k, s):
     """``floor(s (k + x) + 1/2)`` for the u-rand x, making its digits until it is fixed.
 
-    After ``m`` digits, ``x`` lies in ``[A, A + 2**(-32 m))`` and the total
-    holds ``s (k + A) + 1/2`` exactly; the floor is the same over the whole
-    interval when the total's fraction ``E 2**(-32 m)`` has ``E + s - 1 <
-    2**(32 m)`` (no carry out of its digits). ``s d`` for a digit ``d`` is
-    added as ``(s mod 2**32) d`` (below ``2**64``, in uint64) at position
-    ``m`` and ``(s >> 32) d`` (below ``2**52``) at ``m - 1``. Only the
-    total's digits in use are set (each when first reached). Called when
-    x's first ``_X_BITS`` bits leave the floor open (its first digit too).
+    After ``m`` digits the total holds ``s (k + A) + 1/2`` exactly (``x`` in
+    ``[A, A + 2**(-32 m))``); the floor is fixed when adding ``s - 1`` to its
+    fraction carries nothing out. ``s d`` is added as two exact limbs.
+    Called when x's first ``_X_BITS`` bits leave the floor open.
     """
     result = np.int64(0)
     undecided = True

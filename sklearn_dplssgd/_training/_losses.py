@@ -1,33 +1,24 @@
-"""The losses: each one defined once, for every part of the library.
+"""The losses: each one is one :class:`Loss` in :data:`LOSSES`, the only place it is named.
 
-A loss is one :class:`Loss` entry of :data:`LOSSES`, and everything about it
-is here, next to that entry:
+A loss holds everything the library needs of it: its task, how a classifier
+encodes two classes, whether it has the parameter ``loss_threshold``, its
+residual ``r = d loss / d z`` (the derivative in the margins ``z``) in two
+forms, and what output perturbation needs of a smooth loss. The two forms:
 
-- its task, its codes (one output; several outputs) and how a classifier
-  encodes two classes;
-- its parameter (the threshold of Huber and epsilon-insensitive, read from
-  the estimator's ``loss_threshold``);
-- its residual ``r = d loss / d z`` (the derivative with respect to the
-  margins ``z``) twice, in the two forms the backends need: a compiled
-  per-row function (called through :func:`residual`, which the Numba kernels
-  of ``_kernels`` and ``_sparse`` take) and a vectorised array API function
-  (called through :func:`loss_derivative`, by the array API trainer and, on
-  NumPy arrays, by output perturbation's descent and the audit);
-- for a smooth loss, the gradient bound and smoothness constants output
-  perturbation needs, and whether they need public bounds on the weights.
+- compiled (Numba): ``value(z, target, threshold)`` with one output, and
+  ``row(margins, target, threshold, out)`` with K > 1 outputs. The kernels
+  take a loss as an integer code (:meth:`Loss.kernel_code`, given out by
+  :data:`LOSSES` in order) and call :func:`single_output_residual` or
+  :func:`multiclass_residual`, whose compiled dispatch on the code is built
+  from :data:`LOSSES` (:func:`_dispatch`): no kernel names a loss;
+- vectorised (array API): ``(xp, margins, y, threshold) -> residuals``,
+  called through :func:`loss_derivative` by the array API trainer and, on
+  NumPy arrays, by output perturbation's descent and the audit.
 
-The plain NumPy oracles the tests compare both forms with live in
-``tests/oracles.py``. Adding a loss is an entry here (its codes, its two
-residuals, its dispatch line in :func:`single_output_residual` or
-:func:`multiclass_residual`), its docstring entry in
-``_docstrings.py``, and tests; nothing else changes.
-
-Target encodings (prepared in Python before training):
-
-- binary classification: ``y`` in the loss's ``binary_targets`` ({0, 1} for
-  ``log_loss``, {-1, +1} for the hinge losses);
-- multiclass losses: ``y`` is the class index 0 .. K-1 (stored as float);
-- regression losses: ``y`` is the target value.
+The tests compare both forms with plain NumPy oracles (``tests/oracles.py``).
+Target encodings: binary classification, ``y`` in the loss's
+``binary_targets``; several outputs, the class index 0 .. K-1 (as float);
+regression, the target value.
 """
 
 import dataclasses
@@ -37,6 +28,7 @@ import typing
 import numpy as np
 from array_api_compat import array_namespace
 from numba import njit
+from numba.extending import overload
 
 from .._utils import FASTMATH
 
@@ -45,15 +37,6 @@ __all__ = [
     "Loss",
     "NON_SMOOTH_LOSSES",
     "SMOOTH_LOSSES",
-    "LOG_LOSS_BINARY",
-    "LOG_LOSS_MULTINOMIAL",
-    "HINGE_BINARY",
-    "HINGE_CRAMMER_SINGER",
-    "SQUARED_ERROR",
-    "HUBER",
-    "EPSILON_INSENSITIVE",
-    "SQUARED_HINGE_BINARY",
-    "SQUARED_HINGE_ONE_VS_REST",
     "CLASSIFICATION_LOSSES",
     "REGRESSION_LOSSES",
     "loss_code",
@@ -64,21 +47,9 @@ __all__ = [
     "single_output_residual",
 ]
 
-LOG_LOSS_BINARY = 0
-LOG_LOSS_MULTINOMIAL = 1
-HINGE_BINARY = 2
-HINGE_CRAMMER_SINGER = 3
-SQUARED_ERROR = 4
-HUBER = 5
-EPSILON_INSENSITIVE = 6
-SQUARED_HINGE_BINARY = 7
-SQUARED_HINGE_ONE_VS_REST = 8
 
-
-# Compiled residuals: one row's margins (length K) -> ``out`` (length K).
-
-# One output: a function of the margin alone, on scalars (no array to pass:
-# the narrow kernels call it once per row; see single_output_residual).
+# Compiled residuals. One output: a function of the margin alone, on scalars
+# (the narrow kernels call it once per row, without an array).
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _log_loss_binary_value(z, target, threshold):
@@ -92,14 +63,11 @@ def _log_loss_binary_value(z, target, threshold):
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _log_loss_multinomial_row(margins, target, threshold, out):
-    # The class index, by a numpy cast: the builtin int() compiles its
-    # error messages (seconds of a first fit); the target is a valid index.
+    # np.intp and comparisons rather than int(), max() and min(): the same
+    # results without compiling their generic forms (seconds of a first fit).
     label = np.intp(target)
     top = margins[0]
     for k in range(1, margins.shape[0]):
-        # Comparisons rather than the builtins max and min here and below:
-        # the same results, without compiling their generic implementations
-        # (seconds of a first fit).
         if margins[k] > top:
             top = margins[k]
     total = 0.0
@@ -169,62 +137,6 @@ def _squared_hinge_one_vs_rest_row(margins, target, threshold, out):
         sign = 1.0 if k == label else -1.0
         slack = 1.0 - sign * margins[k]
         out[k] = -2.0 * sign * slack if slack > 0.0 else 0.0
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def residual(code, margins, target, threshold, out):
-    """Write ``r = d loss / d z`` for one row into ``out`` (length K).
-
-    The kernels' entry to the losses: ``code`` is a loss code
-    (:func:`loss_code`), ``threshold`` the loss's parameter (0 without one).
-    One output goes through :func:`single_output_residual`, several through
-    :func:`multiclass_residual`: a kernel that only ever has several
-    outputs calls the latter and compiles only the multiclass losses.
-    """
-    if margins.shape[0] == 1:
-        out[0] = single_output_residual(code, margins[0], target, threshold)
-    else:
-        multiclass_residual(code, margins, target, threshold, out)
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def multiclass_residual(code, margins, target, threshold, out):
-    """``residual`` of a multiclass loss (several outputs); NaN for any other code.
-
-    A NaN residual is dropped by the clip, so a code without a multiclass
-    form fails closed instead of leaving ``out`` as it was.
-    """
-    if code == LOG_LOSS_MULTINOMIAL:
-        _log_loss_multinomial_row(margins, target, threshold, out)
-    elif code == HINGE_CRAMMER_SINGER:
-        _hinge_crammer_singer_row(margins, target, threshold, out)
-    elif code == SQUARED_HINGE_ONE_VS_REST:
-        _squared_hinge_one_vs_rest_row(margins, target, threshold, out)
-    else:
-        for k in range(out.shape[0]):
-            out[k] = math.nan
-
-
-@njit(cache=True, fastmath=FASTMATH, nogil=True)
-def single_output_residual(code, z, target, threshold):
-    """``d loss / d z`` of a one-output loss ``code`` at margin ``z`` (scalars).
-
-    The narrow kernels' entry (no array per row); NaN for a code without a
-    one-output form, which the clip then drops.
-    """
-    if code == LOG_LOSS_BINARY:
-        return _log_loss_binary_value(z, target, threshold)
-    if code == HINGE_BINARY:
-        return _hinge_binary_value(z, target, threshold)
-    if code == SQUARED_ERROR:
-        return _squared_error_value(z, target, threshold)
-    if code == HUBER:
-        return _huber_value(z, target, threshold)
-    if code == EPSILON_INSENSITIVE:
-        return _epsilon_insensitive_value(z, target, threshold)
-    if code == SQUARED_HINGE_BINARY:
-        return _squared_hinge_binary_value(z, target, threshold)
-    return math.nan
 
 
 # Array API residuals: margins (b, K) and targets (b,) -> residuals (b, K).
@@ -318,6 +230,14 @@ def _squared_hinge_constants(x_norm, n_outputs, threshold, weight_norm_bound, ta
     return 2.0 * (math.sqrt(n_outputs) + weight_norm_bound * x_norm) * x_norm, 2.0 * x_norm**2
 
 
+def _is_threshold(threshold):
+    return threshold
+
+
+def _one(threshold):
+    return 1.0
+
+
 @dataclasses.dataclass(frozen=True)
 class Loss:
     """One loss, as every part of the library sees it.
@@ -327,12 +247,14 @@ class Loss:
     name : str
         The estimators' ``loss`` value.
     task : {"classification", "regression"}
-    code : int
-        Kernel code with one output (binary classification, regression).
+    value : compiled function
+        ``(z, target, threshold) -> r``: the residual with one output.
     array_residual : callable
         ``(xp, margins, y, threshold) -> residuals`` with one output.
-    multiclass_code : int or None
-        Kernel code with K > 1 outputs (multinomial, Crammer-Singer).
+    row : compiled function or None
+        ``(margins, target, threshold, out)``: the residual with K > 1
+        outputs (multinomial, Crammer-Singer, one-vs-rest), None for a
+        regression loss.
     multiclass_array_residual : callable or None
         The array residual with K > 1 outputs.
     binary_targets : tuple of two floats or None
@@ -347,26 +269,38 @@ class Loss:
         smooth (its derivative jumps).
     noise_free_step : float
         The step length ``eta0 * C`` of a noise-free ``eta0="auto"`` fit
-        (see ``_defaults.resolve_eta0``): long for the classification losses
-        whose curvature is small (separable classes want large weights),
-        shorter where the curvature would make long steps oscillate.
+        (``_defaults.resolve_eta0``): long where the curvature is small
+        (separable classes want large weights), shorter where long steps
+        would oscillate.
     needs_weight_bound : bool
         Whether ``R`` holds only for weights inside a public ball (the
         gradient grows with the margin): output perturbation then needs
         ``weight_norm_bound`` (and, for a regression loss, ``target_bounds``).
+    probabilistic : bool
+        Whether the margins are log-odds, so a classifier can predict
+        probabilities (``predict_proba``).
+    far_residual : callable
+        ``threshold -> |r|``: a lower bound on a regression residual's size
+        once the margin is far from the target (the audit's canaries).
+    code, multiclass_code : int, int or None
+        The kernels' codes, given by :data:`LOSSES` (leave them out).
     """
 
     name: str
     task: str
-    code: int
+    value: typing.Callable
     array_residual: typing.Callable
-    multiclass_code: typing.Optional[int] = None
+    row: typing.Optional[typing.Callable] = None
     multiclass_array_residual: typing.Optional[typing.Callable] = None
     binary_targets: typing.Optional[tuple] = None
     uses_threshold: bool = False
     constants: typing.Optional[typing.Callable] = None
     noise_free_step: float = 1.0
     needs_weight_bound: bool = False
+    probabilistic: bool = False
+    far_residual: typing.Callable = _one
+    code: int = -1
+    multiclass_code: typing.Optional[int] = None
 
     @property
     def smooth(self):
@@ -384,29 +318,33 @@ class Loss:
         return float(estimator.loss_threshold) if self.uses_threshold else 0.0
 
 
-LOSSES = {
-    loss.name: loss
-    for loss in (
-        Loss("log_loss", "classification", LOG_LOSS_BINARY, _log_loss_binary_array,
-             LOG_LOSS_MULTINOMIAL, _log_loss_multinomial_array,
-             binary_targets=(0.0, 1.0), constants=_log_loss_constants, noise_free_step=4.0),
-        Loss("hinge", "classification", HINGE_BINARY, _hinge_binary_array,
-             HINGE_CRAMMER_SINGER, _hinge_crammer_singer_array, binary_targets=(-1.0, 1.0),
-             noise_free_step=4.0),
-        Loss("squared_hinge", "classification", SQUARED_HINGE_BINARY,
-             _squared_hinge_binary_array, SQUARED_HINGE_ONE_VS_REST,
-             _squared_hinge_one_vs_rest_array, binary_targets=(-1.0, 1.0),
-             constants=_squared_hinge_constants, needs_weight_bound=True,
-             # Curvature 2 per output: a step of eta0 C = 0.5 does not oscillate.
-             noise_free_step=0.5),
-        Loss("squared_error", "regression", SQUARED_ERROR, _squared_error_array,
-             constants=_squared_error_constants, needs_weight_bound=True),
-        Loss("huber", "regression", HUBER, _huber_array, uses_threshold=True,
-             constants=_huber_constants),
-        Loss("epsilon_insensitive", "regression", EPSILON_INSENSITIVE,
-             _epsilon_insensitive_array, uses_threshold=True),
-    )
-}
+def _registry(*losses):
+    """``name -> Loss``, each loss given its codes: ``2 i`` (one output), ``2 i + 1``."""
+    return {loss.name: dataclasses.replace(
+        loss, code=2 * i, multiclass_code=None if loss.row is None else 2 * i + 1)
+        for i, loss in enumerate(losses)}
+
+
+LOSSES = _registry(
+    Loss("log_loss", "classification", _log_loss_binary_value, _log_loss_binary_array,
+         _log_loss_multinomial_row, _log_loss_multinomial_array,
+         binary_targets=(0.0, 1.0), constants=_log_loss_constants, noise_free_step=4.0,
+         probabilistic=True),
+    Loss("hinge", "classification", _hinge_binary_value, _hinge_binary_array,
+         _hinge_crammer_singer_row, _hinge_crammer_singer_array, binary_targets=(-1.0, 1.0),
+         noise_free_step=4.0),
+    # Curvature 2 per output: a step of eta0 C = 0.5 does not oscillate.
+    Loss("squared_hinge", "classification", _squared_hinge_binary_value,
+         _squared_hinge_binary_array, _squared_hinge_one_vs_rest_row,
+         _squared_hinge_one_vs_rest_array, binary_targets=(-1.0, 1.0),
+         constants=_squared_hinge_constants, needs_weight_bound=True, noise_free_step=0.5),
+    Loss("squared_error", "regression", _squared_error_value, _squared_error_array,
+         constants=_squared_error_constants, needs_weight_bound=True),
+    Loss("huber", "regression", _huber_value, _huber_array, uses_threshold=True,
+         constants=_huber_constants, far_residual=_is_threshold),
+    Loss("epsilon_insensitive", "regression", _epsilon_insensitive_value,
+         _epsilon_insensitive_array, uses_threshold=True),
+)
 CLASSIFICATION_LOSSES = tuple(name for name, loss in LOSSES.items()
                               if loss.task == "classification")
 REGRESSION_LOSSES = tuple(name for name, loss in LOSSES.items() if loss.task == "regression")
@@ -422,6 +360,93 @@ _ARRAY_RESIDUALS = {
 }
 
 
+# The compiled dispatch on a code, built from LOSSES when a kernel is typed:
+# ``if code == c0: f0(...) elif code == c1: ...``, ending in ``fallback``.
+# LLVM inlines the chain, so a kernel runs the same branches as a
+# hand-written ``if`` chain and is cached on disk like one.
+
+def _chain(forms, fallback):
+    if not forms:
+        return fallback
+    (form_code, form), rest = forms[0], _chain(forms[1:], fallback)
+
+    @njit(fastmath=FASTMATH, nogil=True)
+    def step(code, *args):
+        if code == form_code:
+            return form(*args)
+        return rest(code, *args)
+    return step
+
+
+@njit(fastmath=FASTMATH, nogil=True)
+def _no_single_output_form(code, z, target, threshold):
+    # NaN is dropped by the clip: a code without this form fails closed.
+    return math.nan
+
+
+@njit(fastmath=FASTMATH, nogil=True)
+def _no_multiclass_form(code, margins, target, threshold, out):
+    for k in range(out.shape[0]):
+        out[k] = math.nan
+
+
+def _single_output_dispatch(code, z, target, threshold):
+    raise NotImplementedError("compiled only")
+
+
+def _multiclass_dispatch(code, margins, target, threshold, out):
+    raise NotImplementedError("compiled only")
+
+
+@overload(_single_output_dispatch)
+def _type_single_output_dispatch(code, z, target, threshold):
+    chain = _chain(tuple((loss.code, loss.value) for loss in LOSSES.values()),
+                   _no_single_output_form)
+    return lambda code, z, target, threshold: chain(code, z, target, threshold)
+
+
+@overload(_multiclass_dispatch)
+def _type_multiclass_dispatch(code, margins, target, threshold, out):
+    chain = _chain(tuple((loss.multiclass_code, loss.row) for loss in LOSSES.values()
+                         if loss.row is not None), _no_multiclass_form)
+    return lambda code, margins, target, threshold, out: chain(
+        code, margins, target, threshold, out)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def single_output_residual(code, z, target, threshold):
+    """``d loss / d z`` of the one-output loss ``code`` at margin ``z`` (scalars).
+
+    The narrow kernels' entry (no array per row); NaN for a code without a
+    one-output form, which the clip then drops.
+    """
+    return _single_output_dispatch(code, z, target, threshold)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def multiclass_residual(code, margins, target, threshold, out):
+    """Write the residual of the loss ``code`` with K > 1 outputs into ``out``.
+
+    NaN for a code without a multiclass form (the clip drops it, so it fails
+    closed instead of leaving ``out`` as it was).
+    """
+    _multiclass_dispatch(code, margins, target, threshold, out)
+
+
+@njit(cache=True, fastmath=FASTMATH, nogil=True)
+def residual(code, margins, target, threshold, out):
+    """Write ``r = d loss / d z`` for one row into ``out`` (length K).
+
+    ``code`` is :func:`loss_code`'s, ``threshold`` the loss's parameter (0
+    without one). A kernel that only ever has several outputs calls
+    :func:`multiclass_residual` and compiles only the multiclass forms.
+    """
+    if margins.shape[0] == 1:
+        out[0] = single_output_residual(code, margins[0], target, threshold)
+    else:
+        multiclass_residual(code, margins, target, threshold, out)
+
+
 def loss_code(loss, n_outputs=1):
     """Integer code of a loss for the compiled kernels.
 
@@ -431,7 +456,7 @@ def loss_code(loss, n_outputs=1):
         A key of :data:`LOSSES`.
     n_outputs : int, default=1
         Number of model outputs ``K``; a classification loss with ``K > 1``
-        is the multinomial (log_loss) or Crammer-Singer (hinge) loss.
+        takes its multiclass form.
 
     Returns
     -------

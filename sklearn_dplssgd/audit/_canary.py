@@ -304,7 +304,7 @@ def _regression_canary(model, scale):
     epsilon-insensitive, ``= loss_threshold`` for Huber).
     """
     clip = float(model.clip_norm)
-    smallest_residual = float(model.loss_threshold) if model.loss == "huber" else 1.0
+    smallest_residual = LOSSES[model.loss].far_residual(float(model.loss_threshold))
     magnitude = _SATURATION_FACTOR * clip / smallest_residual
     reach = (magnitude + 1.0) * (scale.drift + _WEIGHT_REACH_SD * scale.noise)
     target = _TARGET_HEADROOM * (reach + float(model.loss_threshold) + 1.0)
@@ -324,14 +324,14 @@ def _output_canary(estimator, direction, label):
     magnitude = float(estimator.row_norm_bound)
     if is_classifier(estimator):
         return magnitude * direction, label
-    if estimator.loss == "huber":
+    if not LOSSES[estimator.loss].needs_weight_bound:
         constants = smoothness_constants(
-            "huber", 1, magnitude, float(estimator.alpha), bool(estimator.fit_intercept),
+            estimator.loss, 1, magnitude, float(estimator.alpha), bool(estimator.fit_intercept),
             loss_threshold=float(estimator.loss_threshold))
         reach = 2.0 * constants.gradient_bound / constants.strong_convexity * (magnitude + 1.0)
         target = _TARGET_HEADROOM * (reach + float(estimator.loss_threshold) + 1.0)
     else:
-        # squared_error: the targets are clipped to target_bounds anyway.
+        # R holds only within target_bounds, to which the targets are clipped.
         target = float(estimator.target_bounds[1])
     return magnitude * direction, target
 
