@@ -48,7 +48,9 @@ _RANGE_RELEASES = {
 # (1.5 / epsilon_end) of rows outside each end: the noisy threshold then lies
 # above n (a scan runs on past the data) with probability 2.5 percent only.
 TAIL_NOISE_UNITS = 3.0
-# Where a row count is public, k is at most that count over this divisor.
+# Where a row count is public, k is at most that count over this divisor: on
+# raw diabetes (331 rows, 20 ends at epsilon 1.5) a sixteenth kept 80 percent
+# of the rows inside the ranges, a quarter 59, and gave the best pipeline R2.
 TAIL_CAP_DIVISOR = 16
 # An end's smallest epsilon: its query noise's parameter (a third of it) is
 # at least the exact sampler's smallest, and k (below 2**53) and the counts
