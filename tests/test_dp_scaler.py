@@ -19,6 +19,7 @@ from sklearn_dplssgd import (
     BoundedScaler,
     DPBoundedScaler,
     DPLSSGDClassifier,
+    DPOneHotEncoder,
     PrivacyLedger,
     PrivacyLeakWarning,
 )
@@ -26,6 +27,7 @@ from sklearn_dplssgd._accounting._events import EpsilonDeltaDpEvent, event_epsil
 from sklearn_dplssgd._preprocessing import _above_threshold
 from sklearn_dplssgd._preprocessing._above_threshold import GRID_LARGEST
 from sklearn_dplssgd._preprocessing._dp_scaler import candidate_grid, private_range, tail_count
+from sklearn_dplssgd._preprocessing._private_fit import composed_event
 from sklearn_dplssgd.audit import epsilon_lower_bound
 
 # This file tests the AboveThreshold mechanism (the Gaussian-histogram
@@ -427,3 +429,19 @@ def test_an_images_learned_zero_stays_zero():
     np.testing.assert_allclose(scaler.inverse_transform(scaler.transform(X)), X)
     narrow = DPBoundedScaler(bounds=[(0.0, 1.0)] * 5).fit(X[:, :5])
     np.testing.assert_allclose(narrow.transform(X[:, :5]), 2 * X[:, :5] - 1)
+
+
+def test_the_transformers_share_one_split_and_one_composed_event():
+    # The scaler's ends and the encoder's partitions go through the same two
+    # functions: refused at the same share, composed the same way.
+    with pytest.raises(ValueError, match="'epsilon' parameter of DPBoundedScaler is too small: "
+                                         "split over 4 learned ends"):
+        AboveThreshold(epsilon=1e-300).fit(_table(50)[:, :2])
+    with pytest.raises(ValueError, match="'delta' parameter of DPOneHotEncoder is too small: "
+                                         "split over 2 partition selections"):
+        DPOneHotEncoder(delta=1e-308).fit(np.array([["a"]] * 20))
+    event, epsilon, delta = composed_event(0.1, 1e-7, 4)
+    assert (epsilon, delta) == pytest.approx((0.4, 4e-7))
+    assert isinstance(event, dp_accounting.SelfComposedDpEvent) and event.count == 4
+    assert event_epsilon(event, 4e-7) <= 0.4 + 1e-9
+    assert isinstance(composed_event(0.1, 0.0, 0)[0], dp_accounting.NoOpDpEvent)

@@ -7,19 +7,10 @@ from ._dp_encoder import DPOneHotEncoder
 from ._dp_scaler import DPBoundedScaler
 from ._histogram_ranges import histogram_ranges
 from ._scaler import (
-    as_bounds, BoundedScaler, broadcast_bounds, center_and_half_width, scale_to_unit, unit_map,
-    zero_kept,
+    as_bounds, BoundedScaler, broadcast_bounds, scale_to_unit, unit_map, zero_kept,
 )
 
 __all__ = [
-    "BoundedScaler",
-    "DPBoundedScaler",
-    "DPOneHotEncoder",
-    "as_bounds",
-    "broadcast_bounds",
-    "center_and_half_width",
-    "histogram_ranges",
-    "scale_to_unit",
-    "unit_map",
-    "zero_kept",
+    "BoundedScaler", "DPBoundedScaler", "DPOneHotEncoder", "as_bounds", "broadcast_bounds",
+    "histogram_ranges", "scale_to_unit", "unit_map", "zero_kept",
 ]

@@ -1,10 +1,11 @@
 """AboveThreshold over the fixed grid of candidates, on integers with exact noise.
 
 The scans of :class:`~sklearn_dplssgd.DPBoundedScaler`'s
-``mechanism="above_threshold"`` (its module docstring gives the method and
-the privacy argument): integer counts and an integer threshold, each plus
-discrete Laplace noise drawn exactly from the fit's random words, compared
-as integers.
+``mechanism="above_threshold"``: integer counts and an integer threshold,
+each plus discrete Laplace noise drawn exactly from the fit's random words,
+compared as integers. The privacy argument (Lyu, Su and Li, "Understanding
+the sparse vector technique for differential privacy", PVLDB 2017, with
+monotone queries and integer shifts) is in the privacy guide.
 """
 
 import math
@@ -21,32 +22,24 @@ __all__ = [
 ]
 
 # The candidates: 0 and +-GRID_BASE**i for magnitudes from 2**-20 to 2**50
-# (about 1e-6 to 1e15), 1017 values. A 10 percent step resolves a range
-# finely enough for scaling; the span covers physical units from micro to
-# peta. Values beyond the span are clipped to its ends.
+# (about 1e-6 to 1e15): a 10 percent step resolves a range finely enough for
+# scaling, and the span covers physical units from micro to peta.
 GRID_BASE = 1.1
 GRID_SMALLEST = 2.0 ** -20
 GRID_LARGEST = 2.0 ** 50
-# Share of an end's epsilon spent on the threshold's noise (the rest on the
-# queries').
+# Share of an end's epsilon spent on the threshold's noise: that noise alone
+# can put the threshold above n (a scan then runs on past the data), and the
+# larger query noise makes such a run end sooner.
 THRESHOLD_SHARE = 2.0 / 3.0
-# The discrete Laplace's parameters: at least the sampler's smallest (a
-# query noise scale below 2**50), and capped at 1024 (exp(-1024) is below
-# any float: a larger parameter adds no accuracy, and a smaller one is
-# always sound, more noise).
+# The discrete Laplace's parameters: at least the sampler's smallest, and at
+# most 1024 (exp(-1024) is below any float; a smaller parameter is more
+# noise, so capping is sound).
 SMALLEST_NOISE_PARAMETER = 2.0 ** -50
 LARGEST_NOISE_PARAMETER = 1024.0
 
 
 def candidate_grid():
-    """The fixed, data-independent candidates of the private range, increasing.
-
-    Returns
-    -------
-    grid : ndarray of float64
-        ``-GRID_LARGEST .. -GRID_SMALLEST, 0, GRID_SMALLEST .. GRID_LARGEST``,
-        with consecutive magnitudes in the ratio ``GRID_BASE``.
-    """
+    """The fixed, data-independent candidates, increasing: 0, +-GRID_SMALLEST * GRID_BASE**i."""
     n_steps = int(math.floor(math.log(GRID_LARGEST / GRID_SMALLEST) / math.log(GRID_BASE)))
     magnitudes = GRID_SMALLEST * GRID_BASE ** np.arange(n_steps + 1)
     return np.concatenate([-magnitudes[::-1], [0.0], magnitudes])
@@ -55,10 +48,8 @@ def candidate_grid():
 def scan_noise(epsilon):
     """The discrete Laplace parameters of a scan at ``epsilon``: threshold's, queries'.
 
-    ``eps1 = THRESHOLD_SHARE * epsilon`` and ``eps2 = epsilon - eps1`` (exact:
-    ``eps1`` lies within a factor 2 of ``epsilon``), each rounded down onto
-    the sampler's rationals and capped at ``LARGEST_NOISE_PARAMETER``: a
-    smaller parameter is more noise, so the scan stays ``epsilon``-DP.
+    ``THRESHOLD_SHARE * epsilon`` and the rest, each rounded down onto the
+    sampler's rationals and capped: less than the parameter is more noise.
     """
     threshold_epsilon = THRESHOLD_SHARE * epsilon
     return tuple(DiscreteLaplaceScale.at_most(min(part, LARGEST_NOISE_PARAMETER))
@@ -73,16 +64,11 @@ def word_source(rng):
 def first_crossing(counts, threshold, epsilon, rng):
     """AboveThreshold: index of the first noisy count at or above the noisy threshold.
 
-    ``counts`` (int64) are the scan's queries in order (sensitivity 1,
-    monotone) and ``threshold`` an integer. Threshold noise and query noise
-    are discrete Laplace of parameters ``eps1 = THRESHOLD_SHARE * epsilon``
-    and ``eps2 = epsilon - eps1`` (:func:`_scan_noise`), drawn exactly from
-    the words of ``rng``, and every comparison is between integers:
-    ``epsilon``-DP for monotone queries (Lyu, Su and Li 2017, with integer
-    shifts; see the privacy guide). Drawing every query's noise at once is
-    the same distribution as drawing it query by query (the noise after the
-    stop is unused). A scan with no crossing returns the last index: a fixed
-    answer, part of the mechanism's output.
+    ``counts`` (int64, sensitivity 1, monotone) and the integer ``threshold``
+    get discrete Laplace noise of :func:`scan_noise`'s parameters, drawn
+    exactly from the words of ``rng``: ``epsilon``-DP. Drawing every query's
+    noise at once has the law of drawing it query by query. With no
+    crossing, the last index: a fixed answer.
     """
     threshold_scale, query_scale = scan_noise(epsilon)
     words = word_source(rng)
@@ -93,30 +79,14 @@ def first_crossing(counts, threshold, epsilon, rng):
 
 
 def private_range(values, epsilon_end, k, rng, grid=None):
-    """The private lower and upper end of one feature.
+    """The private lower and upper end of one feature: two AboveThreshold scans.
 
-    Each end is one AboveThreshold scan at ``epsilon_end`` over
-    ``candidate_grid``: the upper end scans upwards from zero for the
-    first candidate ``c`` with ``count(values <= c) >= n - k`` (noisily), the
-    lower end downwards from the upper end for the first with
-    ``count(values >= c) >= n - k``. A feature whose ``k``-th largest value
-    is not positive thus gets the upper end 0. If both ends are the same
-    candidate, the range becomes the grid interval below it (above it for
-    a candidate above zero); post-processing. The counts and the threshold
-    are integers and the noise integer discrete Laplace, sampled exactly.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_samples,)
-        One feature's values (finite).
-    epsilon_end : float
-        Epsilon of each end.
-    k : int
-        Rows to leave outside each end (public: :func:`tail_count`).
-    rng : numpy.random.Generator or object with ``words(count)``
-        The fit's generator (its words draw the noise), or a word source.
-    grid : ndarray or None
-        The candidates (default ``candidate_grid``).
+    The upper end scans ``grid`` (default :func:`candidate_grid`) upwards
+    from zero for the first ``c`` with ``count(values <= c) >= n - k``
+    (noisily), the lower end downwards from the upper end for the first
+    with ``count(values >= c) >= n - k``; each at ``epsilon_end``, ``k``
+    public. Equal ends are widened to the neighbouring candidate
+    (post-processing). ``rng`` is the fit's generator or a word source.
 
     Returns
     -------
@@ -128,11 +98,9 @@ def private_range(values, epsilon_end, k, rng, grid=None):
     ordered = np.sort(np.asarray(values, dtype=np.float64))
     n = ordered.shape[0]
     zero = int(np.searchsorted(grid, 0.0))
-    upwards = grid[zero:]
-    at_or_below = np.searchsorted(ordered, upwards, side="right").astype(np.int64)
+    at_or_below = np.searchsorted(ordered, grid[zero:], side="right").astype(np.int64)
     high = zero + first_crossing(at_or_below, n - k, epsilon_end, words)
-    downwards = grid[high::-1]
-    at_or_above = n - np.searchsorted(ordered, downwards, side="left").astype(np.int64)
+    at_or_above = n - np.searchsorted(ordered, grid[high::-1], side="left").astype(np.int64)
     low = high - first_crossing(at_or_above, n - k, epsilon_end, words)
     if low == high:
         # A point mass (or noise): widen to the neighbouring grid value.

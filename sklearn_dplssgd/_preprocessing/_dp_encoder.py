@@ -1,50 +1,14 @@
 """One-hot encoding with each column's categories selected under differential privacy.
 
-A ``OneHotEncoder`` fitted on private rows publishes the list of values that
-occur: a rare diagnosis, a country with one customer. :class:`DPOneHotEncoder`
-releases a category only through *private partition selection*: for each
-column, every value present is kept independently with a probability that
-depends only on its count, ``pi(count)``, the optimal rule of Desfontaines,
+A ``OneHotEncoder`` fitted on private rows publishes the values that occur (a
+rare diagnosis, a country with one customer). :class:`DPOneHotEncoder`
+releases each value present independently with a probability that depends
+only on its count: the optimal partition-selection rule of Desfontaines,
 Voss, Gipson and Mandayam ("Differentially private partition selection",
-PoPETs 2022, Theorem 1) for a row that touches one partition::
-
-    pi(0) = 0,
-    pi(c) = min(exp(eps) pi(c - 1) + delta,
-                1 - exp(-eps) (1 - delta - pi(c - 1)),
-                1).
-
-A value that no row has (count 0) is never released, so neighbouring data
-sets that differ in whether a value exists are told apart only with
-probability ``delta``, and the release of a value with a count of ``c`` or
-``c - 1`` is ``(eps, delta)``-indistinguishable: both inequalities of
-(eps, delta)-DP hold by construction, in both directions, and ``pi`` is the
-largest such function (the most categories kept). The fit draws from
-``pi`` rounded down onto multiples of ``2**-B`` step by step, so that the
-dyadic probabilities meet both inequalities exactly
-(:func:`selection_numerators`), and decides each value by comparing a
-uniform integer drawn from random words with ``pi(count) 2**B``
-(:func:`dyadic_bernoulli`): no floating-point probability or draw.
-
-Neighbours: under add/remove one row changes one count of each column by
-one: each column is ``(eps_col, delta_col)``-DP with ``pi`` at
-``(eps_col, delta_col)``. Under replace-one (the default, as for the
-estimators) one row leaves one value and joins another: two counts change,
-each by one, and the partitions are selected independently, so ``pi`` runs
-at ``(eps_col / 2, delta_col / 2)`` and the two changes compose. The columns
-compose: ``eps_col = epsilon / n_columns``, ``delta_col = delta /
-n_columns`` (basic composition).
-
-What is released is each kept value's *canonical form*, computed from that
-value alone before counting: one kind per column (strings, bytes, booleans,
-integers or floats; a column that mixes them is refused), numbers as Python
-numbers of that kind, ``-0.0`` as ``+0.0``. Equal values are then identical,
-so the representation released for a category cannot depend on which row
-holds it or on row order (``np.unique`` keeps the first of equal values: with
-raw values, one row's ``-0.0`` or ``True`` would decide what
-``categories_`` shows). Values that are not totally ordered or whose
-equality does not match their hashing (sets, tuples, arbitrary objects) are
-refused: sorting would split them into many "categories", and one row would
-change many counts. A row-wise map changes no count's sensitivity.
+PoPETs 2022), on dyadic probabilities drawn exactly from random words.
+Values are counted in a canonical form, so that no row decides how a
+category is shown. The privacy argument is in the privacy guide ("Private
+preprocessing" and "Exact noise").
 """
 
 import decimal
@@ -58,15 +22,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-import dp_accounting
-
-from .._accounting import (
-    NEIGHBORING_RELATIONS, EpsilonDeltaDpEvent, ledger_error, transformer_report,
-)
-from .._training import GeneratorWords, make_generator, random_state_error, warn_about_seed
+from .._accounting import NEIGHBORING_RELATIONS, ledger_error
+from .._training import GeneratorWords, random_state_error
 from .._utils import (
     VALUES_NOT_SHOWN, Interval, Options, validate_hiding_values, validate_parameters,
 )
+from ._private_fit import PrivateFitMixin, composed_event, split_budget
 
 __all__ = [
     "DPOneHotEncoder", "dyadic_bernoulli", "selection_bits", "selection_numerators",
@@ -77,10 +38,8 @@ _OUTPUT_DTYPES = (np.float64, np.float32, np.int64, np.int32, np.int8, np.uint8,
 
 
 # Above this epsilon exp(epsilon) overflows a float. pi at a smaller epsilon
-# is pointwise no larger (both terms of the recursion grow with epsilon), so
-# it still satisfies the constraints at the larger one: clamping is
-# conservative, and at 700 pi is already 1 from a count of 2 on for any
-# delta above about 1e-300.
+# is pointwise no larger, so it still meets the constraints at the larger one
+# (and at 700 pi is 1 from a count of 2 on for any delta above about 1e-300).
 _LARGEST_EXPONENT = 700.0
 # The selection's uniform integers are made of 63-bit digits (a word's top bits).
 _DIGIT_BITS = 63
@@ -112,20 +71,12 @@ def selection_bits(delta):
 def selection_numerators(max_count, epsilon, delta):
     """``a_0 .. a_m``: the selection probabilities ``pi(c) = a_c / 2**B``, exact integers.
 
-    The rule of Desfontaines, Voss, Gipson and Mandayam (PoPETs 2022) at
-    ``(epsilon, delta)``, each step rounded *down* onto multiples of
-    ``2**-B`` (``B = selection_bits(delta)``) with rigorous bounds on
-    ``exp(+-epsilon)``, so that the dyadic probabilities themselves satisfy
-    ``pi(c) <= exp(epsilon) pi(c - 1) + delta`` and
-    ``pi(c) <= 1 - exp(-epsilon) (1 - delta - pi(c - 1))`` exactly, and
-    ``pi`` is non-decreasing (the other two inequalities follow). Each
-    ``pi(c)`` is below the float rule's by a few ``2**-B`` at most.
-
-    Parameters
-    ----------
-    max_count : int
-    epsilon : float
-    delta : float
+    The optimal rule at ``(epsilon, delta)``,
+    ``pi(c) = min(exp(epsilon) pi(c - 1) + delta,
+    1 - exp(-epsilon) (1 - delta - pi(c - 1)), 1)``, each step rounded
+    *down* onto multiples of ``2**-B`` (``B = selection_bits(delta)``) with
+    rigorous bounds on ``exp(+-epsilon)``: the dyadic probabilities meet both
+    inequalities exactly and are non-decreasing.
 
     Returns
     -------
@@ -156,25 +107,7 @@ def selection_numerators(max_count, epsilon, delta):
 
 
 def selection_probabilities(max_count, epsilon, delta):
-    """``pi(0..max_count)``: the optimal partition-selection probabilities, as floats.
-
-    Desfontaines, Voss, Gipson and Mandayam (PoPETs 2022), for one partition
-    per row under add/remove neighbours at ``(epsilon, delta)``: the dyadic
-    probabilities of :func:`selection_numerators` (what the fit draws from),
-    rounded to float64 for display.
-
-    Parameters
-    ----------
-    max_count : int
-    epsilon : float
-    delta : float
-
-    Returns
-    -------
-    pi : ndarray of shape (max_count + 1,)
-        ``pi[c]`` is the probability that a value with count ``c`` is
-        released; non-decreasing, ``pi[0] = 0``, 1 from some count on.
-    """
+    """``pi(0..max_count)``: :func:`selection_numerators`' probabilities as float64, for display."""
     numerators, bits = selection_numerators(max_count, epsilon, delta)
     pi = np.ones(max_count + 1)
     pi[:len(numerators)] = [float(fractions.Fraction(a, 1 << bits)) for a in numerators]
@@ -182,24 +115,12 @@ def selection_probabilities(max_count, epsilon, delta):
 
 
 def dyadic_bernoulli(numerators, bits, source):
-    """Independent ``Bernoulli(a / 2**bits)`` trials, exactly, from uniform words.
+    """Independent ``Bernoulli(a / 2**bits)`` trials, exactly, from ``source.words``.
 
-    Each trial compares a uniform integer ``u`` in ``[0, 2**bits)`` with ``a``,
-    63-bit digit by digit from the top (the words' top 63 bits), drawing a
-    further digit only where all digits so far are equal (probability
-    ``2**-63`` a digit): ``u < a`` with probability ``a / 2**bits`` exactly.
-
-    Parameters
-    ----------
-    numerators : sequence of int
-        ``a`` of each trial, ``0 <= a <= 2**bits``.
-    bits : int
-        A multiple of 63.
-    source : object with ``words(count)``
-
-    Returns
-    -------
-    ndarray of bool
+    Each trial compares a uniform integer ``u`` in ``[0, 2**bits)`` with
+    ``a`` (``0 <= a <= 2**bits``, ``bits`` a multiple of 63), 63-bit digit by
+    digit from the top (the words' top bits), drawing a further digit only on
+    a tie: ``u < a`` with probability ``a / 2**bits``.
     """
     undecided = np.arange(len(numerators))
     success = np.zeros(len(numerators), dtype=bool)
@@ -217,11 +138,7 @@ def dyadic_bernoulli(numerators, bits, source):
 
 
 def _value_kind(value):
-    """The kind of one categorical value, or None for a value that is not supported.
-
-    numpy's scalars count as the Python kind they stand for (``np.int64`` is
-    an integer, ``np.str_`` a string); booleans are not integers here.
-    """
+    """The kind of one categorical value (booleans are not integers here), or None."""
     if isinstance(value, (bool, np.bool_)):
         return "boolean"
     if isinstance(value, numbers.Integral):
@@ -242,10 +159,10 @@ _CANONICAL = {"boolean": bool, "integer": int, "float": lambda value: float(valu
 
 
 def _canonical_column(column, index, owner):
-    """Column ``index`` of X as canonical values and its kind (see the module docstring).
+    """Column ``index`` of X as canonical values, and its kind.
 
-    Raises a TypeError that names the column (schema) but no value for a
-    column of several kinds or of unsupported values.
+    A TypeError names the column (schema), never a value, for a column of
+    several kinds or of unsupported values.
     """
     dtype_kind = column.dtype.kind
     if dtype_kind == "f":
@@ -283,11 +200,10 @@ def _canonical_column(column, index, owner):
 
 
 def _category_array(values, kind):
-    """The released values of one column as an array of the column's kind.
+    """The released values of one column as an array of its kind (post-processing).
 
     Strings and bytes as objects (as scikit-learn's encoder), numbers and
-    booleans as a numeric array; only integers beyond int64 stay objects.
-    Built from the released values only: post-processing.
+    booleans numeric; only integers beyond int64 stay objects.
     """
     if kind in ("string", "bytes") or values.dtype.kind != "O":
         return values.astype(object) if kind in ("string", "bytes") else values
@@ -319,25 +235,23 @@ def _dtype_error(value):
            f"got {value!r}."
 
 
-class DPOneHotEncoder(TransformerMixin, BaseEstimator):
+class DPOneHotEncoder(PrivateFitMixin, TransformerMixin, BaseEstimator):
     """One-hot encode categorical columns whose categories are selected privately.
 
     For each column, every value present in the training rows is released as
-    a category with probability ``pi(count)``, the optimal
-    (epsilon, delta) partition-selection rule of Desfontaines et al. (PoPETs
-    2022): frequent values are kept, a value held by a handful of rows almost
-    never is. Values not released, like values unseen in training, are
-    encoded as all zeros (``handle_unknown="ignore"``): the encoder never
-    raises on them, since an error would reveal that a row carries one.
+    a category with probability ``pi(count)``, the optimal (epsilon, delta)
+    partition-selection rule of Desfontaines et al. (PoPETs 2022): frequent
+    values are kept, a value held by a handful of rows almost never is.
+    Values not released, like values unseen in training, are encoded as all
+    zeros: an error would reveal that a row carries one.
 
     **Privacy.** The released categories are ``(epsilon, delta)``-DP under
-    ``neighboring`` (replace-one by default, as the estimators): ``epsilon``
-    and ``delta`` are split evenly over the columns, and under replace-one
-    each column's share again over the two values a replaced row touches.
-    ``dp_event_`` records it; ``ledger`` is charged before any value is
+    ``neighboring``: ``epsilon`` and ``delta`` are split evenly over the
+    columns and, under replace-one, over the two values a replaced row
+    touches. ``ledger`` is charged with ``dp_event_`` before any value is
     read. The number of columns is public; the number of output columns is
-    not (it is part of the private release). See the "Private
-    preprocessing" page of the documentation.
+    part of the release. See the "Private preprocessing" page of the
+    documentation.
 
     Parameters
     ----------
@@ -390,15 +304,12 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
     -----
     Missing values (NaN, None) are refused: replace them by a category of
     their own (``fillna("missing")``) first. Each column must hold one kind
-    of value (strings, bytes, booleans, integers or floats): a column that
-    mixes kinds (strings and numbers, or ``1``, ``1.0`` and ``True``) or
-    holds other objects (sets, tuples) is refused. Released categories are
-    canonical forms, one dtype per column and ``-0.0`` as ``0.0``, so that no
-    row decides how a category is shown. A
-    column with one category, or none released, gives one output column or
-    none. Reference: D. Desfontaines, J. Voss, B. Gipson, C. Mandayam,
-    "Differentially private partition selection", Proceedings on Privacy
-    Enhancing Technologies 2022(1).
+    of value (strings, bytes, booleans, integers or floats); a column that
+    mixes kinds (``1``, ``1.0`` and ``True``) or holds other objects (sets,
+    tuples) is refused. Released categories are canonical forms, one dtype
+    per column and ``-0.0`` as ``0.0``. Reference: D. Desfontaines, J. Voss,
+    B. Gipson, C. Mandayam, "Differentially private partition selection",
+    Proceedings on Privacy Enhancing Technologies 2022(1).
 
     Examples
     --------
@@ -469,23 +380,6 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         names = getattr(self, "feature_names_in_", None)
         return repr(str(names[index])) if names is not None else str(index)
 
-    def _partition_budget(self, n_columns):
-        """(epsilon, delta) of each partition's selection, and how many compose.
-
-        Checked before the ledger is charged: a share that underflows to zero
-        or a subnormal float would be reported as a smaller spend than the
-        one declared.
-        """
-        n_parts = 2 * n_columns if self.neighboring == "replace_one" else n_columns
-        epsilon_p, delta_p = self.epsilon / n_parts, self.delta / n_parts
-        for name, share in (("epsilon", epsilon_p), ("delta", delta_p)):
-            if not share >= sys.float_info.min:
-                raise ValueError(
-                    f"The {name!r} parameter of {type(self).__name__} is too small: split "
-                    f"over {n_parts} partition selections it is below the smallest normal "
-                    "floating-point number. Use a larger value.")
-        return epsilon_p, delta_p, n_parts
-
     def fit(self, X, y=None):
         """Select each column's categories privately.
 
@@ -502,59 +396,44 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         """
         validate_parameters(self)
         X = self._validate_X(X, reset=True)
-        n_samples, n_columns = X.shape
-        epsilon_p, delta_p, n_parts = self._partition_budget(n_columns)
-        warn_about_seed(self.random_state, self.reproducible)
-        rng, seeded = make_generator(self.random_state, self.reproducible)
-        if seeded:
-            event, epsilon = dp_accounting.NonPrivateDpEvent(), math.inf
-        else:
-            event = dp_accounting.SelfComposedDpEvent(EpsilonDeltaDpEvent(epsilon_p, delta_p),
-                                                      n_parts)
-            epsilon = epsilon_p * n_parts
-        # The event depends on public quantities only: charge before reading values.
-        if self.ledger is not None:
-            self.ledger.charge(type(self).__name__, event, self.neighboring)
-        columns = []
-        for j in range(n_columns):
-            column, kind = _canonical_column(X[:, j], self._column_name(j),
-                                             type(self).__name__)
-            # One kind, canonical forms: totally ordered, and equal values
-            # identical, so np.unique's choice of representative is moot.
-            values, counts = np.unique(column, return_counts=True)
-            columns.append((values, counts, kind))
+        n_parts = 2 * X.shape[1] if self.neighboring == "replace_one" else X.shape[1]
+        # A share that underflows to a subnormal would report less than was spent.
+        epsilon_p, delta_p = (
+            split_budget(type(self).__name__, name, value, n_parts, "partition selections",
+                         sys.float_info.min)
+            for name, value in (("epsilon", self.epsilon), ("delta", self.delta)))
+        rng, spent = self._start_release(composed_event(epsilon_p, delta_p, n_parts),
+                                         seeded_delta=math.inf)
+        columns = [self._counted_column(X, j) for j in range(X.shape[1])]
         largest = max((int(counts.max()) for _, counts, _ in columns if counts.size), default=0)
         numerators, bits = selection_numerators(largest, epsilon_p, delta_p)
         words = GeneratorWords(rng)
         categories = []
         for values, counts, kind in columns:
-            # Exact dyadic probabilities, drawn from integer words.
             chosen = [numerators[min(int(count), len(numerators) - 1)] for count in counts]
-            released = dyadic_bernoulli(chosen, bits, words)
-            categories.append(_category_array(values[released], kind))
+            categories.append(_category_array(values[dyadic_bernoulli(chosen, bits, words)], kind))
         self.categories_ = categories
-        self.epsilon_ = epsilon
-        self.delta_ = math.inf if seeded else delta_p * n_parts
-        self.dp_event_ = event
+        self.dp_event_, self.epsilon_, self.delta_ = spent
         return self
 
-    def privacy_report(self):
-        """What this fit's guarantee means, in plain words (see the user guide).
+    def _counted_column(self, X, j):
+        """Column ``j``'s distinct canonical values, their counts and the column's kind."""
+        column, kind = _canonical_column(X[:, j], self._column_name(j), type(self).__name__)
+        # One kind, canonical forms: totally ordered, and equal values
+        # identical, so np.unique's choice of representative is moot.
+        values, counts = np.unique(column, return_counts=True)
+        return values, counts, kind
 
-        Returns
-        -------
-        report : str
-        """
-        check_is_fitted(self, "dp_event_")
+    def _released(self):
+        """What the fit released, in words, for :meth:`privacy_report`."""
         n_values = sum(len(values) for values in self.categories_)
-        released = (
+        return (
             f"{n_values} category value(s) over {len(self.categories_)} column(s) "
             "(categories_): each value present in the rows was kept at random with a "
             "probability that depends only on its count, zero for a value no row has and "
             "tiny (of the order of delta) for a value one row has (partition selection), so "
             "rare values stay hidden and encode as all zeros. The counts themselves are not "
             "released.")
-        return transformer_report(self, released)
 
     def transform(self, X):
         """One-hot encode ``X``; values outside ``categories_`` give all zeros.
@@ -620,7 +499,6 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.non_deterministic = not self.reproducible
         tags.input_tags.categorical = True
         tags.input_tags.string = True
         tags.input_tags.two_d_array = True

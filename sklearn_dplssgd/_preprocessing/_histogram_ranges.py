@@ -1,50 +1,16 @@
 """Every feature's range from one Gaussian release of coarse histograms.
 
-The second mechanism of :class:`~sklearn_dplssgd.DPBoundedScaler`
-(``mechanism="gaussian_histogram"``). Each learned feature's values are
-counted in the bins of a fixed, data-independent grid that grows by a
-factor of 2 in both directions from zero (``0, +-2**i`` for ``i`` from -20
-to 50, the span of the AboveThreshold grid; ``histogram_grid(k)`` is the
-grid of ``k`` bins an octave, for screens); all
-features' counts are released at once with Gaussian noise; each feature's
-range runs from the lowest to the highest bin whose noisy count reaches a
-public threshold. Where no bin of a feature reaches it, the same noisy
-counts summed over coarser blocks of bins give the range (``_ends``).
-
-Why. AboveThreshold spends a pure epsilon on each of the ``2 d`` ends and
-the ends add up by basic composition. Here a row moves exactly one count of
-each feature, so the whole release has the L2 sensitivity ``sqrt(d)`` of a
-row (``sqrt(2 d)`` when a row is replaced: one count down and one up per
-feature), and it is one Gaussian mechanism: its privacy loss composes with
-the model's subsampled Gaussian steps under the PLD accountant, in
-quadrature rather than by adding epsilons. Ends right within a factor of 2
-are enough for scaling (a range twice too wide halves the signal; one half
-too narrow clips the top of a feature).
-
-Privacy. The counts of a learned feature form a vector in which one row
-adds 1 to one entry (add/remove neighbours: L2 change 1 per feature, at
-most ``sqrt(d)`` over ``d`` features) or moves 1 from one entry to another
-(replace-one: at most ``sqrt(2 d)``). Adding ``N(0, sigma**2 I)`` to the
-concatenated counts is the Gaussian mechanism; it is drawn exactly on
-integers (:func:`noise_lattice`): each count scaled by a public ``2**k``
-plus ``round(s G)``, ``s`` a public integer with ``s / 2**k >= sigma``,
-which is ``round(c 2**k + s G)``, a post-processing of the Gaussian
-mechanism with at least the noise accounted (a Gaussian mechanism with more
-noise is at least as private), and no floating-point draw whose low bits
-could tell the counts. The release is recorded as
-``GaussianDpEvent(z)``, which dp-accounting reads as noise ``z`` times the
-add/remove sensitivity and, under replace-one, a shift of twice that: the
-noise is ``sigma = z * sqrt(d)`` under add/remove and ``z * sqrt(d / 2)``
-under replace-one, so that the accountant's shift is the true one in both.
-``z`` is calibrated from the scaler's epsilon and delta alone; the grid and
-the threshold depend only on the grid size and ``d``; the ends, and the
-fallback's merged counts, are a function of the noisy counts
-(post-processing). The grid's width changes none of this: however many bins
-there are, a row moves one count per feature, so the sensitivity, the noise
-and the event are the same at any grid; only the threshold's union bound
-counts the bins (a public number). Nothing depends on the
-number of rows, so the mechanism needs no public row count under
-add/remove.
+The default mechanism of :class:`~sklearn_dplssgd.DPBoundedScaler`, also
+used for the regressor's target range. Each learned feature's values are
+counted in the bins of a fixed grid, ``0`` and ``+-2**i`` for ``i`` from -20
+to 50; all features' counts are released at once with Gaussian noise drawn
+exactly on a lattice; each range runs from the lowest to the highest bin
+whose noisy count reaches a public threshold, or, where no bin does, the
+same noisy counts summed over coarser blocks (``_ends``). A row moves one
+count of each feature, so the release is one Gaussian mechanism of L2
+sensitivity ``sqrt(d)`` (``sqrt(2 d)`` under replace-one), which composes
+with a model's steps under PLD; its privacy argument is in the privacy
+guide ("Private preprocessing" and "Exact noise").
 """
 
 import fractions
@@ -81,20 +47,10 @@ NOISE_SCALE_BITS = 24
 def histogram_grid(bins_per_octave=None):
     """The fixed bin edges, increasing: ``0`` and ``+-2**(i / k)``, ``i / k`` in [-20, 50].
 
-    ``k`` bins an octave (``HISTOGRAM_BINS_PER_OCTAVE``, 1 by default: the
-    edges are the powers of 2). Every edge is a power of two times one of
-    ``k`` fixed factors ``2**(s / k)``, ``s < k`` (for ``k = 2``: 1 and the
-    correctly rounded ``sqrt(2)``), so the octave edges are exact powers of
-    two and the grid depends on ``k`` alone: public.
-
-    Parameters
-    ----------
-    bins_per_octave : int, optional
-        ``k``; ``HISTOGRAM_BINS_PER_OCTAVE`` when None.
-
-    Returns
-    -------
-    edges : ndarray of float64
+    ``k`` bins an octave (default ``HISTOGRAM_BINS_PER_OCTAVE``). Each edge is
+    a power of two times one of ``k`` fixed factors ``2**(s / k)`` (for
+    ``k = 2``, the correctly rounded ``sqrt(2)``), so the octave edges are
+    exact and the grid depends on ``k`` alone: public.
     """
     k = HISTOGRAM_BINS_PER_OCTAVE if bins_per_octave is None else int(bins_per_octave)
     octaves, steps = np.divmod(np.arange(_SMALLEST_EXPONENT * k, _LARGEST_EXPONENT * k + 1), k)
@@ -104,42 +60,21 @@ def histogram_grid(bins_per_octave=None):
 
 
 def histogram_counts(values, edges):
-    """Counts of one feature in the bins of ``edges``: one count per row.
+    """Counts of one feature in the ``len(edges) + 1`` bins of ``edges``: one count per row.
 
-    Bin ``i`` (``1 <= i < len(edges)``) holds the values in
-    ``(edges[i - 1], edges[i]]``; bin 0 the values at or below
-    ``edges[0]``, the last bin those above ``edges[-1]``.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_samples,)
-    edges : ndarray of shape (n_edges,)
-
-    Returns
-    -------
-    counts : ndarray of float64, shape (n_edges + 1,)
+    Bin ``i`` holds the values in ``(edges[i - 1], edges[i]]``; bin 0 those
+    at or below ``edges[0]``, the last bin those above ``edges[-1]``.
     """
     bins = np.searchsorted(edges, values, side="left")
     return np.bincount(bins, minlength=edges.shape[0] + 1).astype(np.float64)
 
 
 def histogram_noise_scale(noise_multiplier, n_learned, neighboring):
-    """Standard deviation of each count's noise, in rows.
+    """Standard deviation of each count's noise, in rows, for ``GaussianDpEvent(z)``.
 
-    ``z`` times the sensitivity unit that ``GaussianDpEvent(z)`` means to
-    dp-accounting: ``sqrt(d)`` under add/remove, ``sqrt(2 d) / 2`` under
-    replace-one (the accountant doubles it there).
-
-    Parameters
-    ----------
-    noise_multiplier : float
-    n_learned : int
-        Features whose counts are released.
-    neighboring : {"replace_one", "add_remove"}
-
-    Returns
-    -------
-    sigma : float
+    ``z`` times the sensitivity unit dp-accounting reads into the event:
+    ``sqrt(d)`` under add/remove, ``sqrt(2 d) / 2`` under replace-one (the
+    accountant doubles it there).
     """
     unit = math.sqrt(n_learned / 2.0) if neighboring == "replace_one" else math.sqrt(n_learned)
     return noise_multiplier * unit
@@ -148,19 +83,9 @@ def histogram_noise_scale(noise_multiplier, n_learned, neighboring):
 def detection_threshold(n_learned, n_bins):
     """How many noise scales a noisy count must reach to count as data: public.
 
-    ``sqrt(2 ln(n_learned n_bins / FALSE_DETECTION_RATE))``: a standard
-    normal exceeds ``t`` with probability below ``exp(-t**2 / 2)``, so by
-    the union bound no empty bin of any feature crosses, except with
-    probability ``FALSE_DETECTION_RATE``.
-
-    Parameters
-    ----------
-    n_learned : int
-    n_bins : int
-
-    Returns
-    -------
-    t : float
+    ``sqrt(2 ln(n_learned n_bins / FALSE_DETECTION_RATE))``: by the Gaussian
+    tail and the union bound, no empty bin of any feature crosses, except
+    with probability ``FALSE_DETECTION_RATE``.
     """
     return math.sqrt(2.0 * math.log(n_learned * n_bins / FALSE_DETECTION_RATE))
 
@@ -175,21 +100,14 @@ def _bin_span(first, last, edges):
 
 
 def _blocks(n_bins, edges, width):
-    """The block of ``width`` adjacent bins that each bin lies in, numbered from 0.
+    """The block of ``width`` adjacent bins each bin lies in, numbered from 0 (public).
 
-    Blocks are aligned on zero (no block straddles it except where a
-    block is wider than a side) and depend on the grid alone: public.
+    Aligned on zero, so that blocks run between powers of two.
     """
-    # Bin 1 + (index of the edge 0) is (0, smallest edge]: start the blocks
-    # at the next one, so that they run between powers of two.
+    # Bin 1 + (index of the edge 0) is (0, smallest edge]: start at the next one.
     offsets = np.arange(n_bins) - (int(np.searchsorted(edges, 0.0)) + 2)
     blocks = offsets // width
     return blocks - blocks[0]
-
-
-def _n_blocks(n_bins, edges, widths):
-    """How many blocks the levels of ``widths`` test together: the union bound's count."""
-    return sum(int(_blocks(n_bins, edges, width)[-1]) + 1 for width in widths)
 
 
 def _fallback_widths(n_bins):
@@ -201,73 +119,58 @@ def _fallback_widths(n_bins):
     return widths
 
 
-def _crossed_span(noisy, edges, widths, threshold):
-    """First and last bin of the blocks, over levels ``widths``, that reach the threshold.
+def _crossed_span(noisy, edges, width, threshold):
+    """First and last bin of the blocks of ``width`` bins that reach the threshold, or None.
 
     A block of ``w`` bins has noise ``sigma sqrt(w)``: it must reach
-    ``threshold sqrt(w)`` (``threshold`` in noise scales of one bin times
-    ``sigma``). None where no block does.
+    ``threshold sqrt(w)``.
     """
-    first, last = None, None
-    for width in widths:
-        blocks = _blocks(noisy.shape[0], edges, width)
-        merged = np.bincount(blocks, weights=noisy)
-        # A block must hold a row: without noise (z = 0, a non-private fit)
-        # the threshold is 0, and an empty block is not data.
-        crossed = np.flatnonzero((merged >= threshold * math.sqrt(width)) & (merged > 0))
-        if crossed.size:
-            members = np.flatnonzero((blocks == crossed[0]) | (blocks == crossed[-1]))
-            first = members[0] if first is None else min(first, members[0])
-            last = members[-1] if last is None else max(last, members[-1])
-    return None if first is None else (first, last)
+    blocks = _blocks(noisy.shape[0], edges, width)
+    merged = np.bincount(blocks, weights=noisy)
+    # Without noise (a non-private fit) the threshold is 0: an empty block is not data.
+    crossed = np.flatnonzero((merged >= threshold * math.sqrt(width)) & (merged > 0))
+    if not crossed.size:
+        return None
+    members = np.flatnonzero((blocks == crossed[0]) | (blocks == crossed[-1]))
+    return members[0], members[-1]
 
 
 def _ends(noisy, sigma, edges, n_learned):
     """The range of one feature from its noisy counts (post-processing).
 
-    The ends are the lowest and highest bin that stands out of the noise
-    (the threshold a union bound over every bin of every feature). Where
-    none does (too few rows a bin against the noise), the fallback sums the
-    same noisy counts over blocks of 2, 4, 8, ... adjacent bins (its own
-    union bound over every block of every level) and takes the first level
-    at which a block stands out: wider ends, never a bin of pure noise far
-    from the data. Where nothing stands out at any level, there is no range
-    (NaN ends): the caller refuses rather than guess one.
+    The lowest and highest bin that stands out of the noise; where none
+    does, the first level of :func:`_fallback_widths` at which a block of
+    the same noisy counts stands out (its own union bound over every block of
+    every level): wider ends, never a bin of pure noise far from the data.
 
     Returns
     -------
     low, high : float
-        NaN where nothing stood out at any level.
+        NaN where nothing stood out at any level (the caller refuses).
     detected : bool
         False where the fallback ran.
     """
     n_bins = noisy.shape[0]
-    span = _crossed_span(noisy, edges, (1,), sigma * detection_threshold(n_learned, n_bins))
+    span = _crossed_span(noisy, edges, 1, sigma * detection_threshold(n_learned, n_bins))
     if span is not None:
         return (*_bin_span(*span, edges), True)
     widths = _fallback_widths(n_bins)
-    threshold = sigma * detection_threshold(n_learned, _n_blocks(n_bins, edges, widths))
+    n_blocks = sum(int(_blocks(n_bins, edges, width)[-1]) + 1 for width in widths)
+    threshold = sigma * detection_threshold(n_learned, n_blocks)
     for width in widths:
-        span = _crossed_span(noisy, edges, (width,), threshold)
+        span = _crossed_span(noisy, edges, width, threshold)
         if span is not None:
             return (*_bin_span(*span, edges), False)
     return math.nan, math.nan, False
 
 
 def noise_lattice(sigma):
-    """The exact release's lattice: counts times ``2**k``, noise ``round(s G)``, public.
+    """The release's lattice, from ``sigma`` alone: counts times ``2**k``, noise ``round(s G)``.
 
-    ``k`` and the integer ``s`` are chosen from ``sigma`` alone so that ``s``
-    has :data:`NOISE_SCALE_BITS` bits and ``s / 2**k`` is at least ``sigma``
-    (by a relative margin of ``2**-45`` that covers the float error in
-    ``sigma``, and by the rounding up): the noise is never below the one
-    accounted, and exceeds it by a relative ``2**-(NOISE_SCALE_BITS - 1)`` at
-    most.
-
-    Parameters
-    ----------
-    sigma : float
-        The noise's standard deviation in rows (> 0, at most ``2**51``).
+    The integer ``s`` has :data:`NOISE_SCALE_BITS` bits and ``s / 2**k`` is at
+    least ``sigma`` (by a relative margin of ``2**-45`` that covers the float
+    error in ``sigma``): never below the noise accounted, above it by a
+    relative ``2**-(NOISE_SCALE_BITS - 1)`` at most.
 
     Returns
     -------
@@ -288,23 +191,9 @@ def noisy_histograms(X, noise_multiplier, neighboring, rng):
     """The release: every column's counts on the grid, with exact rounded Gaussian noise.
 
     Each count ``c`` is released as ``(c 2**k + round(s G)) / 2**k``
-    (:func:`noise_lattice`): ``c 2**k + round(s G) = round(c 2**k + s G)``,
-    a post-processing of the Gaussian mechanism of standard deviation
-    ``s / 2**k >= sigma`` rows on the counts, whose integer noise is drawn
-    exactly from the words of ``rng``. The float returned is that integer
-    over ``2**k``, rounded correctly (exact below ``2**53``): a function of
-    the integer alone. Without noise (``noise_multiplier`` 0, a non-private
-    fit) the counts themselves.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_learned)
-        The learned features' values (finite).
-    noise_multiplier : float
-        ``z`` of the release's ``GaussianDpEvent`` (> 0).
-    neighboring : {"replace_one", "add_remove"}
-    rng : numpy.random.Generator
-        The fit's generator: its words draw the noise.
+    (:func:`noise_lattice`), the noise drawn from the words of ``rng``; the
+    float is that integer over ``2**k``, correctly rounded. Without noise
+    (``noise_multiplier`` 0, a non-private fit) the counts themselves.
 
     Returns
     -------
@@ -330,27 +219,23 @@ def noisy_histograms(X, noise_multiplier, neighboring, rng):
 def histogram_ranges(X, noise_multiplier, neighboring, rng):
     """The lower and upper end of every column of ``X``, from one Gaussian release.
 
-    Each range runs from the lowest to the highest bin whose noisy count
-    reaches ``detection_threshold`` noise scales (post-processing of
-    :func:`noisy_histograms`).
-
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_learned)
         The learned features' values (finite).
     noise_multiplier : float
-        ``z`` of the release's ``GaussianDpEvent`` (> 0).
+        ``z`` of the release's ``GaussianDpEvent``.
     neighboring : {"replace_one", "add_remove"}
     rng : numpy.random.Generator
+        The fit's generator: its words draw the noise.
 
     Returns
     -------
     lower, upper : ndarray of shape (n_learned,)
-        ``lower < upper``, both grid values; both NaN for a column of which
-        nothing stood out at any level (see ``_ends``).
+        Grid values, ``lower < upper``; NaN for a column of which nothing
+        stood out at any level.
     detected : ndarray of bool, shape (n_learned,)
-        False for a column none of whose bins reached the threshold: its
-        range comes from the coarser levels' merged counts, or is NaN.
+        False for a column whose range comes from the coarser levels (or is NaN).
     """
     edges = histogram_grid()
     noisy = noisy_histograms(X, noise_multiplier, neighboring, rng)
@@ -363,11 +248,7 @@ def histogram_ranges(X, noise_multiplier, neighboring, rng):
 
 
 def noise_for_rows(n_rows, n_learned, neighboring):
-    """The largest ``z`` at which a bin of ``n_rows`` rows reaches the detection threshold.
-
-    The inverse of :func:`rows_needed` in ``z``: public quantities only
-    (a public row count, ``d``, the grid).
-    """
+    """The largest ``z`` at which a bin of ``n_rows`` rows reaches the threshold (public)."""
     return n_rows / rows_needed(1.0, n_learned, neighboring)
 
 

@@ -21,12 +21,12 @@ from .._training import feature_layout
 from .._utils import Options, validate_hiding_values, validate_parameters
 
 __all__ = [
-    "BoundedScaler", "as_bounds", "broadcast_bounds", "center_and_half_width", "one_hot_columns",
-    "scale_to_unit", "unit_map", "zero_kept",
+    "BoundedScaler", "as_bounds", "broadcast_bounds", "one_hot_columns", "scale_to_unit",
+    "sparse_error", "unit_map", "zero_kept",
 ]
 
 
-def _sparse_error(method, name="BoundedScaler"):
+def sparse_error(method, name="BoundedScaler"):
     return TypeError(
         f"{name}.{method} does not accept sparse input: scaling to [-1, 1] maps "
         "a zero to a nonzero value whenever the bounds are not symmetric around it, "
@@ -79,24 +79,11 @@ def _first_bad(bad, owner, problem):
 
 
 def broadcast_bounds(lower, upper, n_features, owner, subjects):
-    """Checked bounds ``(lower, upper)``, one float64 value per feature each.
+    """Checked bounds ``(lower, upper)`` from :func:`as_bounds`, as new arrays of ``n_features``.
 
-    Parameters
-    ----------
-    lower, upper : ndarray of ndim 0 or 1
-        What :func:`as_bounds` returned.
-    n_features : int or None
-        The number of features; None checks only what does not depend on it
-        (the two arrays' lengths against each other).
-    owner : str
-        Who declared the bounds, for the messages (``"BoundedScaler"``).
-    subjects : tuple of str
-        How the messages name ``lower`` and ``upper`` (see :func:`as_bounds`).
-
-    Returns
-    -------
-    lower, upper : ndarray of shape (n_features,)
-        New arrays (of the bounds' own length when ``n_features`` is None).
+    ``n_features`` None checks only the two lengths against each other.
+    ``owner`` (``"BoundedScaler"``) and ``subjects`` (the names of ``lower``
+    and ``upper``) are how the messages name them.
     """
     if n_features is None:
         sizes = {bounds.shape[0] for bounds in (lower, upper) if bounds.ndim == 1}
@@ -126,11 +113,6 @@ def broadcast_bounds(lower, upper, n_features, owner, subjects):
     return lower, upper
 
 
-def center_and_half_width(lower, upper):
-    """The centre and half-width of each feature's bounds (no overflow)."""
-    return lower / 2 + upper / 2, upper / 2 - lower / 2
-
-
 # An underscore that separates a feature's name from a category's, as
 # OneHotEncoder, DPOneHotEncoder and pandas.get_dummies join them; a double
 # underscore is ColumnTransformer's prefix, not a category's separator.
@@ -148,15 +130,11 @@ def _numbered_positions(feature_names):
 
 
 def one_hot_columns(lower, upper, feature_names):
-    """The columns declared ``[0, 1]`` whose names mark them a category of an encoded feature.
+    """The columns declared ``(0, 1)`` whose names mark them a category of an encoded feature.
 
-    A column is one when its bounds are exactly ``(0, 1)`` and its name is
-    ``<feature>_<category>`` where another column declared ``(0, 1)`` shares
-    the ``<feature>`` part (for some single underscore of the name): a block
-    of indicators, as one-hot encoders name them. Unnamed columns are none,
-    and so are names that all number one stem in order (``t_0`` .. ``t_99``:
-    positions along an axis, not categories). Reads the bounds and the names
-    only.
+    Named ``<feature>_<category>`` (at some single underscore) with another
+    such column sharing ``<feature>``; unnamed columns and names that number
+    one stem in order (``t_0`` .. ``t_99``, positions) are none.
     """
     unit = (lower == 0) & (upper == 1)
     found = np.zeros(lower.shape, dtype=bool)
@@ -176,18 +154,11 @@ def one_hot_columns(lower, upper, feature_names):
 
 
 def zero_kept(lower, upper, keep_zero, n_features, feature_names=None, declared_ordered=False):
-    """Which columns keep a zero lower bound at zero (mapped by ``x / upper`` onto [0, 1]).
+    """Which columns with a lower bound of 0 keep it at zero (``x / upper``, onto [0, 1]).
 
-    Only columns whose lower bound is 0. ``keep_zero=True`` keeps all of
-    them, ``False`` none; ``"auto"`` keeps them when the columns are an
-    image's (or another ordered signal's):
-    :func:`~sklearn_dplssgd._training.feature_layout` from the width, the column
-    names and ``declared_ordered``, all public; and, in any table, keeps the
-    columns of a one-hot block (:func:`one_hot_columns`: declared ``(0, 1)``
-    and named ``<feature>_<category>``). Pixels and indicators are mostly
-    zero; mapped to ``[-1, 1]`` the zeros become -1, a constant part of every
-    row that takes most of each clipped gradient's norm, and the noise on the
-    weights of every such column then reaches every prediction.
+    ``keep_zero`` as :class:`BoundedScaler` reads it; ``"auto"``: all of them
+    where the columns are ordered (``feature_layout``, from public facts),
+    else the one-hot blocks' (:func:`one_hot_columns`).
     """
     if keep_zero == "auto":
         ordered, _ = feature_layout(n_features, False, feature_names,
@@ -200,7 +171,7 @@ def zero_kept(lower, upper, keep_zero, n_features, feature_names=None, declared_
 
 def unit_map(lower, upper, kept):
     """Centre, half-width and floor of the map: ``[-1, 1]``, or ``[0, 1]`` where ``kept``."""
-    center, half_width = center_and_half_width(lower, upper)
+    center, half_width = lower / 2 + upper / 2, upper / 2 - lower / 2  # no overflow
     return (np.where(kept, 0.0, center), np.where(kept, upper, half_width),
             np.where(kept, 0.0, -1.0))
 
@@ -209,10 +180,8 @@ def scale_to_unit(X, center, half_width, clip=True, floor=None):
     """``(X - center) / half_width`` as a new array of X's float dtype, clipped to [-1, 1].
 
     The one implementation of the bounds' map (:class:`BoundedScaler` and the
-    estimators' ``feature_bounds``). ``X`` is a validated dense float array
-    and is never written to. ``floor`` (one value a column, from
-    :func:`unit_map`) raises the clip's lower end for columns mapped to
-    ``[0, 1]``.
+    estimators' ``feature_bounds``); ``X`` is not written to. ``floor`` (from
+    :func:`unit_map`) raises the clip's lower end of columns mapped to [0, 1].
     """
     out = X.astype(np.float64, copy=True)
     with np.errstate(over="ignore"):
@@ -231,45 +200,31 @@ def scale_to_unit(X, center, half_width, clip=True, floor=None):
 class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Scale each feature from declared public bounds to [-1, 1], at no privacy cost.
 
-    Each feature ``x`` is mapped to ``2 * (x - lower) / (upper - lower) - 1``,
-    and, with ``clip=True`` (the default), values outside ``[lower, upper]``
-    are clipped to the bounds first (to ``-1`` and ``1`` after scaling). With
-    clipping, every entry of the output lies in ``[-1, 1]``, so every scaled
-    row of ``d`` features has an L2 norm of at most ``sqrt(d)``, whatever the
-    data: a guarantee that holds for rows the scaler has never seen.
+    Each feature ``x`` is mapped to ``2 * (x - lower) / (upper - lower) - 1``
+    and, with ``clip=True``, clipped to ``[-1, 1]``, so every scaled row of
+    ``d`` features has an L2 norm of at most ``sqrt(d)``, whatever the data.
 
-    **Zero privacy cost.** The bounds are parameters, declared by you from
-    public knowledge (a physical range, a schema, a questionnaire's scale); they
-    are never read from the data. ``fit`` learns nothing from the values of
-    ``X``: it records only the number of features and, for a DataFrame, the
-    column names, which are public schema. The fitted scaler is therefore the
-    same function for any two data sets of the same shape and columns, and
-    placing it before a differentially private estimator costs no privacy.
-    Contrast ``StandardScaler`` and ``MinMaxScaler``, which publish statistics
-    of the private rows without noise (see the "Private preprocessing" page of
-    the documentation).
+    **Zero privacy cost.** The bounds are declared from public knowledge (a
+    physical range, a schema, a questionnaire's scale), never read from the
+    data: ``fit`` records only the number of features and the column names,
+    public schema, so the fitted scaler is the same for any two data sets of
+    the same shape. ``StandardScaler`` and ``MinMaxScaler``, in contrast,
+    publish statistics of the private rows without noise.
 
-    **Images and one-hot blocks keep their zero.** With ``keep_zero="auto"`` (the default), the
-    columns of an image (an image's width, ``s * s`` or ``3 s * s`` with
-    ``s >= 16`` and not a power of two, the columns unnamed or named in
-    numbered order such as ``pixel1`` .. ``pixel784``) whose lower bound is 0 are divided by
-    their upper bound, onto ``[0, 1]``, instead: pixels are mostly
-    background, and mapped to ``[-1, 1]`` the background becomes -1, a
-    constant part of every row that takes most of each clipped gradient's
-    norm in a private fit. So do, in any table, the columns of a one-hot
-    block: bounds exactly ``(0, 1)`` and a name ``<feature>_<category>``
-    whose ``<feature>`` another such column shares (as ``OneHotEncoder``,
-    :class:`DPOneHotEncoder` and ``pandas.get_dummies`` name them; names
-    that all number one stem, ``t_0`` .. ``t_99``, are positions, not
-    categories). Unnamed columns declared ``(0, 1)`` are mapped to
-    ``[-1, 1]``: nothing public tells indicators from fractions there. The
-    choice reads the bounds, the width and the column names only.
-    ``keep_zero=True`` keeps the zero of every column
-    whose lower bound is 0 (counts, indicators and other mostly-zero
-    columns); ``False`` maps every column to ``[-1, 1]``.
+    **Images and one-hot blocks keep their zero.** With ``keep_zero="auto"``,
+    the columns whose lower bound is 0 are divided by their upper bound, onto
+    ``[0, 1]``, where they are an image's (``s * s`` or ``3 s * s`` columns,
+    ``s >= 16`` not a power of two, unnamed or numbered in order such as
+    ``pixel1`` .. ``pixel784``) or, in any table, a one-hot block's (bounds
+    exactly ``(0, 1)`` and names ``<feature>_<category>`` sharing
+    ``<feature>``, as ``OneHotEncoder``, :class:`DPOneHotEncoder` and
+    ``pandas.get_dummies`` name them; ``t_0`` .. ``t_99`` are positions, not
+    categories). Pixels and indicators are mostly zero: mapped to
+    ``[-1, 1]``, the zeros become -1, a constant part of every row that
+    takes most of each clipped gradient's norm in a private fit. The choice
+    reads the bounds, the width and the column names only.
 
-    Sparse input is refused: unless ``lower == -upper``, the map sends a zero
-    to a nonzero value, so the output would be dense.
+    Sparse input is refused: unless ``lower == -upper`` the output is dense.
 
     Parameters
     ----------
@@ -284,10 +239,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         clipping, values outside the bounds map outside ``[-1, 1]`` and the
         row-norm guarantee is lost.
     keep_zero : bool or "auto", default="auto"
-        Map the columns whose lower bound is 0 to ``[0, 1]`` (``x / upper``)
-        instead of ``[-1, 1]``: ``"auto"`` for an image's columns and a
-        one-hot block's (see above), ``True`` for all of them, ``False`` for
-        none.
+        Map the columns whose lower bound is 0 to ``[0, 1]`` (``x / upper``):
+        ``"auto"`` for an image's columns and a one-hot block's (above),
+        ``True`` for all of them (counts, indicators), ``False`` for none.
 
     Attributes
     ----------
@@ -296,10 +250,8 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     upper_ : ndarray of shape (n_features_in_,)
         ``upper`` broadcast to one float64 value per feature.
     n_features_in_ : int
-        Number of features seen during ``fit`` (the shape of ``X``).
     feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features seen during ``fit``. Defined only when ``X``
-        has feature names that are all strings.
+        Defined only when ``X`` has string column names.
 
     See Also
     --------
@@ -308,10 +260,8 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    The map is computed in float64 and returned in the input's floating
-    dtype: float32 input gives float32 output; any other input gives float64.
-    ``inverse_transform`` applies the inverse affine map without clipping:
-    values clipped by ``transform`` come back as the bounds.
+    The map is computed in float64 and returned as float32 for float32
+    input, float64 otherwise.
 
     Examples
     --------
@@ -336,10 +286,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.keep_zero = keep_zero
 
     def fit(self, X, y=None):
-        """Check the bounds against the number of features of ``X``.
-
-        Reads only the shape of ``X`` and its column names, never its values:
-        the fitted scaler is the same for any data of the same shape.
+        """Check the bounds against the number of features of ``X`` (never its values).
 
         Parameters
         ----------
@@ -351,7 +298,6 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         self : BoundedScaler
-            The fitted scaler.
         """
         validate_parameters(self)
         subjects = tuple(f"The {name!r} parameter of BoundedScaler" for name in ("lower", "upper"))
@@ -364,11 +310,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         lower = as_bounds(self.lower, subjects[0])
         upper = as_bounds(self.upper, subjects[1])
         if sp.issparse(X):
-            raise _sparse_error("fit")
-        # validate_data refuses NaN, infinite values and empty data, and sets
-        # n_features_in_ and feature_names_in_: the shape and the column
-        # names, which are public. Nothing below looks at the values of X, so
-        # the fit costs no privacy.
+            raise sparse_error("fit")
+        # Sets n_features_in_ and feature_names_in_, public schema; nothing
+        # below looks at the values of X.
         X = validate_hiding_values({"X": X}, validate_data, self, X, accept_sparse=False,
                                    dtype=[np.float64, np.float32])
         lower, upper = broadcast_bounds(lower, upper, self.n_features_in_, "BoundedScaler",
@@ -398,7 +342,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if sp.issparse(X):
-            raise _sparse_error("transform", type(self).__name__)
+            raise sparse_error("transform", type(self).__name__)
         X = validate_hiding_values(
             {"X": X}, validate_data, self, X, accept_sparse=False,
             dtype=[np.float64, np.float32], reset=False,
@@ -407,10 +351,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return scale_to_unit(X, center, half, clip=self.clip, floor=floor)
 
     def inverse_transform(self, X):
-        """Map scaled data back from ``[-1, 1]`` to ``[lower, upper]``.
-
-        The inverse affine map, without clipping: ``-1`` and ``1`` (which is
-        where ``transform`` put clipped values) map to the bounds.
+        """Map scaled data back to ``[lower, upper]``: clipped values come back as the bounds.
 
         Parameters
         ----------
@@ -420,12 +361,11 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         X_original : ndarray of shape (n_samples, n_features)
-            Data in the original units, float32 for float32 input and float64
-            otherwise.
+            Float32 for float32 input, float64 otherwise.
         """
         check_is_fitted(self)
         if sp.issparse(X):
-            raise _sparse_error("inverse_transform", type(self).__name__)
+            raise sparse_error("inverse_transform", type(self).__name__)
         X = validate_hiding_values({"X": X}, check_array, X, accept_sparse=False,
                                    dtype=[np.float64, np.float32])
         if X.shape[1] != self.n_features_in_:
@@ -442,8 +382,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # Stateless with respect to the values of X, but transform needs
-        # n_features_in_ (and the broadcast bounds) from fit.
+        # transform needs n_features_in_ and the broadcast bounds from fit.
         tags.requires_fit = True
         tags.input_tags.sparse = False
         tags.input_tags.allow_nan = False

@@ -1,16 +1,10 @@
 """Validation of hyperparameters against declared constraints, and of inputs.
 
-scikit-learn's own constraint machinery lives in a private module, so the
-estimators declare ``_parameter_constraints`` with the two small classes
-below and :func:`validate_parameters` checks them at the start of ``fit``.
-A wrong type raises ``TypeError``, a value out of range raises
-``ValueError``; both messages name the parameter and the estimator.
-
-Data inputs (X, y, sample_weight) are validated by scikit-learn and NumPy,
-whose errors can quote the data (``could not convert string to float:
-'<the cell>'``, a 1-D X printed whole): every public method validates them
-through :func:`validate_hiding_values`, which raises the same kind of error
-without any value.
+The estimators declare ``_parameter_constraints`` with :class:`Interval` and
+:class:`Options` (scikit-learn's machinery is private), checked by
+:func:`validate_parameters`. Data inputs go through
+:func:`validate_hiding_values`, since scikit-learn's and NumPy's errors can
+quote the data (``could not convert string to float: '<the cell>'``).
 """
 
 import math
@@ -22,21 +16,10 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 __all__ = [
-    "check_choice",
-    "check_delta",
-    "check_epsilon",
-    "check_guess",
-    "check_mechanism",
-    "check_noise_multiplier",
-    "check_positive_int",
-    "check_sample_rate",
-    "Interval",
-    "Options",
-    "PrivacyLeakWarning",
-    "public_row_count",
-    "score_hiding_values",
-    "validate_hiding_values",
-    "validate_parameters",
+    "check_choice", "check_delta", "check_epsilon", "check_guess", "check_mechanism",
+    "check_noise_multiplier", "check_positive_int", "check_sample_rate", "Interval", "Options",
+    "PrivacyLeakWarning", "VALUES_NOT_SHOWN", "public_row_count", "score_hiding_values",
+    "validate_hiding_values", "validate_parameters",
 ]
 
 # The one wording of every error about private data (the label error included).
@@ -186,29 +169,14 @@ _MESSAGES_WITHOUT_VALUES = tuple(re.compile(pattern) for pattern in (
 
 
 def validate_hiding_values(inputs, check, *args, **kwargs):
-    """Call the validation ``check(*args, **kwargs)``; its errors quote no data.
+    """``check(*args, **kwargs)`` (``validate_data``, ``check_array``): its errors quote no data.
 
-    A ``ValueError`` or ``TypeError`` that ``check`` raises is raised again
-    as the same type with a message that names the problem and the input
-    but quotes no value of it (shapes and dtypes, which are public, may
-    stay), and with no chained exception (``__cause__`` and ``__context__``
-    are None) and no other argument that could carry a value.
-
-    Parameters
-    ----------
-    inputs : dict
-        The data given to ``check``, by the name the user knows it by
-        (``{"X": X, "y": y}``), first the one that must be 2-D: used to say
-        which input is at fault and to report its shape.
-    check : callable
-        ``validate_data``, ``check_array`` or another function that
-        validates the inputs.
-    *args, **kwargs
-        Passed to ``check``.
-
-    Returns
-    -------
-    The return value of ``check``.
+    A ``ValueError`` or ``TypeError`` it raises is raised again as the same
+    type with a message that names the problem and the input but no value
+    (shapes and dtypes may stay), with no chained exception and no other
+    argument. ``inputs`` maps the names the user knows the data by to it
+    (``{"X": X, "y": y}``, the one that must be 2-D first), to say which is
+    at fault.
     """
     try:
         return check(*args, **kwargs)
@@ -246,22 +214,16 @@ def score_hiding_values(score, X, y, sample_weight=None):
 class PrivacyLeakWarning(UserWarning):
     """A value derived from the private data, or a setting, weakens the guarantee.
 
-    Raised, for example, when the label set is read from the training labels
-    instead of being declared with ``classes``, or when ``delta >= 1 / n``.
+    For example labels read from the training rows instead of declared with
+    ``classes``, or ``delta >= 1 / n``.
     """
 
 
 class Interval:
-    """A real or integral range; booleans are never accepted as numbers.
+    """A ``"real"`` or ``"integral"`` range (booleans are not numbers here).
 
-    Parameters
-    ----------
-    kind : {"real", "integral"}
-        ``"real"`` accepts any real number, ``"integral"`` only integers.
-    low, high : float or None
-        Bounds; ``None`` is unbounded.
-    closed : {"both", "left", "right", "neither"}
-        Which bounds belong to the interval.
+    ``low`` or ``high`` None is unbounded; ``closed`` ("both", "left",
+    "right", "neither") says which bounds belong to it.
     """
 
     def __init__(self, kind, low, high, closed="both"):
@@ -283,16 +245,10 @@ class Interval:
         value = int(value) if self.kind == "integral" else float(value)
         if math.isnan(value):
             return False
-        low_ok = (
-            self.low is None
-            or value > self.low
-            or (value == self.low and self.closed in ("both", "left"))
-        )
-        high_ok = (
-            self.high is None
-            or value < self.high
-            or (value == self.high and self.closed in ("both", "right"))
-        )
+        low_ok = self.low is None or value > self.low or (
+            value == self.low and self.closed in ("both", "left"))
+        high_ok = self.high is None or value < self.high or (
+            value == self.high and self.closed in ("both", "right"))
         return low_ok and high_ok
 
     def __str__(self):
@@ -305,15 +261,7 @@ class Interval:
 
 
 class Options:
-    """A finite set of allowed values of a given type.
-
-    Parameters
-    ----------
-    kind : type
-        Type the value must have (``str`` or ``bool``).
-    options : iterable
-        The allowed values.
-    """
+    """A finite set of allowed values of type ``kind`` (``str`` or ``bool``)."""
 
     def __init__(self, kind, options):
         self.kind = kind
@@ -332,23 +280,12 @@ class Options:
 
 
 def validate_parameters(estimator):
-    """Check every hyperparameter of ``estimator`` against its constraints.
+    """Check every hyperparameter of ``estimator`` against ``_parameter_constraints``.
 
-    Each entry of ``estimator._parameter_constraints`` is a list of
-    :class:`Interval`, :class:`Options`, ``None`` (the value ``None`` is
-    allowed) or ``callable`` (a callable check that returns an error message
-    or ``None``, for values such as ``classes`` and ``random_state``).
-
-    Parameters
-    ----------
-    estimator : BaseEstimator
-
-    Raises
-    ------
-    TypeError
-        The value has none of the allowed types.
-    ValueError
-        The value has an allowed type but lies outside every allowed range.
+    Each entry lists :class:`Interval`, :class:`Options`, ``None`` (None is
+    allowed) or callables that return an error message or None. A value of
+    none of the allowed types raises TypeError; one outside every allowed
+    range, ValueError.
     """
     name = type(estimator).__name__
     for parameter, constraints in estimator._parameter_constraints.items():
@@ -366,21 +303,15 @@ def validate_parameters(estimator):
         matching_type = [c for c in typed if c.type_ok(value)]
         allowed = " or ".join(str(c) for c in typed) + (" or None" if None in constraints else "")
         if not matching_type:
-            raise TypeError(
-                f"The {parameter!r} parameter of {name} must be {allowed}; "
-                f"got {value!r} of type {type(value).__name__}."
-            )
+            raise TypeError(f"The {parameter!r} parameter of {name} must be {allowed}; "
+                            f"got {value!r} of type {type(value).__name__}.")
         if not any(c.value_ok(value) for c in matching_type):
             raise ValueError(
-                f"The {parameter!r} parameter of {name} must be {allowed}; got {value!r}."
-            )
+                f"The {parameter!r} parameter of {name} must be {allowed}; got {value!r}.")
 
 
-# --------------------------------------------------------------------------
-# Arguments of the accounting functions (calibrate_noise, compute_epsilon,
-# ...): each returns the value normalised to a Python
+# Arguments of the accounting functions: each returns the value as a Python
 # float, int or str, and raises ValueError naming the parameter.
-# --------------------------------------------------------------------------
 
 
 def _is_real(x):
@@ -390,9 +321,7 @@ def _is_real(x):
 def check_epsilon(epsilon, name="epsilon"):
     if not _is_real(epsilon) or math.isnan(epsilon) or epsilon <= 0:
         raise ValueError(
-            f"{name} must be a positive number (float('inf') for no privacy), "
-            f"got {epsilon!r}."
-        )
+            f"{name} must be a positive number (float('inf') for no privacy), got {epsilon!r}.")
     return float(epsilon)
 
 
@@ -404,16 +333,12 @@ def check_delta(delta):
 
 def check_sample_rate(sample_rate):
     if not _is_real(sample_rate) or not 0 < sample_rate <= 1:
-        raise ValueError(
-            f"sample_rate must be a number in (0, 1], got {sample_rate!r}."
-        )
+        raise ValueError(f"sample_rate must be a number in (0, 1], got {sample_rate!r}.")
     return float(sample_rate)
 
 
 def check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    if value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
     return int(value)
 
@@ -425,14 +350,8 @@ def check_choice(value, allowed, name):
 
 
 def check_noise_multiplier(noise_multiplier):
-    if (
-        not _is_real(noise_multiplier)
-        or math.isnan(noise_multiplier)
-        or noise_multiplier < 0
-    ):
-        raise ValueError(
-            f"noise_multiplier must be a number >= 0, got {noise_multiplier!r}."
-        )
+    if not _is_real(noise_multiplier) or math.isnan(noise_multiplier) or noise_multiplier < 0:
+        raise ValueError(f"noise_multiplier must be a number >= 0, got {noise_multiplier!r}.")
     return float(noise_multiplier)
 
 
@@ -441,18 +360,15 @@ def _check_pld_discretization(value):
         return None
     if not _is_real(value) or not (0 < value < math.inf):
         raise ValueError(
-            f"pld_discretization must be None or a positive finite number, "
-            f"got {value!r}."
-        )
+            f"pld_discretization must be None or a positive finite number, got {value!r}.")
     return float(value)
 
 
 def check_mechanism(delta, sample_rate, n_steps, accountant, neighboring,
                     pld_discretization, *, accountants, relations):
-    """Validate the arguments shared by calibrate_noise and compute_epsilon.
+    """The arguments shared by calibrate_noise and compute_epsilon, checked.
 
-    ``accountants`` and ``relations`` are the allowed names
-    (``accounting.ACCOUNTANTS`` and ``accounting.NEIGHBORING_RELATIONS``).
+    ``accountants`` and ``relations`` are the allowed names.
     """
     return (
         check_delta(delta),
@@ -470,8 +386,7 @@ def check_guess(guess, target):
         raise ValueError(
             f"Cannot calibrate the noise for epsilon={target!r} at this delta "
             "(the starting point of the search is not finite); use a delta "
-            "between about 1e-300 and 0.5."
-        )
+            "between about 1e-300 and 0.5.")
 
 
 def public_row_count(X):
