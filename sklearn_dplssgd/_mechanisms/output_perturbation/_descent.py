@@ -86,9 +86,8 @@ class NoiseFreeDescent:
         self._grad = np.zeros_like(self.params)
 
     def context(self):
-        # Each step multiplies small matrices (b x d by d x K): BLAS's own
-        # threads only add synchronisation there and stall when the cores are
-        # busy (3 times slower per step measured on a loaded 2-core machine).
+        # Small matrix products: BLAS's threads only add synchronisation (3 times
+        # slower per step measured on a loaded 2-core machine).
         return blas_controller().limit(limits=1, user_api="blas")
 
     def chunks(self, chunk_starts, chunk, lattice):

@@ -117,10 +117,6 @@ class OutputLattice:
         self.allowance = float(allowance)
 
     @property
-    def grid_step(self):
-        return math.ldexp(1.0, self.grid_exponent)
-
-    @property
     def noise_multiplier(self):
         """``s / Delta_lat``, rounded down (the event never claims more noise)."""
         return math.nextafter(self.grid_scale / self.lattice_sensitivity, 0.0)
