@@ -368,21 +368,9 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pl
     ``EpsilonDeltaDpEvent`` parts are composed with the rest by basic composition
     (:func:`split_epsilon_delta_events`).
 
-    Parameters
-    ----------
-    event : dp_accounting.DpEvent
-    delta : float
-    neighboring : {"replace_one", "add_remove"}, default="replace_one"
-    pld_interval : float or None, default=None
-        PLD value discretization; None uses ``epsilon_RDP / 1000``.
-    pld_only : bool, default=False
-        Skip RDP (slow on compositions of many different events) and use PLD at
-        ``pld_interval`` (required) alone.
-
-    Returns
-    -------
-    float
-        ``inf`` for an event containing a non-private part.
+    ``pld_interval`` None uses ``epsilon_RDP / 1000``; ``pld_only`` skips RDP (slow on
+    compositions of many different events) and needs ``pld_interval``. ``inf`` for an
+    event containing a non-private part.
     """
     check_delta(delta)
     check_choice(neighboring, NEIGHBORING_RELATIONS, "neighboring")

@@ -429,27 +429,11 @@ class PrivacyLedger:
         evaluation; public quantities only. The fit's :meth:`charge` checks the cap
         again (another fit may have charged meanwhile).
 
-        Parameters
-        ----------
-        name : str
-            The estimator's name, for the messages.
-        event_of_noise : callable
-            ``z -> dp_accounting.DpEvent`` of the fit at noise multiplier
-            ``z`` (non-increasing privacy loss in ``z``); it may return None
-            for a ``z`` too small to account (treated as exceeding the cap).
-        sample_rate, n_steps : float, int
-            The fit's Poisson rate and number of steps: the search starts at
-            the noise that meets the remaining epsilon on its own.
-
-        Returns
-        -------
-        noise_multiplier : float
-
-        Raises
-        ------
-        PrivacyBudgetExceededError
-            When the records already take the whole budget, or all but less
-            than :attr:`pld_interval` (the totals' resolution).
+        ``event_of_noise`` maps ``z`` to the fit's event (privacy loss non-increasing
+        in ``z``; None for a ``z`` too small to account, treated as over the cap);
+        ``sample_rate`` and ``n_steps`` set where the search starts. Raises
+        :class:`PrivacyBudgetExceededError` when the records leave less than
+        :attr:`pld_interval` (the totals' resolution).
         """
         if self.max_epsilon is None:
             raise ValueError(remaining_budget_error(self))

@@ -196,22 +196,11 @@ def contraction_factor(eta, smoothness, strong_convexity):
 
 
 def default_step(smoothness, strong_convexity):
-    """The constant step ``2 / (L + mu)``, from public constants only.
+    """The constant step ``2 / (L + mu)`` (``0 < mu <= L``), from public constants only.
 
     It minimises ``rho`` (to ``(L - mu) / (L + mu) < 1``), the fastest contraction per
-    step; it always satisfies ``eta < 2 / L``. A smaller step lowers the sensitivity but
+    step, and satisfies ``eta < 2 / L``. A smaller step lowers the sensitivity but
     needs more passes; the default does not trade that off.
-
-    Parameters
-    ----------
-    smoothness : float
-        L.
-    strong_convexity : float
-        mu, with ``0 < mu <= L``.
-
-    Returns
-    -------
-    float
     """
     smoothness = positive_finite(smoothness, "L")
     strong_convexity = positive_finite(strong_convexity, "mu")
@@ -250,28 +239,10 @@ def sensitivity(eta, gradient_bound, smoothness, strong_convexity, batch_size, n
     """Replace-one L2 sensitivity of the final weights: ``2 eta R / (b (1 - rho^m))``.
 
     Proposition 2 of Chen, Lee and Kifer, AISTATS 2019, for any number of passes
-    (the argument: docs/privacy_argument.rst, "Output perturbation").
-
-    Parameters
-    ----------
-    eta : float
-        Constant step size (the estimators' ``eta0``).
-    gradient_bound, smoothness, strong_convexity : float
-        R, L and mu (see :func:`smoothness_constants`).
-    batch_size : int
-        b, the size of every batch.
-    n_batches : int
-        m = floor(n / b).
-
-    Returns
-    -------
-    float
-        Delta.
-
-    Raises
-    ------
-    ValueError
-        When ``rho >= 1``, i.e. ``eta`` is not in ``(0, 2 / L)``: no bound holds.
+    (the argument: docs/privacy_argument.rst, "Output perturbation"), with the step
+    ``eta`` (``eta0``), R, L and mu (:func:`smoothness_constants`), ``b`` rows a batch
+    and ``m = floor(n / b)`` batches. A ValueError when ``rho >= 1`` (``eta`` outside
+    ``(0, 2 / L)``): no bound holds then.
     """
     eta = positive_finite(eta, "eta (eta0)")
     gradient_bound = positive_finite(gradient_bound, "R")
@@ -443,26 +414,10 @@ def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_
 
     ``n_samples`` is public under replace-one adjacency, so ``m = floor(n / b)``, the
     sensitivity and the noise are known before the rows are read: an estimator can
-    charge its ledger with ``plan.mechanism.dp_event()`` first.
-
-    Parameters
-    ----------
-    epsilon, delta : float
-        Target; ``epsilon=inf`` plans a noise-free fit.
-    n_samples : int
-        n, the number of rows.
-    loss, n_outputs, fit_intercept, alpha, row_norm_bound, loss_threshold, \
-weight_norm_bound, target_bound, max_sample_weight
-        See :func:`smoothness_constants`.
-    batch_size : int or None
-        b, between 1 and ``n_samples``; None takes :func:`default_batch_size`.
-    eta : float or None, default=None
-        Constant step; None takes :func:`default_step`.
-    neighboring : {"replace_one"}, default="replace_one"
-
-    Returns
-    -------
-    OutputPerturbationPlan
+    charge its ledger with ``plan.mechanism.dp_event()`` first. ``epsilon=inf`` plans a
+    noise-free fit; ``batch_size`` (between 1 and ``n_samples``) and ``eta`` None take
+    :func:`default_batch_size` and :func:`default_step`; the loss's arguments are
+    :func:`smoothness_constants`'s. Returns an :class:`OutputPerturbationPlan`.
     """
     _check_neighboring(neighboring)
     n_samples = check_positive_int(n_samples, "n_samples")
