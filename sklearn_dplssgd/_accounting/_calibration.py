@@ -1,37 +1,15 @@
 """Noise calibration: the smallest noise multiplier that meets an (epsilon, delta) target.
 
-:func:`calibrate_noise` turns a target ``(epsilon, delta)`` into the noise
-multiplier ``z`` of the estimators' mechanism (see :mod:`._events`), with
-dp-accounting's public accountants deciding every answer, and keeps each
-result in memory for the process.
-:func:`smallest_noise_for` does the same for any epsilon curve.
-
-Decisions, and why
-------------------
-* Every answer is an evaluated ``z`` that the accountant certifies: the
-  searches only decide where to evaluate.
-* RDP: secant steps in (log z, log epsilon) from a zCDP guess bracket the
-  root, and dp-accounting's ``calibrate_dp_mechanism`` finds it inside the
-  bracket to 1e-5 relative (:func:`_smallest_noise`).
-* PLD (:func:`_pld_smallest_noise`) searches on a coarse interval, where an
-  evaluation of dp-accounting's ``PLDAccountant`` costs milliseconds, and
-  evaluates the fine interval (:func:`~sklearn_dplssgd._accounting._events.pld_interval_rule`) only
-  near the root, usually once or twice: the coarse root and the two probes
-  there predict the fine root (where the fine curve lies more than 5 percent
-  below the coarse one, a second prediction at the predicted root corrects
-  the slope), and secant steps at the fine interval, each aimed 1e-4 above
-  the predicted root so that the first usually lands on the safe side, end
-  at an evaluated z that meets the target (with a 1e-7 relative slack) and
-  lies within 2e-4 of the fine root.  Only fine evaluations decide the
-  answer.  At T = 19532, q = 0.00026 (replace-one) one fine evaluation at
-  interval 1e-4 takes about 0.8 s; that is most of a cold calibration there.
-* Huge targets (tens of epsilon) need almost no noise and PLD grids of
-  millions of points: when both the coarse PLD search and RDP find less than
-  ``_PLD_MIN_NOISE`` enough, RDP's answer is returned (and says so).
-* Results are cached in memory on the exact (validated) arguments, so that
-  each setting is searched once per process (a grid search's fits of one
-  setting share it).  Nothing is kept on disk: a new process (a joblib
-  worker) searches again, which costs far less than its fits.
+:func:`calibrate_noise` turns a target into the noise multiplier ``z`` of the
+estimators' mechanism (:mod:`._events`); :func:`smallest_noise_for` does the same
+for any epsilon curve. Every answer is an evaluated ``z`` that dp-accounting's
+accountant certifies: the searches only decide where to evaluate. RDP: secant
+steps in (log z, log epsilon) from a zCDP guess bracket the root, and
+dp-accounting's ``calibrate_dp_mechanism`` finds it inside the bracket. PLD: a
+search on a coarse interval (milliseconds an evaluation) and one or two
+evaluations at the fine one (:func:`_pld_smallest_noise`); for huge targets (less
+than ``_PLD_MIN_NOISE`` enough by both a coarse PLD search and RDP) RDP's answer.
+Results are cached in memory for the process, never on disk.
 """
 
 import dataclasses
@@ -75,11 +53,8 @@ _Z_MAX = 1e7
 def _zcdp_guess(epsilon, delta, sample_rate, n_steps):
     """Cheap starting point for the search (not used for the answer).
 
-    Pretend the mechanism is rho-zCDP with rho = T q^2 (exp(1/z^2) - 1) / 2
-    (about T/(2 z^2) for q = 1; the exponential keeps the guess sensible at
-    small z, where subsampling amplifies less) and
-    eps = rho + 2 sqrt(rho log(1/delta)).  Within a factor 1.5 of the RDP
-    answer on the usual settings; the search corrects the rest.
+    Pretends the mechanism is rho-zCDP with rho = T q^2 (exp(1/z^2) - 1) / 2 and
+    eps = rho + 2 sqrt(rho log(1/delta)): within a factor 1.5 of the RDP answer.
     """
     log_inv_delta = -math.log(delta)  # 1 / delta overflows for subnormal delta
     rho = (math.sqrt(log_inv_delta + epsilon) - math.sqrt(log_inv_delta)) ** 2
@@ -88,12 +63,7 @@ def _zcdp_guess(epsilon, delta, sample_rate, n_steps):
 
 
 def _zcdp_slope(epsilon, delta, noise_multiplier):
-    """d log(eps) / d log(z) of :func:`_zcdp_guess`'s model where eps = epsilon.
-
-    The first secant step of a search needs a slope; the model's is within
-    about a factor 1.5 of the accountants' (-1 for large z, -2 to -5 for
-    z < 1, where a slope of -1 would overshoot far into costly small z).
-    """
+    """d log(eps) / d log(z) of :func:`_zcdp_guess`'s model: the first secant step's slope."""
     log_inv_delta = -math.log(delta)
     root = math.sqrt(log_inv_delta + epsilon) - math.sqrt(log_inv_delta)
     rho = root**2
@@ -105,13 +75,10 @@ def _zcdp_slope(epsilon, delta, noise_multiplier):
 
 
 class _EpsilonCurveAccountant(dp_accounting.PrivacyAccountant):
-    """A dp-accounting accountant whose epsilon is a given function of z.
+    """A dp-accounting accountant whose epsilon is a given (cached) function of z.
 
-    It lets dp-accounting's ``calibrate_dp_mechanism`` search our cached
-    epsilon curves (which hold the group-privacy step of replace-one RDP and
-    the PLD interval chosen once per search) instead of rebuilding an
-    accountant per evaluation. Events are ``GaussianDpEvent(z)`` carrying
-    only z; delta is fixed inside ``eps_of_z``.
+    For ``calibrate_dp_mechanism``; its events are ``GaussianDpEvent(z)`` carrying only
+    z, delta is fixed inside ``eps_of_z``.
     """
 
     def __init__(self, eps_of_z):
@@ -133,14 +100,10 @@ class _EpsilonCurveAccountant(dp_accounting.PrivacyAccountant):
 
 
 class _LogSecant:
-    """Secant search for ``eps(z) = target`` in (log z, log epsilon).
+    """Secant search for ``eps(z) = target`` in (log z, log epsilon), nearly a line there.
 
-    There the curve is nearly a straight line (epsilon ~ 1/z for large z).
-    Every evaluation updates the bracket ``lo < root <= hi`` (epsilon is
-    non-increasing in z: ``eps(lo) > target >= eps(hi)``) and the slope, kept
-    <= -0.5 (epsilon decreases at least like 1/sqrt(z) in practice).  The
-    answer is always an evaluated ``hi``: what :meth:`step` proposes only
-    decides where to look next.
+    Every evaluation updates the bracket ``lo < root <= hi`` (``eps(lo) > target >=
+    eps(hi)``) and the slope, kept <= -0.5. The answer is always an evaluated ``hi``.
     """
 
     def __init__(self, eps_of_z, target, slope=-1.0):
@@ -174,11 +137,9 @@ class _LogSecant:
     def step(self, overshoot=1.0, margin=0.0, min_step=0.0, bisect=False):
         """Evaluate at the secant's root from the last point, times ``1 + margin``.
 
-        ``overshoot`` > 1 lengthens the step (to cross the target when
-        bracketing); inside a bracket the new point stays strictly inside it,
-        and with ``bisect`` it is the bracket's geometric midpoint.
-        Returns False when z would fall below 1e-6 (essentially no noise
-        needed, e.g. when T q <= delta); raises beyond ``_Z_MAX``.
+        ``overshoot`` > 1 lengthens the step; inside a bracket the point stays
+        inside it (its geometric midpoint with ``bisect``). Returns False below
+        z = 1e-6 (no noise needed); raises beyond ``_Z_MAX``.
         """
         log_step = min(max(-overshoot * self.gap / self.slope, -math.log(16.0)),
                        math.log(16.0))
@@ -206,13 +167,10 @@ class _LogSecant:
 
 
 def _smallest_noise(eps_of_z, target, delta, guess, rtol=_Z_RTOL):
-    """Smallest z (to relative ``rtol``) with ``eps_of_z(z) <= target``.
+    """Smallest z (to relative ``rtol``) with ``eps_of_z(z) <= target`` (non-increasing).
 
-    Relies on epsilon being non-increasing in z. A bracket ``[lo, hi]`` with
-    ``eps(lo) > target >= eps(hi)`` is found by secant steps
-    (:class:`_LogSecant`, overshooting by 10 % so that the target is crossed)
-    from ``guess``; dp-accounting's ``calibrate_dp_mechanism`` then finds the
-    root inside it and guarantees that the z it returns meets the target.
+    Secant steps from ``guess`` (overshooting by 10 %) bracket the root;
+    dp-accounting's ``calibrate_dp_mechanism`` finds it inside, meeting the target.
     """
     check_guess(guess, target)
     search = _LogSecant(eps_of_z, target)
@@ -233,30 +191,74 @@ def _smallest_noise(eps_of_z, target, delta, guess, rtol=_Z_RTOL):
     ))
 
 
+def _pld_coarse_root(eps_of_z, epsilon, delta, sample_rate, n_steps, neighboring):
+    """The root of ``eps_of_z`` (a coarse PLD curve) to 0.2 %, by secant steps from zCDP.
+
+    Returns ``(search, z)``; z is None where the search fell below 1e-6 (no noise
+    needed). The zCDP guess is for sensitivity C: replace-one without sampling is
+    exactly 2C, with sampling it needs less than twice the noise.
+    """
+    guess = _zcdp_guess(epsilon, delta, sample_rate, n_steps)
+    slope = _zcdp_slope(epsilon, delta, guess)
+    if neighboring == "replace_one":
+        guess *= 2.0 if sample_rate == 1.0 else math.sqrt(2.0)
+    check_guess(guess, epsilon)
+    search = _LogSecant(eps_of_z, epsilon, slope)
+    search.evaluate(guess)
+    while not (search.bracketed and (abs(search.gap) <= 2e-3
+                                     or search.hi <= search.lo * 1.002)):
+        if not search.step():
+            return search, None
+    return search, search.z if abs(search.gap) <= 2e-3 else search.hi
+
+
+def _predicted_epsilon(curve, coarse, half, interval, z):
+    """Epsilon at ``interval`` and ``z``, predicted from the error model ``c h**2``."""
+    eps_coarse, eps_half = curve(coarse)(z), curve(half)(z)
+    c = max(eps_coarse - eps_half, 0.0) / (0.75 * coarse**2) if half < coarse else 0.0
+    return eps_half - c * (half**2 - interval**2)
+
+
+def _fine_start(curve, coarse, half, interval, z_coarse, slope, target):
+    """Where the fine search starts, and its slope: the predicted fine root.
+
+    Where the fine curve is predicted far below the coarse one (and a fine
+    evaluation costs 8 or more at ``half``), a second prediction at the first
+    predicted root gives the slope (the discretization error varies with z);
+    closer, that secant is mostly the predictions' own error and the coarse
+    slope is kept.
+    """
+    predicted = _predicted_epsilon(curve, coarse, half, interval, z_coarse)
+    if not (predicted > 0 and math.isfinite(predicted)):
+        return z_coarse, slope
+    start = z_coarse * math.exp(-math.log(predicted / target) / slope)
+    if (half >= 8.0 * interval and start != z_coarse
+            and abs(math.log(predicted / target)) > _PLD_FAR):
+        predicted_2 = _predicted_epsilon(curve, coarse, half, interval, start)
+        if predicted_2 > 0 and math.isfinite(predicted_2) and predicted_2 != predicted:
+            slope = min(math.log(predicted_2 / predicted) / math.log(start / z_coarse), -0.5)
+            start = start * math.exp(-math.log(predicted_2 / target) / slope)
+    return start, slope
+
+
 def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, interval,
                         min_noise=0.0):
     """PLD calibration: search on coarse grids, certify on the fine one.
 
-    Returns ``(z, interval)``, or None when the root at the coarse interval
-    is below ``min_noise`` (then nothing finer was computed).  A PLD
-    evaluation costs about 1 / interval, and all but the last one or two only
-    steer the search, so:
+    Returns ``(z, interval)``, or None when the coarse root is below ``min_noise``
+    (nothing finer computed then). A PLD evaluation costs about 1 / interval, so:
 
-    1. Find the root of epsilon(z) at the coarse interval ``h = epsilon / 500``
-       (or 4 times a given ``interval``) by secant steps from the zCDP guess,
-       to 0.2 %.
-    2. There, evaluate at ``h / 2`` as well: the two values choose the fine
-       interval (:func:`pld_interval_rule`, unless given) and, through the
-       error model ``c * interval**2``, predict epsilon at the fine interval.
-    3. At the fine interval, step from the predicted root (plus 2e-5) by
-       secant steps until an evaluated ``z`` meets the target and lies within
-       ``_Z_RTOL_PLD`` of the root, by the bracket or by the local slope:
-       usually one or two evaluations (after six, bisection of the bracket
-       guarantees the end).
+    1. the root at the coarse interval ``h = epsilon / 500`` (or 4 times a given
+       ``interval``), to 0.2 % (:func:`_pld_coarse_root`);
+    2. there, the epsilon at ``h / 2`` too: the two choose the fine interval
+       (:func:`pld_interval_rule`, unless given) and predict the fine root
+       (:func:`_fine_start`);
+    3. secant steps at the fine interval, each aimed ``_PLD_MARGIN`` above the
+       predicted root, until an evaluated ``z`` meets the target (with a 1e-7
+       relative slack) within ``_Z_RTOL_PLD`` of the root: usually one or two
+       evaluations (after six, bisection of the bracket).
 
-    Only fine-interval evaluations decide the answer: the returned z meets
-    the target (with a 1e-7 relative slack besides) by dp-accounting's
-    ``PLDAccountant`` at the returned interval.
+    Only fine-interval evaluations decide the answer.
     """
     def curve(h):
         # Positional arguments: the same cache entries as compute_epsilon's.
@@ -267,55 +269,18 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
     else:
         coarse, finest = min(4.0 * interval, PLD_INTERVAL_BOUNDS[1]), interval
     half = max(coarse / 2.0, finest)
-
-    # 1. The coarse root. The zCDP guess is for sensitivity C. Replace-one
-    # without sampling is exactly sensitivity 2C, so twice the guess makes
-    # the search visit twice the add/remove points and reach the same
-    # epsilon; with sampling it needs less than twice the noise.
-    guess = _zcdp_guess(epsilon, delta, sample_rate, n_steps)
-    slope = _zcdp_slope(epsilon, delta, guess)
-    if neighboring == "replace_one":
-        guess *= 2.0 if sample_rate == 1.0 else math.sqrt(2.0)
-    check_guess(guess, epsilon)
-    search = _LogSecant(curve(coarse), epsilon, slope)
-    search.evaluate(guess)
-    while not (search.bracketed and (abs(search.gap) <= 2e-3
-                                     or search.hi <= search.lo * 1.002)):
-        if not search.step():
-            return (search.hi, coarse) if search.hi >= min_noise else None
-    z_coarse = search.z if abs(search.gap) <= 2e-3 else search.hi
+    search, z_coarse = _pld_coarse_root(curve(coarse), epsilon, delta, sample_rate, n_steps,
+                                        neighboring)
+    if z_coarse is None:
+        return (search.hi, coarse) if search.hi >= min_noise else None
     if z_coarse < min_noise:
         return None
-
-    # 2. The fine interval and epsilon there, predicted at z_coarse.
-    eps_coarse = curve(coarse)(z_coarse)
-    eps_half = curve(half)(z_coarse)
     if interval is None:
-        interval = pld_interval_rule(coarse, eps_coarse, eps_half, finest)
-    c = max(eps_coarse - eps_half, 0.0) / (0.75 * coarse**2) if half < coarse else 0.0
-    predicted = eps_half - c * (half**2 - interval**2)
-
-    # 3. Certify at the fine interval.
+        interval = pld_interval_rule(coarse, curve(coarse)(z_coarse), curve(half)(z_coarse),
+                                     finest)
     fine = _LogSecant(curve(interval), epsilon * (1.0 - _PLD_SLACK), search.slope)
-    if predicted > 0 and math.isfinite(predicted):
-        start = z_coarse * math.exp(-math.log(predicted / fine.target) / search.slope)
-        if (half >= 8.0 * interval and start != z_coarse
-                and abs(math.log(predicted / fine.target)) > _PLD_FAR):
-            # The fine curve lies far below the coarse one, and its slope
-            # differs (the discretization error varies with z); a fine
-            # evaluation costs 8 or more of those at ``half``.  So predict at
-            # ``start`` as well, and step along the secant of the two
-            # predictions.  (Closer, that secant is mostly the predictions'
-            # own error, about 0.1 to 0.3 percent: the coarse slope is better.)
-            eps_coarse_2, eps_half_2 = curve(coarse)(start), curve(half)(start)
-            c_2 = max(eps_coarse_2 - eps_half_2, 0.0) / (0.75 * coarse**2)
-            predicted_2 = eps_half_2 - c_2 * (half**2 - interval**2)
-            if predicted_2 > 0 and math.isfinite(predicted_2) and predicted_2 != predicted:
-                slope = min(math.log(predicted_2 / predicted) / math.log(start / z_coarse), -0.5)
-                fine.slope = slope
-                start = start * math.exp(-math.log(predicted_2 / fine.target) / slope)
-    else:
-        start = z_coarse
+    start, fine.slope = _fine_start(curve, coarse, half, interval, z_coarse, search.slope,
+                                    fine.target)
     fine.evaluate(start * (1.0 + _PLD_MARGIN))
     n_steps_fine = 0
     while not fine.close_enough(_Z_RTOL_PLD):
@@ -327,10 +292,9 @@ def _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring, inter
 
 def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
                pld_discretization):
-    """Compute a calibration (finite epsilon; arguments validated and normalised).
+    """``(calibration, pld_interval)`` for a finite epsilon (arguments validated).
 
-    Returns ``(calibration, pld_interval)``: the PLD discretization interval
-    at which a PLD answer's epsilon was computed, None for the others.
+    ``pld_interval`` is the interval of a PLD answer's epsilon, None for the others.
     """
     if accountant in ("rdp", "rdp_guess"):
         def eps_of_z(z):
@@ -344,11 +308,8 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
         found = _pld_smallest_noise(epsilon, delta, sample_rate, n_steps, neighboring,
                                     pld_discretization, min_noise=_PLD_MIN_NOISE)
         if found is None:
-            # Huge targets (tens of epsilon): almost no noise, PLD grids of
-            # millions of points, and nothing to gain. If RDP (dp-accounting's
-            # default orders: a sound bound, cheaper) also finds so little
-            # noise enough, its answer is returned; the calibration says which
-            # accountant gave it.
+            # Huge targets: PLD grids of millions of points for almost no noise. If
+            # RDP (default orders, sound) also finds so little enough, its answer.
             try:
                 rdp_calibration = dataclasses.replace(_calibrate_in_memory(
                     epsilon, delta, sample_rate, n_steps, "rdp_guess", neighboring, None,
@@ -366,8 +327,6 @@ def _calibrate(epsilon, delta, sample_rate, n_steps, accountant, neighboring,
             float(z), cached_epsilon(z, delta, sample_rate, n_steps, "pld", neighboring, interval),
             delta, sample_rate, n_steps, accountant, neighboring), interval
 
-    # The RDP answer that decides the PLD path for huge targets needs only a
-    # few digits.
     rtol = _GUESS_RTOL if accountant == "rdp_guess" else _Z_RTOL
     z = _smallest_noise(eps_of_z, epsilon, delta, guess, rtol)
     return PrivacyCalibration(float(z), float(eps_of_z(z)), delta, sample_rate,
@@ -391,9 +350,8 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
 
     The mechanism is ``n_steps`` steps of: Poisson-sample each row with
     probability ``sample_rate``, sum per-sample gradients clipped to L2 norm
-    ``C``, add ``N(0, (z C)^2 I)``.  Results are cached on the exact
-    arguments, so repeated calls in one process (e.g. in a grid search) cost
-    microseconds and return the same object.
+    ``C``, add ``N(0, (z C)^2 I)``.  Results are cached in the process on the
+    exact arguments (a repeated call returns the same object).
 
     Parameters
     ----------
@@ -407,28 +365,22 @@ def calibrate_noise(epsilon, delta, *, sample_rate, n_steps, accountant="pld",
         Number of noisy steps ``T`` >= 1.
     accountant : {"pld", "rdp"}, default="pld"
         * ``"pld"``: dp-accounting's PLD accountant, the tightest (typically
-          5-15 % less noise than RDP).  Its ``value_discretization_interval``
-          is chosen between ``epsilon / 500`` and ``epsilon / 10000`` for
-          about 1e-4 relative accuracy (see the module docstring) unless
-          ``pld_discretization`` is given; ``z`` is within about 2e-4 of
-          the smallest ``z`` that interval certifies.  Cold call 0.04-0.15 s at
-          typical settings (0.4 s under add/remove), about 1.1 s at 20 000
-          steps with ``q`` ~ 0.0003 (1.5 s under add/remove).
+          5-15 % less noise than RDP); ``z`` is within about 2e-4 of the
+          smallest ``z`` its interval certifies.  Cold call 0.04-0.15 s at
+          typical settings, about 1.1 s at 20 000 steps with ``q`` ~ 0.0003.
         * ``"rdp"``: dp-accounting's RDP accountant, orders up to 1024 (dense
           above 64), improved conversion (Balle et al. 2020).  Cold call
           ~0.35-0.6 s.
     neighboring : {"replace_one", "add_remove"}, default="replace_one"
-        Adjacency.  ``"add_remove"``: one row added or removed (sensitivity
-        ``C``; the row count, and so ``sample_rate`` and ``n_steps``, must
-        not be computed from the private data).  ``"replace_one"``: one row
-        replaced (sensitivity ``2C``);
-        native in PLD, sound group-privacy reduction in RDP for ``q < 1``
-        (see the module docstring).  ``z`` stays relative to ``C``.
+        ``"add_remove"``: one row added or removed (sensitivity ``C``; the row
+        count, and so ``sample_rate`` and ``n_steps``, must not be computed from
+        the private data).  ``"replace_one"``: one row replaced (sensitivity
+        ``2C``).  ``z`` stays relative to ``C``.
     pld_discretization : float, optional
-        Fixed PLD ``value_discretization_interval``.  Default: chosen
-        automatically for ~1e-4 relative accuracy, between ``epsilon / 500``
-        and ``epsilon / 10000`` (within [1e-6, 100]); the reported epsilon is
-        the one at that interval.  Ignored by the other accountants.
+        Fixed PLD ``value_discretization_interval``.  Default: chosen for ~1e-4
+        relative accuracy, between ``epsilon / 500`` and ``epsilon / 10000``
+        (within [1e-6, 100]); the reported epsilon is the one at that interval.
+        Ignored by RDP.
 
     Returns
     -------
@@ -468,12 +420,10 @@ calibrate_noise.cache_clear = _clear_caches
 
 
 def smallest_noise_for(eps_of_z, epsilon, delta, guess=1.0, rtol=_Z_RTOL):
-    """Smallest noise multiplier ``z`` with ``eps_of_z(z) <= epsilon``.
+    """Smallest ``z`` with ``eps_of_z(z) <= epsilon``, for any non-increasing epsilon curve.
 
-    For mechanisms other than the estimators' own (the private search's score
-    and trials), where ``eps_of_z`` is typically :func:`.event_epsilon` of an
-    event built from ``z``. ``eps_of_z`` must be non-increasing in ``z``; the
-    answer is certified by ``eps_of_z`` itself.
+    Typically :func:`.event_epsilon` of an event built from ``z``; the answer is
+    certified by ``eps_of_z`` itself.
     """
     check_epsilon(epsilon)
     check_delta(delta)

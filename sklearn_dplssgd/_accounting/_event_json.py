@@ -38,14 +38,21 @@ __all__ = ["event_from_json", "event_to_json"]
 # allowed to exhaust the stack).
 _MAX_DEPTH = 32
 
-_LEAVES = {
-    dp_accounting.NonPrivateDpEvent: "non_private",
-    dp_accounting.NoOpDpEvent: "no_op",
+_RepeatAndSelect = dp_accounting.dp_event.RepeatAndSelectDpEvent
+# Each known type: its JSON name and its fields, in the constructor's order; a
+# field is a number, "event", "events" (a list of events) or "count".
+_TYPES = {
+    dp_accounting.NonPrivateDpEvent: ("non_private", ()),
+    dp_accounting.NoOpDpEvent: ("no_op", ()),
+    dp_accounting.GaussianDpEvent: ("gaussian", ("noise_multiplier",)),
+    dp_accounting.LaplaceDpEvent: ("laplace", ("noise_multiplier",)),
+    EpsilonDeltaDpEvent: ("epsilon_delta", ("epsilon", "delta")),
+    dp_accounting.PoissonSampledDpEvent: ("poisson_sampled", ("sampling_probability", "event")),
+    dp_accounting.SelfComposedDpEvent: ("self_composed", ("event", "count")),
+    dp_accounting.ComposedDpEvent: ("composed", ("events",)),
+    _RepeatAndSelect: ("repeat_and_select", ("event", "mean", "shape")),
 }
-_NOISE = {
-    dp_accounting.GaussianDpEvent: "gaussian",
-    dp_accounting.LaplaceDpEvent: "laplace",
-}
+_BY_NAME = {name: (kind, fields) for kind, (name, fields) in _TYPES.items()}
 
 
 def _number_to_json(value):
@@ -58,48 +65,27 @@ def _number_to_json(value):
 
 
 def event_to_json(event, _depth=0):
-    """The JSON-serialisable data of ``event``.
-
-    Parameters
-    ----------
-    event : dp_accounting.DpEvent
-        One of the types listed in the module docstring.
-
-    Returns
-    -------
-    dict
-
-    Raises
-    ------
-    ValueError
-        For any other type of event.
-    """
+    """The JSON-serialisable dict of ``event``; a ValueError for a type not listed above."""
     if _depth > _MAX_DEPTH:
         raise ValueError(f"an event nested deeper than {_MAX_DEPTH} levels cannot be recorded.")
     kind = type(event)
-    if kind in _LEAVES:
-        return {"type": _LEAVES[kind]}
-    if kind in _NOISE:
-        return {"type": _NOISE[kind], "noise_multiplier": _number_to_json(event.noise_multiplier)}
-    if kind is EpsilonDeltaDpEvent:
-        return {"type": "epsilon_delta", "epsilon": _number_to_json(event.epsilon),
-                "delta": _number_to_json(event.delta)}
-    if kind is dp_accounting.PoissonSampledDpEvent:
-        return {"type": "poisson_sampled",
-                "sampling_probability": _number_to_json(event.sampling_probability),
-                "event": event_to_json(event.event, _depth + 1)}
-    if kind is dp_accounting.SelfComposedDpEvent:
-        return {"type": "self_composed", "event": event_to_json(event.event, _depth + 1),
-                "count": _count(event.count)}
-    if kind is dp_accounting.ComposedDpEvent:
-        return {"type": "composed",
-                "events": [event_to_json(part, _depth + 1) for part in event.events]}
-    if kind is dp_accounting.dp_event.RepeatAndSelectDpEvent:
-        return {"type": "repeat_and_select", "event": event_to_json(event.event, _depth + 1),
-                "mean": _number_to_json(event.mean), "shape": _number_to_json(event.shape)}
-    raise ValueError(
-        f"A {kind.__name__} cannot be recorded in a PrivacyLedger: only the events the "
-        "library produces are known to its file format.")
+    if kind not in _TYPES:
+        raise ValueError(
+            f"A {kind.__name__} cannot be recorded in a PrivacyLedger: only the events the "
+            "library produces are known to its file format.")
+    name, fields = _TYPES[kind]
+    data = {"type": name}
+    for field in fields:
+        value = getattr(event, field)
+        if field == "event":
+            data[field] = event_to_json(value, _depth + 1)
+        elif field == "events":
+            data[field] = [event_to_json(part, _depth + 1) for part in value]
+        elif field == "count":
+            data[field] = _count(value)
+        else:
+            data[field] = _number_to_json(value)
+    return data
 
 
 def _count(value):
@@ -117,64 +103,32 @@ def _number_from_json(data, name):
     return float(value)
 
 
-_FIELDS = {
-    "non_private": set(), "no_op": set(), "gaussian": {"noise_multiplier"},
-    "laplace": {"noise_multiplier"}, "epsilon_delta": {"epsilon", "delta"},
-    "poisson_sampled": {"sampling_probability", "event"}, "self_composed": {"event", "count"},
-    "composed": {"events"}, "repeat_and_select": {"event", "mean", "shape"},
-}
+def _field_from_json(data, field, depth):
+    if field == "event":
+        return event_from_json(data[field], depth + 1)
+    if field == "events":
+        if not isinstance(data[field], list):
+            raise ValueError("the 'events' of a recorded composition are not a list.")
+        return [event_from_json(part, depth + 1) for part in data[field]]
+    if field == "count":
+        return _count(data[field])
+    return _number_from_json(data, field)
 
 
 def event_from_json(data, _depth=0):
-    """Rebuild the event that :func:`event_to_json` wrote.
+    """Rebuild the event that :func:`event_to_json` wrote from parsed JSON.
 
-    Parameters
-    ----------
-    data : dict
-        Parsed JSON.
-
-    Returns
-    -------
-    dp_accounting.DpEvent
-
-    Raises
-    ------
-    ValueError
-        For an unknown type, missing or extra fields, or a field of the wrong
-        kind; nothing is evaluated but the known constructors.
+    A ValueError for an unknown type, missing or extra fields, or a field of the
+    wrong kind; nothing is evaluated but the known constructors.
     """
     if _depth > _MAX_DEPTH:
         raise ValueError(f"a recorded event is nested deeper than {_MAX_DEPTH} levels.")
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise ValueError("a recorded event is not an object with a 'type'.")
-    kind = data["type"]
-    if kind not in _FIELDS:
-        raise ValueError(f"a recorded event has the unknown type {kind[:40]!r}.")
-    if set(data) != _FIELDS[kind] | {"type"}:
-        raise ValueError(f"a recorded {kind!r} event does not have exactly its fields.")
-    if kind == "non_private":
-        return dp_accounting.NonPrivateDpEvent()
-    if kind == "no_op":
-        return dp_accounting.NoOpDpEvent()
-    if kind == "gaussian":
-        return dp_accounting.GaussianDpEvent(_number_from_json(data, "noise_multiplier"))
-    if kind == "laplace":
-        return dp_accounting.LaplaceDpEvent(_number_from_json(data, "noise_multiplier"))
-    if kind == "epsilon_delta":
-        return EpsilonDeltaDpEvent(_number_from_json(data, "epsilon"),
-                                   _number_from_json(data, "delta"))
-    if kind == "poisson_sampled":
-        return dp_accounting.PoissonSampledDpEvent(
-            _number_from_json(data, "sampling_probability"),
-            event_from_json(data["event"], _depth + 1))
-    if kind == "self_composed":
-        return dp_accounting.SelfComposedDpEvent(event_from_json(data["event"], _depth + 1),
-                                                 _count(data["count"]))
-    if kind == "composed":
-        if not isinstance(data["events"], list):
-            raise ValueError("the 'events' of a recorded composition are not a list.")
-        return dp_accounting.ComposedDpEvent(
-            [event_from_json(part, _depth + 1) for part in data["events"]])
-    return dp_accounting.dp_event.RepeatAndSelectDpEvent(
-        event_from_json(data["event"], _depth + 1), _number_from_json(data, "mean"),
-        _number_from_json(data, "shape"))
+    name = data["type"]
+    if name not in _BY_NAME:
+        raise ValueError(f"a recorded event has the unknown type {name[:40]!r}.")
+    kind, fields = _BY_NAME[name]
+    if set(data) != set(fields) | {"type"}:
+        raise ValueError(f"a recorded {name!r} event does not have exactly its fields.")
+    return kind(*(_field_from_json(data, field, _depth) for field in fields))

@@ -1,62 +1,18 @@
 """Privacy accounting for DP-LSSGD on top of Google's ``dp-accounting``: events and epsilon.
 
-The mechanism that the estimators run is, for ``T`` steps: Poisson-sample every
-row independently with probability ``q``, sum the per-sample gradients each
-clipped to L2 norm ``C``, add ``N(0, (z C)^2 I)``.  Laplacian smoothing and the
-step are post-processing.  In ``dp-accounting`` terms that is::
+The estimators' mechanism is ``T`` steps of: Poisson-sample every row with
+probability ``q``, sum the per-sample gradients clipped to L2 norm ``C``, add
+``N(0, (z C)^2 I)`` (smoothing and the step are post-processing); in dp-accounting's
+terms ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), T)``
+(:func:`dp_event`). :func:`compute_epsilon` gives the epsilon a ``z`` reaches and
+:func:`event_epsilon` the epsilon of any event; :mod:`._calibration` turns a target
+into ``z``. dp-accounting is used through its public API only.
 
-    SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), T)
-
-(for ``q = 1`` simply ``SelfComposedDpEvent(GaussianDpEvent(z), T)``).
-
-This module builds that event (:func:`dp_event`), reports the ``epsilon`` a
-given ``z`` reaches (:func:`compute_epsilon`) and the epsilon of any event
-(:func:`event_epsilon`).  Turning a target ``(epsilon, delta)`` into ``z`` is
-:mod:`._calibration`'s job.  ``z`` is always relative to the clip norm: the noise
-standard deviation on the *sum* of clipped gradients is ``z * C``.
-
-dp-accounting is used through its public API only: ``PLDAccountant``,
-``RdpAccountant``, the ``DpEvent`` classes, ``get_epsilon``.
-
-Decisions, and why
-------------------
-* PLD is the default: it is the tightest sound accountant dp-accounting
-  offers (RDP over-reports epsilon by 5 to 40 percent in typical settings,
-  far more at tiny epsilon) and handles replace-one adjacency natively.
-* RDP uses ``dp-accounting``'s default orders made dense between 64 and
-  1024 (see :func:`_rdp_orders`) and its default, improved RDP ->
-  (epsilon, delta) conversion (Balle et al. 2020).  Capping the orders at 63
-  would make epsilon below about 0.1 at delta = 1e-5 impossible to certify.
-* PLD: the PLD estimate is pessimistic, hence sound at any
-  ``value_discretization_interval``, but it overestimates epsilon by about
-  ``c * interval**2``, where ``c`` depends on the regime (2 % at
-  ``epsilon / 1000`` and 1e-4 at ``epsilon / 10000`` with T ~ 20000 steps,
-  exact to 1e-6 at ``epsilon / 500`` with T ~ 20), while the run time grows
-  like ``1 / interval``.  Two cheap probes (``epsilon / 500`` and
-  ``epsilon / 1000``) estimate ``c``, and :func:`pld_interval_rule` takes
-  the coarsest interval ``epsilon / (500 * 2**k)`` with a predicted error
-  below 1e-4 relative, never finer than ``epsilon / 10000``.  The scale is
-  the target epsilon when calibrating, and ``epsilon_RDP(z)`` (an upper bound
-  on the PLD value, ~20 ms) in :func:`compute_epsilon`.  Both functions
-  accept ``pld_discretization`` to fix the interval instead.  Every PLD
-  epsilon is dp-accounting's ``PLDAccountant`` at the chosen interval.
-* ``replace_one``: one row replaced by another (sensitivity ``2C`` on the sum).
-  ``dp-accounting``'s PLD accountant supports the Poisson-subsampled Gaussian
-  under ``REPLACE_ONE`` natively and is used as is.  Its RDP accountant refuses
-  ``PoissonSampledDpEvent`` under ``REPLACE_ONE``, so for ``q < 1`` RDP uses
-  the provably sound group-privacy reduction: replace-one neighbours are two
-  add/remove steps apart, so an (e, d)-DP mechanism under add/remove is
-  (2 e, (1 + exp(e)) d)-DP under replace-one; we report the smallest
-  ``eps`` with ``2 * eps_AR(delta / (1 + exp(eps / 2))) <= eps``.  (Treating
-  replace-one as add/remove with a halved multiplier is NOT used: it is not
-  proven for Poisson sampling.)  For ``q = 1`` there is no sampling and
-  replace-one is exactly the Gaussian mechanism with sensitivity ``2C``, i.e.
-  multiplier ``z / 2`` under add/remove; RDP uses that, and it is what PLD's
-  native ``REPLACE_ONE`` Gaussian computes.
-* Log records that ``dp-accounting`` emits (through absl logging, e.g. "failed
-  to converge ... excluding this order", which only makes the bound more
-  conservative) are silenced inside our calls only, by
-  :func:`_quiet_dp_accounting`.  It raised no Python warnings in our probes.
+PLD is the default accountant (the tightest sound one; RDP over-reports by 5 to 40
+percent); RDP uses dense orders up to 1024 (:func:`_rdp_orders`) and, under
+replace-one with sampling, the group-of-two reduction (:func:`group_of_two_epsilon`;
+the argument: docs/privacy_argument.rst, "Replace-one under the RDP accountant").
+The PLD discretization interval is chosen per evaluation (:func:`pld_interval_rule`).
 """
 
 import contextlib
@@ -77,23 +33,10 @@ from dp_accounting import rdp as _dp_rdp
 from .._utils import check_choice, check_delta, check_mechanism, check_noise_multiplier
 
 __all__ = [
-    "ACCOUNTANTS",
-    "cached_epsilon",
-    "compute_epsilon",
-    "dp_event",
-    "EpsilonDeltaDpEvent",
-    "event_epsilon",
-    "EVENT_EPSILONS",
-    "group_of_two_epsilon",
-    "NEIGHBORING_RELATIONS",
-    "pld_grid_points",
-    "PLD_INTERVAL_BOUNDS",
-    "pld_interval_range",
-    "pld_interval_rule",
-    "PLD_MAX_POINTS",
-    "PrivacyCalibration",
-    "REMAINING_BUDGET",
-    "TARGET_RANGE_SHARE",
+    "ACCOUNTANTS", "cached_epsilon", "compute_epsilon", "dp_event", "EpsilonDeltaDpEvent",
+    "event_epsilon", "EVENT_EPSILONS", "group_of_two_epsilon", "NEIGHBORING_RELATIONS",
+    "pld_grid_points", "PLD_INTERVAL_BOUNDS", "pld_interval_range", "pld_interval_rule",
+    "PLD_MAX_POINTS", "PrivacyCalibration", "REMAINING_BUDGET", "TARGET_RANGE_SHARE",
     "split_epsilon_delta_events",
 ]
 
@@ -138,13 +81,11 @@ class PrivacyCalibration:
     Attributes
     ----------
     noise_multiplier : float
-        ``z``: the Gaussian noise added to the SUM of clipped per-sample
-        gradients has standard deviation ``z * clip_norm``.  ``0.0`` for
-        ``epsilon = inf`` (no noise).
+        ``z``: the noise on the SUM of clipped per-sample gradients has standard
+        deviation ``z * clip_norm``; ``0.0`` for ``epsilon = inf``.
     epsilon : float
-        The epsilon this ``z`` actually reaches for ``(sample_rate, n_steps,
-        delta)``, as certified by the accountant; never above the target.
-        ``inf`` when no noise is added.
+        The epsilon this ``z`` reaches, as certified by the accountant; never above
+        the target; ``inf`` without noise.
     delta : float
         The delta of the guarantee.
     sample_rate : float
@@ -170,27 +111,13 @@ class PrivacyCalibration:
 class EpsilonDeltaDpEvent(dp_accounting.DpEvent):
     """A mechanism known only to be (epsilon, delta)-DP, under the relation in use.
 
-    dp-accounting 0.6 has no such event. The private preprocessing releases
-    (AboveThreshold in :class:`~sklearn_dplssgd.DPBoundedScaler`, partition
-    selection in :class:`~sklearn_dplssgd.DPOneHotEncoder`) are proven
-    (epsilon, delta)-DP under both add/remove and replace-one neighbours,
-    with the epsilon and delta recorded here. No accountant of dp-accounting
-    supports the event; :func:`event_epsilon` composes it with the rest by
-    basic composition.
-
-    Attributes
-    ----------
-    epsilon : float
-    delta : float
+    The private preprocessing's releases (AboveThreshold, partition selection);
+    no accountant of dp-accounting supports it, so :func:`event_epsilon` composes it
+    with the rest by basic composition.
     """
 
     epsilon: float
     delta: float = 0.0
-
-
-# --------------------------------------------------------------------------
-# Talking to dp-accounting
-# --------------------------------------------------------------------------
 
 
 class _DpAccountingRecordFilter(logging.Filter):
@@ -204,17 +131,10 @@ class _DpAccountingRecordFilter(logging.Filter):
 
 @contextlib.contextmanager
 def _quiet_dp_accounting():
-    """Silence dp-accounting's log records, only inside this block.
+    """Drop dp-accounting's own log records (absl's and the root logger's) inside this block.
 
-    dp-accounting logs through absl (logger ``"absl"``: e.g. "failed to
-    converge ... excluding this order", which only makes the RDP bound more
-    conservative, and "negative Renyi divergence"), and its PLD module through
-    the root logger.  A filter that drops only records coming from
-    dp-accounting's own files is attached to both loggers for the duration of
-    the block; nothing else is hidden and nothing changes after it.  (No
-    Python warnings were seen from dp-accounting 0.6.0 even on extreme
-    inputs, so the warnings filters, which are process-global and not
-    thread-safe, are left alone.)
+    Such as "failed to converge ... excluding this order", which only makes the RDP
+    bound more conservative. The process-global warnings filters are left alone.
     """
     record_filter = _DpAccountingRecordFilter()
     loggers = (logging.getLogger("absl"), logging.getLogger())
@@ -228,14 +148,9 @@ def _quiet_dp_accounting():
 
 
 def dp_event(noise_multiplier, sample_rate, n_steps):
-    """The DpEvent of T steps of the Poisson-subsampled Gaussian mechanism.
-
-    The event the accountants compose, and the ``dp_event_`` of a private fit
-    (see :class:`sklearn_dplssgd._mechanisms._gradient.GradientPerturbation`).
-    """
+    """The DpEvent of T steps of the Poisson-subsampled Gaussian mechanism (q = 1: unsampled)."""
     gaussian = dp_accounting.GaussianDpEvent(noise_multiplier)
     if sample_rate == 1.0:
-        # Full batch: no sampling, T plain Gaussian mechanisms.
         return dp_accounting.SelfComposedDpEvent(gaussian, n_steps)
     return dp_accounting.SelfComposedDpEvent(
         dp_accounting.PoissonSampledDpEvent(sample_rate, gaussian), n_steps
@@ -243,16 +158,11 @@ def dp_event(noise_multiplier, sample_rate, n_steps):
 
 
 def _rdp_orders():
-    """RDP orders: dp-accounting's defaults, made dense between 64 and 1024.
+    """RDP orders: dp-accounting's defaults, made dense (factor 1.1) between 64 and 1024.
 
-    dp-accounting's default list (1.1 ... 10.9, 11 ... 63, 128, 256, 512,
-    1024) jumps by factors of 2 above 64, where the best order lies for
-    small epsilons; the optimum between two listed orders is then missed
-    (epsilon 0.1526 instead of 0.1434 for z = 8, q = 128 / 60000, T = 23438).
-    Orders 64 ... 1024 spaced by a factor 1.1 find the same optimum as every
-    integer order there would, at about 3 times the default's cost (50 ms an
-    evaluation instead of 16). Orders capped at 63 (as in Opacus) would make
-    small epsilons uncertifiable.
+    Above 64 the defaults jump by factors of 2 and miss the optimum of small epsilons
+    (0.1526 instead of 0.1434 for z = 8, q = 128 / 60000, T = 23438), at a third of
+    the cost; orders capped at 63 would make small epsilons uncertifiable.
     """
     return _RDP_ORDERS
 
@@ -266,13 +176,10 @@ _RDP_ORDERS = tuple(sorted(set(
 
 
 def group_of_two_epsilon(accountant, delta):
-    """Epsilon under replace-one from an add/remove RDP accountant.
+    """Epsilon under replace-one from an add/remove RDP accountant, by group privacy.
 
-    Group privacy for a group of 2: if the mechanism is (e, d)-DP under
-    add/remove, it is (2 e, (1 + exp(e)) d)-DP under replace-one.  Split the
-    target delta as d = delta / (1 + exp(eps / 2)) and return the smallest
-    ``eps`` found with ``2 * eps_AR(d) <= eps``; any such ``eps`` is a valid
-    guarantee, since then ``e = eps_AR(d) <= eps / 2``.
+    The smallest ``eps`` found with ``2 eps_AR(delta / (1 + exp(eps / 2))) <= eps``
+    (docs/privacy_argument.rst, "Replace-one under the RDP accountant").
     """
 
     def delta_ar(eps):
@@ -305,39 +212,31 @@ def group_of_two_epsilon(accountant, delta):
 @functools.lru_cache(maxsize=4096)
 def cached_epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighboring,
                    pld_interval):
-    """Epsilon of the mechanism for one z (cached; all arguments validated).
+    """Epsilon of the mechanism for one z (cached; arguments validated).
 
-    ``method`` is "rdp", "rdp_guess" (dp-accounting's default orders: the PLD
-    search's starting point) or "pld"; ``pld_interval`` is ignored for RDP.
+    ``method``: "rdp", "rdp_guess" (dp-accounting's default orders) or "pld".
     """
     if noise_multiplier == 0.0:
         return math.inf
     if noise_multiplier == math.inf:
         return 0.0
     if method == "pld" and pld_grid_points(noise_multiplier, pld_interval) > PLD_MAX_POINTS:
-        # Tiny noise (a huge epsilon target): the PLD grid would need
-        # gigabytes. RDP's bound is just as valid an upper bound on epsilon.
+        # Tiny noise: the PLD grid would need gigabytes; RDP's bound is as valid.
         method = "rdp"
     with _quiet_dp_accounting():
         if method in ("rdp", "rdp_guess"):
             z = noise_multiplier
             if neighboring == "replace_one" and sample_rate == 1.0:
-                # Exact: without sampling, replace-one is the Gaussian
-                # mechanism with sensitivity 2C, i.e. multiplier z / 2.
+                # Exact: without sampling, replace-one is sensitivity 2C.
                 z = noise_multiplier / 2.0
             accountant = _dp_rdp.RdpAccountant(
-                # The PLD search's starting point needs no dense grid.
                 orders=None if method == "rdp_guess" else list(_rdp_orders()),
                 neighboring_relation=_DP_RELATION["add_remove"],
             )
             accountant.compose(dp_event(z, sample_rate, n_steps))
             if neighboring == "replace_one" and sample_rate < 1.0:
-                # dp-accounting's RDP accountant does not support Poisson
-                # sampling under REPLACE_ONE: sound group-privacy reduction.
                 return group_of_two_epsilon(accountant, delta)
             return float(accountant.get_epsilon(delta))
-        # dp-accounting's public PLD accountant: both relations natively (and
-        # the q = 1 Gaussian with sensitivity 2C under REPLACE_ONE).
         accountant = _dp_pld.PLDAccountant(
             neighboring_relation=_DP_RELATION[neighboring],
             value_discretization_interval=pld_interval,
@@ -346,18 +245,8 @@ def cached_epsilon(noise_multiplier, delta, sample_rate, n_steps, method, neighb
         return float(accountant.get_epsilon(delta))
 
 
-# --------------------------------------------------------------------------
-# The PLD discretization interval
-# --------------------------------------------------------------------------
-
-
 def pld_grid_points(noise_multiplier, interval):
-    """Generous estimate of the PLD grid size for one subsampled Gaussian step.
-
-    The privacy loss of the Gaussian mechanism spans about ``0.7 / z**2``
-    (measured with dp-accounting 0.6 under replace-one, the wider relation);
-    the grid has one point per ``interval`` of it.
-    """
+    """Generous estimate of a subsampled Gaussian step's PLD grid size (loss span ~0.7 / z**2)."""
     z = noise_multiplier
     return (1.0 / z**2 + 10.0 / z) / interval
 
@@ -375,15 +264,12 @@ def pld_interval_range(eps_scale):
 def pld_interval_rule(coarse, eps_coarse, eps_half, finest):
     """The PLD interval, from epsilons at ``coarse`` and ``coarse / 2`` at one z.
 
-    The PLD accountant's estimate is pessimistic, hence sound at any interval,
-    but overestimates epsilon by about ``c * interval**2``, with ``c``
-    depending strongly on the regime: with T ~ 20000 steps an interval of
-    epsilon / 1000 is 2 % off, with T ~ 20 it is exact to 1e-6.  The cost
-    grows like 1 / interval.  So estimate ``c`` from the two probes (their
-    difference is ``0.75 c coarse**2``) and take the largest ``coarse / 2**k``
-    whose predicted error is below ``_PLD_RTOL`` relative, but never finer
-    than ``finest`` (where the error is about 1e-4 in the hardest regime).
-    This is up to ten times faster than a fixed fine interval when T is small.
+    The PLD estimate is pessimistic (sound) at any interval but overestimates epsilon
+    by about ``c * interval**2``, ``c`` depending strongly on the regime (2 % at
+    epsilon / 1000 with T ~ 20000, 1e-6 with T ~ 20), at a cost growing like
+    1 / interval. The probes' difference, ``0.75 c coarse**2``, estimates ``c``; the
+    answer is the largest ``coarse / 2**k`` with a predicted error below
+    ``_PLD_RTOL`` relative, never finer than ``finest``.
     """
     if coarse <= finest:
         return finest
@@ -401,10 +287,7 @@ def pld_interval_rule(coarse, eps_coarse, eps_half, finest):
 
 def _pld_interval(noise_multiplier, delta, sample_rate, n_steps, neighboring,
                   eps_scale):
-    """The PLD interval for one z: :func:`pld_interval_rule` on two probes there.
-
-    The probes are at ``eps_scale / 500`` and half of it (cheap).
-    """
+    """The PLD interval for one z: :func:`pld_interval_rule` on two cheap probes there."""
     coarse, finest = pld_interval_range(eps_scale)
     if coarse <= finest:
         return finest
@@ -412,11 +295,6 @@ def _pld_interval(noise_multiplier, delta, sample_rate, n_steps, neighboring,
         cached_epsilon(noise_multiplier, delta, sample_rate, n_steps, "pld", neighboring, h)
         for h in (coarse, max(coarse / 2.0, finest)))
     return pld_interval_rule(coarse, eps_coarse, eps_half, finest)
-
-
-# --------------------------------------------------------------------------
-# Epsilon of the estimators' mechanism, and of any DpEvent
-# --------------------------------------------------------------------------
 
 
 def compute_epsilon(noise_multiplier, delta, *, sample_rate, n_steps,
@@ -439,13 +317,11 @@ def compute_epsilon(noise_multiplier, delta, *, sample_rate, n_steps,
     neighboring : {"replace_one", "add_remove"}, default="replace_one"
         See :func:`~sklearn_dplssgd.calibrate_noise`.
     pld_discretization : float, optional
-        Fixed PLD ``value_discretization_interval``.  Default: chosen
-        automatically for ~1e-4 relative accuracy, between ``eps_RDP / 500``
-        and ``eps_RDP / 10000`` (within [1e-6, 100]), where ``eps_RDP`` is
-        the (larger) RDP value for the same ``z``.  The value may therefore
-        differ in the 4th-5th digit from the epsilon reported by
-        :func:`~sklearn_dplssgd.calibrate_noise`, which scales the interval by the target.
-        Ignored by the other accountants.
+        Fixed PLD ``value_discretization_interval``.  Default: chosen for ~1e-4
+        relative accuracy, between ``eps_RDP / 500`` and ``eps_RDP / 10000``
+        (``eps_RDP`` the larger RDP value for this ``z``), so the value may differ
+        in the 4th-5th digit from :func:`~sklearn_dplssgd.calibrate_noise`'s,
+        which scales the interval by the target.  Ignored by RDP.
 
     Returns
     -------
@@ -476,11 +352,6 @@ def compute_epsilon(noise_multiplier, delta, *, sample_rate, n_steps,
                           neighboring, pld_discretization)
 
 
-# --------------------------------------------------------------------------
-# Any DpEvent (the search's repeat-and-select, the ledger's compositions)
-# --------------------------------------------------------------------------
-
-
 # Events holding lists (ComposedDpEvent) are not hashable: key by their repr,
 # which names every field.
 EVENT_EPSILONS = {}
@@ -490,38 +361,16 @@ _EVENT_EPSILONS_MAX = 4096
 def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pld_only=False):
     """Epsilon at ``delta`` of any dp-accounting event, by the tightest sound accountant.
 
-    PLD (under the given adjacency, pessimistic) when it supports every part of
-    ``event``; otherwise RDP with the dense orders of :func:`_rdp_orders` under
-    add/remove, turned into replace-one by the group-of-two reduction of
-    :func:`group_of_two_epsilon`. ``RepeatAndSelectDpEvent`` (private
-    hyperparameter search) is supported by RDP only.
+    PLD under the given adjacency where it supports every part of ``event``, else RDP
+    under add/remove with the group-of-two reduction for replace-one (the search's
+    ``RepeatAndSelectDpEvent``); the smaller where both apply. A Gaussian query moves
+    by at most its sensitivity under add/remove, twice that under replace-one.
+    ``EpsilonDeltaDpEvent`` parts are composed with the rest by basic composition
+    (:func:`split_epsilon_delta_events`).
 
-    Every event here means what the estimators mean by it: one row moves each
-    Gaussian query by at most its sensitivity under add/remove (a clipped
-    gradient of norm ``C`` in units of ``C``, a bounded score in units of its
-    range); replace-one moves it by at most twice that.
-
-    Parameters
-    ----------
-    event : dp_accounting.DpEvent
-    delta : float
-    neighboring : {"replace_one", "add_remove"}, default="replace_one"
-    pld_interval : float or None, default=None
-        PLD value discretization; None uses ``epsilon_RDP / 1000`` (the PLD
-        estimate is pessimistic at any interval, finer is only tighter).
-    pld_only : bool, default=False
-        Skip RDP (whose composition of many different events is slow) and
-        use PLD at ``pld_interval`` (required) alone; for events PLD supports.
-
-    ``EpsilonDeltaDpEvent`` parts (the private preprocessing's releases),
-    which neither accountant supports, are composed with the rest by basic
-    composition: their epsilons add to the epsilon of the rest taken at
-    ``delta`` minus their deltas (:func:`split_epsilon_delta_events`).
-
-    Returns
-    -------
-    float
-        ``inf`` for an event containing a non-private part.
+    ``pld_interval`` None uses ``epsilon_RDP / 1000``; ``pld_only`` skips RDP (slow on
+    compositions of many different events) and needs ``pld_interval``. ``inf`` for an
+    event containing a non-private part.
     """
     check_delta(delta)
     check_choice(neighboring, NEIGHBORING_RELATIONS, "neighboring")
@@ -529,8 +378,7 @@ def event_epsilon(event, delta, neighboring="replace_one", pld_interval=None, pl
         raise ValueError("pld_only needs a pld_interval.")
     rest, pure_epsilon, pure_delta = split_epsilon_delta_events(event)
     if pure_epsilon or pure_delta:
-        # Basic composition of the (epsilon, delta) parts with the rest: a valid
-        # bound for any mechanisms (Dwork and Roth 2014, Theorem 3.16).
+        # Basic composition, valid for any mechanisms (Dwork and Roth 2014, Theorem 3.16).
         if not rest:
             # An (epsilon, delta')-DP mechanism is (epsilon, delta)-DP for delta >= delta'.
             return pure_epsilon if pure_delta <= delta else math.inf
@@ -584,34 +432,17 @@ def _pld_event_epsilon(event, delta, neighboring, interval):
         try:
             return float(pld.compose(event).get_epsilon(delta))
         except OverflowError:
-            # Its discretization overflows for nearly noiseless events (huge
-            # epsilons): not certified, which only makes a calibration go higher.
+            # Nearly noiseless events overflow its discretization: not certified.
             return math.inf
 
 
 def split_epsilon_delta_events(event):
-    """Take the ``EpsilonDeltaDpEvent`` parts out of a composition.
+    """Take the ``EpsilonDeltaDpEvent`` parts out of a composition, for basic composition.
 
-    dp-accounting's accountants do not support ``EpsilonDeltaDpEvent`` (an
-    (epsilon, delta)-DP mechanism of any form, such as the private
-    preprocessing's AboveThreshold and partition selection). The parts found
-    at the top of ``event`` (through ``ComposedDpEvent`` and
-    ``SelfComposedDpEvent``) are summed, for basic composition with the
-    rest; one nested inside another kind of event stays in the rest (and an
-    accountant then refuses it).
-
-    Parameters
-    ----------
-    event : dp_accounting.DpEvent
-
-    Returns
-    -------
-    rest : list of dp_accounting.DpEvent
-        The other parts (``NoOpDpEvent`` dropped).
-    epsilon : float
-        Sum of the parts' epsilons (with multiplicity).
-    delta : float
-        Sum of the parts' deltas.
+    Parts at the top of ``event`` (through ``ComposedDpEvent`` and
+    ``SelfComposedDpEvent``) are summed; one nested inside another kind of event stays
+    in the rest (and an accountant then refuses it). Returns ``(rest, epsilon,
+    delta)``: the other parts (``NoOpDpEvent`` dropped) and the sums, with multiplicity.
     """
     if isinstance(event, EpsilonDeltaDpEvent):
         return [], float(event.epsilon), float(event.delta)

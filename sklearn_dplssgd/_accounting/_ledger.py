@@ -1,47 +1,14 @@
 """PrivacyLedger: the budget spent on a data set, across every fit that saw it.
 
-scikit-learn copies estimators freely (``clone`` deep-copies parameters,
-joblib pickles them into worker processes), so a budget record held in an
-estimator's state is lost or duplicated (diffprivlib's accountant is, inside
-``GridSearchCV``). The ledger is one object that ``clone`` returns as itself,
-and whose records live in a file it owns: a pickled ledger in a worker
-process appends to the same file, so the parent sees every fit.
-
-The records file is the ledger's memory, so a ledger whose file is missing
-fails closed: only the constructor creates a records file, and a ledger (or a
-pickled copy in a worker process on a host that does not share the file)
-that cannot find it raises ``FileNotFoundError`` naming it, rather than
-starting again from zero.
-
-A ledger made without a path owns a temporary records file: the file and
-its head file are removed when that object is collected or its process
-ends, never by a copy in another process (a forked child included). Loaded
-from a pickle in the process that made it, such a ledger is that object
-itself, so a copy returned by a worker (an estimator of ``cross_validate``)
-keeps the records alive; a copy elsewhere that outlives it fails closed.
-
-The records file holds data, never code: one JSON line per record (the
-estimator's name and its event, rebuilt from its parameters by
-:mod:`._event_json`), after a header line naming the ledger (a random
-identity, its adjacency).  Each line carries a SHA-256 chain digest: of the
-previous line's digest and its own content.  A ``.head`` file beside it
-holds the number of records and the last digest, replaced atomically at
-every charge.  On every read the ledger refuses, with
-:class:`~sklearn_dplssgd.LedgerFileError`, a file that is not a ledger of this format (an
-older file of pickled records is never unpickled), a broken chain (a line
-edited or removed in the middle), a header of another ledger, and a file
-that no longer extends what this object (and its pickled copies, which carry
-it) or the head file last saw (records removed from the end, the file
-emptied).  An unkeyed digest is no signature: someone who can write both
-files and knows the format can rewrite them consistently; the records this
-process has seen are still protected (their digest is held in memory), and
-the docs state the rest.
-
-A fit charges the ledger before it reads any row: the mechanism depends only
-on public quantities, so its event, and the composed total with it, are
-known in advance, and a fit that would exceed ``max_epsilon`` is refused
-before the data is touched. The charge and the cap check are one atomic step
-under a file lock, so parallel fits cannot overrun the cap together.
+scikit-learn copies estimators freely (``clone``, joblib's pickles), so a budget held
+in an estimator's state is lost or duplicated. The ledger is one object that ``clone``
+returns as itself, whose records live in a file it owns, appended to by its pickled
+copies in worker processes. It fails closed: only the constructor creates a records
+file, and a ledger whose file is missing raises ``FileNotFoundError``. The file holds
+JSON data, never code (:mod:`._event_json`), chained by SHA-256 digests with a
+``.head`` file; what a read refuses, and what it cannot detect, are in
+docs/privacy_argument.rst ("What the ledger reads back"). A fit charges the ledger
+before it reads any row, the charge and the cap check one atomic step under a file lock.
 """
 
 import contextlib
@@ -89,10 +56,8 @@ class PrivacyBudgetExceededError(ValueError):
 class LedgerFileError(ValueError):
     """A ledger's records file cannot be trusted: the ledger refuses to charge or report.
 
-    Raised for a file that is not a ledger of this format (an older file of
-    pickled records included), one whose digests do not chain, one that
-    belongs to another ledger, and one that has lost records this ledger or
-    its head file had seen.  Never a reason to start again from zero.
+    A file not of this format (pickled records included), whose digests do not chain,
+    of another ledger, or that lost records this ledger or its head file had seen.
     """
 
 
@@ -126,21 +91,15 @@ class PrivacyLedger:
         Adjacency of the records: a fit under another adjacency is refused
         (its event would be accounted under the wrong relation).
     path : str or None, default=None
-        File holding the records. None creates a new temporary file, removed
-        with its head file when this object is garbage collected, at the end
-        of the process, or by :meth:`close`: such a ledger serves the worker
-        processes of its own process (joblib, a local Dask cluster), whose
-        copies fail closed once it is gone. Give a path to keep a ledger
-        across sessions; an existing file's records are kept.
+        File holding the records. None creates a temporary file, removed with
+        its head file when this object is collected, at the end of the process,
+        or by :meth:`close` (its workers' copies fail closed then). Give a path
+        to keep a ledger across sessions; an existing file's records are kept.
     create : bool, default=True
-        Whether the constructor may create the records file at ``path`` when
-        there is none (a new ledger). False reopens an existing ledger: a
-        missing file raises ``FileNotFoundError`` instead of starting a new,
-        empty one (use it where a path on a shared file system may not be
-        mounted). Only the constructor creates a file: once constructed, a
-        ledger, its clones and its pickled copies raise
-        ``FileNotFoundError`` on their next charge or read if the file has
-        gone, so a fit is never charged to a ledger that forgot the past.
+        Whether the constructor may create the records file at ``path``. False
+        only reopens an existing ledger (a missing file raises
+        ``FileNotFoundError``). Once constructed, a ledger and its copies raise
+        ``FileNotFoundError`` on their next charge or read if the file has gone.
 
     Attributes
     ----------
@@ -149,24 +108,13 @@ class PrivacyLedger:
 
     Notes
     -----
-    The ledger covers the processes that share its records file: those on
-    one machine, or on several that mount it from one shared file system
-    (with working ``flock`` locks). A worker that cannot see the file fails
-    closed. It is the user's bookkeeping of what was released, not a
-    guarantee across hosts that do not share it: fits on the same rows
-    elsewhere, with another ledger or none, are not counted.
-
-    The records file holds JSON data (never a pickle) with a chain of
-    SHA-256 digests and a head file: a file that was edited, cut short or
-    swapped for another ledger's is refused with :class:`~sklearn_dplssgd.LedgerFileError`
-    rather than read. A file of an older version of the library (pickled
-    records) is refused too, never unpickled. See the privacy page for what
-    this detects and what it cannot.
-
-    Fits on subsets of the rows (cross-validation folds) are recorded as if
-    each saw every row: sequential composition, a valid upper bound. A fit
-    refused by the cap records nothing; a fit that fails after its charge
-    (invalid data, divergence) keeps its charge.
+    The ledger covers the processes that share its records file (one machine, or
+    a shared file system with working ``flock`` locks), not fits elsewhere or with
+    another ledger. A file that was edited, cut short or swapped for another
+    ledger's is refused with :class:`~sklearn_dplssgd.LedgerFileError` (see the
+    privacy page). Fits on subsets of the rows are recorded as if each saw every
+    row. A fit refused by the cap records nothing; one that fails after its charge
+    keeps it.
 
     Examples
     --------
@@ -313,13 +261,11 @@ class PrivacyLedger:
         handle.flush()
 
     def _verified(self, handle):
-        """The records of the file, after checking that it can be trusted.
+        """The records (dicts with ``estimator`` and ``dp_event``) and the last digest.
 
-        Returns the records (dicts with ``estimator`` and ``dp_event``) and
-        the last chain digest.  Raises :class:`~sklearn_dplssgd.LedgerFileError` unless the
-        header is a ledger header of this format and adjacency, every line
-        chains to the one before, and the file extends both what this object
-        saw last and what the head file says.
+        Raises :class:`~sklearn_dplssgd.LedgerFileError` unless the file is a ledger of
+        this format and adjacency whose lines chain and which extends both what this
+        object saw last and what the head file says.
         """
         handle.seek(0)
         lines = handle.read().split(b"\n")
@@ -338,12 +284,19 @@ class PrivacyLedger:
                 "write it: with the version that wrote it print repr(record['dp_event']) "
                 "for each of its records, then charge each event to a new ledger of this "
                 "version with new_ledger.charge(name, event, neighboring)") from None
-        header = entries[0]
+        records, digests = self._chained_records(entries)
+        head = self._checked_head(len(records), digests)
+        self._seen = (len(records), digests[-1])
+        if head is None or head[1] != len(records):
+            self._write_head(len(records), digests[-1])
+        return records, digests[-1]
+
+    def _checked_header(self, header):
+        """The header's digest, once it is this ledger's header of this format."""
         if not (isinstance(header, dict) and header.get(_FORMAT_KEY) == _FORMAT_VERSION
                 and set(header) == {_FORMAT_KEY, "identity", "neighboring", "digest"}):
             raise self._refuse("does not start with a ledger header of this version")
-        content = {key: header[key] for key in header if key != "digest"}
-        digest = _chained("", content)
+        digest = _chained("", {key: header[key] for key in header if key != "digest"})
         if header["digest"] != digest:
             raise self._refuse("has a damaged header")
         if self._identity is None:
@@ -354,48 +307,51 @@ class PrivacyLedger:
             raise ValueError(
                 f"The ledger at {self.path!r} records {header['neighboring']!r} events; "
                 f"it cannot be opened with neighboring={self.neighboring!r}.")
+        return digest
+
+    def _chained_records(self, entries):
+        """The records after the header, each checked against the chain: and every digest."""
+        digest = self._checked_header(entries[0])
         records, digests = [], [digest]
-        for number, entry in enumerate(entries[1:], start=1):
+        for number, entry in enumerate(entries[1:], start=2):
             if not (isinstance(entry, dict) and set(entry) == {"estimator", "dp_event", "digest"}
                     and isinstance(entry["estimator"], str)):
-                raise self._refuse(f"has a damaged record on line {number + 1}")
-            content = {"estimator": entry["estimator"], "dp_event": entry["dp_event"]}
-            digest = _chained(digest, content)
+                raise self._refuse(f"has a damaged record on line {number}")
+            digest = _chained(digest, {"estimator": entry["estimator"],
+                                       "dp_event": entry["dp_event"]})
             if entry["digest"] != digest:
-                raise self._refuse(f"was edited: the digests break on line {number + 1}")
+                raise self._refuse(f"was edited: the digests break on line {number}")
             try:
                 event = event_from_json(entry["dp_event"])
             except ValueError as error:
-                raise self._refuse(f"holds an event it cannot read on line {number + 1} "
+                raise self._refuse(f"holds an event it cannot read on line {number} "
                                    f"({error})") from None
             records.append({"estimator": entry["estimator"], "dp_event": event})
             digests.append(digest)
+        return records, digests
+
+    def _checked_head(self, count_now, digests):
+        """The head file's entry, once the file extends what it and this object saw."""
         head = self._read_head()
         for source, (count, expected) in (("this ledger", self._seen),
                                           ("its head file", (head or (None, 0, None))[1:])):
-            if count > len(records):
+            if count > count_now:
                 raise self._refuse(
-                    f"holds {len(records)} records, but {source} saw {count}: records "
+                    f"holds {count_now} records, but {source} saw {count}: records "
                     "were removed")
             if expected is not None and digests[count] != expected:
                 raise self._refuse(f"no longer holds the records {source} saw: it was edited")
         if head is not None and head[0] != self._identity:
             raise self._refuse("has the head file of another ledger")
-        if head is None and records:
+        if head is None and count_now:
             raise self._refuse("has lost its head file")
-        self._seen = (len(records), digests[-1])
-        if head is None or head[1] != len(records):
-            self._write_head(len(records), digests[-1])
-        return records, digests[-1]
-
-    def _read(self, handle):
-        return self._verified(handle)[0]
+        return head
 
     @property
     def records(self):
         """The records so far: dicts with the estimator's name and its ``dp_event``."""
         with self._locked() as handle:
-            return self._read(handle)
+            return self._verified(handle)[0]
 
     @property
     def dp_event(self):
@@ -421,10 +377,8 @@ class PrivacyLedger:
     def epsilon(self, delta=None):
         """Composed epsilon of all records at ``delta`` (default: the ledger's).
 
-        dp-accounting's PLD accountant under the ledger's adjacency (a
-        pessimistic, hence sound, estimate), or its RDP accountant where a
-        record is a private search (PLD does not support those); see
-        ``accounting.event_epsilon``.
+        dp-accounting's PLD accountant under the ledger's adjacency, or its RDP
+        accountant where a record is a private search (PLD does not support those).
         """
         return self._total([record["dp_event"] for record in self.records],
                            self.delta if delta is None else delta)
@@ -470,43 +424,22 @@ class PrivacyLedger:
     def noise_within_cap(self, name, event_of_noise, *, sample_rate, n_steps):
         """The smallest noise multiplier whose event keeps the composed total within the cap.
 
-        For a fit asked to spend what remains of the budget
-        (``epsilon="remaining"``): the total of the ledger's records composed
-        with ``event_of_noise(z)`` (the same accountant, adjacency, delta and
-        PLD interval as :meth:`charge`) is at most ``max_epsilon``, as the
-        calibration's search (``smallest_noise_for``) certifies by evaluating
-        it. Public quantities only: the records and the fit's
-        event, before any row is read. The fit's :meth:`charge` checks the
-        cap again (another fit may have charged meanwhile: it is refused then).
+        For ``epsilon="remaining"``: the records composed with ``event_of_noise(z)``
+        (as :meth:`charge` composes them) stay within ``max_epsilon``, certified by
+        evaluation; public quantities only. The fit's :meth:`charge` checks the cap
+        again (another fit may have charged meanwhile).
 
-        Parameters
-        ----------
-        name : str
-            The estimator's name, for the messages.
-        event_of_noise : callable
-            ``z -> dp_accounting.DpEvent`` of the fit at noise multiplier
-            ``z`` (non-increasing privacy loss in ``z``); it may return None
-            for a ``z`` too small to account (treated as exceeding the cap).
-        sample_rate, n_steps : float, int
-            The fit's Poisson rate and number of steps: the search starts at
-            the noise that meets the remaining epsilon on its own.
-
-        Returns
-        -------
-        noise_multiplier : float
-
-        Raises
-        ------
-        PrivacyBudgetExceededError
-            When the records already take the whole budget, or all but less
-            than :attr:`pld_interval` (the totals' resolution).
+        ``event_of_noise`` maps ``z`` to the fit's event (privacy loss non-increasing
+        in ``z``; None for a ``z`` too small to account, treated as over the cap);
+        ``sample_rate`` and ``n_steps`` set where the search starts. Raises
+        :class:`PrivacyBudgetExceededError` when the records leave less than
+        :attr:`pld_interval` (the totals' resolution).
         """
         if self.max_epsilon is None:
             raise ValueError(remaining_budget_error(self))
         records = [record["dp_event"] for record in self.records]
         spent = self._total(records, self.delta)
-        # A remainder below the totals' PLD grid step is within their
-        # resolution: nothing a fit could be certified to spend.
+        # A remainder below the totals' PLD grid step is within their resolution.
         if not self.max_epsilon - spent > self.pld_interval:
             raise PrivacyBudgetExceededError(
                 f"{name} was asked to spend the remaining budget (epsilon='remaining'), but "
@@ -518,9 +451,7 @@ class PrivacyLedger:
             event = event_of_noise(noise_multiplier)
             return math.inf if event is None else self._total(records + [event], self.delta)
 
-        # The noise that meets the remainder on its own (cached): composed
-        # under PLD with the records it is usually a little more than needed,
-        # a starting point whose bracket the search then narrows.
+        # The noise that meets the remainder alone (cached): the search's start.
         guess = calibrate_noise(self.max_epsilon - spent, self.delta, sample_rate=sample_rate,
                                 n_steps=n_steps, neighboring=self.neighboring).noise_multiplier
         return smallest_noise_for(total_with, self.max_epsilon, self.delta,

@@ -1,10 +1,7 @@
-"""``privacy_report()``: what a fitted private object's guarantee means, in words.
+"""``privacy_report()``: what a fitted private object's guarantee means, in plain words.
 
-A short plain text for someone who is not a privacy expert: the unit that is
-protected, the epsilon and delta spent and what they mean, what the
-guarantee treats as public, the noise that was used, and what it does not
-cover. Built from fitted attributes only (the same public quantities the
-model already carries); it reads no training row.
+The protected unit, the epsilon and delta and their meaning, what is treated as public,
+the noise, and what is not covered; built from fitted attributes only, never a row.
 """
 
 import math
@@ -66,7 +63,7 @@ def _meaning(epsilon, delta):
 
 
 def _fitted_without_privacy(fitted):
-    """Why a fitted object's epsilon is infinite, in words (its own settings say)."""
+    """Why a fitted object's epsilon is infinite, in words."""
     params = fitted.get_params(deep=False)
     if params.get("reproducible"):
         return ("it was fitted with reproducible=True, whose noise anyone holding the model "

@@ -1,10 +1,8 @@
 """Output perturbation's release: the noise-free descent, then the noise once.
 
-The plan (constants, sensitivity, noise) is made from public quantities in
-:mod:`._accounting` before any row is read. Here the rows are clipped, the
-descent runs on the one training loop
-(:func:`~sklearn_dplssgd._training.run_training`, backend
-:class:`NoiseFreeDescent`), and the planned Gaussian noise is added to the final weights.
+The plan is made from public quantities in :mod:`._accounting` before any row is
+read; here the rows are clipped, the descent runs on the training loop (backend
+:class:`NoiseFreeDescent`) and the planned noise is added to the final weights.
 """
 
 import numpy as np
@@ -13,37 +11,20 @@ import scipy.sparse as sp
 from ..._backends import compute_row_norms, blas_controller
 from ..._training import LOSSES, loss_code, loss_derivative, TrainingPlan, run_training
 from ..._utils import check_positive_int
-from ._accounting import plan_output_perturbation
+from ._accounting import plan_output_perturbation, required_bounds
 from ._lattice import plan_on_lattice, release_on_lattice
 
 __all__ = [
-    "NoiseFreeDescent",
-    "add_output_noise",
-    "fixed_batches",
-    "refuse_sparse",
-    "release_output_perturbation",
-    "row_scales",
-    "train_output_perturbation",
+    "NoiseFreeDescent", "add_output_noise", "fixed_batches", "refuse_sparse",
+    "release_output_perturbation", "row_scales", "train_output_perturbation",
 ]
 
 
 def fixed_batches(rng, n_samples, batch_size):
-    """One random permutation cut into ``m = floor(n / b)`` batches of ``b`` rows.
+    """One random permutation cut into ``m = floor(n / b)`` batches of exactly ``b`` rows.
 
-    The last ``n - m b`` rows of the permutation are left out of the fit:
-    every batch then has exactly ``b`` rows, as Lemma 2 of Chen, Lee and Kifer, AISTATS 2019 assumes
-    (it divides by ``|B|``), and a differing row among the left-out ones
-    changes nothing, which :func:`sensitivity` covers.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    n_samples : int
-    batch_size : int
-
-    Returns
-    -------
-    batches : ndarray of int64 of shape (m, b)
+    The last ``n - m b`` rows of the permutation are left out (Lemma 2 of Chen, Lee and
+    Kifer divides by ``|B|``). Returns an int64 array of shape (m, b).
     """
     n_batches = n_samples // batch_size
     order = rng.permutation(n_samples)
@@ -86,14 +67,10 @@ def _check_encoded_targets(y, code, n_outputs):
 class NoiseFreeDescent:
     """Output perturbation's descent as a backend of the training loop (a ``TrainingBackend``).
 
-    Plain mini-batch gradient descent on the L2-penalised objective, from
-    zero weights, in float64: step t takes the fixed batch ``t mod m`` (no
-    draws, no noise: the noise is added once, after the loop), its rows
-    clipped on the fly by ``row_scales`` (the user's X is never modified and
-    no clipped copy of all of it is kept), the loss gradients summed without
-    clipping (the sum divided by b is the batch mean), the intercept
-    penalised too, and, with ``weight_norm_bound``, the weights projected
-    onto ``||(W, b)|| <= weight_norm_bound`` after each step.
+    Plain mini-batch gradient descent from zero weights in float64: step t takes the
+    fixed batch ``t mod m``, its rows clipped on the fly by ``row_scales`` (X is never
+    modified), the loss gradients summed unclipped, the intercept penalised too, and
+    with ``weight_norm_bound`` the weights projected onto that ball after each step.
     """
 
     xp = None
@@ -109,9 +86,8 @@ class NoiseFreeDescent:
         self._grad = np.zeros_like(self.params)
 
     def context(self):
-        # Each step multiplies small matrices (b x d by d x K): BLAS's own
-        # threads only add synchronisation there and stall when the cores are
-        # busy (3 times slower per step measured on a loaded 2-core machine).
+        # Small matrix products: BLAS's threads only add synchronisation (3 times
+        # slower per step measured on a loaded 2-core machine).
         return blas_controller().limit(limits=1, user_api="blas")
 
     def chunks(self, chunk_starts, chunk, lattice):
@@ -172,27 +148,10 @@ class NoiseFreeDescent:
 
 
 def add_output_noise(params, mechanism, rng, fit_intercept):
-    """The release of ``params`` by ``mechanism``, on every released coefficient.
+    """The release of ``params`` (shape (..., K, d + 1)) by ``mechanism``, as float64.
 
-    A mechanism on a lattice (every private fit's) releases ``gamma`` times
-    integers with exactly sampled integer noise
-    (:func:`~._lattice.release_on_lattice`); one without noise releases the
-    weights as they are, and no other is released (no floating-point noise
-    is ever drawn). Without an intercept the last column is the constant 0
-    (not a function of the data) and stays 0. Leading axes of ``params`` are
-    kept, so many independent releases of the same weights can be drawn at
-    once.
-
-    Parameters
-    ----------
-    params : ndarray of shape (..., K, d + 1)
-    mechanism : OutputPerturbation
-    rng : numpy.random.Generator
-    fit_intercept : bool
-
-    Returns
-    -------
-    ndarray of the shape of ``params``, float64
+    On a lattice (every private fit): :func:`~._lattice.release_on_lattice`. Without
+    noise the weights as they are; no floating-point noise is ever drawn.
     """
     if mechanism.grid_scale is not None:
         return release_on_lattice(params, mechanism, rng, fit_intercept)
@@ -215,44 +174,13 @@ def refuse_sparse(X):
 def train_output_perturbation(X, y, *, loss, n_outputs, fit_intercept, alpha, row_norm_bound,
                               eta, batch_size, n_passes, rng, loss_threshold, epsilon, delta,
                               weight_norm_bound=None, target_bound=None, seeded=False):
-    """Plan and train a linear model by output perturbation.
+    """Plan and train a linear model by output perturbation (tests and the audit).
 
-    Chen, Lee and Kifer, AISTATS 2019, Proposition 2.
-
-    :func:`plan_output_perturbation` followed by
-    :func:`release_output_perturbation` (the estimators call the two apart,
-    to charge their ledger in between).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, d)
-        Dense (sparse X is refused with a TypeError).
-    y : ndarray of shape (n_samples,)
-        Encoded targets: {0, 1} for binary log_loss, class indices for
-        multinomial log_loss, values for regression.
-    loss, n_outputs, fit_intercept, alpha, row_norm_bound, loss_threshold, \
-weight_norm_bound, target_bound
-        See :func:`smoothness_constants`.
-    eta : float or None
-        Constant step size in ``(0, 2 / L)``; None takes :func:`default_step`.
-    batch_size : int
-        b.
-    n_passes : int
-        Passes over the fixed batches (``max_iter``).
-    rng : numpy.random.Generator
-        Draws the permutation, then the noise.
-    epsilon, delta : float
-        Target; ``epsilon=inf`` releases the noise-free weights.
-    seeded : bool, default=False
-        Whether ``rng`` is a function of a seed that travels with the model:
-        the returned mechanism is then not private.
-
-    Returns
-    -------
-    params : ndarray of shape (n_outputs, d + 1)
-        Coefficients, intercepts in the last column (the layout of
-        ``backends.train_dp_lssgd``), in X's float dtype.
-    mechanism : OutputPerturbation
+    :func:`plan_output_perturbation`, then :func:`release_output_perturbation` (the
+    estimators call the two apart, to charge their ledger in between). ``eta=None``
+    takes the default step; ``n_passes`` passes over the fixed batches; ``rng``
+    draws the permutation, then the noise. Returns ``(params, mechanism)`` as
+    :func:`release_output_perturbation` does.
     """
     refuse_sparse(X)
     X = np.asarray(X)
@@ -266,43 +194,12 @@ weight_norm_bound, target_bound
     return release_output_perturbation(X, y, plan, n_passes=n_passes, rng=rng, seeded=seeded)
 
 
-def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
-                                sample_weight=None):
-    """Train the planned problem without noise, then release it with the planned noise.
+def _checked_inputs(X, y, plan, sample_weight):
+    """X, y (float64, targets clipped as planned) and the weights, checked against the plan.
 
-    Rows are clipped to ``plan.row_norm_bound`` (on the fly, the user's X is
-    not modified); ``squared_error`` targets are clipped to
-    ``plan.target_bound``. One permutation drawn from ``rng`` is cut into
-    ``m = floor(n / b)`` batches of ``b`` rows (the remaining ``n - m b`` rows
-    are not used); ``n_passes`` passes of noise-free gradient descent with the
-    constant step ``plan.eta`` run over them on the L2-penalised objective,
-    intercept penalised too (``squared_error``: projected onto
-    ``||(W, b)|| <= weight_norm_bound`` after each step); then the weights
-    are released on the plan's lattice: rounded to multiples of ``gamma``,
-    plus ``gamma`` times exactly sampled rounded Gaussian integers
-    (:mod:`._lattice`). A plan made without the number of features is put
-    on the lattice for X's.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, d)
-        ``n_samples`` must be the row count the plan was made for.
-    y : ndarray of shape (n_samples,)
-        Encoded targets (see :func:`train_output_perturbation`).
-    plan : OutputPerturbationPlan
-    n_passes : int
-    rng : numpy.random.Generator
-    seeded : bool, default=False
-        Whether ``rng`` is a function of a seed that travels with the model.
-    sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Each row's weight in ``[0, plan.max_sample_weight]`` (validated by
-        the caller): it multiplies the row's loss.
-
-    Returns
-    -------
-    params : ndarray of shape (n_outputs, d + 1), in X's float dtype
-    mechanism : OutputPerturbation
-        ``plan.mechanism``, or its seeded copy.
+    A mismatch with the plan is a caller's bug: the sensitivity was computed for its
+    batches, the lattice's float error bound for its features, the constants for
+    weights at most ``plan.max_sample_weight`` and for the loss's target encoding.
     """
     refuse_sparse(X)
     X = np.asarray(X)
@@ -312,26 +209,59 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError("X must be 2-D and y 1-D with one target per row of X.")
     if X.shape[0] // plan.batch_size != plan.n_batches:
-        # The sensitivity was computed for m batches: another n breaks it.
         raise ValueError(
             f"The plan is for {plan.n_batches} batches of {plan.batch_size} rows; "
             f"X has {X.shape[0]} rows.")
-    n_passes = check_positive_int(n_passes, "n_passes")
     if plan.n_features is not None and plan.n_features != X.shape[1]:
-        # The lattice's float error bound was computed for that many features.
         raise ValueError(f"The plan is for {plan.n_features} features; X has {X.shape[1]}.")
-    plan = plan_on_lattice(plan, X.shape[1])
     if sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
         if sample_weight.shape != (X.shape[0],) or not (
                 np.all(sample_weight >= 0) and np.all(sample_weight <= plan.max_sample_weight)):
-            # The constants assume w_i <= w_max (a caller's bug otherwise).
             raise ValueError("sample_weight must hold one weight in [0, max_sample_weight] "
                              "per row.")
-    code = loss_code(plan.loss, plan.n_outputs)
-    _check_encoded_targets(y, code, plan.n_outputs)
-    if LOSSES[plan.loss].needs_weight_bound and plan.target_bound is not None:
+    _check_encoded_targets(y, loss_code(plan.loss, plan.n_outputs), plan.n_outputs)
+    if required_bounds(plan.loss)[1] and plan.target_bound is not None:
         y = np.clip(y, -plan.target_bound, plan.target_bound)  # a copy
+    return X, y, sample_weight
+
+
+def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
+                                sample_weight=None):
+    """Train the planned problem without noise, then release it with the planned noise.
+
+    Rows are clipped to ``plan.row_norm_bound`` on the fly and regression targets to
+    ``plan.target_bound``; one permutation drawn from ``rng`` is cut into the plan's
+    batches; ``n_passes`` passes of noise-free descent with the constant step
+    ``plan.eta`` run over them; the weights are released on the plan's lattice
+    (:mod:`._lattice`; a plan made without the number of features is put on X's).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, d)
+        ``n_samples`` must be the row count the plan was made for.
+    y : ndarray of shape (n_samples,)
+        Encoded targets: {0, 1} for binary log_loss, class indices for a multiclass
+        loss, values for regression.
+    plan : OutputPerturbationPlan
+    n_passes : int
+    rng : numpy.random.Generator
+    seeded : bool, default=False
+        Whether ``rng`` is a function of a seed that travels with the model.
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Each row's weight in ``[0, plan.max_sample_weight]``.
+
+    Returns
+    -------
+    params : ndarray of shape (n_outputs, d + 1), in X's float dtype
+        Coefficients, intercepts in the last column.
+    mechanism : OutputPerturbation
+        ``plan.mechanism``, or its seeded copy.
+    """
+    X, y, sample_weight = _checked_inputs(X, y, plan, sample_weight)
+    n_passes = check_positive_int(n_passes, "n_passes")
+    plan = plan_on_lattice(plan, X.shape[1])
+    code = loss_code(plan.loss, plan.n_outputs)
     threshold = 0.0 if plan.loss_threshold is None else plan.loss_threshold
     batches = fixed_batches(rng, X.shape[0], plan.batch_size)
     descent = NoiseFreeDescent(

@@ -1,30 +1,12 @@
 """Output perturbation's release on a public lattice: integers plus exact integer noise.
 
-The noise-free descent computes the weights ``w`` in float64. The release is
-
-1. ``R = round(w / gamma)``, ``gamma = 2**e`` a public power of two (the
-   division is exact; each coordinate moves by at most 1/2);
-2. ``R + round(s G)``: integer noise, ``G`` standard normal and ``s`` a
-   public integer, drawn exactly by
-   :func:`~sklearn_dplssgd._backends.sample_rounded_gaussian` from the fit's
-   own generator's words (no floating-point value takes part in a draw);
-3. ``gamma (R + round(s G))``: the released weights.
-
-``R + round(s G) = round(R + s G)``, and the integer sum is a function of the
-continuous Gaussian mechanism ``R + s G`` on the integer vector ``R``: the
-release is post-processing of that mechanism, whose sensitivity is
-``Delta_lat``, a bound on ``||R(D) - R(D')||`` for replace-one neighbours
-(:func:`lattice_sensitivity`). It is accounted as the Gaussian mechanism with
-noise multiplier ``s / Delta_lat``, and the float channel of a float sum plus
-float noise (Mironov, "On significance of the least significant bits for
-differential privacy", CCS 2012) has nothing to read: every released value is
-``gamma`` times an integer, whatever the data.
-
-``Delta_lat`` widens the exact-arithmetic sensitivity ``Delta`` (Chen, Lee and
-Kifer, AISTATS 2019, Proposition 2) by the two roundings (``sqrt(p)``, ``p``
-the released coordinates) and by a rigorous bound on the floating-point
-error of the descent that computed ``w`` (:func:`float_error_allowance`),
-since the proposition is about exact arithmetic.
+The computed weights ``w`` are released as ``gamma (round(w / gamma) + round(s G))``,
+``gamma = 2**e`` a public power of two and ``s`` a public integer, the integer noise
+sampled exactly (:func:`~sklearn_dplssgd._backends.sample_rounded_gaussian`). It is
+post-processing of the Gaussian mechanism on the integer vector ``round(w / gamma)``,
+whose sensitivity ``Delta_lat`` widens Proposition 2's ``Delta`` by the roundings and
+a rigorous bound on the descent's floating-point error. The proofs (Lemmas O1, O2
+and Theorem O3) are in docs/privacy_argument.rst, "The release on a lattice".
 """
 
 import dataclasses
@@ -39,13 +21,8 @@ from ..._utils import check_positive_int
 from ._accounting import contraction_factor
 
 __all__ = [
-    "LATTICE_BITS",
-    "OutputLattice",
-    "float_error_allowance",
-    "lattice_sensitivity",
-    "plan_lattice",
-    "plan_on_lattice",
-    "release_on_lattice",
+    "LATTICE_BITS", "OutputLattice", "float_error_allowance", "lattice_sensitivity",
+    "plan_lattice", "plan_on_lattice", "release_on_lattice",
 ]
 
 # gamma is the largest power of two with Delta / gamma >= 2**LATTICE_BITS: the
@@ -70,39 +47,18 @@ def _gamma_n(n):
 
 def float_error_allowance(*, eta, constants, batch_size, n_features, n_outputs,
                           row_norm_bound, fit_intercept, weight_norm_bound=None):
-    """A bound on ``||w_float - w_exact||`` for the descent of output perturbation.
+    """``E``, a bound on ``||w_float - w_exact||`` for the descent of output perturbation.
 
-    ``w_exact`` is the descent in exact arithmetic on the rows clipped exactly
-    to ``row_norm_bound``; ``w_float`` the one :class:`NoiseFreeDescent`
-    computes in float64. The proof (the privacy guide, "Output
-    perturbation") bounds the error ``e_t`` of one computed step against the
-    exact step applied to the computed iterate (IEEE 754 round-to-nearest,
-    any summation order, ``exp`` within 8 ulps): the decay, the margins, the
-    residuals, the batch sum, the update, the projection and the rows' own
-    clipping. The exact step is a ``rho``-contraction (Lemma 2 of Chen, Lee and
-    Kifer), so the errors add up to at most ``max_t ||e_t|| / (1 - rho)``,
-    for any number of steps.
-
-    Parameters
-    ----------
-    eta : float
-    constants : SmoothnessConstants
-    batch_size, n_features, n_outputs : int
-    row_norm_bound : float
-    fit_intercept : bool
-    weight_norm_bound : float or None
-        The projection's radius (``squared_error``), None without projection.
-
-    Returns
-    -------
-    float
-        The allowance ``E``.
+    Lemma O1 of the privacy argument (each term below is named there): the error of
+    one computed step against the exact step, over ``1 - rho`` since the exact step
+    is a ``rho``-contraction, for any number of steps. ``weight_norm_bound`` is the
+    projection's radius (None without projection).
 
     Raises
     ------
     ValueError
-        Where the bound is not below the iterates' own bound (never for
-        realistic sizes): the proof's induction would not close.
+        Where the bound is not below the iterates' own bound (never for realistic
+        sizes): the proof's induction would not close.
     """
     gradient_bound, smoothness, mu = constants
     x = math.sqrt(row_norm_bound ** 2 + 1.0) if fit_intercept else row_norm_bound
@@ -141,13 +97,7 @@ def float_error_allowance(*, eta, constants, batch_size, n_features, n_outputs,
 
 
 def lattice_sensitivity(sensitivity, allowance, grid_exponent, n_released, rho):
-    """``Delta_lat``, an upper bound on ``||R(D) - R(D')||`` in lattice units.
-
-    ``||w(D) - w(D')|| <= Delta (1 + slack) + 2 E`` (each computed descent is
-    within ``E`` of its exact one; ``slack`` covers the float evaluation of
-    ``Delta`` itself), and each of the two roundings moves the vector by at
-    most ``sqrt(p) / 2``. Rounded up.
-    """
+    """``Delta_lat``, a bound on ``||R(D) - R(D')||`` in lattice units, rounded up (Lemma O2)."""
     slack = _CONSTANTS_SLACK + 64.0 * _U / max(1.0 - rho, _U)
     widened = (sensitivity * (1.0 + slack) + 2.0 * allowance) * 2.0 ** -grid_exponent
     value = (widened + math.sqrt(n_released)) * (1.0 + 8.0 * _U)
@@ -155,17 +105,9 @@ def lattice_sensitivity(sensitivity, allowance, grid_exponent, n_released, rho):
 
 
 class OutputLattice:
-    """The public lattice and integer noise of one release (``gamma = 2**grid_exponent``).
+    """One release's lattice: ``gamma = 2**grid_exponent``, ``s`` and ``Delta_lat``.
 
-    Attributes
-    ----------
-    grid_exponent : int
-    grid_scale : int
-        ``s``, the rounded Gaussian's scale in lattice units.
-    lattice_sensitivity : float
-        ``Delta_lat``.
-    allowance : float
-        ``E``, the descent's float error bound, on the weights' scale.
+    ``allowance`` is ``E``, the descent's float error bound, on the weights' scale.
     """
 
     def __init__(self, grid_exponent, grid_scale, lattice_sensitivity, allowance):
@@ -175,23 +117,17 @@ class OutputLattice:
         self.allowance = float(allowance)
 
     @property
-    def grid_step(self):
-        return math.ldexp(1.0, self.grid_exponent)
-
-    @property
     def noise_multiplier(self):
         """``s / Delta_lat``, rounded down (the event never claims more noise)."""
         return math.nextafter(self.grid_scale / self.lattice_sensitivity, 0.0)
 
 
 def plan_lattice(sensitivity, noise_multiplier, allowance, n_released, rho):
-    """The lattice of a release whose continuous calibration is ``noise_multiplier``.
+    """The lattice for the continuous calibration ``z``: ``s = ceil(z Delta_lat)``.
 
-    ``gamma`` is the largest power of two with ``Delta / gamma >= 2**20``
-    (coarser where ``s`` would pass the sampler's ``2**52``) and
-    ``s = ceil(z Delta_lat)``, so that ``s / Delta_lat >= z``: the event's
-    epsilon is at most the continuous calibration's, and within ``2**-20 / z``
-    of it relatively.
+    ``gamma`` is the largest power of two with ``Delta / gamma >= 2**20`` (coarser
+    where ``s`` would pass the sampler's ``2**52``); ``s / Delta_lat >= z``, so the
+    event's epsilon is at most the continuous calibration's.
     """
     grid_exponent = math.frexp(sensitivity)[1] - 1 - LATTICE_BITS
     while True:
@@ -203,25 +139,10 @@ def plan_lattice(sensitivity, noise_multiplier, allowance, n_released, rho):
 
 
 def release_on_lattice(params, mechanism, rng, fit_intercept, sampler=sample_rounded_gaussian):
-    """``gamma (round(w / gamma) + round(s G))`` on every released coefficient.
+    """``gamma (round(w / gamma) + round(s G))`` on every released coefficient (float64).
 
-    Without an intercept the last column is the constant 0 and stays 0.
-    Leading axes of ``params`` are kept (many releases of the same weights at
-    once). The noise's words are the next words of ``rng``'s own stream
-    (:class:`~sklearn_dplssgd._training.GeneratorWords`).
-
-    Parameters
-    ----------
-    params : ndarray of shape (..., K, d + 1)
-    mechanism : OutputPerturbation
-        On a lattice (``grid_exponent`` and ``grid_scale`` set).
-    rng : numpy.random.Generator
-    fit_intercept : bool
-    sampler : callable, default=sample_rounded_gaussian
-
-    Returns
-    -------
-    ndarray of float64 of the shape of ``params``
+    ``params`` has shape (..., K, d + 1); leading axes are kept. Without an intercept
+    the last column stays 0. The noise's words are the next words of ``rng``'s stream.
     """
     exponent = mechanism.grid_exponent
     released = np.zeros(np.shape(params), dtype=np.float64)
@@ -242,21 +163,9 @@ def release_on_lattice(params, mechanism, rng, fit_intercept, sampler=sample_rou
 def plan_on_lattice(plan, n_features):
     """``plan`` with its release on the lattice, for ``n_features`` public features.
 
-    The continuous calibration ``z`` of ``plan`` is kept as the target: the
-    lattice mechanism's multiplier ``s / Delta_lat`` is at least ``z``, and
-    its epsilon (recomputed by the accountant from its own event) at most
-    the continuous one's. A noise-free plan (``epsilon=inf``) is returned
-    with its features only: it releases the float weights.
-
-    Parameters
-    ----------
-    plan : OutputPerturbationPlan
-    n_features : int
-        d, the number of features (public).
-
-    Returns
-    -------
-    OutputPerturbationPlan
+    The lattice mechanism's multiplier ``s / Delta_lat`` is at least the plan's ``z``;
+    its epsilon is recomputed by the accountant from its own event. A noise-free plan
+    gets its features only (it releases the float weights).
     """
     n_features = check_positive_int(n_features, "n_features")
     if plan.lattice is not None and plan.n_features == n_features:

@@ -1,13 +1,8 @@
-"""Output perturbation: a noise-free descent, then noise on the weights once.
+"""Output perturbation as a release mechanism of the estimators (``mechanism="output"``).
 
-Chen, Lee and Kifer, AISTATS 2019, Proposition 2: constant-step gradient descent over a fixed random
-partition into batches, on a smooth and strongly convex objective with
-bounded per-sample gradients, has a bounded replace-one sensitivity of its
-last iterate; the release rounds it onto a public lattice and adds exactly
-sampled integer noise scaled to it (:mod:`._lattice`). The arithmetic
-(constants, step, sensitivity, calibration, descent) lives in
-:mod:`._accounting` and :mod:`._descent`; this module is the estimators'
-side: what settings it refuses, and what a fit reports.
+The arithmetic (constants, step, sensitivity, calibration, descent, lattice) lives in
+:mod:`._accounting`, :mod:`._descent` and :mod:`._lattice`; this module is the
+estimators' side: what settings it refuses, and what a fit reports.
 """
 
 import math
@@ -19,16 +14,13 @@ from ..._training import (
     is_constant_schedule,
 )
 from .._release import NoiseAdded, ReleaseMechanism, ReleaseRecord
-from ._accounting import OutputPerturbation, default_passes, plan_output_perturbation
+from ._accounting import (
+    OutputPerturbation, default_passes, plan_output_perturbation, required_bounds,
+)
 from ._descent import release_output_perturbation
 from ._lattice import plan_on_lattice
 
 __all__ = ["OutputPerturbationMechanism"]
-
-# The settings output perturbation's sensitivity bound needs, and why.
-_FIXED_SETTINGS = {
-    "learning_rate": ("constant", "the sensitivity bound needs a constant step"),
-}
 
 
 class OutputPerturbationMechanism(ReleaseMechanism):
@@ -53,14 +45,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
     releases_integers = True
 
     def check_settings(self, settings):
-        """Refuse, before any row is read, what output perturbation cannot honour.
-
-        Proposition 2 of Chen, Lee and Kifer, AISTATS 2019 bounds the
-        sensitivity of the last iterate
-        of constant-step gradient descent on a smooth, strongly convex
-        objective, for replace-one neighbours; a setting outside that (or one
-        that would silently do nothing) is an error naming it.
-        """
+        """Refuse, before any row is read, a setting outside Proposition 2's conditions."""
         name = settings.estimator_name
         loss = settings.loss
         if loss not in SMOOTH_LOSSES:
@@ -88,12 +73,11 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             raise ValueError(
                 f"mechanism='output' is one Gaussian mechanism, calibrated with the "
                 f"PLD accountant; accountant={settings.accountant!r} does not apply to it.")
-        for setting, (required, why) in _FIXED_SETTINGS.items():
-            value = getattr(settings, setting)
-            if not (isinstance(value, str) and value == required):
-                raise ValueError(
-                    f"mechanism='output' needs {setting}={required!r} ({why}); got "
-                    f"{setting}={value!r}.")
+        value = settings.learning_rate
+        if not (isinstance(value, str) and value == "constant"):
+            raise ValueError(
+                "mechanism='output' needs learning_rate='constant' (the sensitivity bound "
+                f"needs a constant step); got learning_rate={value!r}.")
         # The contraction argument is about the plain gradient step itself.
         if not isinstance(check_optimizer(settings.optimizer), SGD):
             raise ValueError(
@@ -107,9 +91,8 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             raise ValueError(
                 "mechanism='output' releases the last iterate (the one whose sensitivity "
                 f"is bounded): use average=False or 'auto'; got average={settings.average!r}.")
-        definition = LOSSES[loss]
-        needs_targets = definition.needs_weight_bound and definition.task == "regression"
-        if definition.needs_weight_bound and (
+        needs_weights, needs_targets = required_bounds(loss)
+        if needs_weights and (
                 settings.weight_norm_bound is None
                 or (needs_targets and settings.params.get("target_bounds") is None)):
             raise ValueError(
@@ -118,7 +101,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
                 + (" and target_bounds=(low, high)" if needs_targets else "")
                 + ": otherwise the loss's gradient, hence the sensitivity, is "
                 "unbounded." + (" Or use loss='huber'." if needs_targets else ""))
-        if not definition.needs_weight_bound and settings.weight_norm_bound is not None:
+        if not needs_weights and settings.weight_norm_bound is not None:
             raise ValueError(
                 f"weight_norm_bound is only used with mechanism='output' by a loss whose "
                 f"gradient grows with the margin; loss={loss!r} has bounded gradients: "
@@ -142,18 +125,11 @@ class OutputPerturbationMechanism(ReleaseMechanism):
                 "perturbation (mechanism='gradient'), which uses the sparsity.")
 
     def release(self, settings, data, plan, series, partial, disjoint_batches=False):
-        """Plan, charge the ledger, descend, add noise once.
-
-        Everything the plan depends on is public: the row count (public under
-        replace-one, the only adjacency allowed), the number of outputs, the
-        loss and its bounds, ``alpha``, the step and the batch size. (Its
-        constants depend on the number of outputs, so it is planned here,
-        still before training.)
-        """
+        """Plan from public quantities only, charge the ledger, descend, add noise once."""
         n_samples = data.X.shape[0]
         delta = resolve_delta(settings.delta, n_samples)
         loss = LOSSES[settings.loss]
-        bounded = loss.needs_weight_bound
+        needs_weights, needs_targets = required_bounds(settings.loss)
         batch_size = settings.batch_size
         plan = plan_output_perturbation(
             settings.epsilon, delta, n_samples=n_samples, loss=settings.loss,
@@ -163,9 +139,9 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             batch_size=None if batch_size == AUTO else min(int(batch_size), n_samples),
             eta=None if settings.eta0 == AUTO else float(settings.eta0),
             loss_threshold=loss.threshold(settings) if loss.uses_threshold else None,
-            weight_norm_bound=settings.weight_norm_bound if bounded else None,
+            weight_norm_bound=settings.weight_norm_bound if needs_weights else None,
             # The regressor maps targets in target_bounds to [-1, 1].
-            target_bound=1.0 if bounded and loss.task == "regression" else None,
+            target_bound=1.0 if needs_targets else None,
             max_sample_weight=float(settings.max_sample_weight),
         )
         # The lattice and its integer noise, from the public number of features.
@@ -214,14 +190,7 @@ class OutputPerturbationMechanism(ReleaseMechanism):
 
 
 def _noise_added(plan, mechanism):
-    """The release's :class:`NoiseAdded`: the lattice, its scale and the exact law.
-
-    ``bound`` is the widened sensitivity of the rounded weights
-    (``gamma Delta_lat``), ``stds`` the noise's standard deviation before
-    rounding (``s gamma``), ``grid_step`` gamma (``2**-grid_bits``) and
-    ``grid_scale`` s; ``clip_norm`` is the rows' norm bound. None without
-    noise (``epsilon=inf``).
-    """
+    """The release's :class:`NoiseAdded` (the lattice, its scale, the law); None without noise."""
     if mechanism.grid_scale is None:
         return None
     return NoiseAdded("rounded Gaussian", plan.row_norm_bound, plan.max_sample_weight,
