@@ -17,11 +17,6 @@ from sklearn_dplssgd._training._losses import LOSSES, residual
 PACKAGE = Path(__file__).resolve().parent.parent / "sklearn_dplssgd"
 LOSS_MODULE = PACKAGE / "_training" / "_losses.py"
 MODULES = sorted(path for path in PACKAGE.rglob("*.py") if path != LOSS_MODULE)
-# Known name tests, each with the attribute that replaces it; the scan fails
-# on any other and on an entry here that is gone (so the list shrinks).
-KNOWN_NAME_TESTS = {
-    ("_linear_model/_classifier.py", "log_loss"): "LOSSES[self.loss].probabilistic",
-}
 
 
 def _literals(node):
@@ -60,18 +55,10 @@ def test_the_scan_finds_what_it_looks_for():
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
 def test_no_module_tests_a_loss_by_its_name(path):
-    relative = path.relative_to(PACKAGE).as_posix()
-    found = [(line, name) for line, name in loss_name_tests(path.read_text(encoding="utf-8"))
-             if (relative, name) not in KNOWN_NAME_TESTS]
+    found = loss_name_tests(path.read_text(encoding="utf-8"))
     assert not found, (
         f"{path.relative_to(PACKAGE)} tests a loss by its name at {found}: ask the Loss "
         "object of _training._losses.LOSSES (add an attribute there if it lacks one)")
-
-
-def test_the_known_name_tests_are_still_there():
-    for relative, name in KNOWN_NAME_TESTS:
-        found = loss_name_tests((PACKAGE / relative).read_text(encoding="utf-8"))
-        assert name in {value for _, value in found}, f"remove {relative} from KNOWN_NAME_TESTS"
 
 
 def test_the_registry_gives_every_form_its_own_code():

@@ -489,7 +489,8 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return self.classes_[np.argmax(margins, axis=1)]
 
     def _has_log_loss(self):
-        if self.loss != "log_loss":
+        # An unknown loss is refused by fit; here it has no probabilities either.
+        if not getattr(LOSSES.get(self.loss), "probabilistic", False):
             raise AttributeError(
                 f"probability estimates are not available for loss={self.loss!r}; "
                 "use loss='log_loss'."
