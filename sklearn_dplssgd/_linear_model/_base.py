@@ -360,14 +360,7 @@ class BaseDPLSSGD(BaseEstimator):
         X, y_encoded, n_outputs, weights = backend.training_rows(
             self, X, y, sample_weight, classes=classes, reset=series is None,
             min_rows=min_rows, n_threads=settings.n_threads)
-        if series is not None and series.classes is not None and not np.array_equal(
-                series.classes, self.classes_):
-            self.classes_ = series.classes
-            raise ValueError(
-                "This release's label set differs from the fitted classes_: a warm start "
-                "continues the same model. Declare classes=..., or fit from scratch "
-                "(warm_start=False)."
-            )
+        self._check_series_classes(series)
         mapping = feature_map(self, n_features=X.shape[1])
         if mapping is not None:
             # Training sees [-1, 1]; fold back below.
@@ -389,6 +382,16 @@ class BaseDPLSSGD(BaseEstimator):
         self._cluster_network = network if earlier is None or network == "declared" else earlier
         # Post-processing of the release: the weights in the rows' own units.
         return params if mapping is None else mapping.to_original(params)
+
+    def _check_series_classes(self, series):
+        """A continued series keeps its label set (``classes_`` restored on refusal)."""
+        if series is not None and series.classes is not None and not np.array_equal(
+                series.classes, self.classes_):
+            self.classes_ = series.classes
+            raise ValueError(
+                "This release's label set differs from the fitted classes_: a warm start "
+                "continues the same model. Declare classes=..., or fit from scratch "
+                "(warm_start=False).")
 
     def _release_mechanism(self):
         """The mechanism object ``self.mechanism`` names (see ``_mechanisms``)."""
