@@ -11,6 +11,8 @@ from sklearn_dplssgd._training._schedules import MAX_BLOCKS, noise_schedule_bloc
 from sklearn_dplssgd._backends._numpy import train_dp_lssgd
 from sklearn_dplssgd._training._loop import TrainingPlan
 
+from oracles import SQUARED_ERROR
+
 DELTA = 1e-5
 
 
@@ -139,7 +141,7 @@ def test_training_loop_scales_each_steps_noise():
         return noise
 
     plan = TrainingPlan(
-        loss_code=4, loss_threshold=0.0, fit_intercept=True, clip_norm=1.0,
+        loss_code=SQUARED_ERROR, loss_threshold=0.0, fit_intercept=True, clip_norm=1.0,
         noise_multiplier=levels, sample_rate=1.0, batch_size=10, n_steps=n_steps, n_epochs=6,
         learning_rates=np.full(n_steps, 0.1), alpha=0.0, sigma=0.0, max_batch_rows=10)
     params = train_dp_lssgd(X, y, 1, plan, np.random.default_rng(1),
