@@ -6,12 +6,31 @@ import pytest
 from sklearn_dplssgd._backends._kernels import smooth_rows, smoothing_omega
 from sklearn_dplssgd._training._smoothing import (
     apply_smoothing,
-    laplacian_smoothing_matrix,
     smoothing_beta,
     smoothing_eigenvalues,
-    smoothing_gamma,
-    smoothing_gamma_closed_form,
 )
+
+
+def laplacian_smoothing_matrix(n_features, sigma):
+    """Dense A_sigma: 1 + 2 sigma on the diagonal, -sigma on both (periodic) neighbours."""
+    A = np.eye(n_features) * (1.0 + 2.0 * sigma)
+    for offset in (1, -1):
+        A[np.arange(n_features), (np.arange(n_features) + offset) % n_features] -= sigma
+    return A
+
+
+def smoothing_gamma(n_features, sigma):
+    """The paper's gamma: the mean of 1 / lambda_i over the d eigenvalues."""
+    i = np.arange(1, n_features + 1, dtype=np.float64)
+    eigenvalues = 1.0 + 2.0 * sigma - 2.0 * sigma * np.cos(2.0 * np.pi * i / n_features)
+    return float(np.mean(1.0 / eigenvalues))
+
+
+def smoothing_gamma_closed_form(n_features, sigma):
+    """Wang et al.'s Proposition 1: gamma = (1 + w^d) / ((1 - w^d) sqrt(4 sigma + 1))."""
+    root = np.sqrt(4.0 * sigma + 1.0)
+    w_d = ((2.0 * sigma + 1.0 - root) / (2.0 * sigma)) ** n_features
+    return float((1.0 + w_d) / ((1.0 - w_d) * root))
 
 
 @pytest.mark.parametrize("n_features", [1, 2, 3, 8, 31, 100])

@@ -1,50 +1,18 @@
 """The discrete Laplace law on the integers, sampled exactly from random words (Numba).
 
-The law of parameter ``e > 0`` (the two-sided geometric law) is
-``P(Y = y) = (1 - exp(-e)) / (1 + exp(-e)) * exp(-e |y|)`` for every integer
-``y``. Added to an integer query of sensitivity ``Delta``, it gives
-``(e Delta)``-differential privacy, as the continuous Laplace law of scale
-``1 / e`` does on real queries, since ``P(y) <= exp(e |d|) P(y + d)`` for
-every integer shift ``d`` (Ghosh, Roughgarden and Sundararajan,
-"Universally utility-maximizing privacy mechanisms", STOC 2009; Canonne,
-Kamath and Steinke, "The Discrete Gaussian for Differential Privacy",
-NeurIPS 2020). Unlike a floating-point Laplace draw, its output is an
-integer whose every bit follows the law, so no low bit betrays the query.
-
-The parameter is a public rational ``e = s / t`` (:class:`DiscreteLaplaceScale`).
-A draw, with integer arithmetic only:
-
-* the magnitude ``|Y|`` before the sign is geometric, ``P(|Y| >= y) =
-  exp(-e y)``. Split it as ``m a + b`` with ``m = max(1, floor(t / s))`` and
-  ``0 <= b < m``: by the memorylessness of the geometric law, ``a`` and
-  ``b`` are independent, ``a`` geometric of ratio ``exp(-e m)`` and ``b``
-  the geometric law of ratio ``exp(-e)`` conditioned below ``m``.
-* ``b``: uniform in ``[0, m)``, kept with probability ``exp(-b s / t)``
-  (at least ``exp(-1)``, since ``m s <= t``), else drawn again;
-* ``a``: the number of successes before the first failure of trials of
-  ``Bernoulli(exp(-m s / t))`` (``m s / t`` lies in ``[1/2, 1]`` for
-  ``e <= 1``: under two trials on average);
-* a sign bit; a negative zero is rejected and the whole draw made again, so
-  that ``0`` has the weight of one sign only.
-
-``Bernoulli(exp(-p / q))`` is drawn exactly: ``exp(-1)`` for each whole
-unit of ``p / q``, and for ``g = p / q`` in ``[0, 1]`` the number ``K`` of
-consecutive successes of trials ``Bernoulli(g / k)``, ``k = 1, 2, ...``
-(``P(K >= k) = g**k / k!``), the result being a success when ``K`` is even
-(``sum_k (-g)**k / k! = exp(-g)``), as in Canonne, Kamath and Steinke's
-Algorithm 1. Every trial compares a uniform integer drawn by rejection from
-the words with an integer: no floating-point value takes part in a draw.
-
-The words come from a word source (an object with ``words(count)``; by
-default the operating system's CSPRNG), through
-:func:`~._word_stream.draw_from_word_stream`, which restarts a draw
-whose words ran out so that the outputs are those of an endless stream.
-``|Y|`` is at most :data:`LARGEST_MAGNITUDE` (``2**62``), so that a count
-below ``2**62`` plus a draw fits int64; a draw that would pass it (an
-event of probability below ``exp(-e 2**62) <= exp(-4096)`` for ``e >=``
-:data:`SMALLEST_PARAMETER`) raises
-:class:`~._word_stream.SamplerCapacityError` rather than truncate the
-law. The failure depends on the words only, never on a query.
+``P(Y = y) proportional to exp(-e |y|)`` for a public rational ``e = s / t``
+(:class:`DiscreteLaplaceScale`): added to an integer query of sensitivity 1
+it is ``e``-DP (Ghosh, Roughgarden and Sundararajan, "Universally
+utility-maximizing privacy mechanisms", STOC 2009), and as an integer drawn
+with integer arithmetic only, no low bit betrays the query. The magnitude is
+drawn as ``m a + b`` (``m = max(1, t // s)``), each ``Bernoulli(exp(-p / q))``
+by the alternating-series trial of Canonne, Kamath and Steinke ("The
+Discrete Gaussian for Differential Privacy", NeurIPS 2020, Algorithm 1), then
+a sign bit, a negative zero restarting the draw. A magnitude above
+:data:`LARGEST_MAGNITUDE` raises :class:`~._word_stream.SamplerCapacityError`
+rather than truncate. The full argument: docs/privacy_argument.rst, "The
+discrete Laplace sampler". The words come from a word source through
+:func:`~._word_stream.draw_from_word_stream`.
 """
 
 import fractions
@@ -154,24 +122,8 @@ class DiscreteLaplaceScale:
 def sample_discrete_laplace(size, scale, source=None):
     """``size`` independent draws of the discrete Laplace law ``exp(-e |y|)``, exactly.
 
-    Parameters
-    ----------
-    size : int
-        How many draws.
-    scale : DiscreteLaplaceScale
-        The public parameter ``e``.
-    source : object with ``words(count)``, optional
-        Where the random words come from; the operating system's CSPRNG
-        (``SecureWords``) when None.
-
-    Returns
-    -------
-    ndarray of int64, shape (size,)
-
-    Raises
-    ------
-    SamplerCapacityError
-        If a draw would pass ``LARGEST_MAGNITUDE`` (negligible probability).
+    ``source`` has ``words(count)`` (None: the operating system's CSPRNG).
+    Returns int64 draws; a SamplerCapacityError past ``LARGEST_MAGNITUDE``.
     """
     if not isinstance(scale, DiscreteLaplaceScale):
         raise TypeError("sample_discrete_laplace: scale must be a DiscreteLaplaceScale.")

@@ -1,21 +1,13 @@
-"""Compiled per-sample kernels (Numba).
+"""Compiled per-sample kernels (Numba); they never draw random numbers.
 
-The kernels see only arrays and scalars: losses arrive as integer codes from
-:mod:`sklearn_dplssgd._training._losses`, batches as index arrays, noise as an array
-drawn in Python. They never draw random numbers.
-
-Parameters are stored as one matrix ``params`` of shape ``(K, d + 1)``: row
-``k`` holds output ``k``'s coefficients followed by its intercept. For a
-linear model the gradient of sample ``i`` is the outer product
-``r_i [x_i, 1]`` with ``r_i = d loss / d z_i``, so its norm is
-``||r_i|| sqrt(||x_i||^2 + 1)`` and clipping is one scale factor per sample.
-With one output the batch is gathered in cache-sized blocks and each block's
-clipped rows are added one by one; with several outputs the clipped sum is
-``S^T [X_B, 1]`` for the matrix ``S`` of clipped residuals, through BLAS.
-No per-sample gradient is ever stored (memory O(b d + K d), never O(b K d)).
-
-Every kernel is compiled lazily once per dtype (float64 and float32 inputs
-keep their dtype) and cached on disk (``cache=True``).
+Losses arrive as integer codes, batches as index arrays, noise as an array.
+``params`` has shape ``(K, d + 1)``, intercept last. Sample i's gradient is
+``r_i [x_i, 1]`` (``r_i = d loss / d z_i``), of norm
+``||r_i|| sqrt(||x_i||^2 + 1)``, so clipping is one scale per sample. One
+output: the batch is gathered in cache-sized blocks and the clipped rows
+added one by one; several: ``S^T [X_B, 1]`` through BLAS for the clipped
+residuals ``S``. No per-sample gradient is stored. Kernels compile once per
+dtype and are cached on disk.
 """
 
 import math
@@ -76,9 +68,7 @@ def _margin_float64(weights, x, n_features):
 
 
 # Bytes of a row prefetched at most: the processor's own prefetcher follows
-# a long row once its first lines are read. Asking for every line of a row
-# of 784 float64 gave binary epochs 2 to 3 % slower in two runs, at most
-# a KiB 0.98 to 1.04 in three (the spread of unchanged code).
+# a long row once its first lines are read.
 _PREFETCHED_ROW_BYTES = 1 << 10
 
 
@@ -102,12 +92,8 @@ def gathered_block_rows(n_features, itemsize):
 def _gathered_margins(weights, gathered, n_rows, margins):
     """``margins[r] = weights[:d] . gathered[r] + weights[d]`` for a block's rows.
 
-    Reassociated (vectorised), in a function of its own so that the
-    reassociation stays out of the clipping arithmetic (Numba applies a
-    function's fastmath flags to everything compiled into it). The sums run
-    in the rows' dtype; a float32 sum that overflowed is recomputed in
-    float64 (:func:`_margin_float64`), so a row of huge float32 entries gets
-    its true margin instead of ``inf`` or ``NaN``.
+    A function of its own so that fastmath's reassociation stays out of the
+    clipping arithmetic; a float32 sum that overflowed is recomputed in float64.
     """
     n_features = gathered.shape[1]
     for r in range(n_rows):
@@ -136,14 +122,12 @@ def _accumulate_gathered(gathered, coefficients, n_rows, intercept_term, gradien
 
 @njit(cache=True, nogil=True)
 def single_output_buffers(params, n_rows):
-    """The one-output kernel's work buffers for batches of up to ``n_rows`` rows.
+    """The one-output kernel's buffers for batches of up to ``n_rows`` rows.
 
-    ``(gathered, per_row, coefficients, residual, scaled)``: one block of
-    gathered rows, its targets, feature norms, weights and margins (float64),
-    its clipped coefficients and two one-element buffers for the clip (the
-    stored one in the parameters' dtype, where the bound is checked).
-    Allocated once per call of :func:`single_output_gradient_sum`, once per
-    run of steps in ``_steps``.
+    ``(gathered, per_row, coefficients, residual, scaled)``: a block of rows,
+    its targets, norms, weights and margins (float64), its clipped
+    coefficients, and the clip's two buffers (``scaled`` in the parameters'
+    dtype, where the bound is checked).
     """
     n_features = params.shape[1] - 1
     block = gathered_block_rows(n_features, params.itemsize)
@@ -163,10 +147,7 @@ def single_output_gradient_sum(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
-    """``grad = noise + clipped sum`` for one output (binary and regression losses).
-
-    :func:`single_output_sum_into` with buffers of its own.
-    """
+    """``grad = noise + clipped sum``, one output: :func:`single_output_sum_into`, own buffers."""
     gathered, per_row, coefficients, residual, scaled = single_output_buffers(
         params, rows.shape[0])
     single_output_sum_into(X, y, rows, params, row_norms, feature_norms, code, threshold,
@@ -182,23 +163,13 @@ def single_output_sum_into(
 ):
     """``grad = noise + clipped sum`` for one output, in the given buffers.
 
-    A narrow row costs little arithmetic, so what remains is the fixed cost
-    per row: the batch is processed in blocks of ``gathered.shape[0]`` rows
-    (:func:`single_output_buffers`), each gathered first into a contiguous
-    buffer (a loop of copies and nothing else, so the processor has many of
-    the random rows' cache misses in flight, as a NumPy gather does), then
-    the margins, residuals and clips of the block, then its sum. The rows
-    are added in batch order, one after another, as a row-by-row loop would,
-    so the block size does not change the result.
-
-    Out of cache, a block's gather waits on its rows' misses and its
-    arithmetic waits on nothing, one after the other (at d = 20, about 45 and
-    30 ns a row). So while a block computes, the rows one block ahead are
-    prefetched (their row, target, norm and weight; :mod:`._prefetch`): the
-    rest of this batch, then ``upcoming``, the rows of the next batch (empty
-    where there is none or it is unknown). A prefetch changes when data
-    arrives, never a result. Written out here rather than in helpers: each
-    compiled helper adds to a first fit's compilation.
+    Blocks of ``gathered.shape[0]`` rows are gathered into a contiguous
+    buffer (many cache misses in flight), then clipped, then summed in batch
+    order, so the block size does not change the result. While a block
+    computes, the rows one block ahead (then ``upcoming``, the next batch's)
+    are prefetched: a prefetch changes when data arrives, never a result.
+    Written out, not in helpers: each compiled helper adds to the first
+    fit's compilation.
     """
     copy_rows(noise, grad)
     n_rows = rows.shape[0]
@@ -259,11 +230,7 @@ def single_output_sum_into(
 
 @njit(cache=True, nogil=True)
 def copy_rows(source, target):
-    """``target[:, :] = source`` for two arrays of one shape, as plain loops.
-
-    Numba's slice assignment compiles its general broadcasting machinery,
-    seconds of a first fit; this loop compiles in a fraction of that.
-    """
+    """``target[:, :] = source`` as plain loops (a slice assignment compiles for seconds)."""
     for k in range(source.shape[0]):
         for j in range(source.shape[1]):
             target[k, j] = source[k, j]
@@ -274,15 +241,11 @@ def several_outputs_gradient_sum(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
-    """The same sum for K > 1 outputs, through two BLAS matrix products.
+    """The same sum for K > 1 outputs: margins ``B params^T`` and sum ``S^T B`` by BLAS.
 
-    The batch is gathered into ``B = [X_batch, 1]``; the margins are
-    ``B params^T``; each row's residual is clipped as in the fused kernel; the
-    clipped sum is ``S^T B``. With K outputs the fused kernel streams the
-    (K, d) gradient through the cache once per sample, BLAS blocks it: 1.5
-    times faster for K = 10, d = 784. Memory O(b d) for the gathered batch,
-    never O(b K d). Margins are computed by BLAS in the parameters' dtype; a
-    row whose float32 margins overflowed is recomputed in float64.
+    ``B = [X_batch, 1]`` is gathered (memory O(b d)); each row's residual is
+    clipped as in the one-output kernel; a row whose float32 margins
+    overflowed is recomputed in float64.
     """
     n_rows = rows.shape[0]
     n_outputs = params.shape[0]
@@ -293,8 +256,7 @@ def several_outputs_gradient_sum(
     intercept_term = 1.0 if fit_intercept else 0.0
     batch = np.empty((n_rows, n_features + 1), dtype=params.dtype)
     for r in range(n_rows):
-        # Element by element: a slice assignment compiles Numba's general
-        # broadcasting (seconds of a first fit).
+        # Element by element: see copy_rows.
         source = rows[r]
         for j in range(n_features):
             batch[r, j] = X[source, j]
@@ -333,16 +295,10 @@ def _dense_chunks(
 ):
     """Chunks of the batch into their buffers (see ``_threads.sum_over_chunks``).
 
-    ``again = -1``: every chunk still free, taken one at a time; else chunk
-    ``again`` once more, into its spare buffer. Returns the chunks computed.
-
-    With one output, a thread takes its next chunk before it starts the
-    current one and passes that chunk's rows as ``upcoming``, so that their
-    first block is prefetched while the current one computes, as within one
-    batch (:func:`single_output_sum_into`): without it every chunk began on
-    a block of cache misses, about 100 us of a 330 us step at d = 100 with 8
-    chunks. A chunk taken ahead by a thread that then stalls is computed
-    again by the calling thread like any other.
+    ``again = -1``: every free chunk, one at a time; else chunk ``again``
+    once more, into its spare buffer. Returns the chunks computed. With one
+    output a thread takes its next chunk before starting the current one, so
+    its rows are prefetched as ``upcoming``.
     """
     computed = 0
     several = params.shape[0] > 1
@@ -382,11 +338,7 @@ def _dense_chunks(
 
 
 def _per_row_argument(values, n_samples, what):
-    """A kernel's optional per-row array: ``_UNWEIGHTED`` (empty) for None, else checked.
-
-    The compiled kernels index it by row without bounds checks; a wrong
-    array would mis-set every clip.
-    """
+    """A kernel's optional per-row array: empty for None, else checked (no bounds checks there)."""
     if values is None:
         return _UNWEIGHTED
     if values.shape != (n_samples,) or values.dtype != np.float64:
@@ -410,39 +362,12 @@ def noisy_clipped_gradient_sum(
 ):
     """``grad = noise + sum_{i in rows} w_i clip_C(gradient of sample i)``.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, d), C-contiguous, float64 or float32
-    y : ndarray of shape (n_samples,), float64
-        Encoded targets (see :mod:`sklearn_dplssgd._training._losses`).
-    rows : ndarray of int64
-        The batch (indices into ``X``); may be empty.
-    params : ndarray of shape (K, d + 1), dtype of ``X``
-        Coefficients with the intercept in the last column.
-    row_norms : ndarray of shape (n_samples,), float64
-        ``||x_i||`` from :func:`compute_row_norms` (computed once per fit).
-    code : int
-        Loss code.
-    threshold : float
-        Huber threshold or epsilon-insensitive margin.
-    clip_norm : float
-        Per-sample bound C on the L2 norm of the whole gradient.
-    fit_intercept : bool
-        Whether the intercept column is a parameter.
-    noise : ndarray of shape (K, d + 1), dtype of ``X``
-        The Gaussian noise of this step, already scaled.
-    grad : ndarray of shape (K, d + 1), dtype of ``X``
-        Output buffer, overwritten.
-    n_threads : int, default=1
-        Split the batch over this many threads when the work is large enough.
-    weights : ndarray of shape (n_samples,), float64, or None, default=None
-        Per-sample weights ``w_i >= 0`` (validated by the caller), applied to
-        the *clipped* gradients: a sample contributes at most ``w_i C``.
-        None weighs every sample 1.
-    feature_norms : ndarray of shape (n_samples,), float64, or None, default=None
-        ``||[x_i, 1]||`` (``||x_i||`` without an intercept) from
-        :func:`compute_feature_norms`, when the fit computed them once; None
-        computes each from ``row_norms`` as it is used.
+    ``X`` C-contiguous float64 or float32, ``params``, ``noise`` and ``grad``
+    (overwritten) of shape (K, d + 1) in its dtype; ``y`` the encoded
+    targets; ``row_norms`` ``||x_i||`` (:func:`compute_row_norms`);
+    ``weights`` (None: all 1) multiply the *clipped* gradients, so a sample
+    contributes at most ``w_i C``; ``feature_norms`` ``||[x_i, 1]||`` when
+    the fit computed them once (None: from ``row_norms`` as used).
     """
     weights = check_weights(weights, X.shape[0])
     feature_norms = check_feature_norms(feature_norms, X.shape[0])
@@ -463,12 +388,7 @@ def _single_output_sum_from_python(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
-    """:func:`single_output_gradient_sum` called from Python: its two compiled parts in turn.
-
-    The same arithmetic; compiling the wrapper itself would re-optimise both
-    parts inside it, half a second of a fresh environment's first fit. (The
-    team's kernel, compiled, calls the wrapper.)
-    """
+    """:func:`single_output_gradient_sum` from Python (compiled, it re-optimises both parts)."""
     buffers = single_output_buffers(params, rows.shape[0])
     single_output_sum_into(X, y, rows, params, row_norms, feature_norms, code, threshold,
                            clip_norm, fit_intercept, largest, tiny, noise, grad, weights,
@@ -493,28 +413,12 @@ def parallel_blocks(work, n_rows, n_threads):
 
 @njit(cache=True, nogil=True)
 def smooth_rows(grad, n_features, omega, sigma):
-    """Apply A_sigma^{-1} in place to ``grad[k, :n_features]`` for every row k.
+    """Apply A_sigma^{-1} in place to ``grad[k, :n_features]`` (not the intercepts), every k.
 
-    The circulant A_sigma = (1 + 2 sigma) I - sigma (S + S^T), with S the
-    cyclic shift, factors exactly as
-    ``A_sigma = (sigma / omega) (I - omega S) (I - omega S^T)`` where
-    ``omega = (1 + 2 sigma - sqrt(1 + 4 sigma)) / (2 sigma)`` lies in (0, 1)
-    (the ``w`` of Proposition 1 in the DP-LSSGD paper). Each factor is
-    inverted by a first-order periodic recursion, which is stable because
-    ``|omega| < 1``: O(d) work with no allocation per row, against
-    O(d log d) for the FFT (:func:`sklearn_dplssgd._training._smoothing.apply_smoothing`,
-    the reference the tests compare with).
-
-    Parameters
-    ----------
-    grad : ndarray of shape (K, d + 1)
-        Rows to smooth; the last column (intercepts) is left untouched.
-    n_features : int
-        d.
-    omega : float
-        As above, from :func:`smoothing_omega`.
-    sigma : float
-        Smoothing strength, > 0.
+    With S the cyclic shift, A_sigma factors exactly as
+    ``(sigma / omega) (I - omega S) (I - omega S^T)``, ``omega`` in (0, 1)
+    (:func:`smoothing_omega`); each factor is inverted by a stable periodic
+    recursion: O(d), against the reference FFT's O(d log d).
     """
     for k in range(grad.shape[0]):
         _smooth_row(grad[k], n_features, omega, sigma)
@@ -560,17 +464,5 @@ def _smooth_row(v, n_features, omega, sigma):
 
 
 def smoothing_omega(sigma):
-    """``omega = (1 + 2 sigma - sqrt(1 + 4 sigma)) / (2 sigma)`` for ``sigma > 0``.
-
-    Written as ``2 sigma / (1 + 2 sigma + sqrt(1 + 4 sigma))`` to avoid
-    cancellation for small sigma.
-
-    Parameters
-    ----------
-    sigma : float
-
-    Returns
-    -------
-    omega : float
-    """
+    """``(1 + 2 sigma - sqrt(1 + 4 sigma)) / (2 sigma)``, written without cancellation."""
     return 2.0 * sigma / (1.0 + 2.0 * sigma + math.sqrt(1.0 + 4.0 * sigma))

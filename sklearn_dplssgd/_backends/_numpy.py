@@ -1,15 +1,9 @@
 """DP-LSSGD on NumPy arrays: the compiled backend of the one training loop.
 
-Data flows one way through :func:`~sklearn_dplssgd._training.run_training`:
-sample a batch (the batch sampler) -> clipped gradient sum (Numba, in
-float64) -> released on the lattice with exact integer noise (the noise
-source; :mod:`~sklearn_dplssgd._training._lattice`) -> Laplacian smoothing ->
-weight decay -> optimizer update (:mod:`~sklearn_dplssgd._training._optimizers`).
-Only the first two touch the rows; everything after is post-processing. This
-module holds what the NumPy backend needs: Poisson sampling, the noise source,
-the rows' norms, and :class:`NumpyTraining`. The sampler and the noise source
-can be substituted (the audit's tests do, to show that a broken one is
-caught).
+A step: sample a batch -> clipped gradient sum (Numba, float64) -> released
+on the lattice with exact integer noise -> smoothing -> decay -> optimizer.
+Only the first two touch the rows. Here: Poisson sampling, the noise source
+(both substitutable, as the audit's tests do), and :class:`NumpyTraining`.
 """
 
 import contextlib
@@ -54,15 +48,9 @@ __all__ = [
 # could overflow float64 (infinite margins, residuals and predictions).
 MAX_ROW_NORM = 1e150
 
-# Small fits go through the Python steps. A compiled run of steps (_steps)
-# saves 3 to 6 us of Python a step and, with one output, prefetches the next
-# step's rows while a step ends; but compiling it adds about 1.5 s to a fresh
-# environment's first fit (later processes load it from Numba's disk cache).
-# It is used for fits of at least this many steps (below, the Python costs a
-# fit at most about 12 ms) or that visit at least this many rows (a table
-# too large for the cache, where the prefetch across steps pays). The
-# defaults choose about 1,000 steps, so a first fit on a small table compiles
-# only the kernels it steps through.
+# A compiled run of steps (_steps) saves a few us of Python a step but costs
+# about 1.5 s to compile in a fresh environment: used from this many steps,
+# or rows visited (where the prefetch across steps pays).
 COMPILED_RUN_MIN_STEPS = 2_000
 COMPILED_RUN_MIN_ROWS = 2_000_000
 
@@ -83,28 +71,12 @@ def blas_controller():
 
 
 def poisson_batches(rng, n_samples, sample_rate, n_steps):
-    """Poisson-sampled batches for ``n_steps`` consecutive steps.
+    """Poisson-sampled batches for ``n_steps`` steps: ``(rows, offsets)``.
 
-    Every row enters every step's batch independently with probability
-    ``sample_rate`` (the sampling the accountant assumes; batches may be
-    empty). The ``n_steps * n_samples`` inclusion decisions form one
-    Bernoulli process, drawn exactly through its geometric gaps: O(q n T)
-    work instead of O(n T) uniform draws.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    n_samples : int
-    sample_rate : float
-        q in (0, 1].
-    n_steps : int
-
-    Returns
-    -------
-    rows : ndarray of int64
-        Row indices of all batches, concatenated, sorted within a batch.
-    offsets : ndarray of int64 of shape (n_steps + 1,)
-        Batch ``t`` is ``rows[offsets[t]:offsets[t + 1]]``.
+    Each row enters each batch independently with probability ``sample_rate``
+    (what the accountant assumes), drawn exactly through the geometric gaps
+    of one Bernoulli process. Batch t is ``rows[offsets[t]:offsets[t + 1]]``,
+    sorted.
     """
     if sample_rate >= 1.0:
         # Every row in every step: no draws (the gaps would all be 1).
@@ -114,9 +86,9 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
     expected = n_slots * sample_rate
     n_draws = int(expected + 6.0 * math.sqrt(expected) + 16)
     if 0.0 < sample_rate < INVERSION_BELOW:
-        # The gaps NumPy's geometric draws would give, from one fill of
-        # exponentials, placed in one compiled pass (see _poisson); other
-        # rates (and invalid ones, which NumPy refuses) draw them as before.
+        # The gaps from one fill of exponentials, placed in one compiled
+        # pass (see _poisson); other rates (and invalid ones, which NumPy
+        # refuses) use NumPy's geometric draws.
         log_keep = math.log1p(-sample_rate)
         rows = np.empty(n_draws, dtype=np.int64)
         offsets = np.zeros(n_steps + 1, dtype=np.int64)
@@ -135,11 +107,7 @@ def poisson_batches(rng, n_samples, sample_rate, n_steps):
 
 
 def rounded_gaussian_noise(rng, scale, count):
-    """``count`` exact draws of ``round(scale G)`` from the fit's generator (the noise source).
-
-    Integers (int64), drawn with integer arithmetic from the generator's
-    words (:mod:`._rounded_gaussian`).
-    """
+    """``count`` exact int64 draws of ``round(scale G)`` from the fit's generator's words."""
     return sample_rounded_gaussian(count, RoundedGaussianScale(int(scale)), GeneratorWords(rng))
 
 
@@ -147,11 +115,8 @@ def chunk_noise(noise_source, rng, lattice, chunk_start, chunk_steps, shape, n_n
     """The integer noise of a chunk of steps: float64 of shape ``(chunk_steps,) + shape``.
 
     Step t's noise is ``round(s_t G)`` (``s_t = lattice.scales[t]``) on the
-    first ``n_noisy_columns`` columns (the intercept's column only with an
-    intercept) and zero elsewhere; zero throughout without a lattice (a fit
-    without noise). The integers are exact in float64 (far below ``2**53``).
-    Every backend draws its noise here, from the fit's generator, in this one
-    order: consecutive steps of one scale in one draw.
+    first ``n_noisy_columns`` columns, zero elsewhere (and everywhere without
+    a lattice). Every backend draws its noise here, in this one order.
     """
     noise = np.zeros((chunk_steps,) + tuple(shape), dtype=np.float64)
     if lattice is None:
@@ -174,11 +139,7 @@ def chunk_noise(noise_source, rng, lattice, chunk_start, chunk_steps, shape, n_n
 
 
 def check_chunk_batches(lattice, offsets, n_rows):
-    """Fail closed where a batch of the chunk exceeds the lattice's public batch bound.
-
-    ``offsets`` as :func:`poisson_batches` returns them, or None when every
-    step takes all ``n_rows`` rows.
-    """
+    """Fail closed where a batch (``offsets``; None: all ``n_rows``) exceeds the public bound."""
     if lattice is None:
         return
     largest = n_rows if offsets is None else int(np.diff(offsets).max(initial=0))
@@ -186,12 +147,9 @@ def check_chunk_batches(lattice, offsets, n_rows):
 
 
 class HostWeightSteps:
-    """The steps on weights held on the host as a NumPy array, after the gradient sum.
+    """The steps after the gradient sum on weights held here (the NumPy and Dask backends).
 
-    Shared by the backends whose weights live in this process (the NumPy and
-    the Dask backends): smoothing, weight decay, averaging and the checks.
-    A subclass sets ``plan``, ``params`` (K x (d + 1)), ``n_features``,
-    ``_omega`` and ``_smooth`` (the smoothing kernel).
+    A subclass sets ``plan``, ``params``, ``n_features``, ``_omega`` and ``_smooth``.
     """
 
     def smooth(self, grad):
@@ -227,16 +185,9 @@ class HostWeightSteps:
 class NumpyTraining(HostWeightSteps):
     """The NumPy backend of the training loop: compiled kernels, in place.
 
-    Dense rows go through :func:`._kernels.noisy_clipped_gradient_sum`, CSR
-    rows through :func:`._sparse.noisy_clipped_gradient_sum_sparse` (a CSR
-    matrix that is not canonical is deduplicated once into a copy, see
-    :func:`._sparse.as_canonical_csr`): only the gradients use the sparsity,
-    the noise and the smoothing are dense. The smoothing is the exact O(d)
-    solve of :func:`._kernels.smooth_rows` (the FFT form,
-    :func:`~sklearn_dplssgd._training._smoothing.apply_smoothing`, is its
-    reference). All randomness is drawn here, in Python, from the fit's
-    generator; the kernels get index and noise arrays.
-    See :func:`train_dp_lssgd` for the parameters.
+    Dense or canonical CSR rows (only the gradients use the sparsity); all
+    randomness is drawn here, in Python, from the fit's generator. The
+    parameters: :func:`train_dp_lssgd`.
     """
 
     xp = None
@@ -277,8 +228,8 @@ class NumpyTraining(HostWeightSteps):
         self._zero = np.zeros_like(self.params)
         self.row_norms = without_long_rows(np, row_norms)
         self.batch_sampler, self.noise_source = batch_sampler, noise_source
-        # Weights are passed only when there are any, so an unweighted fit
-        # calls the kernel exactly as before (the audits substitute that call).
+        # Weights are passed only when there are any (the audits substitute
+        # the unweighted call).
         self._weighting = {} if sample_weight is None else {"weights": sample_weight}
         # ||[x_i, 1]|| once per fit rather than a hypot per row and step
         # (about as costly as the rest of a narrow row's clip).
@@ -286,7 +237,7 @@ class NumpyTraining(HostWeightSteps):
             self.row_norms, 1.0 if plan.fit_intercept else 0.0, n_threads)
         if self.supports_compiled_runs:
             # The standard kernels take the precomputed norms; another kernel
-            # gets the arguments it had before they existed.
+            # gets the arguments without them.
             self._weighting["feature_norms"] = self.feature_norms
         self._weights = _kernels.check_weights(sample_weight, X.shape[0])
         self._n_noisy_columns = self.n_features + int(bool(plan.fit_intercept))
@@ -298,38 +249,26 @@ class NumpyTraining(HostWeightSteps):
         self._all_rows = (np.arange(X.shape[0], dtype=np.int64) if plan.sample_rate >= 1.0
                           else None)
         self._no_offsets = np.zeros(1, dtype=np.int64)
-        # n_threads counts every thread of the fit. From 3 on, one of them
-        # draws the next chunk while this one trains (the same draws in the
-        # same order: see _threads.draws_ahead) and the others share the
-        # gradients' chunks; with 2, both share them and the draws stay
-        # inline (a third busy thread on two cores slows the others more
-        # than the draws cost). The smoothing stays on this thread: a team
-        # launched per step waits for threads the system may not run.
+        # n_threads counts every thread of the fit. From 3 on, one draws the
+        # next chunk (_threads.draws_ahead) and the others share the
+        # gradients; with 2, both share them and the draws stay inline.
         self.n_threads = n_threads
         self._team_size = n_threads - 1 if n_threads >= 3 else n_threads
         self._smooth = smooth_rows
 
     def gradient_kernel(self, sparse):
-        """The kernel of one step's noisy clipped gradient sum, for CSR or dense rows.
-
-        Called once per fit, with the arguments of
-        :func:`~sklearn_dplssgd._backends._kernels.noisy_clipped_gradient_sum`
-        (its sparse form for CSR rows).
-        """
+        """The kernel of one step's sum, as :func:`._kernels.noisy_clipped_gradient_sum`."""
         return noisy_clipped_gradient_sum_sparse if sparse else noisy_clipped_gradient_sum
 
     def context(self):
-        # The multiclass kernel calls BLAS on small matrices at every step;
-        # BLAS's own threads only add synchronisation there (and stall badly
-        # when the cores are busy), so they are held to one; n_threads is our
-        # parallelism.
+        # BLAS on the multiclass kernel's small matrices: its threads only add
+        # synchronisation, so one; n_threads is our parallelism.
         stack = contextlib.ExitStack()
         stack.enter_context(blas_controller().limit(limits=1, user_api="blas"))
         return stack
 
     def chunk_batches(self, chunk_steps):
-        """The Poisson batches of a chunk of steps: ``(rows, offsets)``, or
-        ``(None, None)`` when every step takes every row."""
+        """A chunk's Poisson batches ``(rows, offsets)``; ``(None, None)``: every row."""
         if self._all_rows is not None:
             return None, None
         return self.batch_sampler(self.rng, self.X.shape[0], self.plan.sample_rate,
@@ -369,15 +308,11 @@ class NumpyTraining(HostWeightSteps):
         return self._grad
 
     def compiled_steps(self, update):
-        """A compiled run of steps (``backends._steps``), or None where the loop must step.
+        """A compiled run of steps (``_steps``), or None where the loop must step.
 
-        Available where the backend supports compiled runs (its own gradient
-        kernels are the standard ones), with an optimizer that has a
-        compiled update, the gradients on one thread or, for dense rows, on
-        a team (:func:`_team_steps`), for fits of at least ``COMPILED_RUN_MIN_STEPS``
-        steps or ``COMPILED_RUN_MIN_ROWS`` rows visited (where what it saves
-        outweighs compiling it), or shared by a team whose typical batch is
-        split.
+        For the standard kernels and an optimizer with a compiled update, on
+        one thread or (dense rows) a team, where the fit is long enough to
+        pay for compiling it or a team splits its typical batch.
         """
         optimizer = update.optimizer
         plan = self.plan
@@ -429,11 +364,7 @@ class NumpyTraining(HostWeightSteps):
         return run
 
     def _rows_per_chunk(self, n_rows):
-        """Rows per chunk of a dense batch of ``n_rows`` on the team; 0 where it is not split.
-
-        The cut of the Python step's kernel (:func:`noisy_clipped_gradient_sum`),
-        from the batch's length, the parameters' shape and the team's size.
-        """
+        """Rows per chunk of a dense batch on the team, as the Python step cuts it; 0: not split."""
         n_outputs, n_threads = self.params.shape[0], self._team_size
         if _kernels.parallel_blocks(n_rows * n_outputs * self.n_features, n_rows,
                                     n_threads) > 1:
@@ -441,12 +372,7 @@ class NumpyTraining(HostWeightSteps):
         return 0
 
     def _team_steps(self, arguments, offsets, local_start, local_stop):
-        """A compiled run of steps on dense rows, each batch's chunks shared by the team.
-
-        Each step's chunks are those the Python step's kernel would cut
-        (:meth:`_rows_per_chunk`), so the run gives the model of the Python
-        steps.
-        """
+        """A compiled run on dense rows, each batch's chunks shared by the team."""
         n_threads = self._team_size
         if local_stop <= local_start:
             return
@@ -488,13 +414,10 @@ def numpy_backend():
 
 @contextlib.contextmanager
 def use_numpy_backend(backend_class):
-    """Run the NumPy fits inside the block on ``backend_class``.
+    """Run the NumPy fits inside the block on ``backend_class``, a :class:`NumpyTraining` subclass.
 
-    The seam through which the audit runs a deliberately broken gradient
-    kernel without a copy of the loop: ``backend_class`` must be a subclass
-    of :class:`NumpyTraining` (same draws, same plan; only how a step's
-    gradient sum is computed may differ). The selection is local to the
-    current thread or task and undone when the block exits.
+    The seam through which the audit runs a deliberately broken kernel; local
+    to the current thread or task.
     """
     if not (isinstance(backend_class, type) and issubclass(backend_class, NumpyTraining)):
         raise TypeError("backend_class must be a subclass of NumpyTraining.")
@@ -510,44 +433,14 @@ def train_dp_lssgd(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0, epoch_
                    sample_weight=None, initial_params=None, row_norms=None):
     """Run the T steps of DP-LSSGD on NumPy arrays, from zero weights or ``initial_params``.
 
-    Parameters
-    ----------
-    X : ndarray or scipy sparse matrix of shape (n_samples, d), float64 or float32
-        Dense X is C-contiguous; sparse X is used in canonical CSR form.
-    y : ndarray of shape (n_samples,), float64
-        Encoded targets.
-    n_outputs : int
-        K, the number of rows of the coefficient matrix.
-    plan : TrainingPlan
-        The public settings of the steps (:class:`~sklearn_dplssgd._training.TrainingPlan`).
-    rng : numpy.random.Generator
-        Draws the batches and the noise.
-    n_threads : int, default=1
-    verbose : int, default=0
-    epoch_callback : callable, optional
-        As :func:`~sklearn_dplssgd._training.run_training`.
-    batch_sampler : callable, default=poisson_batches
-        ``batch_sampler(rng, n_samples, sample_rate, n_steps) -> (rows,
-        offsets)`` as :func:`poisson_batches` (called for sample rates below 1).
-    noise_source : callable, default=rounded_gaussian_noise
-        ``noise_source(rng, scale, count) -> int64 array``: ``count`` draws of
-        ``round(scale G)`` for a step's integer lattice scale (see
-        :func:`chunk_noise`).
-    sample_weight : ndarray of shape (n_samples,), float64, or None, default=None
-        Per-sample weights in ``[0, plan.max_sample_weight]`` (validated by
-        the caller): sample i contributes ``w_i`` times its clipped gradient.
-    initial_params : ndarray of shape (n_outputs, d + 1) or None, default=None
-        Starting weights (a warm start; copied). Their privacy is the
-        caller's business: they must be public or covered by an earlier
-        release.
-    row_norms : ndarray of shape (n_samples,), float64, or None, default=None
-        ``||x_i||`` as :func:`row_norms_of` computes them, when the caller
-        already has them; None computes them here.
-
-    Returns
-    -------
-    params : ndarray of shape (n_outputs, d + 1)
-        Coefficients with the intercept in the last column.
+    ``X`` dense C-contiguous or CSR, float64 or float32; ``y`` the encoded
+    targets; ``rng`` draws the batches and the noise, through
+    ``batch_sampler`` (as :func:`poisson_batches`) and ``noise_source`` (as
+    :func:`rounded_gaussian_noise`). ``sample_weight`` in
+    ``[0, plan.max_sample_weight]`` scales each clipped gradient.
+    ``initial_params`` (copied) must be public or covered by an earlier
+    release. ``row_norms``: ``||x_i||`` when the caller has them. Returns
+    the ``(n_outputs, d + 1)`` parameters, intercept last.
     """
     backend = numpy_backend()(
         X, y, n_outputs, plan, rng, n_threads=n_threads, batch_sampler=batch_sampler,
@@ -557,26 +450,11 @@ def train_dp_lssgd(X, y, n_outputs, plan, rng, *, n_threads=1, verbose=0, epoch_
 
 
 def without_long_rows(xp, norms):
-    """Row norms with every row longer than ``MAX_ROW_NORM`` set to infinity.
+    """``norms`` with every row longer than ``MAX_ROW_NORM`` set to infinity (it then adds nothing).
 
-    A row of infinite norm contributes nothing (its clip factor is 0, and a
-    non-finite residual is dropped: see ``_kernels._clipped_residual``).
-    Refusing such rows instead would let one row decide whether a model is
-    released at all, an output with epsilon = infinity; dropping a row by its
-    own value is a map applied to each row alone, which keeps neighbouring
-    data sets neighbouring. The warning reaches the data holder only (it
-    names no value and nothing of it is stored on the model).
-
-    Parameters
-    ----------
-    xp : namespace
-        NumPy or the array API namespace of ``norms``.
-    norms : array of shape (n_samples,)
-
-    Returns
-    -------
-    norms : array of shape (n_samples,)
-        A new array where a row was too long, else ``norms`` itself.
+    A map applied to each row alone, not a refusal that one row could
+    trigger: why that keeps the guarantee, docs/privacy.rst. The warning
+    names no value and reaches the data holder only.
     """
     too_long = ~(norms <= MAX_ROW_NORM)
     if not bool(xp.any(too_long)):

@@ -1,24 +1,11 @@
 """Sparse input: compiled per-sample kernels on CSR rows, and their checks.
 
-A CSR matrix stores row ``i``'s non-zero entries as ``data[indptr[i]:
-indptr[i + 1]]`` in the columns ``indices[indptr[i]:indptr[i + 1]]``. The
-kernels here are the sparse forms of those in :mod:`._kernels` and reuse
-its per-sample pieces unchanged (the residuals of
-:mod:`~sklearn_dplssgd._training._losses`, the fail-closed clip
-``clipped_residual``, the overflow-safe row norms of :mod:`._row_norms`,
-the thread split): only
-the two dot products of a row (its margins ``W x + b``, and the clipped
-gradient ``c [x, 1]`` added into the sum) visit its stored entries instead
-of all d columns. A step then costs O(nnz of the batch * K) for the
-gradients; the noise, the smoothing and the update stay dense, O(d K), as
-they must (the noise covers every coordinate, or it would not be private).
-
-The row norms that set each sample's clip are sums over the STORED entries,
-which equal the row's norm only when no entry is stored twice. Every sparse
-X therefore goes through :func:`as_canonical_csr` before its norms are
-taken: duplicates are summed into a copy (the user's matrix is never
-modified), and indices outside ``[0, n_features)`` (which the compiled code
-would read out of bounds) are refused.
+The sparse forms of :mod:`._kernels`, with the same per-sample pieces (the
+residuals, the fail-closed clip, the row norms, the thread split): only a
+row's two dot products visit its stored entries, O(nnz K) a step; the noise,
+the smoothing and the update stay dense (the noise covers every coordinate).
+A row's norm is a sum over its STORED entries, its true norm only without
+duplicates: every sparse X goes through :func:`as_canonical_csr` first.
 """
 
 import math
@@ -81,26 +68,11 @@ def _csr_structure(indptr, indices, n_features):
 
 
 def as_canonical_csr(X):
-    """``X`` as a checked CSR matrix in canonical format (sorted, no duplicates).
+    """``X`` as a checked canonical CSR matrix (sorted, duplicates summed into a copy).
 
-    Returns ``X`` itself when it already is one; otherwise a converted or
-    deduplicated copy (duplicate entries summed, as ``X.toarray()`` does).
-    ``X`` is never modified.
-
-    Parameters
-    ----------
-    X : scipy sparse matrix or array of shape (n_samples, n_features)
-
-    Returns
-    -------
-    X_csr : scipy sparse CSR matrix or array
-
-    Raises
-    ------
-    ValueError
-        When the index arrays are inconsistent (row pointers that decrease
-        or point past the stored entries, column indices outside
-        ``[0, n_features)``).
+    ``X`` itself when it already is one; never modified. A ValueError where
+    the index arrays are inconsistent (the compiled code would read out of
+    bounds).
     """
     if X.format != "csr":
         X = X.tocsr()
@@ -146,13 +118,11 @@ def _sparse_margin_float64(weights, values, columns, n_features):
 
 @njit(cache=True, fastmath=FASTMATH, nogil=True)
 def _sparse_row_margins(params, values, columns, n_features, margins):
-    """``margins[k] = params[k, columns] . values + params[k, d]``.
+    """``margins[k] = params[k, columns] . values + params[k, d]``, in the parameters' dtype.
 
-    Summed in the parameters' dtype, compiled apart from the clipping
-    arithmetic (its reassociation must not reach it). A float32 sum that
-    overflowed is recomputed in float64 by the caller, outside these fastmath
-    flags: with them, Numba 0.60 let an infinite sum through its own
-    ``isfinite`` check.
+    Compiled apart from the clip (fastmath must not reach it); the caller
+    redoes an overflowed sum in float64, outside these flags, which can hide
+    an infinity from ``isfinite``.
     """
     for k in range(params.shape[0]):
         weights = params[k]
@@ -167,11 +137,10 @@ def _csr_rows_sum(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights, several,
 ):
-    """``grad = noise + clipped sum``: the (weighted) clipped gradients of ``rows``, row by row.
+    """``grad = noise + clipped sum`` of ``rows``, row by row.
 
-    O(stored entries * K). Inlined into its two kernels, whose constant
-    ``several`` prunes the other loss family: a kernel compiles only the
-    losses it can call (the one-output losses or the multiclass ones).
+    Inlined into its two kernels, whose constant ``several`` prunes the other
+    loss family from the compilation.
     """
     data, indices, indptr = X
     copy_rows(noise, grad)
@@ -213,11 +182,7 @@ def csr_single_output_gradient_sum(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
-    """``grad = noise + clipped sum`` for one output; ``X`` is ``(data, indices, indptr)``.
-
-    The argument order of the dense kernels, so that the chunks of a batch
-    (``_csr_chunks``) and the compiled steps call it as they call those.
-    """
+    """``grad = noise + clipped sum``, one output; ``X`` is ``(data, indices, indptr)``."""
     _csr_rows_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
                   fit_intercept, largest, tiny, noise, grad, weights, False)
 
@@ -237,11 +202,7 @@ def csr_gradient_sum(
     X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm, fit_intercept,
     largest, tiny, noise, grad, weights,
 ):
-    """The kernel for ``params.shape[0]`` outputs, chosen when the steps run.
-
-    For the compiled runs of steps and the chunks, which compile both kernels;
-    a Python caller picks one (:func:`csr_kernel_for`) and compiles only it.
-    """
+    """The kernel for ``params.shape[0]`` outputs, chosen at run time (compiles both)."""
     if params.shape[0] > 1:
         csr_several_outputs_gradient_sum(
             X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
@@ -258,33 +219,11 @@ def csr_kernel_for(n_outputs):
 
 
 def sparse_chunk_rows(n_rows, n_outputs, n_features, n_threads):
-    """Rows per chunk of a CSR batch, from public quantities only.
+    """Rows per chunk of a CSR batch (``n_rows`` or more: not split), from public quantities only.
 
-    The batch's length, the parameters' shape and the thread count decide
-    how a batch is cut, never its stored entries: the chunks' sums are added
-    in chunk order, so the rounding of a step's sum may depend on the cut,
-    and the cut must not depend on the data. As for dense rows
-    (:func:`~sklearn_dplssgd._backends._threads.chunk_rows`), with two
-    differences: whether to split is decided on the work of dense rows of
-    ``n_features`` columns (:func:`~sklearn_dplssgd._backends._kernels.parallel_blocks`),
-    and a chunk holds at least ``n_features + 1`` rows, so that the dense
-    ``(K, d + 1)`` buffer each chunk fills and adds costs no more than its
-    rows when each holds one stored entry or more.
-
-    Parameters
-    ----------
-    n_rows : int
-        Rows of the batch.
-    n_outputs : int
-        K.
-    n_features : int
-        d.
-    n_threads : int
-
-    Returns
-    -------
-    rows_per_chunk : int
-        ``n_rows`` or more when the batch stays on one thread.
+    Never from the stored entries: the cut may change a sum's rounding. As
+    :func:`._threads.chunk_rows`, deciding on the work of dense rows, with at
+    least ``d + 1`` rows a chunk so its dense buffer costs no more than its rows.
     """
     work = n_rows * n_outputs * n_features
     if n_rows <= 1 or parallel_blocks(work, n_rows, n_threads) <= 1:
@@ -296,38 +235,10 @@ def noisy_clipped_gradient_sum_sparse(
     X, y, rows, params, row_norms, code, threshold, clip_norm, fit_intercept,
     noise, grad, n_threads=1, weights=None, feature_norms=None,
 ):
-    """``grad = noise + sum_{i in rows} w_i clip_C(gradient of sample i)`` for sparse X.
+    """:func:`._kernels.noisy_clipped_gradient_sum` for canonical CSR X (:func:`as_canonical_csr`).
 
-    The sparse form of :func:`sklearn_dplssgd._backends._kernels.noisy_clipped_gradient_sum`,
-    with the same arguments and the same result up to float rounding; every
-    output's gradient is formed row by row from the stored entries (no
-    gather, no BLAS: a sparse row touches only its own columns).
-
-    Parameters
-    ----------
-    X : scipy sparse CSR matrix or array of shape (n_samples, d)
-        In canonical format (:func:`as_canonical_csr`), float64 or float32.
-    y : ndarray of shape (n_samples,), float64
-        Encoded targets.
-    rows : ndarray of int64
-        The batch; may be empty.
-    params : ndarray of shape (K, d + 1), dtype of ``X``
-    row_norms : ndarray of shape (n_samples,), float64
-        From :func:`compute_sparse_row_norms`.
-    code : int
-    threshold : float
-    clip_norm : float
-    fit_intercept : bool
-    noise : ndarray of shape (K, d + 1), dtype of ``X``
-    grad : ndarray of shape (K, d + 1), dtype of ``X``
-        Output buffer, overwritten.
-    n_threads : int, default=1
-        Split the batch over this many threads when its work is large enough.
-    weights : ndarray of shape (n_samples,), float64, or None, default=None
-        Per-sample weights, applied to the clipped gradients (as the dense
-        kernel's).
-    feature_norms : ndarray of shape (n_samples,), float64, or None, default=None
-        As the dense kernel's.
+    The same arguments and result up to rounding, row by row from the stored
+    entries (no gather, no BLAS).
     """
     weights = check_weights(weights, X.shape[0])
     feature_norms = check_feature_norms(feature_norms, X.shape[0])

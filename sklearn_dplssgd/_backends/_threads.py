@@ -1,35 +1,17 @@
 """Threads for one step's clipped sum (``n_jobs``), for the rows' norms, and for drawing ahead.
 
-A step's batch is cut into chunks of a size fixed by public quantities (the
-batch's length, the parameters' shape, the thread count:
-:func:`chunk_rows`); each chunk's clipped sum is formed by the serial kernel
-into a buffer of its own, and the buffers are added to the noise in chunk
-order (:func:`sum_over_chunks`). The calling thread and ``n_jobs - 1``
-helper threads take the chunks from a shared atomic counter
-(:func:`take_chunk`), so a thread that the system runs late takes fewer
-chunks, and none once they are all taken: a step never waits for a thread
-that has not started. A chunk that a helper took but has not finished when
-the calling thread runs out of chunks is, after a short wait, computed again
-by the calling thread into a spare buffer; the first of the two to finish is
-used, and both hold the same numbers. The result therefore depends on the
-chunks only, never on which thread computed which: a fit is reproducible for
-a fixed ``n_jobs`` however the threads were scheduled.
-
-This replaced a Numba team launched per step (``parallel=True``, one static
-block per thread): its join waited for every thread of the team, so with
-another busy process on the cores ``n_jobs=2`` ran 2.7 to 9 times slower
-than one thread.
-
-The passes over every row that a fit makes once (the finiteness check of
-``X``, the rows' norms) are shared the same way (:func:`blocks_on_threads`):
-blocks of rows taken one at a time by the calling thread and the helpers,
-a block a stalled helper holds computed again by the calling thread. A
-pool's ``future.result()`` would wait for a thread the system does not run.
-
-The random draws of a fit (batches and noise, chunk by chunk) do not depend
-on the weights, so with several threads they are drawn one chunk ahead on a
-thread of their own (:func:`draws_ahead`): the same generator, the same
-calls, in the same order, hence the same numbers as drawn inline.
+A step's batch is cut into chunks fixed by public quantities
+(:func:`chunk_rows`); the calling thread and ``n_jobs - 1`` helpers take
+chunks from an atomic counter (:func:`take_chunk`), each chunk's sum goes to
+a buffer of its own, and the buffers are added to the noise in chunk order
+(:func:`sum_over_chunks`). A chunk a late helper still holds is computed
+again by the calling thread into a spare buffer (both hold the same numbers).
+So a step never waits for a thread the system does not run (a team joined
+per step did, and ran many times slower on busy cores), and the result
+depends on the chunks only: a fit is reproducible for a fixed ``n_jobs``.
+The once-per-fit passes over the rows share blocks the same way
+(:func:`blocks_on_threads`); the draws, which do not depend on the weights,
+run one chunk ahead on a thread of their own (:func:`draws_ahead`).
 """
 
 import concurrent.futures
@@ -69,10 +51,8 @@ __all__ = [
 def draws_ahead(chunks, draw):
     """Yield ``draw(chunk)`` for each chunk, computing the next one on a thread.
 
-    ``draw`` is called for the chunks in order, one at a time, so a shared
-    random generator is advanced exactly as by ``map(draw, chunks)``; the
-    next chunk's draws overlap the caller's work on the current one (NumPy's
-    generators release the GIL while they fill arrays).
+    The calls run in order, one at a time, so a shared generator advances
+    exactly as by ``map(draw, chunks)``.
     """
     chunks = list(chunks)
     if not chunks:
@@ -88,19 +68,6 @@ def draws_ahead(chunks, draw):
 
 
 # --- Dynamic chunks: the threads take chunks of the batch from a shared counter ---
-#
-# A team launched per step waits at its join for every thread, including one
-# that the operating system has not run yet: with another busy process on the
-# cores, n_jobs=2 ran 2.7 to 9 times slower than one thread. Instead, the batch
-# is cut into fixed chunks whose clipped sums go into buffers of their own; the
-# calling thread and helpers take chunks from an atomic counter until none is
-# left, and the chunks' sums are added to the noise in chunk order. A helper
-# that starts late takes fewer chunks (none, if it starts after the last), and
-# a chunk that a helper took but has not finished when the calling thread has
-# nothing left to do is, after a short wait, computed again by the calling
-# thread into a spare buffer (the first to finish is used: both hold the same
-# numbers). So a step never waits for a thread that does not run, and the
-# result depends only on the chunks, not on which thread computed what.
 
 
 @intrinsic
@@ -151,22 +118,17 @@ def atomic_add(array, index, value):
     return _fetch_add(array, index, value)
 
 
-# Cycles a team helper waits for the next step before it returns to Python
-# (where it yields the processor and comes back until the run is over): about
-# 50 us. Spinning longer takes a core from the calling thread and from other
-# processes when the machine is busy.
+# Cycles (about 50 us) a team helper spins for the next step before it yields
+# the processor: spinning longer takes a core from the others on a busy machine.
 _HELPER_PATIENCE_CYCLES = 150_000
 
 
 @njit(cache=True, nogil=True)
 def next_published_step(control, seen):
-    """What a team helper waits for: the count of steps published once above ``seen``.
+    """The count of published steps (``control[0]``) once above ``seen``.
 
-    ``control[0]`` counts the steps the calling thread has published,
-    ``control[1]`` is 1 once the run is over. Returns the new count (above
-    ``seen``), ``-1`` when the run is over, or ``seen`` after waiting about
-    ``_HELPER_PATIENCE_CYCLES`` with nothing new (the helper then returns to
-    Python, yields the processor, and comes back).
+    ``-1`` once the run is over (``control[1]``), ``seen`` after
+    ``_HELPER_PATIENCE_CYCLES`` with nothing new.
     """
     idle_since = cycle_count()
     while True:
@@ -183,10 +145,7 @@ def next_published_step(control, seen):
 def redo_deadline(started, finished, made):
     """When the calling thread stops waiting for a helper's part: half again its own mean time.
 
-    ``started`` and ``finished`` bracket the calling thread's own ``made``
-    parts (cycle counts); a part a helper still holds at the deadline is
-    made again by the calling thread, so a step never waits long for a
-    thread the system does not run.
+    ``started`` and ``finished`` (cycles) bracket its own ``made`` parts.
     """
     return finished + (3 * (finished - started)) // (2 * max(1, made))
 
@@ -239,12 +198,7 @@ def add_chunks(noise, partial, progress, grad):
 
 @njit(cache=True, nogil=True)
 def team_add_chunks(noise, partial, states, n_chunks, grad):
-    """``grad = noise + sum_c partial[states[1 + c] - 1, c]``, in chunk order.
-
-    A team run's chunk ``c`` is held by the buffers of the thread whose
-    index plus one ``states[1 + c]`` is; the additions are those of
-    :func:`add_chunks`.
-    """
+    """``grad = noise + sum_c partial[states[1 + c] - 1, c]`` (c's holder), in chunk order."""
     n_outputs, n_columns = grad.shape
     for k in range(n_outputs):
         for j in range(n_columns):
@@ -264,11 +218,7 @@ _CHUNK_ROWS = (64, 512)
 
 
 def chunk_rows(n_rows, n_parameters, n_threads):
-    """Rows per chunk of a batch of ``n_rows`` with ``n_parameters`` = K (d + 1).
-
-    From public quantities only (the batch's length, the shape of the
-    parameters and the thread count): at least two chunks per thread.
-    """
+    """Rows per chunk of a batch, from public quantities only; at least two chunks a thread."""
     rows = min(max(_CHUNK_WORK // max(1, n_parameters), _CHUNK_ROWS[0]), _CHUNK_ROWS[1])
     return max(1, min(rows, -(-n_rows // (2 * n_threads))))
 
@@ -402,10 +352,8 @@ class _TeamShare:
         while seen >= 0:
             seen = self.helper(*self.args, self.thread, seen)
             if seen >= 0:
-                # No step for a while: the calling thread is not running (the
-                # steps of a run follow each other within microseconds), so
-                # leave the processor to it and to other processes for a
-                # moment rather than spin (it computes any chunk left).
+                # No step for a while: the calling thread is not running, so
+                # leave it the processor rather than spin.
                 time.sleep(_TEAM_IDLE_SLEEP)
 
     def release(self):
@@ -415,12 +363,9 @@ class _TeamShare:
 def run_with_team(run, helper, helper_args, control, n_threads):
     """``run()`` on this thread while ``n_threads - 1`` helpers run ``helper``.
 
-    ``helper(*helper_args, thread, seen)`` (thread 1, 2, ...) returns -1 once
-    ``control[1]`` is set, else the count of steps it has seen when it
-    waited long for the next (it is then called again after yielding the
-    processor). ``control[1]`` is set when ``run`` returns or raises, so no
-    helper outlives the run by more than the step it is computing. ``run``
-    must never wait for a helper (it computes again what a helper holds).
+    ``helper(*helper_args, thread, seen)`` returns -1 once ``control[1]`` is
+    set (when ``run`` returns or raises), else the steps it has seen. ``run``
+    must never wait for a helper.
     """
     control[:] = 0
     for thread, work in enumerate(_helpers(n_threads - 1).queues, start=1):
@@ -477,27 +422,10 @@ class _SharedBlocks:
 def blocks_on_threads(function, n_blocks, n_threads):
     """``[function(b) for b in range(n_blocks)]``, the blocks shared by ``n_threads`` threads.
 
-    The calling thread and ``n_threads - 1`` helpers (those of the steps'
-    chunks) take the blocks one at a time; when the calling thread finds
-    none left, it waits for the blocks helpers hold at most half again its
-    own mean time per block, then computes the unfinished ones itself. So a
-    pass never waits long for a thread the system does not run, and its
-    result does not depend on which thread computed what. An error raised
-    on a helper is raised again when the calling thread computes that block.
-    ``function`` must release the GIL for most of its time to gain
-    (NumPy's whole-array operations do).
-
-    Parameters
-    ----------
-    function : callable
-        ``function(block) -> value``; the same value on any thread.
-    n_blocks : int
-    n_threads : int
-
-    Returns
-    -------
-    values : list
-        ``function(b)`` for every block, in block order.
+    As the steps' chunks: the calling thread computes again, after half again
+    its mean time per block, any block a helper still holds (raising a
+    helper's error there). ``function`` gives the same value on any thread
+    and gains only where it releases the GIL.
     """
     shared = _SharedBlocks(function, n_blocks)
     if n_blocks > 1:
@@ -514,15 +442,10 @@ def blocks_on_threads(function, n_blocks, n_threads):
 
 
 def share_with_helpers(shared, n_threads):
-    """Hand ``shared`` to the ``n_threads - 1`` helper threads (none with one thread).
+    """Hand ``shared`` to the ``n_threads - 1`` helpers: each calls ``claim(-1)``, ``release()``.
 
-    Each helper calls ``shared.claim(-1)`` when it comes to it (after the
-    work handed to it before), then ``shared.release()``. ``claim(-1)``
-    computes whatever is left to take; the caller never waits for a helper
-    to start, and computes again what a late helper holds (as
-    :func:`blocks_on_threads` does), so its result must not depend on which
-    thread computed what. An exception on a helper is swallowed there: the
-    calling thread, computing the same part again, raises it.
+    An exception on a helper is swallowed there; the calling thread, which
+    computes again what a late helper holds, raises it.
     """
     if n_threads > 1:
         for work in _helpers(n_threads - 1).queues:

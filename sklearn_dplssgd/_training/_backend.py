@@ -1,16 +1,12 @@
 """The contract between the one training loop and a backend.
 
 :func:`~sklearn_dplssgd._training.run_training` owns what every release
-shares (the plan, the per-step noise scale, the order of the draws, the
-learning rate, the optimizer, averaging, the divergence checks); a backend
-supplies only what depends on where the arrays live. :class:`TrainingBackend`
-lists what the loop calls, so that a new backend (a GPU, a cluster) has a
-checked contract: ``tests/test_backend_contract.py`` checks every backend
-class against it.
-
-A backend must never change the plan's T, q, C or z, and must never draw
-noise or batches that the plan does not account for: it runs the mechanism's
-steps, the mechanism's event describes them.
+shares (the plan, the noise scale, the order of the draws, the learning rate,
+the optimizer, averaging, the divergence checks); a backend supplies only
+what depends on where the arrays live. It must never change the plan's T, q,
+C or z, nor draw noise or batches the plan does not account for
+(docs/developers.rst, "Where to add a backend"). ``params``, ``grad`` and
+``averaged`` are arrays of shape (K, d + 1), intercept last.
 """
 
 import typing
@@ -25,10 +21,9 @@ class TrainingBackend(typing.Protocol):
     Attributes
     ----------
     xp : module or None
-        The array namespace of the parameters; None for NumPy arrays updated
-        in place.
+        The parameters' array namespace; None for NumPy arrays updated in place.
     params : array of shape (K, d + 1)
-        The starting parameters (zeros, or a warm start), intercept last.
+        The starting parameters (zeros, or a warm start).
     """
 
     xp: typing.Any
@@ -43,55 +38,31 @@ class TrainingBackend(typing.Protocol):
         """
 
     def chunks(self, chunk_starts, chunk, lattice):
-        """The draws of each chunk of steps, in the loop's one fixed order.
+        """The draws of each chunk (``chunk_starts``: ``range(0, T, chunk)``), in one order.
 
-        Parameters
-        ----------
-        chunk_starts : range
-            ``range(0, T, chunk)``: the first step of each chunk.
-        chunk : int
-            The number of steps of a full chunk.
-        lattice : Lattice or None
-            The lattice the steps' sums are released on, with each step's
-            integer noise scale (:class:`~._lattice.Lattice`); None where no
-            noise is drawn.
+        ``lattice`` is the :class:`~._lattice.Lattice` the sums are released
+        on (None: no noise).
 
         Yields
         ------
-        chunk_start : int
-        chunk_steps : int
-            The number of steps of this chunk.
+        chunk_start, chunk_steps : int
         draws : object
-            What :meth:`gradient_sum` needs for those steps (batches and
-            integer noise, :func:`~sklearn_dplssgd._backends._numpy.chunk_noise`),
-            drawn from the fit's generator only.
+            What :meth:`gradient_sum` needs for the chunk's steps (batches and
+            integer noise), drawn from the fit's generator only.
         """
 
     def gradient_sum(self, params, draws, local_step):
-        """One step's released gradient sum: clipped per sample, released on the lattice.
-
-        Parameters
-        ----------
-        params : array of shape (K, d + 1)
-        draws : object
-            The chunk's draws, as :meth:`chunks` yielded them.
-        local_step : int
-            The step's index within the chunk.
+        """One step's released gradient sum; the only call that reads rows.
 
         Returns
         -------
         grad : array of shape (K, d + 1)
-            The sum over the step's batch (not divided by the batch size),
-            rounded onto the lattice plus its integer noise, times the
-            lattice step (:func:`~._lattice.release_on_lattice`).
+            The batch's per-sample clipped sum (not divided by the batch
+            size) released on the lattice (:func:`~._lattice.release_on_lattice`).
         """
 
     def smooth(self, grad):
-        """Laplacian smoothing of a gradient (post-processing; may work in place).
-
-        Parameters
-        ----------
-        grad : array of shape (K, d + 1)
+        """Laplacian smoothing (post-processing; may work in place).
 
         Returns
         -------
@@ -99,13 +70,7 @@ class TrainingBackend(typing.Protocol):
         """
 
     def decay(self, params, shrink):
-        """Weight decay: the weights (not the intercept, unless penalised) times ``shrink``.
-
-        Parameters
-        ----------
-        params : array of shape (K, d + 1)
-        shrink : float
-            ``1 - eta_t alpha``.
+        """The weights (not the intercept, unless penalised) times ``shrink``.
 
         Returns
         -------
@@ -114,10 +79,6 @@ class TrainingBackend(typing.Protocol):
 
     def project(self, params):
         """The parameters after the optimizer's step, projected where the release needs it.
-
-        Parameters
-        ----------
-        params : array of shape (K, d + 1)
 
         Returns
         -------
@@ -135,12 +96,6 @@ class TrainingBackend(typing.Protocol):
     def add_to_average(self, averaged, params, count):
         """The running mean of the iterates with ``params`` as its ``count``-th term.
 
-        Parameters
-        ----------
-        averaged : array of shape (K, d + 1)
-        params : array of shape (K, d + 1)
-        count : int
-
         Returns
         -------
         averaged : array of shape (K, d + 1)
@@ -149,21 +104,13 @@ class TrainingBackend(typing.Protocol):
     def all_finite(self, params):
         """Whether every parameter is finite (on a device: one synchronisation).
 
-        Parameters
-        ----------
-        params : array of shape (K, d + 1)
-
         Returns
         -------
         finite : bool
         """
 
     def to_host(self, params):
-        """The parameters as a NumPy array, for the progress report and the callback.
-
-        Parameters
-        ----------
-        params : array of shape (K, d + 1)
+        """The parameters for the progress report and the callback.
 
         Returns
         -------
@@ -171,12 +118,7 @@ class TrainingBackend(typing.Protocol):
         """
 
     def finish(self, params):
-        """The released parameters, in the fit's dtype.
-
-        Parameters
-        ----------
-        params : array of shape (K, d + 1)
-            The last iterate, or the mean of the iterates.
+        """The released parameters (the last iterate or the mean) in the fit's dtype.
 
         Returns
         -------
@@ -186,16 +128,11 @@ class TrainingBackend(typing.Protocol):
     def compiled_steps(self, update):
         """A function running a segment of steps in one compiled call, or None.
 
-        Parameters
-        ----------
-        update : OptimizerRun
-            The optimizer's state for this fit.
-
         Returns
         -------
         run : callable or None
             ``run(params, averaged, draws, chunk_start, local_start,
-            local_stop) -> (params, averaged)``, the same steps as
-            :func:`~sklearn_dplssgd._training.python_steps`; None where the
-            loop must step in Python.
+            local_stop) -> (params, averaged)``, the steps of
+            :func:`~sklearn_dplssgd._training.python_steps` with the
+            optimizer state ``update``; None where the loop steps in Python.
         """

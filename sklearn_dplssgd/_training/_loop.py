@@ -1,28 +1,13 @@
 """The one training loop: the steps of a release, over interchangeable backends.
 
-Every model this library trains comes out of :func:`run_training`:
-
-- DP-LSSGD on NumPy arrays, dense or CSR
-  (:class:`~sklearn_dplssgd._backends.NumpyTraining`, compiled Numba kernels);
-- DP-LSSGD on array API arrays, e.g. PyTorch tensors on a GPU
-  (:class:`~sklearn_dplssgd._backends.ArrayApiTraining`);
-- output perturbation's noise-free descent
-  (:class:`~sklearn_dplssgd._mechanisms.NoiseFreeDescent`), whose noise is added
-  once, after the loop.
-
-The loop owns what they share: the per-step noise scale and the epochs
-(:func:`step_schedule`), drawing the batches and the noise a chunk of steps
-at a time (in one fixed order, so that a seeded fit is reproducible and two
-backends given the same generator draw the same numbers), the learning
-rate, the weight decay, the optimizer step (:class:`.OptimizerRun`),
-averaging of the iterates, the divergence checks and the progress report. A
-backend supplies only what depends on where the arrays live: a chunk's draws,
-one step's (noisy, clipped) gradient sum, the smoothing, the decay, and the
-conversions for reporting: the methods of
-:class:`~sklearn_dplssgd._training.TrainingBackend`.
-
-Everything :class:`TrainingPlan` holds is public (fixed before any row is
-read); the rows reach the loop only through the backend's gradient sums.
+Every model comes out of :func:`run_training` (DP-LSSGD on NumPy or array
+API arrays, output perturbation's noise-free descent). The loop owns what
+they share: the epochs and chunks (:func:`step_schedule`), the draws in one
+fixed order (so two backends given one generator draw the same numbers), the
+learning rate, the decay, the optimizer, averaging, the divergence checks and
+the progress report; a backend supplies the rest
+(:class:`~sklearn_dplssgd._training.TrainingBackend`). Everything a
+:class:`TrainingPlan` holds is public.
 """
 
 import dataclasses
@@ -65,38 +50,32 @@ class TrainingPlan:
     clip_norm : float
         C, the per-sample bound on the gradient.
     noise_multiplier : float or ndarray of shape (n_steps,)
-        z: the noise on the clipped sum has standard deviation ``z w_max C``
-        (a little more: see :meth:`lattice`); an array gives each step its own
-        (a noise schedule); 0 adds none.
+        z: the noise's standard deviation is ``z w_max C`` (a little more:
+        :meth:`lattice`); an array gives each step its own; 0 adds none.
     sample_rate : float
         q, the Poisson sampling rate (1: every row in every step).
     batch_size : int
-        The expected batch size b. The gradient sum is divided by it: never
-        by the realised batch size, and not by ``q n`` either, which equals b
-        when ``q < 1`` but is the row count n (private under add/remove
-        adjacency) for full batches.
+        The expected batch size b, public, that the sum is divided by (never
+        the realised batch size, nor ``q n``: n is private under add/remove).
     n_steps : int
         T.
     n_epochs : int
         The epochs the T steps represent (for progress and callbacks).
     learning_rates : ndarray of shape (n_steps,)
     alpha : float
-        L2 strength, applied as a decay after the noise (it is data-free).
+        L2 strength, a data-free decay after the noise.
     sigma : float
         Laplacian smoothing strength; 0 is plain DP-SGD.
     average_start : int or None, default=None
-        When an int, the result is the mean of the iterates after steps
-        ``average_start + 1 .. T`` (0 averages all of them), post-processing
-        of the noisy iterates.
+        An int: the result is the mean of the iterates after steps
+        ``average_start + 1 .. T``.
     optimizer : Optimizer or None, default=None
         None is plain :class:`~sklearn_dplssgd.SGD`.
     max_sample_weight : float, default=1.0
-        The public bound w_max on the sample weights: one row moves the
-        clipped sum by at most ``w_max C``, the scale of the noise.
+        w_max, the public bound on the sample weights.
     max_batch_rows : int, default=0
-        A public bound on a step's batch (:func:`~._lattice.batch_rows_bound`):
-        the floating-point error bound of each release holds up to it, and a
-        larger batch fails the fit. Required with noise.
+        The public bound on a step's batch (:func:`~._lattice.batch_rows_bound`)
+        up to which each release's rounding error bound holds. Required with noise.
     """
 
     loss_code: int
@@ -117,15 +96,10 @@ class TrainingPlan:
     max_batch_rows: int = 0
 
     def lattice(self, n_coordinates, sum_dtype=np.float64):
-        """The :class:`~._lattice.Lattice` the steps release their sums on (None without noise).
+        """The :class:`~._lattice.Lattice` of the steps' sums (None without noise).
 
-        Parameters
-        ----------
-        n_coordinates : int
-            ``p``, the noisy coordinates of a step: ``K (d + 1)``, ``K d``
-            without an intercept.
-        sum_dtype : dtype, default=float64
-            The dtype the backend sums in.
+        ``n_coordinates`` is p, the noisy coordinates of a step (``K (d + 1)``,
+        or ``K d`` without an intercept); ``sum_dtype`` the backend's.
         """
         multipliers = np.broadcast_to(
             np.asarray(self.noise_multiplier, dtype=np.float64), (self.n_steps,))
@@ -164,31 +138,12 @@ def run_training(backend, plan, *, verbose=0, epoch_callback=None):
     """Run the T steps of ``plan`` on ``backend``; return the released parameters.
 
     The steps are :func:`python_steps`'s (or the backend's compiled run of
-    the same steps), in segments that end with a chunk of draws or at a
-    reported epoch. Weights that stop being finite raise (checked at every epoch
-    end that is reported and after every chunk of steps).
-
-    Parameters
-    ----------
-    backend : TrainingBackend
-        Where the arrays live: the methods of :class:`TrainingBackend`
-        (``compiled_steps(update)`` returns a function that runs a segment of
-        steps as :func:`python_steps` does, or None where it cannot).
-    plan : TrainingPlan
-    verbose : int, default=0
-        Print one line per epoch: the epoch, the step, the norm of the
-        weights (a function of the iterates, which the accountant covers)
-        and the elapsed time (which depends on the data: it is printed for
-        the person running the fit and is not covered by the guarantee).
-    epoch_callback : callable, optional
-        ``epoch_callback(epoch, params)`` after every epoch, with the
-        parameters as a NumPy array (the live array on the NumPy backend:
-        copy it to keep it).
-
-    Returns
-    -------
-    params : array of shape (K, d + 1)
-        The last iterate, or the mean of the iterates with ``average_start``.
+    them), in segments ending with a chunk of draws or at a reported epoch;
+    non-finite weights raise. ``verbose`` prints one line per epoch (the
+    elapsed time depends on the data: it is for the person running the fit,
+    outside the guarantee); ``epoch_callback(epoch, params)`` gets the live
+    NumPy parameters after every epoch. Returns the last iterate, or the
+    mean of the iterates with ``average_start``.
     """
     start_time = time.perf_counter()
     n_steps, average_start = plan.n_steps, plan.average_start

@@ -1,27 +1,12 @@
 """Optimizers: the update applied to the smoothed noisy gradient (post-processing).
 
-The training loop (:func:`sklearn_dplssgd._backends._numpy.train_dp_lssgd`) releases the
-noisy clipped gradient sum, smooths it, applies the L2 weight decay
-(:func:`apply_weight_decay`) and then one optimizer update. Every update is a
-function of the released noisy gradients only, so the optimizer changes
-nothing in the privacy accounting: DP-LSAdam is DP-LSSGD whose smoothed noisy
-gradient goes through Adam.
-
-An optimizer is one class holding everything about it:
-
-* its settings, as an estimator's parameters (``get_params`` /
-  ``set_params``, so that a search reaches them as ``optimizer__beta1``);
-* :meth:`Optimizer.check`, which validates them;
-* :meth:`Optimizer.default_eta0`, its default step-size rule (how the
-  ``eta0="auto"`` of plain SGD translates to this update);
-* ``n_state`` arrays of state of the parameters' shape, and the update in
-  both backends: :meth:`Optimizer.update` (in place, a compiled kernel on
-  NumPy arrays) and :meth:`Optimizer.update_array` (functional, array API).
-
-The estimators' ``optimizer`` takes an instance or one of the names of
-:data:`OPTIMIZERS`; :class:`OptimizerRun` holds one fit's state.
-
-Adding an optimizer means one class here (and its NumPy oracle in the tests).
+Every update is a function of the released noisy gradients only, so an
+optimizer changes nothing in the accounting (DP-LSAdam is DP-LSSGD whose
+smoothed noisy gradient goes through Adam). One class per optimizer holds its
+settings (estimator parameters, so a search reaches ``optimizer__beta1``),
+their check, its ``eta0="auto"`` rule and its update on NumPy arrays (in
+place, compiled) and on array API arrays; :class:`OptimizerRun` holds one
+fit's state. How to add one: docs/developers.rst.
 """
 
 import math
@@ -69,11 +54,7 @@ def apply_weight_decay(params, shrink, n_penalized):
 
 @njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def sgd_update(params, gradient_sum, step_size):
-    """``params -= step_size * gradient_sum`` in place.
-
-    ``step_size`` is the learning rate divided by the expected batch size,
-    so that ``step_size * gradient_sum`` is the step along the mean gradient.
-    """
+    """``params -= step_size * gradient_sum`` in place (``step_size``: eta over the batch size)."""
     for k in range(params.shape[0]):
         row = params[k]
         grad_row = gradient_sum[k]
@@ -83,12 +64,7 @@ def sgd_update(params, gradient_sum, step_size):
 
 @njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def momentum_update(params, gradient_sum, velocity, step_size, momentum):
-    """Heavy-ball momentum, in place: ``v = momentum v + g; params -= step_size v``.
-
-    ``g`` is the gradient sum; ``velocity`` has the shape of ``params``. This
-    is scikit-learn's MLP / PyTorch's SGD convention (no dampening): the
-    long-run step is ``step_size / (1 - momentum)`` times the gradient.
-    """
+    """Heavy-ball momentum in place, no dampening: ``v = momentum v + g; params -= step_size v``."""
     for k in range(params.shape[0]):
         row = params[k]
         grad_row = gradient_sum[k]
@@ -106,12 +82,7 @@ MOMENTUM_CODE = 1
 
 @njit(cache=True, nogil=True)
 def compiled_update(code, factor, params, gradient_sum, state, step_size):
-    """The update of optimizer ``code`` (its ``compiled_code``), in place.
-
-    ``factor`` is the optimizer's setting (the momentum), ``state`` its state
-    array (ignored by plain SGD), ``step_size`` the learning rate divided by
-    the expected batch size.
-    """
+    """The update of optimizer ``code`` in place; ``factor``: its setting, ``state``: its state."""
     if code == MOMENTUM_CODE:
         momentum_update(params, gradient_sum, state, step_size, factor)
     else:
@@ -121,13 +92,7 @@ def compiled_update(code, factor, params, gradient_sum, state, step_size):
 @njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def adam_update(params, gradient_sum, first, second, learning_rate, inv_batch, beta1, beta2,
                 epsilon, step):
-    """One Adam step (Kingma and Ba, 2015) in place, on the mean gradient.
-
-    ``g = inv_batch * gradient_sum``; ``first = beta1 first + (1 - beta1) g``;
-    ``second = beta2 second + (1 - beta2) g**2``; then
-    ``params -= learning_rate * m_hat / (sqrt(v_hat) + epsilon)`` with the
-    bias corrections of step ``step`` (1-based).
-    """
+    """One Adam step (Kingma and Ba, ICLR 2015) in place, on the mean gradient (``step`` from 1)."""
     correction1 = 1.0 - beta1 ** step
     correction2 = 1.0 - beta2 ** step
     for k in range(params.shape[0]):
@@ -146,11 +111,7 @@ def adam_update(params, gradient_sum, first, second, learning_rate, inv_batch, b
 
 @njit(cache=True, fastmath=CONTRACT_ONLY, nogil=True)
 def adagrad_update(params, gradient_sum, accumulator, learning_rate, inv_batch, epsilon):
-    """One AdaGrad step (Duchi, Hazan and Singer, 2011) in place, on the mean gradient.
-
-    ``g = inv_batch * gradient_sum``; ``accumulator += g**2``; then
-    ``params -= learning_rate * g / (sqrt(accumulator) + epsilon)``.
-    """
+    """One AdaGrad step (Duchi, Hazan and Singer, JMLR 2011) in place, on the mean gradient."""
     for k in range(params.shape[0]):
         row = params[k]
         grad_row = gradient_sum[k]
@@ -161,12 +122,11 @@ def adagrad_update(params, gradient_sum, accumulator, learning_rate, inv_batch, 
             row[j] -= learning_rate * g / (math.sqrt(acc_row[j]) + epsilon)
 
 
-def _check_fraction(value, name, upper_closed=False):
-    """``value`` a real in [0, 1) (or [0, 1]), else a ValueError naming ``name``."""
+def _check_fraction(value, name):
+    """``value`` a real in [0, 1), else a ValueError naming ``name``."""
     ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
-    if not ok or value < 0 or value > 1 or (value == 1 and not upper_closed):
-        bound = "]" if upper_closed else ")"
-        raise ValueError(f"{name} must be a real number in [0, 1{bound}; got {value!r}.")
+    if not ok or value < 0 or value >= 1:
+        raise ValueError(f"{name} must be a real number in [0, 1); got {value!r}.")
 
 
 def _check_positive(value, name):
@@ -205,8 +165,7 @@ class Optimizer(BaseEstimator):
         Parameters
         ----------
         sgd_eta0 : float
-            Plain SGD's automatic ``eta0`` (the accumulated noise on a weight
-            set to ``weight_noise``, capped by the noise-free step).
+            Plain SGD's automatic ``eta0``.
         weight_noise : float
             The target of the noise accumulated on one weight over the run.
         schedule : ndarray of shape (n_steps,)
@@ -388,16 +347,9 @@ OPTIMIZERS = {cls.name: cls for cls in (SGD, Momentum, Adam, AdaGrad)}
 
 
 def check_optimizer(optimizer):
-    """The :class:`Optimizer` an ``optimizer`` value stands for, its settings checked.
+    """The :class:`Optimizer` an ``optimizer`` value (a name or an instance) stands for, checked.
 
-    A name gives that optimizer at its default settings; an instance is
-    returned as is (it is not modified, and a fit's state lives in an
-    :class:`OptimizerRun`).
-
-    Raises
-    ------
-    ValueError
-        Naming ``optimizer`` (or the setting) and what is wrong.
+    An instance is returned as is, unmodified; a ValueError names what is wrong.
     """
     if isinstance(optimizer, str):
         if optimizer not in OPTIMIZERS:
@@ -421,17 +373,9 @@ def optimizer_error(value):
 
 
 class OptimizerRun:
-    """One fit's optimizer state, on NumPy arrays (in place) or array API arrays.
+    """One fit's optimizer state, like ``params``; ``xp`` None: NumPy arrays updated in place.
 
-    Parameters
-    ----------
-    optimizer : Optimizer
-    params : array of shape (K, d + 1)
-        The initial parameters (their shape, dtype and device are used).
-    batch_size : int
-        The public expected batch size b: the noisy sum is divided by it.
-    xp : namespace or None
-        None for NumPy arrays updated in place by the compiled kernels.
+    ``batch_size`` is the public expected batch size the noisy sum is divided by.
     """
 
     def __init__(self, optimizer, params, batch_size, xp=None):

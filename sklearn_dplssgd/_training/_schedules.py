@@ -3,38 +3,11 @@
 A schedule (Hong, Wang and Zhou, "Dynamic privacy budget allocation improves
 data efficiency of differentially private gradient descent", FAccT 2022)
 gives step ``t`` the noise multiplier ``z_t = c s_t``: the shape ``s_t`` is
-fixed before training from public quantities only (the
-schedule's name, its decay, the number of steps and epochs), and the scale
-``c`` is calibrated so that the whole run meets ``(epsilon, delta)``
-(:meth:`sklearn_dplssgd._mechanisms._gradient.GradientPerturbation.calibrated`). The
-shape is piecewise constant: a tuple of ``(n_steps_k, level_k)`` blocks,
-each of which the accountant sees as one self-composed Poisson-subsampled
-Gaussian (``SelfComposedDpEvent``) inside a ``ComposedDpEvent``.
-
-Schedules are objects (their settings reachable by ``get_params`` and by a
-search as ``noise_schedule__<name>``); the estimators' ``noise_schedule``
-also takes a name or an array:
-
-* ``"constant"`` / :class:`ConstantNoise`: one block, level 1 (plain
-  DP-LSSGD).
-* ``"exponential"`` / :class:`ExponentialNoise`: the level decays
-  geometrically from 1 in the first epoch to ``final_ratio`` in the last
-  (Yu et al. 2019's exponential decay, the form Hong, Wang and Zhou find preferable);
-  or by a fixed ``per_epoch`` factor, ``per_epoch ** e`` in epoch ``e``.
-* ``"step"`` / :class:`StepNoise`: level 1, then ``sqrt(final_ratio)`` after
-  half of the steps and ``final_ratio`` after three quarters (step decay).
-* an array of relative levels / :class:`RelativeNoise`: the steps are split
-  into that many blocks of (nearly) equal length, block ``k`` at level
-  ``levels[k]``.
-
-Parametrised by the ratio of the last level to the first, a schedule keeps
-its shape whatever the number of epochs (a per-epoch factor over the
-hundreds of epochs of a small table's default run would make the last noise
-a vanishing fraction of the first, which is refused).
-
-The accountant's work grows with the number of blocks, so an epoch-wise
-schedule over more than ``MAX_BLOCKS`` epochs changes level every
-``ceil(n_epochs / MAX_BLOCKS)`` epochs (the level of the group's first epoch).
+fixed from public quantities before training, the scale ``c`` calibrated for
+``(epsilon, delta)``. The shape is a tuple of ``(n_steps_k, level_k)``
+blocks, each one self-composed Poisson-subsampled Gaussian for the
+accountant; at most ``MAX_BLOCKS`` of them, to bound the accountant's work.
+The schedules: docs/optimizers_and_schedules.rst.
 """
 
 import math
@@ -128,16 +101,9 @@ class NoiseSchedule(BaseEstimator):
     def blocks(self, n_steps, n_epochs):
         """The shape as ``((n_steps_k, level_k), ...)``, step counts summing to ``n_steps``.
 
-        Parameters
-        ----------
-        n_steps : int
-            T.
-        n_epochs : int
-            Epochs the T steps represent (epoch ``e`` ends after
-            ``ceil((e + 1) T / n_epochs)`` steps, as in the training loop).
-            An epoch-wise schedule over more than ``MAX_BLOCKS`` epochs
-            changes level every ``ceil(n_epochs / MAX_BLOCKS)`` epochs (the
-            level of the group's first epoch).
+        Epoch ``e`` ends after ``ceil((e + 1) T / n_epochs)`` steps, as in the
+        loop; over more than ``MAX_BLOCKS`` epochs the level changes every
+        ``ceil(n_epochs / MAX_BLOCKS)`` epochs (the group's first epoch's level).
         """
         levels = self.levels_by_epoch(n_epochs)
         n_blocks = min(n_epochs, MAX_BLOCKS, n_steps)
@@ -236,13 +202,7 @@ _NAMED_SCHEDULES = {"constant": ConstantNoise, "exponential": ExponentialNoise,
 
 
 def check_noise_schedule(schedule):
-    """The schedule a ``noise_schedule`` value stands for, as a :class:`NoiseSchedule`.
-
-    Raises
-    ------
-    ValueError
-        Naming ``noise_schedule`` and what is wrong.
-    """
+    """The :class:`NoiseSchedule` a ``noise_schedule`` value stands for (a ValueError if none)."""
     if isinstance(schedule, NoiseSchedule):
         return schedule
     if isinstance(schedule, str):
@@ -260,19 +220,7 @@ def is_constant_schedule(schedule):
 
 
 def noise_schedule_blocks(schedule, n_steps, n_epochs):
-    """The public shape of the noise for a ``noise_schedule`` value, its range checked.
-
-    Returns
-    -------
-    blocks : tuple of (int, float)
-        Step counts summing to ``n_steps``; the first level is 1 for the
-        named schedules. ``((n_steps, 1.0),)`` for the constant one.
-
-    Raises
-    ------
-    ValueError
-        When the smallest level is below ``MIN_LEVEL_RATIO`` times the largest.
-    """
+    """The blocks of a ``noise_schedule``; a ValueError if its levels span over 1000 times."""
     blocks = check_noise_schedule(schedule).blocks(int(n_steps), int(n_epochs))
     levels = [level for _, level in blocks]
     if min(levels) < MIN_LEVEL_RATIO * max(levels):
@@ -291,21 +239,7 @@ def step_levels(blocks):
 
 
 def number_of_steps(n_samples, batch_size, max_iter):
-    """Number of steps T = ceil(max_iter * n / b), computed in integers.
-
-    Parameters
-    ----------
-    n_samples : int
-        Number of training rows n.
-    batch_size : int
-        Expected batch size; above ``n_samples`` every step uses all rows.
-    max_iter : int
-        Number of epochs.
-
-    Returns
-    -------
-    n_steps : int
-    """
+    """T = ceil(max_iter * n / b) in integers (``max_iter`` for full batches)."""
     if batch_size >= n_samples:
         return int(max_iter)
     return int(-(-max_iter * n_samples // batch_size))
@@ -314,25 +248,9 @@ def number_of_steps(n_samples, batch_size, max_iter):
 def learning_rate_schedule(learning_rate, eta0, power_t, n_steps, first_step=0):
     """Step sizes eta_t for t = first_step + 1 .. first_step + T.
 
-    Parameters
-    ----------
-    learning_rate : {"constant", "inverse_time", "invscaling"}
-        ``constant``: ``eta0``; ``inverse_time``: ``eta0 / t`` (the decay of
-        the DP-LSSGD paper, section 4); ``invscaling``: ``eta0 / t ** power_t`` as in
-        scikit-learn's SGD, with ``t`` counting steps.
-    eta0 : float
-        Initial step size.
-    power_t : float
-        Exponent of ``invscaling``.
-    n_steps : int
-        T.
-    first_step : int, default=0
-        Steps already taken by the releases this one continues
-        (``partial_fit``), so that a decaying schedule goes on decaying.
-
-    Returns
-    -------
-    etas : ndarray of shape (n_steps,)
+    ``constant``: ``eta0``; ``inverse_time``: ``eta0 / t`` (the DP-LSSGD
+    paper's decay); ``invscaling``: ``eta0 / t ** power_t`` (scikit-learn's).
+    ``first_step`` counts the steps of the releases this one continues.
     """
     t = np.arange(first_step + 1, first_step + n_steps + 1, dtype=np.float64)
     if learning_rate == "constant":
