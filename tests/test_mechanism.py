@@ -95,3 +95,17 @@ def test_mechanism_is_a_value():
     assert mechanism.seeded_copy().epsilon(DELTA) == math.inf
     assert mechanism == GradientPerturbation(0.1, 50, calibration.noise_multiplier,
                                              "replace_one", 2.0)
+
+
+@pytest.mark.parametrize("n_rows", [400, 500])
+def test_a_search_trial_refuses_a_mechanism_planned_for_other_rows(n_rows):
+    # The search fixed q = 100 / 400 and T = 8 for its trials: a trial on
+    # other rows would release what the search did not account for.
+    X, y = _data(n=n_rows)
+    clf = DPLSSGDClassifier(classes=[0, 1], batch_size=100, max_iter=2, random_state=0)
+    clf._fixed_mechanism = GradientPerturbation(100 / 400, 8, 4.0, "replace_one", 1.0)
+    if n_rows == 400:
+        assert clf.fit(X, y).noise_multiplier_ == 4.0
+    else:
+        with pytest.raises(RuntimeError, match="does not match"):
+            clf.fit(X, y)

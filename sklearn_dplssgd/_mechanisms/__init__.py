@@ -1,16 +1,13 @@
 """The release mechanisms of the estimators, each with its accounting value.
 
-One module (or small subpackage) per mechanism holds what it releases and how
-it is accounted for: gradient perturbation (:mod:`._gradient`: the
-:class:`GradientPerturbation` value and the DP-LSSGD release), output
+One module (or subpackage) per mechanism: gradient perturbation (:mod:`._gradient`), output
 perturbation (:mod:`.output_perturbation`) and the private search's selection
-(:mod:`._search_selection`). :mod:`._release` holds the interface they answer, :mod:`._settings` the
-frozen hyperparameters of a fit that every call of it reads.
-:data:`MECHANISMS` maps each value of the estimators' ``mechanism`` parameter
-to its mechanism; :func:`mechanism_named` looks one up.
+(:mod:`._search_selection`). :mod:`._release` holds the interface they answer, :mod:`._settings`
+the frozen hyperparameters of a fit. :data:`MECHANISMS` maps each value of the estimators'
+``mechanism`` parameter to its mechanism.
 """
 
-from ._gradient import GradientPerturbation, GradientPerturbationMechanism, ReleasePlan
+from ._gradient import GradientPerturbation, GradientPerturbationMechanism
 from ._release import Mechanism, ReleaseMechanism, ReleaseRecord, TrainingData
 from ._search_selection import RandomSearchSelection
 from ._settings import FitSettings, spends_privacy
@@ -19,22 +16,10 @@ from .output_perturbation import (
 )
 
 __all__ = [
-    "FitSettings",
-    "GradientPerturbation",
-    "GradientPerturbationMechanism",
-    "MECHANISMS",
-    "Mechanism",
-    "NoiseFreeDescent",
-    "OutputPerturbation",
-    "OutputPerturbationMechanism",
-    "RandomSearchSelection",
-    "ReleaseMechanism",
-    "ReleasePlan",
-    "ReleaseRecord",
-    "TrainingData",
-    "mechanism_named",
-    "smoothness_constants",
-    "spends_privacy",
+    "FitSettings", "GradientPerturbation", "GradientPerturbationMechanism", "MECHANISMS",
+    "Mechanism", "NoiseFreeDescent", "OutputPerturbation", "OutputPerturbationMechanism",
+    "RandomSearchSelection", "ReleaseMechanism", "ReleaseRecord", "TrainingData",
+    "mechanism_named", "smoothness_constants", "spends_privacy",
 ]
 
 MECHANISMS = {

@@ -1,18 +1,15 @@
 """Gradient perturbation: DP-LSSGD's noisy, clipped, smoothed gradient steps.
 
-Each step sums the Poisson-sampled rows' clipped gradients and releases the
-sum rounded onto a public lattice plus exactly sampled integer Gaussian noise
-(:mod:`~sklearn_dplssgd._training._lattice`); smoothing, the optimizer and
-averaging are post-processing. The whole release,
-:class:`~sklearn_dplssgd._mechanisms.GradientPerturbation` (q, T, the noise
-multipliers of its schedule, the sensitivity), is fixed from public quantities
-and charged to the ledger before any row is read.
+Each step releases the Poisson-sampled rows' sum of clipped gradients on a public lattice plus
+exactly sampled integer Gaussian noise; smoothing, the optimizer and averaging are
+post-processing. The release, :class:`GradientPerturbation`, is fixed from public quantities and
+charged to the ledger before any row is read (the argument: docs/privacy_argument.rst, "Every
+gradient release on a lattice").
 """
 
 import dataclasses
 import math
 import typing
-import warnings
 
 import dp_accounting
 import numpy as np
@@ -21,25 +18,20 @@ from .._accounting import (
     PLD_MAX_POINTS, pld_grid_points, PrivacyCalibration, compute_epsilon, dp_event, event_epsilon,
     calibrate_noise, smallest_noise_for, REMAINING_BUDGET,
 )
-from .._backends import backend_for, initial_gradient_norms, share_of_rows, to_device
+from .._backends import backend_for, to_device
 from .._training import (
     batch_rows_bound, step_levels, resolve_average_start, resolve_delta, resolve_eta0,
-    resolve_schedule, explain_sigma, resolve_sigma, LOSSES, loss_code, residual_norms_at_zero,
-    check_optimizer, make_generator, learning_rate_schedule, noise_schedule_blocks,
-    number_of_steps, compose_events, series_average, series_epsilon,
-    smoothed_noise_share, TrainingPlan,
+    resolve_schedule, explain_sigma, resolve_sigma, LOSSES, loss_code, check_optimizer,
+    make_generator, learning_rate_schedule, noise_schedule_blocks, number_of_steps,
+    compose_events, series_average, series_epsilon, smoothed_noise_share, TrainingPlan,
 )
+from ._clip_warning import warn_if_mostly_clipped
 from ._release import Mechanism, NoiseAdded, ReleaseMechanism, ReleaseRecord
 
 __all__ = ["GradientPerturbation", "GradientPerturbationMechanism", "ReleasePlan"]
 
-# A noise schedule is calibrated with PLD at an interval of epsilon / this.
+# A composed event is calibrated with PLD at an interval of epsilon / this.
 _SCHEDULE_PLD_STEPS = 1000
-
-# Initial gradients this many times the clip norm, for this share of the
-# rows, trigger the mostly-clipped warning (see warn_if_mostly_clipped).
-CLIPPED_FACTOR = 10.0
-CLIPPED_SHARE = 0.9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,12 +41,9 @@ class GradientPerturbation(Mechanism):
     Each step samples every row with probability ``sample_rate``, sums the
     per-sample gradients clipped to ``clip_norm`` (each times its row's
     weight, at most ``max_sample_weight``) and adds Gaussian noise of
-    standard deviation ``z_t * sensitivity`` per coordinate, where
-    ``sensitivity = max_sample_weight * clip_norm`` bounds one row's
-    contribution and ``z_t`` is ``noise_multiplier`` times the level of step
-    t's block in ``noise_schedule`` (1 throughout by default). Smoothing, the
-    optimizer step and the weight decay are post-processing. The event
-    depends on z, q and T only: z is relative to the sensitivity.
+    standard deviation ``z_t * sensitivity`` per coordinate, ``z_t`` being
+    ``noise_multiplier`` times the level of step t's block in
+    ``noise_schedule``. The event depends on z, q and T only.
 
     Parameters
     ----------
@@ -65,22 +54,20 @@ class GradientPerturbation(Mechanism):
     noise_multiplier : float
         z (0 for a non-private fit).
     neighboring : {"replace_one", "add_remove"}
-        The adjacency the event is to be accounted under (a ``DpEvent`` does
-        not carry it: pass it to the accountant).
+        The adjacency to account the event under (a ``DpEvent`` does not carry it).
     clip_norm : float
         C, for the record (z is relative to ``sensitivity``).
     seeded : bool, default=False
-        Whether the noise was derived from a seed that travels with the
-        model (``reproducible=True``): then nothing is private.
+        Whether the noise derives from a seed that travels with the model
+        (``reproducible=True``): then nothing is private.
     noise_schedule : tuple of (int, float), default=()
-        The public shape of the noise (:mod:`sklearn_dplssgd._training._schedules`):
-        blocks of ``(n_steps_k, level_k)`` summing to ``n_steps``; empty for
-        a constant noise multiplier.
+        Blocks of ``(n_steps_k, level_k)`` summing to ``n_steps``
+        (:mod:`sklearn_dplssgd._training._schedules`); empty for constant noise.
     max_sample_weight : float, default=1.0
         The public bound w_max on the rows' weights, for the record.
     prior_event : dp_accounting.DpEvent or None, default=None
         A release the fit makes on the same rows before its steps (the
-        regressor's private target range), fixed from public quantities:
+        regressor's learned target range), fixed from public quantities:
         :meth:`dp_event` composes it with the steps, and :meth:`calibrated`
         meets epsilon for the composition.
     """
@@ -97,12 +84,7 @@ class GradientPerturbation(Mechanism):
 
     @property
     def sensitivity(self):
-        """``max_sample_weight * clip_norm``: how far one row moves a step's sum.
-
-        Under add/remove adjacency; replace-one moves it by up to twice that,
-        which the accountant's neighbouring relation accounts for. The noise
-        on the sum has standard deviation ``z_t`` times this.
-        """
+        """``max_sample_weight * clip_norm``: how far one row moves a step's sum (add/remove)."""
         return self.max_sample_weight * self.clip_norm
 
     def __post_init__(self):
@@ -122,16 +104,19 @@ class GradientPerturbation(Mechanism):
         """Whether the event composes several parts (a schedule's blocks, a prior release)."""
         return self.scheduled or self.prior_event is not None
 
+    def _pld_grid_too_large(self, interval):
+        """Whether PLD at ``interval`` needs a grid of gigabytes: far too little noise."""
+        smallest = float(self.block_noise_multipliers().min())
+        return pld_grid_points(smallest, interval) > PLD_MAX_POINTS
+
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, accountant, neighboring,
                    clip_norm, noise_schedule=(), max_sample_weight=1.0,
                    prior_event=None):
         """The mechanism whose noise meets ``(epsilon, delta)``, and its calibration.
 
-        With a non-constant ``noise_schedule``, or a ``prior_event`` to
-        compose with the steps, the scale is the smallest for which
-        ``event_epsilon`` of the composed event (PLD) meets ``epsilon``;
-        ``accountant`` then only chooses the starting point.
+        A composed event (a schedule, a ``prior_event``) is calibrated with
+        PLD alone (``accountant`` only picks the starting point).
 
         Returns
         -------
@@ -155,23 +140,18 @@ class GradientPerturbation(Mechanism):
         def scaled(scale):
             return dataclasses.replace(mechanism, noise_multiplier=float(scale))
 
-        # To first order the privacy cost is sum_t 1 / z_t**2: the constant
-        # noise meeting epsilon times the RMS of 1 / level is close to the
-        # answer, and the search starts there.
-        levels = step_levels(mechanism.noise_schedule) if mechanism.scheduled else np.ones(1)
-        guess = calibration.noise_multiplier * math.sqrt(np.mean(levels ** -2.0))
-        smallest_level = float(levels.min())
-
         def scaled_epsilon(scale):
-            if pld_grid_points(scale * smallest_level, interval) > PLD_MAX_POINTS:
-                # Far too little noise (and a PLD grid of gigabytes): treat
-                # as not certified, which only makes the search go higher.
-                return math.inf
+            if scaled(scale)._pld_grid_too_large(interval):
+                return math.inf  # not certified: the search goes higher
             return event_epsilon(scaled(scale).dp_event(), delta, neighboring, interval,
                                  pld_only=True)
 
-        # PLD alone (RDP's composition of many blocks is ten times slower),
-        # at an interval fixed by the target: pessimistic, so sound.
+        # The privacy cost is about sum_t 1 / z_t**2: the search starts at the
+        # constant noise meeting epsilon times the RMS of 1 / level.
+        levels = step_levels(mechanism.noise_schedule) if mechanism.scheduled else np.ones(1)
+        guess = calibration.noise_multiplier * math.sqrt(np.mean(levels ** -2.0))
+        # PLD alone (RDP composes many blocks ten times slower), at an
+        # interval fixed by the target: pessimistic, so sound.
         interval = epsilon / _SCHEDULE_PLD_STEPS
         scale = smallest_noise_for(scaled_epsilon, epsilon, delta, guess=guess)
         mechanism = scaled(scale)
@@ -187,11 +167,9 @@ class GradientPerturbation(Mechanism):
                       prior_event=None):
         """The mechanism that spends what remains of ``ledger``'s budget, and its calibration.
 
-        Its noise is the smallest for which the ledger's composed total with
-        this fit's event stays within ``max_epsilon``
-        (:meth:`~sklearn_dplssgd.PrivacyLedger.noise_within_cap`): public
-        quantities only. The calibration states the fit's own epsilon at
-        ``delta`` (the estimator's, not the ledger's).
+        The smallest noise for which the ledger's composed total stays within
+        ``max_epsilon`` (:meth:`~sklearn_dplssgd.PrivacyLedger.noise_within_cap`);
+        the calibration states the fit's own epsilon at ``delta``.
 
         Returns
         -------
@@ -202,14 +180,12 @@ class GradientPerturbation(Mechanism):
                     neighboring=neighboring, clip_norm=float(clip_norm),
                     noise_schedule=tuple(noise_schedule),
                     max_sample_weight=float(max_sample_weight), prior_event=prior_event)
-        smallest_level = float(step_levels(shape.noise_schedule).min()) if (
-            shape.scheduled) else 1.0
 
         def event_of_noise(noise_multiplier):
-            if pld_grid_points(noise_multiplier * smallest_level,
-                               ledger.pld_interval) > PLD_MAX_POINTS:
-                return None  # far too little noise: not certified (the search goes higher)
-            return dataclasses.replace(shape, noise_multiplier=float(noise_multiplier)).dp_event()
+            mechanism = dataclasses.replace(shape, noise_multiplier=float(noise_multiplier))
+            if mechanism._pld_grid_too_large(ledger.pld_interval):
+                return None  # not certified: the search goes higher
+            return mechanism.dp_event()
 
         noise_multiplier = ledger.noise_within_cap(name, event_of_noise,
                                                    sample_rate=sample_rate, n_steps=n_steps)
@@ -255,9 +231,9 @@ class GradientPerturbation(Mechanism):
 
         ``NonPrivateDpEvent`` without noise or for a seeded fit; otherwise
         ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(z)), T)``
-        (without the sampling for ``q = 1``), and for a noise schedule the
-        ``ComposedDpEvent`` of one such event per block; a ``prior_event``
-        comes first in a ``ComposedDpEvent`` with the steps.
+        (without the sampling for ``q = 1``), for a noise schedule the
+        ``ComposedDpEvent`` of one such event per block, and a ``prior_event``
+        first in a ``ComposedDpEvent`` with the steps.
         """
         if not self.private:
             return dp_accounting.NonPrivateDpEvent()
@@ -273,13 +249,12 @@ class GradientPerturbation(Mechanism):
     def epsilon(self, delta, accountant="pld"):
         """Epsilon of the release at ``delta`` (``inf`` when not private).
 
-        A noise schedule or a prior release is accounted by
-        ``event_epsilon`` of :meth:`dp_event` (``accountant`` is then not used).
+        A composed event is accounted with PLD alone (``accountant`` is then not used).
         """
         if not self.private:
             return math.inf
         if self.composed:
-            # PLD alone (see calibrated), at an interval set by a coarse pass.
+            # At an interval set by a coarse pass (see calibrated).
             event = self.dp_event()
             coarse = event_epsilon(event, delta, self.neighboring, 1e-2, pld_only=True)
             if not math.isfinite(coarse):
@@ -312,8 +287,6 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     searchable = True
     spends_remaining_budget = True
     releases_integers = True
-    # Whether the steps' event can compose a release made before them
-    # (GradientPerturbation.prior_event).
     composes_prior_release = True
 
     def check_settings(self, settings):
@@ -339,33 +312,19 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     def plan(self, settings, n_samples, series=None, partial=False):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
 
-        The ``"auto"`` hyperparameters are resolved here, from the accounted
-        (public) row count and the calibrated noise only (see
-        :mod:`sklearn_dplssgd._training._defaults`); ``eta0``, which also depends on
-        the public width of X, once X is validated (:meth:`resolve_step`).
-
-        Parameters
-        ----------
-        settings : FitSettings
-        n_samples : int
-        series : Series or None, default=None
-            The series this release continues: its ``delta`` is kept (the
-            releases compose at one delta).
-        partial : bool, default=False
-            A ``partial_fit`` call: one epoch over its rows.
+        The ``"auto"`` settings are resolved from the accounted (public) row
+        count and the calibrated noise only (:mod:`sklearn_dplssgd._training._defaults`);
+        ``eta0``, which also reads the public width of X, in :meth:`resolve_step`.
+        A continued ``series`` keeps its ``delta`` (its releases compose at
+        one delta); a ``partial`` call is one epoch over its rows.
 
         Returns
         -------
         plan : ReleasePlan
-            The mechanism, its calibration, q, T, the fit's own generator
-            (see :func:`~sklearn_dplssgd._training.make_generator`) and the resolved
-            settings.
         """
         n_accounted = settings.accounted_n_samples(n_samples)
         delta = (resolve_delta(settings.delta, n_accounted) if series is None
                  else series.delta)
-        # A partial_fit call is one epoch over its rows, in up to 64 steps
-        # (the series rule of _defaults).
         batch_size, max_iter = resolve_schedule(
             settings.batch_size, 1 if partial else settings.max_iter, n_accounted,
             partial=partial)
@@ -373,72 +332,44 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
         schedule = noise_schedule_blocks(settings.noise_schedule, n_steps, max_iter)
         fixed = settings.fixed_mechanism
-        # A release the estimator makes before the steps (the regressor's
-        # target range), from public quantities; a continued series keeps
-        # what its first release learned.
+        # A continued series keeps what its first release learned before its steps.
         prior_event = None if series is not None else settings.prior_release(
             delta, n_accounted, self.composes_prior_release and fixed is None)
         if fixed is not None:
-            # A trial of DPRandomizedSearch: the search calibrated the noise
-            # for all its trials and accounts for them itself.
-            expected = GradientPerturbation(sample_rate, n_steps, fixed.noise_multiplier,
-                                            settings.neighboring, fixed.clip_norm,
-                                            noise_schedule=schedule).noise_schedule
-            if (fixed.sample_rate, fixed.n_steps, fixed.noise_schedule) != (
-                    sample_rate, n_steps, expected):
-                raise RuntimeError("the search's mechanism does not match this fit's")
-            # The search's accounting is relative to the sensitivity, which
-            # this estimator's weight bound sets.
-            mechanism = dataclasses.replace(
-                fixed, max_sample_weight=float(settings.max_sample_weight))
-            calibration = PrivacyCalibration(
-                fixed.noise_multiplier, math.nan, delta, sample_rate, n_steps,
-                "rdp", settings.neighboring)
+            mechanism, calibration = _search_trial(settings, fixed, delta, sample_rate,
+                                                   n_steps, schedule)
         else:
             mechanism, calibration = self.calibrated_mechanism(
                 settings, delta, sample_rate=sample_rate, n_steps=n_steps,
                 noise_schedule=schedule, prior_event=prior_event)
         rng, seeded = make_generator(settings.random_state, settings.reproducible)
         if seeded:
-            # A seeded fit's noise is reproducible: it claims nothing.
-            mechanism = mechanism.seeded_copy()
+            mechanism = mechanism.seeded_copy()  # reproducible noise claims nothing
         if fixed is None and settings.ledger is not None:
             settings.ledger.charge(settings.estimator_name, mechanism.dp_event(),
                                    settings.neighboring)
-        return ReleasePlan(
-            mechanism, calibration, sample_rate, n_steps, rng, batch_size=batch_size,
-            max_iter=max_iter,
-            n_samples=n_samples,
-        )
+        return ReleasePlan(mechanism, calibration, sample_rate, n_steps, rng, batch_size,
+                           max_iter, n_samples)
 
-    def calibrated_mechanism(self, settings, delta, *, sample_rate, n_steps, noise_schedule,
-                             prior_event=None):
-        """The mechanism of a fit whose noise meets the estimator's epsilon, and its calibration.
+    def calibrated_mechanism(self, settings, delta, **shape):
+        """The mechanism meeting the fit's epsilon (or the ledger's remainder), calibrated.
 
-        From public quantities only. With ``epsilon="remaining"`` the noise
-        spends what remains of the ledger's budget
-        (:meth:`GradientPerturbation.within_ledger`). ``prior_event`` (see
-        :class:`GradientPerturbation`) is composed with the steps in both.
+        ``shape`` holds :meth:`GradientPerturbation.calibrated`'s ``sample_rate``,
+        ``n_steps``, ``noise_schedule`` and ``prior_event``; public quantities only.
         """
+        shape.update(accountant=settings.accountant, neighboring=settings.neighboring,
+                     clip_norm=float(settings.clip_norm),
+                     max_sample_weight=float(settings.max_sample_weight))
         if settings.epsilon == REMAINING_BUDGET:
             return GradientPerturbation.within_ledger(
-                settings.ledger, settings.estimator_name, delta, sample_rate=sample_rate,
-                n_steps=n_steps, accountant=settings.accountant,
-                neighboring=settings.neighboring, clip_norm=float(settings.clip_norm),
-                noise_schedule=noise_schedule,
-                max_sample_weight=float(settings.max_sample_weight), prior_event=prior_event)
-        return GradientPerturbation.calibrated(
-            settings.epsilon, delta, sample_rate=sample_rate, n_steps=n_steps,
-            accountant=settings.accountant, neighboring=settings.neighboring,
-            clip_norm=float(settings.clip_norm),
-            noise_schedule=noise_schedule, max_sample_weight=float(settings.max_sample_weight),
-            prior_event=prior_event)
+                settings.ledger, settings.estimator_name, delta, **shape)
+        return GradientPerturbation.calibrated(settings.epsilon, delta, **shape)
 
     @staticmethod
     def batch_bound(settings, plan, remote):
         """A public bound on a step's batch (the release's error bound holds up to it).
 
-        Over the rows where their count is public, else twice a declared
+        Over the row count where it is public, else twice a declared
         ``public_n_samples``: a Chernoff bound where the batches are drawn
         here, the row bound itself where remote partitions draw them.
         """
@@ -447,11 +378,9 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         return rows if remote else batch_rows_bound(plan.sample_rate, rows, plan.n_steps)
 
     def resolve_step(self, settings, plan, n_features, sigma, series=None, partial=False):
-        """``eta0`` for a fit of ``plan`` over ``n_features`` columns.
+        """``eta0`` from the plan and the public width of X (:func:`.resolve_eta0`).
 
-        From the plan's public quantities and the public width of X (see
-        :func:`~sklearn_dplssgd._training.resolve_eta0`); a ``partial_fit`` call keeps its
-        series' ``eta0``.
+        A ``partial_fit`` call keeps its series' ``eta0``.
         """
         if partial and series is not None:
             return series.eta0
@@ -479,68 +408,60 @@ class GradientPerturbationMechanism(ReleaseMechanism):
                              feature_names)
 
     def release(self, settings, data, plan, series, partial, disjoint_batches=False):
-        X, namespace = data.X, data.namespace
-        n_samples = X.shape[0]
+        n_samples, n_features = data.X.shape
         if plan is None or plan.n_samples != n_samples:
             plan = self.plan(settings, n_samples, series, partial)
-        mechanism, calibration = plan.mechanism, plan.calibration
-        sigma = self.smoothing(settings, X.shape[1], data.sparse, data.feature_names)
-        eta0 = self.resolve_step(settings, plan, X.shape[1], sigma, series, partial)
+        sigma = self.smoothing(settings, n_features, data.sparse, data.feature_names)
+        eta0 = self.resolve_step(settings, plan, n_features, sigma, series, partial)
         # Like eta0, from the plan and the public width of X; a call of a
         # series average averages across calls instead.
         average_start = (None if settings.averages_series(partial) else
                          resolve_average_start(settings.average, plan.n_steps,
-                                               tail=settings.average_tail(X.shape[1])))
-        settings.warn_before_training(calibration.delta, n_samples)
-        backend = backend_for(X)
-        # The rows' norms, once, for the warning and the clip, where the rows
-        # are here (None otherwise: each partition or device forms its own).
-        row_norms = backend.row_norms(X, settings.n_threads)
-        if not backend.rows_are_remote:
-            # A cluster's rows stay on its workers: no warning from them.
-            warn_if_mostly_clipped(settings, data, row_norms)
-        trainer = backend.trainer
-        # The backend's own settings (threads, a starting point: the array
-        # API path refuses the latter, check_release).
-        extra = backend.trainer_arguments(settings.n_threads, data.start_params, row_norms)
-        steps = TrainingPlan(
-            loss_code=loss_code(settings.loss, data.n_outputs),
-            loss_threshold=LOSSES[settings.loss].threshold(settings),
-            fit_intercept=bool(settings.fit_intercept),
-            clip_norm=float(settings.clip_norm),
-            noise_multiplier=mechanism.step_noise_multipliers(),
-            sample_rate=plan.sample_rate,
-            batch_size=plan.batch_size,
-            n_steps=plan.n_steps,
-            n_epochs=plan.max_iter,
-            learning_rates=learning_rate_schedule(
-                settings.learning_rate, eta0, settings.power_t, plan.n_steps,
-                first_step=series.n_steps if partial and series is not None else 0,
-            ),
-            alpha=float(settings.alpha),
-            sigma=sigma,
-            average_start=average_start,
-            optimizer=check_optimizer(settings.optimizer),
-            max_sample_weight=mechanism.max_sample_weight,
-            max_batch_rows=self.batch_bound(settings, plan, backend.rows_are_remote),
-        )
-        params = trainer(X, data.y_encoded, data.n_outputs, steps, plan.rng,
-                         verbose=settings.verbose, sample_weight=data.weights, **extra)
+                                               tail=settings.average_tail(n_features)))
+        settings.warn_before_training(plan.calibration.delta, n_samples)
+        backend = backend_for(data.X)
+        steps = self.step_plan(settings, data, plan, backend.rows_are_remote, sigma=sigma,
+                               eta0=eta0, average_start=average_start,
+                               first_step=_steps_before(series) if partial else 0)
+        params = _train(settings, data, plan, steps, backend)
         trajectory, series_weight = None, 0.0
         if settings.averages_series(partial):
-            # Post-processing of the calls' iterates (see .._streaming).
             trajectory = params
-            params, series_weight = series_average(
-                series.average if series is not None else None,
-                series.average_weight if series is not None else 0.0,
-                trajectory, plan.n_steps,
-                (series.n_steps if series is not None else 0) + plan.n_steps)
+            params, series_weight = _continue_series_average(series, trajectory, plan.n_steps)
+        return params, self.record(settings, data, plan, steps, series, disjoint_batches,
+                                   eta0=eta0, trajectory=trajectory,
+                                   series_weight=series_weight)
+
+    def step_plan(self, settings, data, plan, remote, *, sigma, eta0, average_start,
+                  first_step):
+        """The public settings of the steps (a :class:`TrainingPlan`)."""
+        return TrainingPlan(
+            loss_code=loss_code(settings.loss, data.n_outputs),
+            loss_threshold=LOSSES[settings.loss].threshold(settings),
+            fit_intercept=bool(settings.fit_intercept), clip_norm=float(settings.clip_norm),
+            noise_multiplier=plan.mechanism.step_noise_multipliers(),
+            sample_rate=plan.sample_rate, batch_size=plan.batch_size, n_steps=plan.n_steps,
+            n_epochs=plan.max_iter,
+            learning_rates=learning_rate_schedule(settings.learning_rate, eta0,
+                                                  settings.power_t, plan.n_steps,
+                                                  first_step=first_step),
+            alpha=float(settings.alpha), sigma=sigma, average_start=average_start,
+            optimizer=check_optimizer(settings.optimizer),
+            max_sample_weight=plan.mechanism.max_sample_weight,
+            max_batch_rows=self.batch_bound(settings, plan, remote),
+        )
+
+    def record(self, settings, data, plan, steps, series, disjoint_batches, *, eta0,
+               trajectory, series_weight):
+        """The :class:`ReleaseRecord` of a release that ran ``steps`` after ``series``."""
+        mechanism, calibration = plan.mechanism, plan.calibration
+        n_features = data.X.shape[1]
         noise_added = mechanism.noise_added(steps.lattice(
-            data.n_outputs * (X.shape[1] + int(bool(settings.fit_intercept)))))
+            data.n_outputs * (n_features + int(bool(settings.fit_intercept)))))
         noise_multipliers = mechanism.block_noise_multipliers()
-        if namespace is not None:
+        if data.namespace is not None:
             # Array attributes follow X (scikit-learn's array API convention).
-            noise_multipliers = to_device(noise_multipliers, *namespace)
+            noise_multipliers = to_device(noise_multipliers, *data.namespace)
         events = (series.events if series is not None else ()) + (mechanism.dp_event(),)
         disjoint = (series.disjoint if series is not None else ()) + (disjoint_batches,)
         if len(events) == 1:
@@ -549,35 +470,22 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         else:
             epsilon = series_epsilon(events, calibration.delta, calibration.neighboring,
                                      disjoint)
-        return params, ReleaseRecord(
-            n_iter=plan.max_iter,
-            batch_size=plan.batch_size,
-            eta0=eta0,
-            average_start=average_start,
-            n_steps=plan.n_steps,
-            noise_multiplier=calibration.noise_multiplier,
-            noise_multipliers=noise_multipliers,
-            sample_rate=plan.sample_rate,
-            epsilon=epsilon,
-            dp_events=list(events),
-            disjoint_batches=list(disjoint),
-            dp_event=compose_events(events),
-            t=(series.n_steps if series is not None else 0) + plan.n_steps,
-            delta=calibration.delta,
-            neighboring=calibration.neighboring,
-            output_sensitivity=None,
-            sigma=sigma,
-            sigma_reason=self.smoothing_reason(settings, X.shape[1], data.sparse,
+        return ReleaseRecord(
+            n_iter=plan.max_iter, batch_size=plan.batch_size, eta0=eta0,
+            average_start=steps.average_start, n_steps=plan.n_steps,
+            noise_multiplier=calibration.noise_multiplier, noise_multipliers=noise_multipliers,
+            sample_rate=plan.sample_rate, epsilon=epsilon, dp_events=list(events),
+            disjoint_batches=list(disjoint), dp_event=compose_events(events),
+            t=_steps_before(series) + plan.n_steps, delta=calibration.delta,
+            neighboring=calibration.neighboring, output_sensitivity=None, sigma=steps.sigma,
+            sigma_reason=self.smoothing_reason(settings, n_features, data.sparse,
                                                data.feature_names),
-            series_trajectory=trajectory,
-            series_weight=series_weight,
-            noise_added=noise_added,
+            series_trajectory=trajectory, series_weight=series_weight, noise_added=noise_added,
         )
 
     def claimed_epsilon(self, settings, model, n_rows):
         if settings.epsilon == REMAINING_BUDGET:
-            # The noise was set by the ledger's records at fit time: the
-            # claim is the epsilon the fit stated for its own event.
+            # The ledger set the noise at fit time: the claim is the fit's own.
             return model.epsilon_
         schedule = noise_schedule_blocks(settings.noise_schedule, model.n_steps_,
                                          model.n_iter_)
@@ -590,60 +498,43 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         return calibration.epsilon
 
 
-def warn_if_mostly_clipped(settings, data, row_norms=None):
-    """Warn the data holder when almost every gradient is clipped far down.
+def _search_trial(settings, fixed, delta, sample_rate, n_steps, schedule):
+    """The mechanism of a trial of DPRandomizedSearch, and its calibration.
 
-    At the starting point (zero weights) each row's gradient norm is
-    ``||r_i|| sqrt(||x_i||^2 + 1)``. When 90 % of the rows exceed 10 times
-    ``clip_norm``, clipping throws away most of every gradient. The advice
-    compares the rows' median norm with ``sqrt(d + 1)``, the most a row in
-    ``[-1, 1]`` has: above, the features are off scale; below, the rows are
-    wide and a constant background (zeros mapped to -1) is what costs. This
-    reads the private rows only to decide whether to warn the person running
-    the fit: nothing is stored, and the training is the same either way.
-    ``row_norms`` are the rows' norms ``||x_i||`` the training uses too
-    (NumPy and sparse X), so that they are computed once.
+    The search calibrates and accounts for all its trials itself.
     """
-    code = loss_code(settings.loss, data.n_outputs)
-    threshold = LOSSES[settings.loss].threshold(settings)
-    fit_intercept = bool(settings.fit_intercept)
-    limit = CLIPPED_FACTOR * float(settings.clip_norm)
-    if row_norms is not None:
-        def clipped_far(start, stop):
-            # Extreme but valid rows may overflow these squares: an infinite
-            # norm is simply "far above the limit" here.
-            with np.errstate(all="ignore"):
-                residual_norms = residual_norms_at_zero(
-                    code, data.y_encoded[start:stop], data.n_outputs, threshold)
-                return residual_norms * np.sqrt(
-                    row_norms[start:stop]**2 + float(fit_intercept)) > limit
+    expected = GradientPerturbation(sample_rate, n_steps, fixed.noise_multiplier,
+                                    settings.neighboring, fixed.clip_norm,
+                                    noise_schedule=schedule).noise_schedule
+    if (fixed.sample_rate, fixed.n_steps, fixed.noise_schedule) != (
+            sample_rate, n_steps, expected):
+        raise RuntimeError("the search's mechanism does not match this fit's")
+    # The search's accounting is relative to the sensitivity, which this
+    # estimator's weight bound sets.
+    mechanism = dataclasses.replace(fixed, max_sample_weight=float(settings.max_sample_weight))
+    return mechanism, PrivacyCalibration(fixed.noise_multiplier, math.nan, delta, sample_rate,
+                                         n_steps, "rdp", settings.neighboring)
 
-        # A pass over every row: on the fit's threads.
-        share = share_of_rows(clipped_far, len(row_norms), settings.n_threads)
-        if not share >= CLIPPED_SHARE:
-            return
-        with np.errstate(all="ignore"):
-            row_norms = np.sqrt(row_norms**2 + float(fit_intercept))
-    else:
-        norms, row_norms = initial_gradient_norms(
-            data.X, data.y_encoded, data.n_outputs, code, threshold, fit_intercept)
-        if not np.mean(norms > limit) >= CLIPPED_SHARE:
-            return
-    median = float(np.median(row_norms))
-    if median > max(CLIPPED_FACTOR, math.sqrt(data.X.shape[1] + float(fit_intercept))):
-        advice = ("the features are far from unit scale: declare their public range with "
-                  "feature_bounds=(lower, upper) (or BoundedScaler in a pipeline), not a "
-                  "scaler fitted on the private rows")
-    elif median > CLIPPED_FACTOR:
-        advice = ("the rows are wide, and a part of every row that does not vary (a "
-                  "background) takes most of each clipped gradient. Keep such entries at 0: "
-                  "feature_bounds=(0, upper) keeps zeros on an image's columns (its width, "
-                  "numbered columns or sigma='ordered'), and BoundedScaler(0, upper, "
-                  "keep_zero=True) on other mostly-zero columns")
-    else:
-        advice = "clip_norm is small compared with the gradients: raise it (eta0 follows it)"
-    warnings.warn(
-        f"Almost every training row's gradient is more than "
-        f"{CLIPPED_FACTOR:g} times clip_norm and is clipped, so the fit "
-        f"learns slowly: {advice}. (This check is shown only to you; "
-        "it changes nothing in the fit.)", UserWarning)
+
+def _steps_before(series):
+    """The steps of the series a release continues (0 for none)."""
+    return series.n_steps if series is not None else 0
+
+
+def _continue_series_average(series, last_iterate, n_steps):
+    """The series average and its weight after a call of ``n_steps`` (post-processing)."""
+    return series_average(series.average if series is not None else None,
+                          series.average_weight if series is not None else 0.0,
+                          last_iterate, n_steps, _steps_before(series) + n_steps)
+
+
+def _train(settings, data, plan, steps, backend):
+    """Run ``steps`` on the rows where ``backend`` holds them; the released weights."""
+    # The rows' norms, once, for the warning and the clip (None where each
+    # partition or device forms its own).
+    row_norms = backend.row_norms(data.X, settings.n_threads)
+    if not backend.rows_are_remote:
+        warn_if_mostly_clipped(settings, data, row_norms)
+    extra = backend.trainer_arguments(settings.n_threads, data.start_params, row_norms)
+    return backend.trainer(data.X, data.y_encoded, data.n_outputs, steps, plan.rng,
+                           verbose=settings.verbose, sample_weight=data.weights, **extra)

@@ -1,28 +1,14 @@
 """The interface every release mechanism of the estimators answers.
 
 A mechanism is what a fit publishes and how: DP-LSSGD's noisy gradient steps
-(:class:`~._gradient.GradientPerturbationMechanism`), or the weights of a
-noise-free descent plus noise once (:class:`~._output.OutputPerturbationMechanism`).
-The estimators, the audit and the search ask the mechanism object; none of
-them compares its name. Every call takes the fit's :class:`~._settings.FitSettings`
-(the hyperparameters, frozen when the fit starts), never the estimator. In the
-order of a fit:
-
-1. :meth:`ReleaseMechanism.check_settings`: the estimator's hyperparameters
-   against what the mechanism can honour, before any row is read;
-2. :meth:`ReleaseMechanism.check_release`: the input's public form (its array
-   namespace, sparse or dense) and whether the fit continues an earlier one;
-3. :meth:`ReleaseMechanism.plan_before_reading`: the release fixed from
-   public quantities (its ``dp_event``) and charged to the ledger, where the
-   mechanism can do so before the rows are validated;
-4. :meth:`ReleaseMechanism.release`: train and add the noise, and report
-   what was released as a :class:`ReleaseRecord` the estimator stores;
-5. :meth:`ReleaseMechanism.claimed_epsilon`: for the audit, the epsilon a
-   private fit of the same configuration states, from a fitted model's
-   public attributes.
-
-Adding a mechanism is a subclass in its own module, registered in
-:data:`sklearn_dplssgd._mechanisms.MECHANISMS`.
+(:class:`~._gradient.GradientPerturbationMechanism`), or the weights of a noise-free
+descent plus noise once (:class:`~.output_perturbation.OutputPerturbationMechanism`).
+The estimators, the audit and the search ask the mechanism object, never compare its
+name; every call takes the fit's :class:`~._settings.FitSettings`, never the estimator.
+A fit calls :meth:`~ReleaseMechanism.check_settings`, :meth:`~ReleaseMechanism.check_release`,
+:meth:`~ReleaseMechanism.plan_before_reading` and :meth:`~ReleaseMechanism.release` in this
+order; the audit calls :meth:`~ReleaseMechanism.claimed_epsilon`. Adding a mechanism is a
+subclass in its own module, registered in :data:`sklearn_dplssgd._mechanisms.MECHANISMS`.
 """
 
 import dataclasses
@@ -39,14 +25,12 @@ __all__ = ["Mechanism", "NoiseAdded", "ReleaseMechanism", "ReleaseRecord", "Trai
 class TrainingData(typing.NamedTuple):
     """The validated rows of a fit, as the mechanism receives them.
 
-    ``X`` is validated (NumPy, CSR or an array API array), ``y_encoded`` the
-    kernels' float64 encoding of the targets for ``n_outputs`` outputs,
-    ``weights`` each row's validated weight (None for unweighted),
-    ``namespace`` X's array API namespace and device (None for NumPy and
-    SciPy input), ``start_params`` where training
-    starts in the training scale (a continued series' weights or a public
-    ``coef_init``; None: zeros), ``feature_names`` X's public column names
-    (or None).
+    ``X`` (NumPy, CSR or an array API array), ``y_encoded`` the kernels'
+    float64 targets for ``n_outputs`` outputs, ``weights`` the rows' weights
+    (None: unweighted), ``namespace`` X's array API namespace and device
+    (None for NumPy and SciPy), ``start_params`` the training-scale start (a
+    continued series' weights or a public ``coef_init``; None: zeros),
+    ``feature_names`` X's public column names (or None).
     """
 
     X: typing.Any
@@ -64,24 +48,18 @@ class TrainingData(typing.NamedTuple):
 
 
 class NoiseAdded(typing.NamedTuple):
-    """What a gradient release's steps add, in figures a reader can check.
+    """What a release's noise is, in figures a reader can check (``privacy_report()``).
 
-    Made by the release's mechanism (``noise_added()``) from its public
-    fields, kept on the fitted estimator and stated by ``privacy_report()``.
-    Figures not in lattice units are on the scale of a step's sum of clipped,
-    weighted gradients (the training scale, before any feature or target map is undone).
-
-    ``law`` is ``"rounded Gaussian"`` (sampled exactly on the integer
-    lattice); ``bound`` the norm one row's contribution to a step's
-    sum is held to; ``stds`` the noise's standard deviation on each
+    On the training scale (a step's sum of clipped, weighted gradients) but
+    for the lattice units. ``law`` is ``"rounded Gaussian"`` (sampled exactly
+    on the integer lattice); ``bound`` the norm one row's contribution to a
+    step's sum is held to; ``stds`` the noise's standard deviation per
     coordinate (the scale ``s`` times ``grid_step``), one per block of the
-    noise schedule; ``grid_step`` the lattice step gamma, ``grid_scale`` the
-    first block's ``s`` and ``lattice_sensitivity`` the widened sensitivity
-    on the lattice, both in lattice units (:mod:`~sklearn_dplssgd._training._lattice`).
-    Output perturbation's one release fills the same fields for its weights:
-    ``clip_norm`` is the rows' norm bound, ``bound`` the rounded weights'
-    sensitivity, ``stds`` the noise's and ``grid_step`` the weights' lattice
-    step ``2**-grid_bits``.
+    noise schedule; ``grid_step`` the lattice step gamma; ``grid_scale`` (the
+    first block's ``s``) and ``lattice_sensitivity`` are in lattice units
+    (:mod:`~sklearn_dplssgd._training._lattice`). Output perturbation fills
+    the same fields for its weights: ``clip_norm`` the rows' norm bound,
+    ``bound`` the rounded weights' sensitivity, ``grid_step`` ``2**-grid_bits``.
     """
 
     law: str
@@ -118,24 +96,19 @@ class ReleaseRecord:
     delta: float
     neighboring: str
     output_sensitivity: typing.Optional[float]
-    # The smoothing the release used and why (``sigma_``, ``sigma_reason_``).
     sigma: float
     sigma_reason: str
-    # The series average's state (see :mod:`~sklearn_dplssgd._training._streaming`), stored under
-    # private names: the iterate the next partial_fit call continues from
-    # (None: it continues from the published weights) and the average's weight.
+    # Under private names: the series average's state (the iterate the next
+    # partial_fit call continues from, None: the published weights; the
+    # average's weight) and the NoiseAdded for privacy_report().
     series_trajectory: typing.Any = None
     series_weight: float = 0.0
-    # The last release's NoiseAdded (output perturbation's states its
-    # lattice; None for its noise-free fits), kept under a private name for
-    # privacy_report().
     noise_added: typing.Optional[NoiseAdded] = None
 
     def fitted_attributes(self):
-        """``{"<field>_": value}`` for every public field; the series state and the noise's figures.
+        """``{"<field>_": value}`` per public field, and the private fields under private names.
 
-        Every release sets the series state, so that a release that does
-        not average (a ``fit``, an explicit ``average``) ends the average.
+        Every release sets the series state: one that does not average ends the average.
         """
         private = {"series_trajectory": "_series_trajectory",
                    "series_weight": "_series_weight", "noise_added": "_noise_added"}
@@ -160,21 +133,21 @@ class ReleaseMechanism:
         (:class:`~sklearn_dplssgd._backends.DaskTraining`).
     supports_partial_fit : bool
         Whether a release can continue an earlier one (``partial_fit``,
-        ``warm_start``); when False, :attr:`partial_fit_refusal` says why.
+        ``warm_start``).
+    partial_fit_refusal : str
+        Why not, where ``supports_partial_fit`` is False.
     perturbs_weights : bool
-        Whether its noise is added to the released weights directly (no
-        smoothing between the noise and the weights), which the canary audit
-        reads the weights for.
+        Whether its noise is added to the released weights directly, which
+        the canary audit reads the weights for.
     searchable : bool
         Whether :class:`~sklearn_dplssgd.DPRandomizedSearch` can calibrate
         its trials jointly.
     releases_integers : bool
-        Whether its noisy values are integers times a public grid step, whose
-        law involves no floating-point arithmetic: the claim that
-        :func:`~sklearn_dplssgd.audit.check_float_channel` audits.
+        Whether its noisy values are integers times a public grid step: the
+        claim :func:`~sklearn_dplssgd.audit.check_float_channel` audits.
     spends_remaining_budget : bool
         Whether it can calibrate its noise to what remains of a ledger's
-        budget (the estimators' ``epsilon="remaining"``).
+        budget (``epsilon="remaining"``).
     composes_prior_release : bool
         Whether its event composes a release made on the rows before
         training (the regressor's target range learned with
@@ -191,18 +164,14 @@ class ReleaseMechanism:
     searchable = False
     spends_remaining_budget = False
     releases_integers = False
-    # Whether its event can compose a release made before training (the
-    # regressor's learned target range): see GradientPerturbation.prior_event.
     composes_prior_release = False
 
     def noise_free_contribution_bound(self, n_coordinates):
         """The largest norm one row may add to a noise-free step, over ``w_max C``.
 
-        What the mechanism's sensitivity argument allows a row's contribution
-        to a step of an ``epsilon=inf`` fit over ``n_coordinates``
-        coordinates, relative to ``max_sample_weight * clip_norm``: the clip
-        alone (a noise-free step is not rounded).
-        The test suite's clipping check holds the stored weights to it.
+        For an ``epsilon=inf`` fit over ``n_coordinates`` coordinates: the
+        clip alone (a noise-free step is not rounded). The test suite's
+        clipping check holds the stored weights to it.
         """
         return 1.0
 
@@ -232,7 +201,10 @@ class ReleaseMechanism:
         return False
 
     def plan_before_reading(self, settings, n_rows, series, partial):
-        """The release planned from the public row count, or None to plan in :meth:`release`."""
+        """The release fixed from the public row count, or None to plan in :meth:`release`.
+
+        Fixed (its ``dp_event``) and charged to the ledger before the rows are validated.
+        """
         return None
 
     def smoothing(self, settings, n_features, sparse, feature_names):
@@ -244,7 +216,7 @@ class ReleaseMechanism:
         return "no smoothing: the noise is added to the trained weights, not to the steps"
 
     def release(self, settings, data, plan, series, partial, disjoint_batches=False):
-        """Train on ``data``, add the noise, and report.
+        """Train on ``data``, add the noise, and report what was released.
 
         Parameters
         ----------
@@ -272,9 +244,8 @@ class ReleaseMechanism:
     def claimed_epsilon(self, settings, model, n_rows):
         """The epsilon a private fit of these settings states.
 
-        Recomputed from the fitted ``model``'s public attributes (its noise,
-        steps, sensitivity), for the audit, whose own fits are seeded and
-        report ``epsilon_ = inf``.
+        From ``model``'s public attributes, for the audit, whose own fits are
+        seeded (``epsilon_ = inf``).
         """
         raise NotImplementedError
 

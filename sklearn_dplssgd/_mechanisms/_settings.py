@@ -1,9 +1,6 @@
 """What a mechanism reads of the estimator: one frozen value per fit.
 
-The estimators build a :class:`FitSettings` once per fit from their
-constructor parameters and the public constants of their kind, and hand it
-to every call of their mechanism: a mechanism reads no member of the
-estimator, private or fitted, and changes nothing on it.
+A mechanism reads no member of the estimator, private or fitted, and changes nothing on it.
 """
 
 import dataclasses
@@ -28,9 +25,8 @@ def spends_privacy(epsilon):
 class FitSettings:
     """The hyperparameters of one fit, as every mechanism reads them.
 
-    The estimator's constructor parameters are read as attributes
-    (``settings.epsilon``, ``settings.clip_norm``, ...), from a read-only copy
-    made when the fit starts.
+    The constructor parameters are attributes (``settings.epsilon``, ...) of a
+    read-only copy made when the fit starts.
 
     Parameters
     ----------
@@ -46,13 +42,12 @@ class FitSettings:
     step_reference_sigma : float or None
         The smoothing ``eta0="auto"`` was measured with (None: no adjustment).
     average_tail : callable ``(n_features) -> float``
-        The share of the steps ``average="auto"`` averages, from the loss and
-        the public width of X.
+        The share of the steps ``average="auto"`` averages (public width of X).
     prior_release : callable ``(delta, n_accounted, composable) -> DpEvent or None``
         Plans a release the estimator makes on the rows before the steps
         (the regressor's learned target range), from public quantities.
     fixed_mechanism : object or None
-        A trial of :class:`~sklearn_dplssgd.DPRandomizedSearch`: the
+        In a trial of :class:`~sklearn_dplssgd.DPRandomizedSearch`, the
         mechanism the search calibrated for all its trials.
     """
 
@@ -83,12 +78,9 @@ class FitSettings:
     def accounted_n_samples(self, n_samples):
         """The row count that sets q and T: public by the chosen adjacency.
 
-        Under replace-one adjacency neighbouring data sets have the same
-        number of rows, so the actual count is public. Under add/remove it is
-        not (with n = batch_size and n = batch_size + 1 the sample rate, the
-        number of steps and the noise would all differ, and the fitted model
-        would tell the two apart), so a declared ``public_n_samples`` is
-        required.
+        The actual count under replace-one, a declared ``public_n_samples``
+        under add/remove (why: docs/privacy.rst, "Why replace-one is the
+        default").
         """
         if self.public_n_samples is not None:
             declared = int(self.public_n_samples)
@@ -114,8 +106,7 @@ class FitSettings:
     def warn_before_training(self, delta, n_samples):
         """The warnings every mechanism gives once its plan is fixed."""
         if self.spends_privacy and delta * max(n_samples, 1) >= 1.0:
-            # No per-fit number in the text: the same message for every fold
-            # of a search.
+            # No per-fit number: the same message for every fold of a search.
             warnings.warn(
                 "delta is not below 1/n_samples (n_samples: the number of training "
                 "rows): a mechanism that publishes a random row with probability "
@@ -126,10 +117,9 @@ class FitSettings:
         warn_about_seed(self.random_state, self.reproducible)
 
     def averages_series(self, partial):
-        """Whether this release is a call of a series average (see :func:`.series_average`).
+        """Whether this release is a call of a series average (:func:`.series_average`).
 
-        ``partial_fit`` calls with ``average="auto"``: each trains without
-        averaging of its own and publishes the mean of the series' last
-        iterates. An explicit ``average`` keeps the call's own averaging.
+        A ``partial_fit`` call with ``average="auto"`` publishes the mean of
+        the series' last iterates; an explicit ``average`` averages the call.
         """
         return bool(partial) and isinstance(self.average, str) and self.average == AUTO
