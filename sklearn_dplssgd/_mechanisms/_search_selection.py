@@ -2,20 +2,51 @@
 
 :class:`RandomSearchSelection` is the accounting value of
 :class:`~sklearn_dplssgd.DPRandomizedSearch` (built from public quantities
-only, before any row is read): it yields the search's dp-accounting
-:class:`~dp_accounting.DpEvent` and calibrates its noise.
+only, before any row is read): its dp-accounting event, its calibration, and
+its two secret draws, the number of trials and the noise of a trial's score.
 """
 
 import dataclasses
+import fractions
 import math
+import typing
 
 import dp_accounting
+from scipy import optimize
 
 from .._accounting import event_epsilon, smallest_noise_for
+from .._backends import RoundedGaussianScale, sample_rounded_gaussian
 from ._gradient import GradientPerturbation
 from ._release import Mechanism
 
 __all__ = ["RandomSearchSelection"]
+
+# K of the score's lattice (each per-row score over its range rounded to a
+# multiple of 2**-K): float64 sums it exactly up to 2**(53 - K) rows.
+SCORE_LATTICE_BITS = 20
+
+
+def score_noise_scale(z):
+    """``s >= z 2**K`` of the score's noise ``round(s G)`` (margin ``2**-45`` for float ``z``)."""
+    needed = fractions.Fraction(z) * 2 ** SCORE_LATTICE_BITS * (1 + fractions.Fraction(1, 2**45))
+    return RoundedGaussianScale(max(1, math.ceil(needed)))
+
+
+def _trial_gamma(mean, shape):
+    """``gamma`` of the truncated negative binomial (RepeatAndSelectDpEvent's) of this mean.
+
+    P[K = k] is proportional to ``binom(k + shape - 1, k) (1 - gamma)**k`` for
+    k >= 1, and to ``(1 - gamma)**k / k`` for shape 0 (logarithmic).
+    """
+    if mean == 1.0:
+        return 1.0
+
+    def mean_of(gamma):
+        if shape == 0.0:
+            return (1.0 - gamma) / (gamma * math.log(1.0 / gamma))
+        return shape * (1.0 - gamma) / (gamma * (1.0 - gamma**shape))
+
+    return optimize.brentq(lambda g: mean_of(g) - mean, 1e-12, 1.0 - 1e-12, xtol=1e-14)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,12 +57,9 @@ class RandomSearchSelection(Mechanism):
     training and a validation part, runs ``trial`` on the training part and
     releases the sum of a bounded per-row score over the validation part with
     Gaussian noise of standard deviation ``score_noise_multiplier`` times the
-    score's range. The number of trials is drawn, in secret, from the
+    score's range. The number of trials is drawn in secret from the
     distribution of dp-accounting's ``RepeatAndSelectDpEvent(event, mean,
-    shape)`` (Papernot and Steinke 2022): truncated negative binomial for
-    finite ``trials_shape`` (0: logarithmic, 1: geometric), Poisson for
-    ``inf``. Only the best trial (its model, parameters and noisy score) is
-    released.
+    shape)`` (Papernot and Steinke 2022). Only the best trial is released.
 
     Parameters
     ----------
@@ -42,11 +70,14 @@ class RandomSearchSelection(Mechanism):
     mean_trials : float
         Mean of the number of trials, >= 1.
     trials_shape : float
-        Shape of its distribution (see above).
+        Shape of its distribution: 0 logarithmic, 1 geometric, another
+        finite value a truncated negative binomial, ``inf`` Poisson.
     seeded : bool, default=False
         Whether the search's randomness is a function of a seed that travels
         with it (``reproducible=True``): then nothing is private.
     """
+
+    score_lattice_bits: typing.ClassVar[int] = SCORE_LATTICE_BITS
 
     trial: GradientPerturbation
     score_noise_multiplier: float
@@ -76,14 +107,39 @@ class RandomSearchSelection(Mechanism):
         ])
 
     def dp_event(self):
-        """``RepeatAndSelectDpEvent(trial_event, mean_trials, trials_shape)``.
-
-        ``NonPrivateDpEvent`` when a part is not private.
-        """
+        """``RepeatAndSelectDpEvent(trial_event, mean_trials, trials_shape)``, or
+        ``NonPrivateDpEvent`` when a part is not private."""
         if not self.private:
             return dp_accounting.NonPrivateDpEvent()
         return dp_accounting.dp_event.RepeatAndSelectDpEvent(
             self.trial_event(), float(self.mean_trials), float(self.trials_shape))
+
+    def number_of_trials(self, rng):
+        """Draw K as ``dp_event`` assumes (Poisson may draw 0, the others draw at least 1)."""
+        if self.trials_shape == math.inf:
+            return int(rng.poisson(self.mean_trials))
+        gamma = _trial_gamma(self.mean_trials, self.trials_shape)
+        if gamma == 1.0:
+            return 1
+        if self.trials_shape == 0.0:
+            return int(rng.logseries(1.0 - gamma))
+        while True:  # negative binomial conditioned on K >= 1
+            k = int(rng.negative_binomial(self.trials_shape, gamma))
+            if k >= 1:
+                return k
+
+    def noisy_score(self, total, bound, n_validation, words):
+        """``(total + round(s G)) bound / (2**K n_validation)`` of a lattice score sum.
+
+        ``total + round(s G) = round(total + s G)`` post-processes the Gaussian
+        mechanism of sensitivity ``2**K`` and noise ``s >= z 2**K``
+        (:func:`score_noise_scale`): ``GaussianDpEvent(z)`` covers it.
+        """
+        lattice_total = int(total)
+        if self.score_noise_multiplier > 0:
+            lattice_total += int(sample_rounded_gaussian(
+                1, score_noise_scale(self.score_noise_multiplier), words)[0])
+        return math.ldexp(lattice_total, -SCORE_LATTICE_BITS) * bound / n_validation
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, neighboring, clip_norm,
@@ -95,16 +151,14 @@ class RandomSearchSelection(Mechanism):
         training noise is the smallest that brings the whole search to
         ``epsilon``. Both are certified by ``event_epsilon``.
         """
-        if epsilon == math.inf:
-            trial = GradientPerturbation(float(sample_rate), int(n_steps), 0.0, neighboring,
-                                         float(clip_norm), noise_schedule=noise_schedule)
-            return cls(trial, 0.0, float(mean_trials), float(trials_shape))
-
         def search(trial_noise, score_noise):
             trial = GradientPerturbation(float(sample_rate), int(n_steps), trial_noise,
                                          neighboring, float(clip_norm),
                                          noise_schedule=noise_schedule)
             return cls(trial, score_noise, float(mean_trials), float(trials_shape))
+
+        if epsilon == math.inf:
+            return search(0.0, 0.0)
 
         def scores_only(score_noise):
             event = dp_accounting.dp_event.RepeatAndSelectDpEvent(

@@ -1,23 +1,10 @@
 """Which steps of a searched model a trial may refit: public ones, and no private one.
 
-Every trial of :class:`DPRandomizedSearch` fits a clone of the searched
-model. The search's ``RepeatAndSelectDpEvent`` accounts for the DP-LSSGD
-estimator at its end and for the noisy score, nothing else: a step that
-spends privacy budget when it is fitted (``DPBoundedScaler``,
-``DPOneHotEncoder``, another estimator of the library) would spend it
-again in every trial, a secret random number of times, outside the search's
-event. A warning would not change what is released, so the search refuses
-such a step, before any row is read and before any budget is charged. A
-private step fitted once before the search and wrapped in scikit-learn's
-``FrozenEstimator`` is not refitted by the trials (its ``fit`` does nothing
-and ``clone`` returns it as it is): its release was charged once, by its
-own fit.
-
-The criterion is general: an estimator spends budget when fitted if it
-takes a ``ledger`` (every fit of the library that spends budget charges the
-ledger it is given). Estimators are found anywhere in the model (Pipelines,
-ColumnTransformers, FeatureUnions, any parameter holding an estimator) and
-in the candidates of the search space.
+A step that spends privacy budget when fitted (any estimator taking a
+``ledger``) would spend it again in every trial, outside the search's event:
+the search refuses it before any row is read. A private step fitted once and
+wrapped in ``FrozenEstimator`` is not refitted. The argument is in
+docs/privacy_argument.rst ("Private steps are refused, not warned about").
 """
 
 from sklearn.compose import ColumnTransformer
@@ -53,11 +40,9 @@ def spends_budget_when_fitted(estimator):
 
 
 def _named_estimators(name, value):
-    """``(name, estimator)`` of the estimators held in a parameter's value.
+    """``(name, estimator)`` of the estimators in a parameter's value, lists and tuples too.
 
-    Lists and tuples are searched (a Pipeline's steps, a ColumnTransformer's
-    transformers); a tuple starting with a string names what it holds, as
-    ``set_params`` does (``"columntransformer__encode"``).
+    A tuple starting with a string names what it holds, as ``set_params`` does.
     """
     if _is_estimator(value):
         yield name, value
@@ -71,23 +56,10 @@ def _named_estimators(name, value):
 
 
 def budget_spending_steps(estimator, accounted=None, path=""):
-    """Where in ``estimator`` a fit would spend budget outside ``accounted``.
+    """``(path, class name)`` of the steps a fit of ``estimator`` charges outside ``accounted``.
 
-    Parameters
-    ----------
-    estimator : estimator
-        The model a trial fits, or a candidate value of the search space.
-    accounted : estimator or None, default=None
-        The DP-LSSGD estimator whose release the search accounts (skipped).
-    path : str, default=""
-        The name of ``estimator`` in the model it belongs to.
-
-    Returns
-    -------
-    steps : list of (str, str)
-        The path and class name of every estimator inside ``estimator`` (or
-        ``estimator`` itself) that spends budget when fitted and would be
-        fitted: FrozenEstimators are not.
+    ``accounted`` is the DP-LSSGD estimator whose release the search
+    accounts; FrozenEstimators are not fitted, so not listed.
     """
     if estimator is accounted or isinstance(estimator, FrozenEstimator):
         return []
@@ -104,9 +76,8 @@ def budget_spending_steps(estimator, accounted=None, path=""):
 def refuse_budget_spending_steps(model, accounted, what):
     """Raise ``ValueError`` if fitting ``model`` would spend budget outside ``accounted``.
 
-    ``what`` says where ``model`` comes from, for the message. A frozen
-    private step that was never fitted is refused too: the trials could not
-    use it.
+    ``what`` says where ``model`` comes from. An unfitted frozen private step
+    is refused too: the trials could not use it.
     """
     found = budget_spending_steps(model, accounted)
     if found:
@@ -136,9 +107,8 @@ def frozen_private_steps(estimator, path=""):
 def is_public_transformer(step):
     """Whether fitting ``step`` reads nothing from the rows that it then keeps.
 
-    A FrozenEstimator is not fitted by the trials: it is public if it holds a
-    private step (released under its own guarantee, charged by its own fit)
-    or a public one.
+    A FrozenEstimator is not refitted: public if it holds a private step
+    (charged by its own fit) or a public one.
     """
     if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
         return True
