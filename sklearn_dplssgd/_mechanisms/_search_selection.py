@@ -51,15 +51,12 @@ def _trial_gamma(mean, shape):
 
 @dataclasses.dataclass(frozen=True)
 class RandomSearchSelection(Mechanism):
-    """Random search with a random number of trials, releasing the best one.
+    """Random search with a secret random number of trials, releasing the best one.
 
-    Each trial splits the rows at random (each row independently) into a
-    training and a validation part, runs ``trial`` on the training part and
-    releases the sum of a bounded per-row score over the validation part with
-    Gaussian noise of standard deviation ``score_noise_multiplier`` times the
-    score's range. The number of trials is drawn in secret from the
-    distribution of dp-accounting's ``RepeatAndSelectDpEvent(event, mean,
-    shape)`` (Papernot and Steinke 2022). Only the best trial is released.
+    Each trial runs ``trial`` on a random training part of the rows and
+    releases a bounded per-row score's sum over the others with Gaussian noise
+    (``score_noise_multiplier`` times the score's range). The argument is in
+    docs/privacy_argument.rst (``private-search``).
 
     Parameters
     ----------
@@ -94,12 +91,10 @@ class RandomSearchSelection(Mechanism):
         return self.trial.private and self.score_noise_multiplier > 0 and not self.seeded
 
     def trial_event(self):
-        """One trial: its training and its noisy score, composed.
+        """One trial: its training and its noisy score, composed (an upper bound).
 
-        Composition is an upper bound: with the rows split independently of
-        their values, a row changes either the training or the score, never
-        both, so the trial's Renyi divergence is at most the larger of the
-        two (quasi-convexity); the sum is what dp-accounting can express.
+        A row changes either the training or the score, never both: by
+        quasi-convexity the trial's RDP is at most the larger of the two.
         """
         return dp_accounting.ComposedDpEvent([
             self.trial.dp_event(),
@@ -146,10 +141,8 @@ class RandomSearchSelection(Mechanism):
                    mean_trials, trials_shape, score_share, noise_schedule=()):
         """The search whose noise meets ``(epsilon, delta)`` for the search as a whole.
 
-        The score's noise is set first, so that the scores alone (repeated
-        and selected) would cost ``score_share * epsilon``; then the
-        training noise is the smallest that brings the whole search to
-        ``epsilon``. Both are certified by ``event_epsilon``.
+        The scores alone (repeated and selected) cost ``score_share *
+        epsilon``; the training noise is the smallest that reaches ``epsilon``.
         """
         def search(trial_noise, score_noise):
             trial = GradientPerturbation(float(sample_rate), int(n_steps), trial_noise,

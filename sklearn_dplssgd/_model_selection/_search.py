@@ -95,33 +95,27 @@ def _fit_trial(estimator, X, y, train, validation, scoring, bound):
 class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
     """Private random search over hyperparameters, with one budget for the whole search.
 
-    Runs a random number of trials (mean ``n_trials``, drawn in secret). Each
-    trial samples a candidate from ``param_distributions``, puts each row in
-    its validation part with probability ``validation_fraction`` (on its own
-    coin), fits a clone of ``estimator`` on the other rows with the search's
-    training noise and scores it on the validation rows with Gaussian noise.
-    Only the trial with the best noisy score is released. The whole search is
-    (``epsilon``, ``delta``)-differentially private under the estimator's
-    ``neighboring``, accounted by dp-accounting's ``RepeatAndSelectDpEvent``
-    (Papernot and Steinke 2022) with RDP.
+    Runs a secret random number of trials (mean ``n_trials``). Each trial
+    draws a candidate, fits a clone of ``estimator`` on a random part of the
+    rows and scores it, with Gaussian noise, on the others; only the trial
+    with the best noisy score is released. The whole search is (``epsilon``,
+    ``delta``)-DP under the estimator's ``neighboring``, accounted by
+    dp-accounting's ``RepeatAndSelectDpEvent`` (Papernot and Steinke 2022).
 
     Read more in the privacy guide's section on hyperparameter search.
 
     Parameters
     ----------
     estimator : DPLSSGDClassifier, DPLSSGDRegressor or Pipeline
-        The model to tune, or a Pipeline whose last step is one. Its
-        ``epsilon``, ``delta``, ``ledger`` and ``random_state`` are replaced by
-        the search's; its ``batch_size``, ``max_iter``, ``neighboring`` and
-        ``public_n_samples`` fix the trials' mechanism. Steps before it should
-        learn nothing from the rows (:class:`BoundedScaler`,
+        The model to tune, or a Pipeline ending with one. Its ``epsilon``,
+        ``delta``, ``ledger`` and ``random_state`` are the search's; its
+        ``batch_size``, ``max_iter``, ``neighboring`` and ``public_n_samples``
+        fix the trials' mechanism. Steps that learn from the rows get a
+        :class:`PrivacyLeakWarning` (use :class:`BoundedScaler`,
         ``FunctionTransformer``, ``OneHotEncoder`` with declared
-        ``categories``, and Pipelines or ColumnTransformers of these); others
-        get a :class:`PrivacyLeakWarning`. A step that spends privacy budget
-        when fitted (any estimator taking a ``ledger``, such as
-        :class:`DPBoundedScaler`), here or among the candidates, is refused
-        with a ``ValueError`` before any row is read: fit it once before the
-        search and wrap it in ``sklearn.frozen.FrozenEstimator``.
+        ``categories``). A step that spends budget when fitted (such as
+        :class:`DPBoundedScaler`) is refused: fit it before the search and
+        wrap it in ``sklearn.frozen.FrozenEstimator``.
     param_distributions : dict or list of dicts
         As in ``RandomizedSearchCV`` (with the Pipeline's ``step__``
         prefixes); every trial draws its candidate independently.
@@ -133,18 +127,15 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         Mean of the random number of trials (>= 1).
     trials_shape : float, default=0.0
         Shape of the number of trials' distribution: 0 logarithmic (the
-        cheapest for a given mean), 1 geometric, another positive value a
-        truncated negative binomial, ``inf`` Poisson (which may run no trial:
-        the fit then fails).
+        cheapest), 1 geometric, ``inf`` Poisson (may run no trial: the fit
+        then fails), other values a truncated negative binomial.
     scoring : str or None, default=None
         ``"accuracy"`` (classifiers, the default) or
         ``"neg_mean_absolute_error"`` (the regressors' default) /
         ``"neg_mean_squared_error"``.
     score_bound : float or None, default=None
-        Public bound on a regressor's per-row error (absolute, or squared);
-        larger errors count as the bound. None takes it from the estimator's
-        ``target_bounds`` (their width, or its square), and is an error
-        without them.
+        Public bound on a regressor's per-row (absolute or squared) error;
+        None takes the width of ``target_bounds`` (or its square).
     validation_fraction : float, default=0.2
         Probability that a row is a validation row in a trial.
     score_budget : float, default=0.3
@@ -168,18 +159,16 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
     Attributes
     ----------
     best_estimator_ : estimator
-        The best trial's model (trained on its training rows only: a refit on
-        all rows would spend more budget). Its ``epsilon_``, ``delta_``,
-        ``dp_event_`` and ``ledger`` are the search's.
+        The best trial's model (no refit on all rows). Its ``epsilon_``,
+        ``delta_``, ``dp_event_`` and ``ledger`` are the search's.
     best_params_ : dict
         The best trial's candidate.
     best_score_ : float
         The best trial's noisy validation score (the noisy sum of per-row
         scores over the expected number of validation rows).
     trials_ : list of dict
-        Each trial's ``params``, noisy ``score`` and ``fit_time``: for the
-        person holding the data only, never pickled, not covered by
-        ``epsilon_``.
+        Each trial's ``params``, noisy ``score`` and ``fit_time``: not
+        covered by ``epsilon_``, never pickled.
     n_trials_ : int
         The number of trials run (like ``trials_``, never pickled).
     dp_event_ : dp_accounting.DpEvent
@@ -202,10 +191,8 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
-    The guarantee covers the fitted search as pickled: the best model, its
-    parameters and its noisy score. The number of trials must stay secret:
-    it is drawn from operating-system entropy, and the fit's duration grows
-    with it: do not publish it.
+    The guarantee covers the fitted search as pickled. The number of trials
+    must stay secret: do not publish the fit's duration, which grows with it.
 
     Examples
     --------

@@ -15,10 +15,8 @@ from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 from .._preprocessing import BoundedScaler
 
 __all__ = [
-    "budget_spending_steps",
-    "frozen_private_steps",
-    "is_public_transformer",
-    "refuse_budget_spending_steps",
+    "budget_spending_steps", "frozen_private_steps", "is_public_transformer",
+    "refuse_budget_spending_steps"
 ]
 
 _REFIT_ADVICE = (
