@@ -46,25 +46,19 @@ def _parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m sklearn_dplssgd",
         description="Train DP-SGD (sigma=0) and DP-LSSGD with the library's defaults on "
-                    "scikit-learn's digits, beside non-private logistic regression.",
-    )
-    parser.add_argument(
-        "--epsilons", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, math.inf],
-        help="privacy budgets to try (inf is the non-private reference)",
-    )
+                    "scikit-learn's digits, beside non-private logistic regression.")
+    parser.add_argument("--epsilons", type=_epsilon, nargs="+",
+                        default=[0.25, 0.5, 1.0, 2.0, math.inf],
+                        help="privacy budgets to try (inf is the non-private reference)")
     parser.add_argument(
         "--sigmas", type=_sigma, nargs="+", default=[ORDERED, 0.0, 1.0],
         help="smoothing strengths: numbers >= 0 (0 is plain DP-SGD), 'ordered' (the "
-             "defaults for columns declared ordered, such as pixels) or 'auto' (the defaults)",
-    )
+             "defaults for columns declared ordered, such as pixels) or 'auto' (the defaults)")
     parser.add_argument("--delta", type=_delta, default="auto",
                         help="delta in (0, 1), or 'auto' (the default: min(1e-5, 1/(10 n)))")
     parser.add_argument("--seeds", type=_positive_int, default=5,
                         help="fits per setting, each with fresh noise (mean and spread reported)")
-    args = parser.parse_args(argv)
-    if any(not epsilon > 0 for epsilon in args.epsilons):
-        parser.error("--epsilons must all be positive (inf is the non-private reference)")
-    return args
+    return parser.parse_args(argv)
 
 
 def _option(convert, valid, expected, words=()):
@@ -82,6 +76,8 @@ def _option(convert, valid, expected, words=()):
     return parse
 
 
+_epsilon = _option(float, lambda value: value > 0,
+                   "a positive number (inf is the non-private reference)")
 _sigma = _option(float, lambda value: value >= 0 and math.isfinite(value),
                  "a finite number >= 0, 'ordered' or 'auto'", (AUTO, ORDERED))
 _positive_int = _option(int, lambda value: value >= 1, "an integer >= 1")

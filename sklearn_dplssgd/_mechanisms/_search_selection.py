@@ -64,14 +64,11 @@ class RandomSearchSelection(Mechanism):
         What one trial's training releases (the same for every candidate).
     score_noise_multiplier : float
         Noise of the score sum, in units of the per-row score range.
-    mean_trials : float
-        Mean of the number of trials, >= 1.
-    trials_shape : float
-        Shape of its distribution: 0 logarithmic, 1 geometric, another
-        finite value a truncated negative binomial, ``inf`` Poisson.
+    mean_trials, trials_shape : float
+        Mean (>= 1) and shape of the number of trials' distribution.
     seeded : bool, default=False
-        Whether the search's randomness is a function of a seed that travels
-        with it (``reproducible=True``): then nothing is private.
+        Whether the randomness comes from a seed that travels with the search
+        (``reproducible=True``): then nothing is private.
     """
 
     score_lattice_bits: typing.ClassVar[int] = SCORE_LATTICE_BITS

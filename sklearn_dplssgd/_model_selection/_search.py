@@ -345,10 +345,7 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
                     "private rows without noise (e.g. a mean, a scale or a category "
                     "list), and the best model keeps what it learnt: that is not covered "
                     "by epsilon_. Use BoundedScaler, or encoders with declared "
-                    "categories.",
-                    PrivacyLeakWarning,
-                    stacklevel=4,
-                )
+                    "categories.", PrivacyLeakWarning, stacklevel=4)
 
     def _checked_setup(self):
         """The final estimator, search spaces and score, checked before any row is read."""

@@ -53,22 +53,24 @@ def _named_estimators(name, value):
             yield from _named_estimators(label, item)
 
 
-def budget_spending_steps(estimator, accounted=None, path=""):
-    """``(path, class name)`` of the steps a fit of ``estimator`` charges outside ``accounted``.
+def _fitted_steps(estimator, accounted=None, path=""):
+    """``(path, step)`` of what a fit of ``estimator`` reaches, but ``accounted``'s subtree and
+    inside FrozenEstimators (listed, not refitted)."""
+    if estimator is accounted:
+        return
+    yield path, estimator
+    if not isinstance(estimator, FrozenEstimator):
+        for name, value in estimator.get_params(deep=False).items():
+            for child_path, child in _named_estimators(name, value):
+                yield from _fitted_steps(
+                    child, accounted, f"{path}__{child_path}" if path else child_path)
 
-    ``accounted`` is the DP-LSSGD estimator whose release the search
-    accounts; FrozenEstimators are not fitted, so not listed.
-    """
-    if estimator is accounted or isinstance(estimator, FrozenEstimator):
-        return []
-    found = []
-    if spends_budget_when_fitted(estimator):
-        found.append((path or type(estimator).__name__, type(estimator).__name__))
-    for name, value in estimator.get_params(deep=False).items():
-        for child_path, child in _named_estimators(name, value):
-            inner = f"{path}__{child_path}" if path else child_path
-            found += budget_spending_steps(child, accounted, inner)
-    return found
+
+def budget_spending_steps(estimator, accounted=None, path=""):
+    """``(path, class name)`` of the steps a fit of ``estimator`` charges outside ``accounted``."""
+    return [(step_path or type(step).__name__, type(step).__name__)
+            for step_path, step in _fitted_steps(estimator, accounted, path)
+            if not isinstance(step, FrozenEstimator) and spends_budget_when_fitted(step)]
 
 
 def refuse_budget_spending_steps(model, accounted, what):
@@ -93,13 +95,8 @@ def refuse_budget_spending_steps(model, accounted, what):
 
 def frozen_private_steps(estimator, path=""):
     """``(path, frozen step)`` of the FrozenEstimators in ``estimator`` that hold a private step."""
-    if isinstance(estimator, FrozenEstimator):
-        return [(path, estimator)] if spends_budget_when_fitted(estimator.estimator) else []
-    found = []
-    for name, value in estimator.get_params(deep=False).items():
-        for child_path, child in _named_estimators(name, value):
-            found += frozen_private_steps(child, f"{path}__{child_path}" if path else child_path)
-    return found
+    return [(step_path, step) for step_path, step in _fitted_steps(estimator, None, path)
+            if isinstance(step, FrozenEstimator) and spends_budget_when_fitted(step.estimator)]
 
 
 def is_public_transformer(step):

@@ -90,16 +90,6 @@ def _fit_scores(estimator, X, y, statistic, seeds):
     return scores, model
 
 
-def _claimed_epsilon(estimator, model, n_rows):
-    """The epsilon a non-reproducible fit of ``model``'s configuration reports.
-
-    The audit's fits are seeded (``epsilon_`` is then ``inf``): the claim is
-    recomputed from the configuration and the public settings the fit reports.
-    """
-    return estimator._release_mechanism().claimed_epsilon(estimator._fit_settings(), model,
-                                                          n_rows)
-
-
 def _audit_of_runs(estimator, without, with_canary, statistic, seeds, confidence):
     """Fit and score ``len(seeds) / 2`` runs on each data set; bound epsilon from the scores."""
     n_runs = len(seeds) // 2
@@ -107,10 +97,11 @@ def _audit_of_runs(estimator, without, with_canary, statistic, seeds, confidence
     scores_without, fitted_without = _fit_scores(estimator, *without, statistic, seeds[:n_runs])
     scores_with, fitted_with = _fit_scores(estimator, *with_canary, statistic, seeds[n_runs:])
     seconds_per_fit = (time.perf_counter() - start) / (2 * n_runs)
-    # The weaker of the two data sets' claims (equal under add/remove, whose
-    # public_n_samples is declared).
-    claimed = max(_claimed_epsilon(estimator, fitted_without, without[0].shape[0]),
-                  _claimed_epsilon(estimator, fitted_with, with_canary[0].shape[0]))
+    # The seeded fits report inf: the claim is what a private fit of each data
+    # set would report (equal under add/remove, whose public_n_samples is declared).
+    mechanism, settings = estimator._release_mechanism(), estimator._fit_settings()
+    claimed = max(mechanism.claimed_epsilon(settings, fitted, X.shape[0])
+                  for fitted, (X, _) in ((fitted_without, without), (fitted_with, with_canary)))
     result = audit_scores(scores_without, scores_with, delta=float(fitted_with.delta_),
                           claimed_epsilon=claimed, confidence=confidence)
     return dataclasses.replace(
@@ -165,13 +156,6 @@ def audit_epsilon(estimator, X=None, y=None, *, canary=None, n_runs=1000, confid
     result : AuditResult
         The bounds, the attack's rates on held-out runs, the raw scores, the
         claimed epsilon and the mechanism's settings.
-
-    Notes
-    -----
-    The audit sees only the final coefficients. For a sample rate of 1 this
-    loses nothing, and ``mu_lower_bound`` approaches the mechanism's true mu
-    with enough runs; with Poisson subsampling the final model hides in which
-    steps the canary was used, and the bounds stay far below the claim.
 
     Examples
     --------

@@ -11,12 +11,9 @@ finite computers", 2022). With ``s`` in ``[2**e, 2**(e + 1))`` every float64
 not: the event "off that grid" is impossible with the canary and has a
 probability of about ``0.27 / z`` without it (the proof, Lemma 4, is in
 docs/privacy_argument.rst). A release of integers times a public power of two
-lies on one lattice under both neighbours and passes.
-
-Output perturbation has no noisy step to craft: zero background rows keep its
-noise-free weights at 0, and a canary on the row norm bound spread over
-:data:`_OUTPUT_FEATURES` features moves them all into one binade; a run counts
-when any released coefficient is off that binade's grid.
+lies on one lattice under both neighbours and passes. Output perturbation is
+tested on its released weights: zero background rows keep them at 0, and a
+canary spread over :data:`_OUTPUT_FEATURES` features moves them into one binade.
 """
 
 import math
@@ -47,19 +44,10 @@ _OUTPUT_ALPHA = 1.0
 
 
 def off_grid(values, exponent):
-    """Whether each value is not a multiple of ``2**(exponent - 53)``.
+    """Whether each value is off the grid of ``2**(exponent - 53)``: the check's event.
 
     A float64 ``fl(s + n)`` with ``s`` in ``[2**exponent, 2**(exponent + 1))``
-    is always such a multiple; this is the event of :func:`check_float_channel`.
-
-    Parameters
-    ----------
-    values : array-like of float64
-    exponent : int
-
-    Returns
-    -------
-    ndarray of bool
+    never is.
     """
     # Scaling by a power of two is exact (far from the subnormals and
     # overflow at the magnitudes the check produces).
@@ -68,12 +56,10 @@ def off_grid(values, exponent):
 
 
 def _one_step_configuration(estimator):
-    """A clone that releases one noisy step of one coordinate, divided by a power of two.
+    """A clone whose coefficient is one noisy step, ``-(s + noise) / b``, exactly.
 
-    One feature, no intercept, the full batch of :data:`_N_ROWS` rows (``q =
-    1``), one step of size 1 from zero weights, no smoothing, decay or
-    averaging: the coefficient is ``-(s + noise) / b`` exactly. A regressor
-    trains on its targets as given (no target range learned or declared).
+    One feature, no intercept, a full batch of :data:`_N_ROWS` rows, one step
+    of size 1 from zero, no smoothing, decay or averaging; targets as given.
     """
     model = private_clone(estimator)
     set_existing(
@@ -88,11 +74,7 @@ def _one_step_configuration(estimator):
 
 
 def _neighbours(model):
-    """The background rows (zero gradients) and the data set with the canary.
-
-    Under replace-one the canary replaces a background row; under add/remove
-    it is added.
-    """
+    """Background rows of zero gradient, and with the canary (replacing a row, or added)."""
     clip = float(model.clip_norm)
     X = np.zeros((_N_ROWS, 1))
     if is_classifier(model):
@@ -118,15 +100,14 @@ def _released(model, output):
 def _output_configuration(estimator):
     """A clone of an output-perturbation estimator that releases one step's weights.
 
-    No intercept, one batch of all :data:`_N_ROWS` rows, one pass, L2
-    strength :data:`_OUTPUT_ALPHA` and the default step for it; the loss,
-    its bounds, the row norm bound and the budget are the estimator's.
+    No intercept, one full batch, one pass, L2 strength :data:`_OUTPUT_ALPHA`;
+    the loss, its bounds, the row norm bound and the budget are the estimator's.
     """
     model = private_clone(estimator)
     set_existing(
         model, batch_size=_N_ROWS, max_iter=1, alpha=_OUTPUT_ALPHA, eta0="auto",
-        fit_intercept=False,
-        warm_start=False, ledger=None, n_jobs=1, feature_bounds=None, max_sample_weight=1.0)
+        fit_intercept=False, warm_start=False, ledger=None, n_jobs=1, feature_bounds=None,
+        max_sample_weight=1.0)
     if is_classifier(model):
         model.set_params(classes=declared_labels(estimator)[:2])
     return model

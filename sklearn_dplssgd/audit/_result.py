@@ -99,16 +99,12 @@ class AuditResult:
             f"with the canary, {self.confidence:.0%} confidence",
         ]
         if self.noise_multiplier is not None and math.isnan(self.sample_rate):
-            lines.append(
-                f"  mechanism:            output perturbation, noise multiplier "
-                f"{self.noise_multiplier:.4g} (times the sensitivity), {self.n_steps} "
-                "noise-free steps"
-            )
+            lines.append(f"  mechanism:            output perturbation, noise multiplier "
+                         f"{self.noise_multiplier:.4g} (times the sensitivity), {self.n_steps} "
+                         "noise-free steps")
         elif self.noise_multiplier is not None:
-            lines.append(
-                f"  mechanism:            noise multiplier {self.noise_multiplier:.4g}, "
-                f"sample rate {self.sample_rate:.4g}, {self.n_steps} steps"
-            )
+            lines.append(f"  mechanism:            noise multiplier {self.noise_multiplier:.4g}, "
+                         f"sample rate {self.sample_rate:.4g}, {self.n_steps} steps")
         lines += [
             f"  claimed:              epsilon = {self.claimed_epsilon:.4g} "
             f"at delta = {self.delta:.3g}",
