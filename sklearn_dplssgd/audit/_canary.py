@@ -75,8 +75,7 @@ def make_canary_dataset(n_samples, n_features, *, task="classification", classes
         raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}.")
     if int(n_samples) < 1 or int(n_features) < 1:
         raise ValueError(
-            f"Need n_samples >= 1 and n_features >= 1; got {n_samples!r}, {n_features!r}."
-        )
+            f"Need n_samples >= 1 and n_features >= 1; got {n_samples!r}, {n_features!r}.")
     if not 0 <= canary_feature < n_features:
         raise ValueError(f"canary_feature must be in [0, {n_features}); got {canary_feature!r}.")
     rng = np.random.default_rng(random_state)

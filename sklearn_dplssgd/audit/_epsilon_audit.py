@@ -105,13 +105,10 @@ def _audit_of_runs(estimator, without, with_canary, statistic, seeds, confidence
     result = audit_scores(scores_without, scores_with, delta=float(fitted_with.delta_),
                           claimed_epsilon=claimed, confidence=confidence)
     return dataclasses.replace(
-        result,
-        estimator_name=type(estimator).__name__,
+        result, estimator_name=type(estimator).__name__,
         noise_multiplier=float(fitted_with.noise_multiplier_),
-        sample_rate=float(fitted_with.sample_rate_),
-        n_steps=int(fitted_with.n_steps_),
-        seconds_per_fit=seconds_per_fit,
-    )
+        sample_rate=float(fitted_with.sample_rate_), n_steps=int(fitted_with.n_steps_),
+        seconds_per_fit=seconds_per_fit)
 
 
 def audit_epsilon(estimator, X=None, y=None, *, canary=None, n_runs=1000, confidence=0.95,
@@ -172,11 +169,9 @@ def audit_epsilon(estimator, X=None, y=None, *, canary=None, n_runs=1000, confid
         raise ValueError(f"n_runs must be an int >= 2; got {n_runs!r}.")
     if (X is None) != (y is None):
         raise ValueError("Pass both X and y (the background data), or neither.")
-    seed_sequence = (
-        random_state if isinstance(random_state, np.random.SeedSequence)
-        else np.random.SeedSequence(random_state)
-    )
-    background_seed, run_seeds = seed_sequence.spawn(2)
+    if not isinstance(random_state, np.random.SeedSequence):
+        random_state = np.random.SeedSequence(random_state)
+    background_seed, run_seeds = random_state.spawn(2)
     estimator = steps_on_targets_as_given(clone(estimator).set_params(verbose=0))
     X, y = _background(estimator, X, y, np.random.default_rng(background_seed))
     without, with_canary, statistic = _neighbouring_pair(estimator, X, y, canary)

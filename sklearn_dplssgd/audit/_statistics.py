@@ -37,11 +37,8 @@ def clopper_pearson_upper(successes, trials, confidence=0.95):
         )
     check_confidence(confidence)
     # beta.ppf(q, k + 1, 0) is undefined; the bound is 1 when every trial succeeded.
-    upper = np.where(
-        k < trials,
-        stats.beta.ppf(confidence, k + 1.0, np.maximum(trials - k, 1.0)),
-        1.0,
-    )
+    upper = np.where(k < trials,
+                     stats.beta.ppf(confidence, k + 1.0, np.maximum(trials - k, 1.0)), 1.0)
     return float(upper) if upper.ndim == 0 else upper
 
 
