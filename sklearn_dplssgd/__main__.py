@@ -1,18 +1,13 @@
 """Demonstration: DP-SGD against DP-LSSGD on scikit-learn's digits.
 
-Run ``python -m sklearn_dplssgd`` (or ``dplssgd-demo``). It trains
-multinomial logistic regression with the library's defaults (batch size,
-epochs, step size and delta chosen automatically from public quantities),
-with the smoothing strength the defaults choose for columns declared ordered
-(``sigma='ordered'``: the digits are 8 x 8 images, a width that tables have
-too, so ``'auto'`` alone would not smooth them), with sigma = 0 (plain
-DP-SGD) and with sigma = 1, at several privacy budgets on a
-fixed 80/20 split of the 8x8 digits, and prints test accuracy (mean and
-spread over fits with fresh noise), the epsilon actually reached and the
-time of each fit beside scikit-learn's non-private ``LogisticRegression``,
-then each smoothing's difference to plain DP-SGD with its standard error
-(an estimate of this run, printed without a verdict: with a few fits per
-setting a verdict would change from run to run).
+``python -m sklearn_dplssgd`` (or ``dplssgd-demo``) trains multinomial
+logistic regression with the library's defaults, with the smoothing the
+defaults choose for columns declared ordered (``sigma='ordered'``), with
+sigma = 0 (plain DP-SGD) and sigma = 1, at several budgets on a fixed split of
+the 8x8 digits. It prints test accuracy (mean and spread over fits with fresh
+noise), the epsilon reached and the time per fit beside a non-private
+``LogisticRegression``, then each smoothing's difference to plain DP-SGD with
+its standard error, without a verdict (a few fits per setting would flip it).
 """
 
 import argparse
@@ -51,60 +46,42 @@ def _parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m sklearn_dplssgd",
         description="Train DP-SGD (sigma=0) and DP-LSSGD with the library's defaults on "
-                    "scikit-learn's digits, beside non-private logistic regression.",
-    )
-    parser.add_argument(
-        "--epsilons", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0, math.inf],
-        help="privacy budgets to try (inf is the non-private reference)",
-    )
+                    "scikit-learn's digits, beside non-private logistic regression.")
+    parser.add_argument("--epsilons", type=_epsilon, nargs="+",
+                        default=[0.25, 0.5, 1.0, 2.0, math.inf],
+                        help="privacy budgets to try (inf is the non-private reference)")
     parser.add_argument(
         "--sigmas", type=_sigma, nargs="+", default=[ORDERED, 0.0, 1.0],
         help="smoothing strengths: numbers >= 0 (0 is plain DP-SGD), 'ordered' (the "
-             "defaults for columns declared ordered, such as pixels) or 'auto' (the defaults)",
-    )
+             "defaults for columns declared ordered, such as pixels) or 'auto' (the defaults)")
     parser.add_argument("--delta", type=_delta, default="auto",
                         help="delta in (0, 1), or 'auto' (the default: min(1e-5, 1/(10 n)))")
     parser.add_argument("--seeds", type=_positive_int, default=5,
                         help="fits per setting, each with fresh noise (mean and spread reported)")
-    args = parser.parse_args(argv)
-    if any(not epsilon > 0 for epsilon in args.epsilons):
-        parser.error("--epsilons must all be positive (inf is the non-private reference)")
-    return args
+    return parser.parse_args(argv)
 
 
-def _sigma(text):
-    if text in (AUTO, ORDERED):
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a number >= 0, 'ordered' or 'auto', got {text!r}") from None
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be finite and >= 0, got {text!r}")
-    return value
+def _option(convert, valid, expected, words=()):
+    """An argparse type: one of ``words`` as given, or ``convert(text)`` when ``valid``."""
+    def parse(text):
+        if text in words:
+            return text
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not valid(value):
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
+        return value
+    return parse
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
-
-
-def _delta(text):
-    if text == "auto":
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number or 'auto', got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
-    return value
+_epsilon = _option(float, lambda value: value > 0,
+                   "a positive number (inf is the non-private reference)")
+_sigma = _option(float, lambda value: value >= 0 and math.isfinite(value),
+                 "a finite number >= 0, 'ordered' or 'auto'", (AUTO, ORDERED))
+_positive_int = _option(int, lambda value: value >= 1, "an integer >= 1")
+_delta = _option(float, lambda value: 0 < value < 1, "a number in (0, 1) or 'auto'", ("auto",))
 
 
 def _timed_fit(X, y, epsilon, delta, sigma):
@@ -125,24 +102,12 @@ def _sigma_label(sigma, resolved):
 def _difference_line(epsilon, label, accuracies, reference):
     """One smoothing's mean difference to plain DP-SGD, with its standard error.
 
-    The fits are independent (fresh noise each), so the standard error of the
-    difference of the two means adds the two means' variances. No verdict is
-    printed: with a few fits per setting, whether a difference clears any
-    threshold changes from run to run.
+    The fits are independent, so the two means' variances add.
     """
     difference = (np.mean(accuracies) - np.mean(reference)) * 100
     error = 100 * math.sqrt(np.var(accuracies, ddof=1) / len(accuracies)
                             + np.var(reference, ddof=1) / len(reference))
     return f"  epsilon {epsilon:g}, sigma {label}: {difference:+.1f} +- {error:.1f} points"
-
-
-def _first_fit_seconds(X, y, epsilon, delta, sigma):
-    """Wall time of the run's first fit, the one that compiles (or loads) the kernels.
-
-    Timed apart so that the table's medians are those of compiled fits; the
-    fitted model is thrown away.
-    """
-    return _timed_fit(X, y, epsilon, delta, sigma)[1]
 
 
 def main(argv=None):
@@ -172,8 +137,9 @@ def main(argv=None):
     print(_COLUMNS)
     print("The first fit compiles the Numba kernels once (several seconds; later runs load "
           "them from the on-disk cache). It is timed on its own, before the table.", flush=True)
-    first_seconds = _first_fit_seconds(X_train, y_train, args.epsilons[0], args.delta,
-                                       args.sigmas[0])
+    # Timed apart, so that the table's medians are those of compiled fits.
+    first_seconds = _timed_fit(X_train, y_train, args.epsilons[0], args.delta,
+                               args.sigmas[0])[1]
     print(f"first fit (epsilon {args.epsilons[0]:g}, sigma {args.sigmas[0]}): "
           f"{first_seconds:.2f} s, including compiling or loading the kernels and calibrating "
           "the noise; the table's times leave it out.", flush=True)

@@ -24,6 +24,10 @@ from sklearn_dplssgd import (
     PrivacyLedger,
     PrivacyLeakWarning,
 )
+from sklearn_dplssgd._mechanisms import RandomSearchSelection
+from sklearn_dplssgd._mechanisms._search_selection import (
+    SCORE_LATTICE_BITS, _trial_gamma, score_noise_scale,
+)
 from sklearn_dplssgd._model_selection import _search
 from sklearn_dplssgd._accounting._events import group_of_two_epsilon, _rdp_orders
 from sklearn_dplssgd._training import GeneratorWords
@@ -86,14 +90,15 @@ def test_the_score_changes_the_accounting(data):
 @pytest.mark.parametrize("mean, shape", [(10.0, 0.0), (10.0, 1.0), (4.0, 2.5), (6.0, math.inf)])
 def test_number_of_trials_follows_the_accounted_distribution(mean, shape):
     rng = np.random.default_rng(1)
-    draws = np.array([_search.draw_number_of_trials(rng, mean, shape) for _ in range(20000)])
+    search = RandomSearchSelection(None, 1.0, mean, shape)
+    draws = np.array([search.number_of_trials(rng) for _ in range(20000)])
     assert draws.mean() == pytest.approx(mean, rel=0.05)
     if shape == math.inf:
         observed = np.array([(draws == i).mean() for i in range(12)])
         np.testing.assert_allclose(observed, stats.poisson(mean).pmf(np.arange(12)), atol=0.01)
         return
     assert draws.min() >= 1
-    gamma = _search._trial_gamma(mean, shape)
+    gamma = _trial_gamma(mean, shape)
     assert gamma == pytest.approx(_gamma_truncated_negative_binomial(shape, mean), rel=1e-6)
     k = np.arange(1, 200)
     if shape == 0.0:
@@ -113,7 +118,7 @@ def test_scores_carry_the_calibrated_noise(data, monkeypatch):
 
     def fixed_trial(estimator, X, y, train, validation, scoring, bound):
         # The score sum in lattice units (2**K per correct row).
-        lattice_total = exact_total * 2 ** _search.SCORE_LATTICE_BITS
+        lattice_total = exact_total * 2 ** SCORE_LATTICE_BITS
         return estimator.fit(X[train], y[train]), lattice_total, 0.0
 
     monkeypatch.setattr(_search, "_fit_trial", fixed_trial)
@@ -318,8 +323,8 @@ def test_infinite_epsilon_searches_without_noise(data):
 
 @pytest.mark.parametrize("z", [1e-3, 0.7, 3.0, 41.5])
 def test_the_score_noise_scale_is_at_least_the_accounted_one(z):
-    s = _search.score_noise_scale(z).scale
-    lattice = 2 ** _search.SCORE_LATTICE_BITS
+    s = score_noise_scale(z).scale
+    lattice = 2 ** SCORE_LATTICE_BITS
     assert fractions.Fraction(s, lattice) >= fractions.Fraction(z)
     # Above it by the rounding up and the float margin only.
     assert fractions.Fraction(s, lattice) <= fractions.Fraction(z) * (
@@ -327,7 +332,7 @@ def test_the_score_noise_scale_is_at_least_the_accounted_one(z):
 
 
 def test_lattice_scores_are_integers_within_one_range():
-    lattice = 2.0 ** _search.SCORE_LATTICE_BITS
+    lattice = 2.0 ** SCORE_LATTICE_BITS
     rng = np.random.default_rng(40)
     y, pred = rng.normal(size=500), rng.normal(size=500) * 3
     for scoring, bound in (("neg_mean_absolute_error", 2.5), ("neg_mean_squared_error", 4.0)):
@@ -344,19 +349,19 @@ def test_lattice_scores_are_integers_within_one_range():
 def _released_noise(z, total, n_draws, seed):
     """Released scores of a fixed lattice total, back in lattice units, minus the total."""
     words = GeneratorWords(np.random.default_rng(seed))
-    lattice = 2 ** _search.SCORE_LATTICE_BITS
-    scores = np.array([_search._noisy_score(total, z, 1.0, 120, words)
-                       for _ in range(n_draws)])
+    lattice = 2 ** SCORE_LATTICE_BITS
+    search = RandomSearchSelection(None, z, 10.0, 0.0)
+    scores = np.array([search.noisy_score(total, 1.0, 120, words) for _ in range(n_draws)])
     scaled = scores * 120 * lattice
     return scaled, np.rint(scaled).astype(np.int64) - int(total)
 
 
 def test_released_scores_are_the_lattice_sum_plus_exact_rounded_gaussian_noise():
-    z, total = 2.5, 250 * 2 ** _search.SCORE_LATTICE_BITS
+    z, total = 2.5, 250 * 2 ** SCORE_LATTICE_BITS
     scaled, noise = _released_noise(z, total, 100_000, seed=41)
     # Integers (to the float rounding of the division by 120, far below 1).
     assert np.abs(scaled - np.rint(scaled)).max() < 1e-3
-    s = _search.score_noise_scale(z).scale
+    s = score_noise_scale(z).scale
     edges = np.arange(-12, 13) * (s // 4) - (s // 4) // 2
     cdf = stats.norm.cdf((edges + 0.5) / s)  # P(round(s G) <= edge)
     expected = np.diff(np.concatenate(([0.0], cdf, [1.0]))) * noise.size
@@ -369,13 +374,14 @@ def test_released_scores_are_the_lattice_sum_plus_exact_rounded_gaussian_noise()
 
 
 def test_a_float_score_noise_substituted_back_is_seen_in_the_low_bits(monkeypatch):
-    z, total = 2.5, 250 * 2 ** _search.SCORE_LATTICE_BITS
+    z, total = 2.5, 250 * 2 ** SCORE_LATTICE_BITS
 
     def off_lattice(scaled):
         return np.abs(scaled - np.rint(scaled)).max() > 0.01
 
     assert not off_lattice(_released_noise(z, total, 200, seed=42)[0])
     rng = np.random.default_rng(43)
-    monkeypatch.setattr(_search, "_noisy_score", lambda total, z, bound, n, words: (
-        (total / 2 ** _search.SCORE_LATTICE_BITS + rng.normal(0.0, z * bound)) / n))
+    monkeypatch.setattr(RandomSearchSelection, "noisy_score", lambda self, total, bound, n, words: (
+        (total / 2 ** SCORE_LATTICE_BITS + rng.normal(0.0, self.score_noise_multiplier * bound))
+        / n))
     assert off_lattice(_released_noise(z, total, 200, seed=42)[0])

@@ -2,36 +2,61 @@
 
 :class:`RandomSearchSelection` is the accounting value of
 :class:`~sklearn_dplssgd.DPRandomizedSearch` (built from public quantities
-only, before any row is read): it yields the search's dp-accounting
-:class:`~dp_accounting.DpEvent` and calibrates its noise.
+only, before any row is read): its dp-accounting event, its calibration, and
+its two secret draws, the number of trials and the noise of a trial's score.
 """
 
 import dataclasses
+import fractions
 import math
+import typing
 
 import dp_accounting
+from scipy import optimize
 
 from .._accounting import event_epsilon, smallest_noise_for
+from .._backends import RoundedGaussianScale, sample_rounded_gaussian
 from ._gradient import GradientPerturbation
 from ._release import Mechanism
 
 __all__ = ["RandomSearchSelection"]
 
+# K of the score's lattice (each per-row score over its range rounded to a
+# multiple of 2**-K): float64 sums it exactly up to 2**(53 - K) rows.
+SCORE_LATTICE_BITS = 20
+
+
+def score_noise_scale(z):
+    """``s >= z 2**K`` of the score's noise ``round(s G)`` (margin ``2**-45`` for float ``z``)."""
+    needed = fractions.Fraction(z) * 2 ** SCORE_LATTICE_BITS * (1 + fractions.Fraction(1, 2**45))
+    return RoundedGaussianScale(max(1, math.ceil(needed)))
+
+
+def _trial_gamma(mean, shape):
+    """``gamma`` of the truncated negative binomial (RepeatAndSelectDpEvent's) of this mean.
+
+    P[K = k] is proportional to ``binom(k + shape - 1, k) (1 - gamma)**k`` for
+    k >= 1, and to ``(1 - gamma)**k / k`` for shape 0 (logarithmic).
+    """
+    if mean == 1.0:
+        return 1.0
+
+    def mean_of(gamma):
+        if shape == 0.0:
+            return (1.0 - gamma) / (gamma * math.log(1.0 / gamma))
+        return shape * (1.0 - gamma) / (gamma * (1.0 - gamma**shape))
+
+    return optimize.brentq(lambda g: mean_of(g) - mean, 1e-12, 1.0 - 1e-12, xtol=1e-14)
+
 
 @dataclasses.dataclass(frozen=True)
 class RandomSearchSelection(Mechanism):
-    """Random search with a random number of trials, releasing the best one.
+    """Random search with a secret random number of trials, releasing the best one.
 
-    Each trial splits the rows at random (each row independently) into a
-    training and a validation part, runs ``trial`` on the training part and
-    releases the sum of a bounded per-row score over the validation part with
-    Gaussian noise of standard deviation ``score_noise_multiplier`` times the
-    score's range. The number of trials is drawn, in secret, from the
-    distribution of dp-accounting's ``RepeatAndSelectDpEvent(event, mean,
-    shape)`` (Papernot and Steinke 2022): truncated negative binomial for
-    finite ``trials_shape`` (0: logarithmic, 1: geometric), Poisson for
-    ``inf``. Only the best trial (its model, parameters and noisy score) is
-    released.
+    Each trial runs ``trial`` on a random training part of the rows and
+    releases a bounded per-row score's sum over the others with Gaussian noise
+    (``score_noise_multiplier`` times the score's range). The argument is in
+    docs/privacy_argument.rst (``private-search``).
 
     Parameters
     ----------
@@ -39,14 +64,14 @@ class RandomSearchSelection(Mechanism):
         What one trial's training releases (the same for every candidate).
     score_noise_multiplier : float
         Noise of the score sum, in units of the per-row score range.
-    mean_trials : float
-        Mean of the number of trials, >= 1.
-    trials_shape : float
-        Shape of its distribution (see above).
+    mean_trials, trials_shape : float
+        Mean (>= 1) and shape of the number of trials' distribution.
     seeded : bool, default=False
-        Whether the search's randomness is a function of a seed that travels
-        with it (``reproducible=True``): then nothing is private.
+        Whether the randomness comes from a seed that travels with the search
+        (``reproducible=True``): then nothing is private.
     """
+
+    score_lattice_bits: typing.ClassVar[int] = SCORE_LATTICE_BITS
 
     trial: GradientPerturbation
     score_noise_multiplier: float
@@ -63,12 +88,10 @@ class RandomSearchSelection(Mechanism):
         return self.trial.private and self.score_noise_multiplier > 0 and not self.seeded
 
     def trial_event(self):
-        """One trial: its training and its noisy score, composed.
+        """One trial: its training and its noisy score, composed (an upper bound).
 
-        Composition is an upper bound: with the rows split independently of
-        their values, a row changes either the training or the score, never
-        both, so the trial's Renyi divergence is at most the larger of the
-        two (quasi-convexity); the sum is what dp-accounting can express.
+        A row changes either the training or the score, never both: by
+        quasi-convexity the trial's RDP is at most the larger of the two.
         """
         return dp_accounting.ComposedDpEvent([
             self.trial.dp_event(),
@@ -76,35 +99,56 @@ class RandomSearchSelection(Mechanism):
         ])
 
     def dp_event(self):
-        """``RepeatAndSelectDpEvent(trial_event, mean_trials, trials_shape)``.
-
-        ``NonPrivateDpEvent`` when a part is not private.
-        """
+        """``RepeatAndSelectDpEvent(trial_event, mean_trials, trials_shape)``, or
+        ``NonPrivateDpEvent`` when a part is not private."""
         if not self.private:
             return dp_accounting.NonPrivateDpEvent()
         return dp_accounting.dp_event.RepeatAndSelectDpEvent(
             self.trial_event(), float(self.mean_trials), float(self.trials_shape))
+
+    def number_of_trials(self, rng):
+        """Draw K as ``dp_event`` assumes (Poisson may draw 0, the others draw at least 1)."""
+        if self.trials_shape == math.inf:
+            return int(rng.poisson(self.mean_trials))
+        gamma = _trial_gamma(self.mean_trials, self.trials_shape)
+        if gamma == 1.0:
+            return 1
+        if self.trials_shape == 0.0:
+            return int(rng.logseries(1.0 - gamma))
+        while True:  # negative binomial conditioned on K >= 1
+            k = int(rng.negative_binomial(self.trials_shape, gamma))
+            if k >= 1:
+                return k
+
+    def noisy_score(self, total, bound, n_validation, words):
+        """``(total + round(s G)) bound / (2**K n_validation)`` of a lattice score sum.
+
+        ``total + round(s G) = round(total + s G)`` post-processes the Gaussian
+        mechanism of sensitivity ``2**K`` and noise ``s >= z 2**K``
+        (:func:`score_noise_scale`): ``GaussianDpEvent(z)`` covers it.
+        """
+        lattice_total = int(total)
+        if self.score_noise_multiplier > 0:
+            lattice_total += int(sample_rounded_gaussian(
+                1, score_noise_scale(self.score_noise_multiplier), words)[0])
+        return math.ldexp(lattice_total, -SCORE_LATTICE_BITS) * bound / n_validation
 
     @classmethod
     def calibrated(cls, epsilon, delta, *, sample_rate, n_steps, neighboring, clip_norm,
                    mean_trials, trials_shape, score_share, noise_schedule=()):
         """The search whose noise meets ``(epsilon, delta)`` for the search as a whole.
 
-        The score's noise is set first, so that the scores alone (repeated
-        and selected) would cost ``score_share * epsilon``; then the
-        training noise is the smallest that brings the whole search to
-        ``epsilon``. Both are certified by ``event_epsilon``.
+        The scores alone (repeated and selected) cost ``score_share *
+        epsilon``; the training noise is the smallest that reaches ``epsilon``.
         """
-        if epsilon == math.inf:
-            trial = GradientPerturbation(float(sample_rate), int(n_steps), 0.0, neighboring,
-                                         float(clip_norm), noise_schedule=noise_schedule)
-            return cls(trial, 0.0, float(mean_trials), float(trials_shape))
-
         def search(trial_noise, score_noise):
             trial = GradientPerturbation(float(sample_rate), int(n_steps), trial_noise,
                                          neighboring, float(clip_norm),
                                          noise_schedule=noise_schedule)
             return cls(trial, score_noise, float(mean_trials), float(trials_shape))
+
+        if epsilon == math.inf:
+            return search(0.0, 0.0)
 
         def scores_only(score_noise):
             event = dp_accounting.dp_event.RepeatAndSelectDpEvent(

@@ -5,7 +5,4 @@ The modules are private; the names other layers use are re-exported here.
 
 from ._search import DPRandomizedSearch, final_estimator
 
-__all__ = [
-    "DPRandomizedSearch",
-    "final_estimator",
-]
+__all__ = ["DPRandomizedSearch", "final_estimator"]

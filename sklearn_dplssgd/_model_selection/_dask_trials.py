@@ -1,11 +1,7 @@
 """A search's trial on a Dask array: trained and scored on the cluster, nothing gathered.
 
-The trial's training rows are selected from X's partitions by the search's
-secret split (the indices travel to the cluster, as the fit's sampling seeds
-do) and trained on there by the estimator's Dask path; its validation rows
-are predicted and scored partition by partition, on the workers, and only
-the sum of the per-row scores (one number, the quantity the search adds its
-noise to) comes back to the client.
+The secret split's indices travel to the cluster; only the sum of the
+validation rows' scores (what the search adds its noise to) comes back.
 """
 
 import time
@@ -20,17 +16,9 @@ __all__ = ["check_dask_search_input", "fit_trial_on_cluster"]
 def check_dask_search_input(estimator, n_jobs):
     """Refuse what a search cannot run on the cluster without gathering rows or exposing them.
 
-    A cluster reached in plaintext over a network not declared trusted is
-    refused (:func:`~sklearn_dplssgd._backends.check_cluster_network`): the
-    trials' noise-free sums, and the search's score sums, would cross it.
-
-    Parameters
-    ----------
-    estimator : the search's estimator
-    n_jobs : int or None
-        The search's ``n_jobs``: trials on a cluster run one after the other
-        (the cluster parallelizes each), never in other local processes that
-        would compute the rows without the cluster's client.
+    A Pipeline, ``n_jobs`` other than None or 1 (the trials run one after the
+    other, each parallel on the cluster), and a plaintext network not
+    declared trusted (the score sums would cross it) are refused.
     """
     from sklearn.pipeline import Pipeline
 
@@ -53,26 +41,10 @@ def _block_scores(X_block, y_block, model, per_row_scores, scoring, bound):
 
 
 def fit_trial_on_cluster(estimator, X, y, train, validation, scoring, bound, per_row_scores):
-    """Fit one trial on its training rows of ``X``; return the model and its score sum.
+    """``(model, score sum, fit time)`` of one trial on Dask ``X`` (one chunk of columns).
 
-    Parameters
-    ----------
-    estimator : estimator
-        The trial's estimator (its Dask path trains on the partitions).
-    X : dask.array.Array of shape (n_samples, d)
-        One chunk along the columns.
-    y : dask.array.Array of shape (n_samples,)
-        Chunked as X's rows.
-    train, validation : ndarray of int64
-        Sorted row indices of the trial's split.
-    scoring : str
-    bound : float or None
-    per_row_scores : callable
-        The search's per-row score ``(scoring, y_true, y_pred, bound)``.
-
-    Returns
-    -------
-    model, total, fit_time
+    ``train`` and ``validation`` are sorted row indices; ``per_row_scores``
+    is the search's ``(scoring, y_true, y_pred, bound)``.
     """
     import dask.array as da
 

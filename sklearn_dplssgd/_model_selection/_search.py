@@ -1,26 +1,19 @@
 """DPRandomizedSearch: hyperparameter search whose whole run is private.
 
-Random search with a random number of trials (Liu and Talwar 2019; Papernot
-and Steinke 2022): the number of trials K is drawn in secret from a
-truncated negative binomial (or Poisson) distribution; each trial draws a
-candidate, splits the rows at random into a training and a validation part
-(each row on its own, independently of its values), trains a clone on the
-training part and releases a noisy validation score; only the best trial is
-returned. dp-accounting's ``RepeatAndSelectDpEvent`` accounts for it (RDP).
-
-What must stay secret for the guarantee to hold, and is therefore not on the
-fitted object's pickle: the number of trials and every trial but the best
-(see ``trials_``). The privacy argument is in docs/privacy.rst.
+Random search with a secret random number of trials (Liu and Talwar, "Private
+selection from private candidates", STOC 2019; Papernot and Steinke,
+"Hyperparameter tuning with Renyi differential privacy", ICLR 2022), accounted
+by dp-accounting's ``RepeatAndSelectDpEvent``. The number of trials and every
+trial but the best stay secret (not pickled). The privacy argument is in
+docs/privacy_argument.rst (``private-search``).
 """
 
-import fractions
 import math
 import time
 import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
-from scipy import optimize
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterSampler
 from sklearn.pipeline import Pipeline
@@ -29,7 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._accounting import ledger_error, search_report
-from .._backends import RoundedGaussianScale, backend_for, sample_rounded_gaussian
+from .._backends import backend_for
 from .._linear_model import BaseDPLSSGD, dask_arrays
 from .._mechanisms import RandomSearchSelection
 from .._training import (
@@ -42,29 +35,17 @@ from ._search_steps import (
     frozen_private_steps, is_public_transformer, refuse_budget_spending_steps,
 )
 
-__all__ = [
-    "DPRandomizedSearch",
-    "final_estimator",
-]
+__all__ = ["DPRandomizedSearch", "final_estimator"]
 
-# Parameters that change what a trial releases (its sample rate, number of
-# steps, noise or accounting) or the search's own guarantee: every trial must
-# run the same mechanism, so they cannot be searched.
+# They change what a trial releases: every trial must run the same mechanism.
 _MECHANISM_PARAMETERS = frozenset({
     "epsilon", "delta", "batch_size", "max_iter", "neighboring", "accountant",
     "public_n_samples", "reproducible", "ledger", "random_state", "noise_schedule",
     "mechanism",
 })
-# Scores that are means of a bounded per-row value: (per-row function,
-# whether it needs score_bound). The released score is the sum over the
-# validation rows plus noise, divided by the public expected row count.
+# Means of a bounded per-row value.
 _CLASSIFIER_SCORES = ("accuracy",)
 _REGRESSOR_SCORES = ("neg_mean_absolute_error", "neg_mean_squared_error")
-# The score sum is released on a lattice: each per-row score over its range
-# rounded to a multiple of 2**-K (a function of the row alone), the sum an
-# integer (for accuracy, the count of correct rows times 2**K), its noise the
-# exact rounded Gaussian; float64 sums it exactly up to 2**(53 - K) rows.
-SCORE_LATTICE_BITS = 20
 
 
 def _per_row_scores(scoring, y_true, y_pred, bound):
@@ -80,63 +61,9 @@ def _per_row_scores(scoring, y_true, y_pred, bound):
 
 def _lattice_scores(scoring, y_true, y_pred, bound):
     """Per-row scores on the lattice: ``round(score / bound * 2**K)``, at most ``2**K``."""
-    scaled = np.ldexp(_per_row_scores(scoring, y_true, y_pred, bound) / bound,
-                      SCORE_LATTICE_BITS)
-    return np.clip(np.rint(scaled), -2.0 ** SCORE_LATTICE_BITS, 2.0 ** SCORE_LATTICE_BITS)
-
-
-def score_noise_scale(z):
-    """``s >= z 2**K`` of the score's noise ``round(s G)`` (margin ``2**-45`` for float ``z``)."""
-    needed = fractions.Fraction(z) * 2 ** SCORE_LATTICE_BITS * (1 + fractions.Fraction(1, 2**45))
-    return RoundedGaussianScale(max(1, math.ceil(needed)))
-
-
-def _noisy_score(total, z, bound, n_validation, words):
-    """``(total + round(s G)) bound / (2**K n_validation)``: ``total + round(s G) =
-    round(total + s G)``, post-processing of the Gaussian mechanism (sensitivity ``2**K``,
-    noise ``s >= z 2**K``: ``GaussianDpEvent(z)`` covers it); the rescaling too."""
-    lattice_total = int(total)
-    if z > 0:
-        lattice_total += int(sample_rounded_gaussian(1, score_noise_scale(z), words)[0])
-    return math.ldexp(lattice_total, -SCORE_LATTICE_BITS) * bound / n_validation
-
-
-def _trial_gamma(mean, shape):
-    """The ``gamma`` of the truncated negative binomial with this mean and shape.
-
-    Same parametrisation as dp-accounting's RepeatAndSelectDpEvent
-    (Papernot and Steinke 2022, section 2): P[K = k] is proportional to
-    ``binom(k + shape - 1, k) (1 - gamma)**k`` for k >= 1, and to
-    ``(1 - gamma)**k / k`` for shape 0 (logarithmic).
-    """
-    if mean == 1.0:
-        return 1.0
-
-    def mean_of(gamma):
-        if shape == 0.0:
-            return (1.0 - gamma) / (gamma * math.log(1.0 / gamma))
-        return shape * (1.0 - gamma) / (gamma * (1.0 - gamma**shape))
-
-    return optimize.brentq(lambda g: mean_of(g) - mean, 1e-12, 1.0 - 1e-12, xtol=1e-14)
-
-
-def draw_number_of_trials(rng, mean, shape):
-    """Draw K from the distribution that ``RepeatAndSelectDpEvent(., mean, shape)`` assumes.
-
-    Poisson (``shape = inf``) may draw 0; the truncated negative binomial
-    (including the logarithmic and geometric cases) draws at least 1.
-    """
-    if shape == math.inf:
-        return int(rng.poisson(mean))
-    gamma = _trial_gamma(mean, shape)
-    if gamma == 1.0:
-        return 1
-    if shape == 0.0:
-        return int(rng.logseries(1.0 - gamma))
-    while True:  # negative binomial conditioned on K >= 1
-        k = int(rng.negative_binomial(shape, gamma))
-        if k >= 1:
-            return k
+    bits = RandomSearchSelection.score_lattice_bits
+    scaled = np.ldexp(_per_row_scores(scoring, y_true, y_pred, bound) / bound, bits)
+    return np.clip(np.rint(scaled), -2.0 ** bits, 2.0 ** bits)
 
 
 def final_estimator(estimator):
@@ -157,132 +84,105 @@ def _fit_trial(estimator, X, y, train, validation, scoring, bound):
     """Fit one trial on its training rows; return the model and its score sum (lattice units)."""
     started = time.perf_counter()
     model = estimator.fit(_safe_indexing(X, train), _safe_indexing(y, train))
+    total = 0.0
     if len(validation):
         predicted = model.predict(_safe_indexing(X, validation))
         total = float(np.sum(_lattice_scores(scoring, _safe_indexing(y, validation),
                                              predicted, bound)))
-    else:
-        total = 0.0
     return model, total, time.perf_counter() - started
 
 
 class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
     """Private random search over hyperparameters, with one budget for the whole search.
 
-    Runs a random number of trials (mean ``n_trials``, drawn in secret). Each
-    trial samples a candidate from ``param_distributions``, splits the rows
-    at random into a training part (each row with probability ``1 -
-    validation_fraction``, on its own) and a validation part, fits a clone
-    of ``estimator`` on the training part with the search's training noise,
-    and computes a validation score with Gaussian noise. The trial with the
-    best noisy score is returned; nothing else is released. The search as a
-    whole is (``epsilon``, ``delta``)-differentially private under the
-    estimator's ``neighboring`` relation, accounted by dp-accounting's
-    ``RepeatAndSelectDpEvent`` (Papernot and Steinke 2022) with RDP.
+    Runs a secret random number of trials (mean ``n_trials``). Each trial
+    draws a candidate, fits a clone of ``estimator`` on a random part of the
+    rows and scores it, with Gaussian noise, on the others; only the trial
+    with the best noisy score is released. The whole search is (``epsilon``,
+    ``delta``)-DP under the estimator's ``neighboring``, accounted by
+    dp-accounting's ``RepeatAndSelectDpEvent`` (Papernot and Steinke 2022).
 
     Read more in the privacy guide's section on hyperparameter search.
 
     Parameters
     ----------
     estimator : DPLSSGDClassifier, DPLSSGDRegressor or Pipeline
-        The model to tune, or a Pipeline whose last step is one. Its
-        ``epsilon``, ``delta``, ``ledger`` and ``random_state`` are replaced by
-        the search's; its ``batch_size``, ``max_iter``, ``neighboring`` and
-        ``public_n_samples`` fix the trials' mechanism (they cannot be
-        searched). Steps before it must learn nothing from the rows
-        (:class:`BoundedScaler`, ``FunctionTransformer``, ``OneHotEncoder``
-        with declared ``categories``, or ColumnTransformers and Pipelines of
-        these): others are fitted on private rows without noise, and a
-        :class:`PrivacyLeakWarning` says so. A step that spends privacy budget
-        when fitted (:class:`DPBoundedScaler`, :class:`DPOneHotEncoder`: any
-        estimator taking a ``ledger``), here or among the candidates, is
-        refused with a ``ValueError`` before any row is read: each trial would
-        spend its budget again, outside the search's. Fit it once, before the
-        search, and wrap it in ``sklearn.frozen.FrozenEstimator``: the trials
-        use it as fitted, and its budget is the one its own fit spent.
+        The model to tune, or a Pipeline ending with one. Its ``epsilon``,
+        ``delta``, ``ledger`` and ``random_state`` are the search's; its
+        ``batch_size``, ``max_iter``, ``neighboring`` and ``public_n_samples``
+        fix the trials' mechanism. Steps that learn from the rows get a
+        :class:`PrivacyLeakWarning` (use :class:`BoundedScaler`,
+        ``FunctionTransformer``, ``OneHotEncoder`` with declared
+        ``categories``). A step that spends budget when fitted (such as
+        :class:`DPBoundedScaler`) is refused: fit it before the search and
+        wrap it in ``sklearn.frozen.FrozenEstimator``.
     param_distributions : dict or list of dicts
-        As in ``RandomizedSearchCV``: parameter names (with the Pipeline's
-        ``step__`` prefixes) mapped to lists or scipy distributions. Every
-        trial draws its candidate independently (lists with replacement).
+        As in ``RandomizedSearchCV`` (with the Pipeline's ``step__``
+        prefixes); every trial draws its candidate independently.
     epsilon : float, default=1.0
-        Privacy budget of the whole search (every trial and the selection).
-        ``float("inf")`` searches without noise (not private).
+        Privacy budget of the whole search. ``float("inf")`` adds no noise.
     delta : float, default=1e-5
         Delta of the whole search.
     n_trials : float, default=10
         Mean of the random number of trials (>= 1).
     trials_shape : float, default=0.0
-        Shape of the distribution of the number of trials: 0 logarithmic (the
-        cheapest in privacy for a given mean, and the default), 1 geometric,
-        another positive value a truncated negative binomial, ``inf``
-        Poisson (which may run no trial at all: the fit then fails).
+        Shape of the number of trials' distribution: 0 logarithmic (the
+        cheapest), 1 geometric, ``inf`` Poisson (may run no trial: the fit
+        then fails), other values a truncated negative binomial.
     scoring : str or None, default=None
-        The validation score, a mean of a bounded per-row value:
         ``"accuracy"`` (classifiers, the default) or
-        ``"neg_mean_absolute_error"`` / ``"neg_mean_squared_error"``
-        (regressors; the default is ``"neg_mean_absolute_error"``).
+        ``"neg_mean_absolute_error"`` (the regressors' default) /
+        ``"neg_mean_squared_error"``.
     score_bound : float or None, default=None
-        Public bound on a regressor's per-row error (absolute, or squared for
-        the squared error): larger errors count as this bound. None takes it
-        from the estimator's ``target_bounds`` (their width, or its square),
-        and is an error without them.
+        Public bound on a regressor's per-row (absolute or squared) error;
+        None takes the width of ``target_bounds`` (or its square).
     validation_fraction : float, default=0.2
         Probability that a row is a validation row in a trial.
     score_budget : float, default=0.3
-        Sets the score's noise: the scores alone (repeated and selected)
-        would cost ``score_budget * epsilon``; the training noise then takes
-        the search to ``epsilon``. More budget for the scores selects better
-        but trains with more noise.
+        Share of ``epsilon`` that the scores alone (repeated and selected)
+        would cost; the training noise takes the search to ``epsilon``.
     n_jobs : int or None, default=None
         Trials run in parallel with joblib.
     random_state : None, int, Generator, RandomState or SeedSequence, default=None
-        Used only with ``reproducible=True`` (then nothing is private), as
-        in the estimators: the number of trials, the candidates, the splits
-        and every noise draw must stay secret.
+        Used only with ``reproducible=True``, as in the estimators.
     reproducible : bool, default=False
         Derive every random choice from ``random_state`` (not private:
         ``epsilon_ = inf``).
     ledger : PrivacyLedger or None, default=None
-        Charged once with the search's ``dp_event_`` before any row is read
-        (the trials are not charged one by one). None uses the estimator's
-        ``ledger`` if it has one. The best model keeps it as its ``ledger``:
-        a later ``partial_fit`` or warm start of it is charged there too.
+        Charged once with ``dp_event_`` before any row is read. None uses the
+        estimator's ``ledger``. The best model keeps it: a later
+        ``partial_fit`` or warm start of it is charged there too.
     verbose : int, default=0
-        Print, for the person holding the data, one line per trial (its
-        parameters, noisy score and time). This is not released by the
-        search: do not publish it.
+        Print one line per trial (parameters, noisy score, time) for the
+        person holding the data: not covered by the guarantee, do not publish.
 
     Attributes
     ----------
     best_estimator_ : estimator
-        The best trial's fitted model (trained on that trial's training rows
-        only: there is no refit on all rows, which would spend more budget).
-        Its ``epsilon_``, ``delta_`` and ``dp_event_`` are the search's, and
-        its ``ledger`` is the search's ledger.
+        The best trial's model (no refit on all rows). Its ``epsilon_``,
+        ``delta_``, ``dp_event_`` and ``ledger`` are the search's.
     best_params_ : dict
         The best trial's candidate.
     best_score_ : float
-        The best trial's NOISY validation score (the sum of per-row scores
-        plus noise, divided by the expected number of validation rows).
+        The best trial's noisy validation score (the noisy sum of per-row
+        scores over the expected number of validation rows).
     trials_ : list of dict
-        For the person holding the data only, never pickled: each trial's
-        ``params``, noisy ``score`` and ``fit_time``. The number of trials
-        and the other trials' scores are not covered by ``epsilon_``.
+        Each trial's ``params``, noisy ``score`` and ``fit_time``: not
+        covered by ``epsilon_``, never pickled.
     n_trials_ : int
-        The number of trials run (holder only, never pickled, like ``trials_``).
+        The number of trials run (like ``trials_``, never pickled).
     dp_event_ : dp_accounting.DpEvent
         ``RepeatAndSelectDpEvent(ComposedDpEvent([trial training, score
         Gaussian]), n_trials, trials_shape)``.
     epsilon_ : float
-        Epsilon of the whole search at ``delta_`` (RDP accountant, under the
-        estimator's ``neighboring``).
+        Epsilon of the whole search at ``delta_`` (RDP accountant).
     delta_ : float
     neighboring_ : str
     noise_multiplier_ : float
         The trials' training noise multiplier.
     score_noise_multiplier_ : float
-        The standard deviation of the noise on a validation score sum, in
-        units of the per-row score range.
+        Noise standard deviation on a validation score sum, in units of the
+        per-row score range.
     classes_ : ndarray
         The best estimator's classes (classifiers).
     n_features_in_ : int
@@ -291,11 +191,8 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
 
     Notes
     -----
-    The guarantee covers the fitted search as pickled: the best model, its
-    parameters and its noisy score. It relies on the number of trials
-    staying secret: it is drawn from operating-system entropy, and
-    ``trials_`` and ``n_trials_`` are dropped from pickles. The fit's
-    duration grows with the number of trials: do not publish it.
+    The guarantee covers the fitted search as pickled. The number of trials
+    must stay secret: do not publish the fit's duration, which grows with it.
 
     Examples
     --------
@@ -327,25 +224,10 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         "verbose": [Interval("integral", 0, None)],
     }
 
-    def __init__(
-        self,
-        estimator,
-        param_distributions,
-        *,
-        epsilon=1.0,
-        delta=1e-5,
-        n_trials=10,
-        trials_shape=0.0,
-        scoring=None,
-        score_bound=None,
-        validation_fraction=0.2,
-        score_budget=0.3,
-        n_jobs=None,
-        random_state=None,
-        reproducible=False,
-        ledger=None,
-        verbose=0,
-    ):
+    def __init__(self, estimator, param_distributions, *, epsilon=1.0, delta=1e-5, n_trials=10,
+                 trials_shape=0.0, scoring=None, score_bound=None, validation_fraction=0.2,
+                 score_budget=0.3, n_jobs=None, random_state=None, reproducible=False,
+                 ledger=None, verbose=0):
         self.estimator = estimator
         self.param_distributions = param_distributions
         self.epsilon = epsilon
@@ -365,26 +247,20 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         inner = self.estimator.__sklearn_tags__()
-        tags.estimator_type = inner.estimator_type
-        tags.classifier_tags = inner.classifier_tags
-        tags.regressor_tags = inner.regressor_tags
-        tags.input_tags = inner.input_tags
-        tags.target_tags = inner.target_tags
+        for name in ("estimator_type", "classifier_tags", "regressor_tags", "input_tags",
+                     "target_tags"):
+            setattr(tags, name, getattr(inner, name))
         return tags
 
     def __getstate__(self):
-        # The number of trials and the other trials' scores must stay with
-        # the person holding the data (see the class Notes).
+        # The number of trials and the other trials' scores stay with the
+        # person holding the data (see the class Notes).
         state = super().__getstate__()
         state.pop("trials_", None)
         state.pop("n_trials_", None)
         return state
 
-    # ------------------------------------------------------------------
-    # Setup, from public quantities only
-    # ------------------------------------------------------------------
-
-    def _check_search_space(self, final, prefix):
+    def _check_search_space(self, prefix):
         spaces = self.param_distributions
         spaces = [spaces] if isinstance(spaces, dict) else list(spaces)
         if not spaces or not all(isinstance(space, dict) and space for space in spaces):
@@ -393,29 +269,26 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
                 "mapping parameter names to lists or scipy distributions."
             )
         valid = self.estimator.get_params(deep=True)
-        for space in spaces:
-            for name, values in space.items():
-                if name not in valid:
-                    raise ValueError(
-                        f"param_distributions names {name!r}, which is not a parameter of "
-                        f"{type(self.estimator).__name__} (valid: "
-                        f"{', '.join(sorted(valid))})."
-                    )
-                # A nested setting (noise_schedule__final_ratio) belongs to
-                # the parameter that holds it.
-                if name.startswith(prefix) and name[len(prefix):].split("__")[0] in (
-                        _MECHANISM_PARAMETERS):
-                    raise ValueError(
-                        f"param_distributions cannot search {name!r}: it changes what a "
-                        "trial releases (its sample rate, steps, noise or accounting), and "
-                        "every trial must run the same mechanism. Fix it on the estimator."
-                    )
-                if not (hasattr(values, "rvs") or (
-                        isinstance(values, (list, tuple, np.ndarray)) and len(values))):
-                    raise ValueError(
-                        f"param_distributions[{name!r}] must be a non-empty list or a "
-                        "scipy distribution (an object with rvs)."
-                    )
+        for name, values in ((n, v) for space in spaces for n, v in space.items()):
+            if name not in valid:
+                raise ValueError(
+                    f"param_distributions names {name!r}, which is not a parameter of "
+                    f"{type(self.estimator).__name__} (valid: {', '.join(sorted(valid))})."
+                )
+            # A nested setting (noise_schedule__final_ratio) belongs to its parameter.
+            if name.startswith(prefix) and name[len(prefix):].split("__")[0] in (
+                    _MECHANISM_PARAMETERS):
+                raise ValueError(
+                    f"param_distributions cannot search {name!r}: it changes what a "
+                    "trial releases (its sample rate, steps, noise or accounting), and "
+                    "every trial must run the same mechanism. Fix it on the estimator."
+                )
+            if not (hasattr(values, "rvs") or (
+                    isinstance(values, (list, tuple, np.ndarray)) and len(values))):
+                raise ValueError(
+                    f"param_distributions[{name!r}] must be a non-empty list or a "
+                    "scipy distribution (an object with rvs)."
+                )
         return spaces
 
     def _scoring(self, final):
@@ -443,69 +316,168 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         return scoring, width * width if scoring == "neg_mean_squared_error" else width
 
     def _refuse_private_steps(self, final, prefix, spaces):
-        """Refuse steps that spend budget each time a trial fits them (see _search_steps).
+        """Refuse steps that would spend budget in every trial (see _search_steps).
 
-        The estimator and every estimator among the candidates are checked,
-        whether or not a trial would draw them: the refusal must not depend
-        on the secret draws.
+        Every listed candidate is checked, drawn or not: the refusal must not
+        depend on the secret draws.
         """
         refuse_budget_spending_steps(self.estimator, final, "the searched estimator")
         final_path = prefix[:-2] if prefix else None
-        for space in spaces:
-            for name, values in space.items():
-                if hasattr(values, "rvs"):
-                    continue  # checked on each drawn candidate, before any charge
-                for value in values:
-                    if not hasattr(value, "get_params"):
-                        continue
-                    accounted = None
-                    if final_path is not None and (final_path + "__").startswith(name + "__"):
-                        # A candidate for the final estimator, or a Pipeline ending with it.
-                        try:
-                            accounted, _ = final_estimator(value)
-                        except TypeError:
-                            accounted = None
-                    refuse_budget_spending_steps(
-                        value, accounted, f"the candidates of {name!r}")
+        for name, values in ((n, v) for space in spaces for n, v in space.items()):
+            if hasattr(values, "rvs"):
+                continue  # checked on each drawn candidate, before any charge
+            for value in filter(lambda v: hasattr(v, "get_params"), values):
+                accounted = None
+                if final_path is not None and (final_path + "__").startswith(name + "__"):
+                    # A candidate for the final estimator, or a Pipeline ending with it.
+                    try:
+                        accounted, _ = final_estimator(value)
+                    except TypeError:
+                        pass
+                refuse_budget_spending_steps(value, accounted, f"the candidates of {name!r}")
 
     def _warn_about_preprocessing(self):
-        if not isinstance(self.estimator, Pipeline):
-            return
-        for name, step in self.estimator.steps[:-1]:
+        steps = self.estimator.steps[:-1] if isinstance(self.estimator, Pipeline) else []
+        for name, step in steps:
             if not is_public_transformer(step):
                 warnings.warn(
                     f"Pipeline step {name!r} ({type(step).__name__}) may learn from the "
                     "private rows without noise (e.g. a mean, a scale or a category "
                     "list), and the best model keeps what it learnt: that is not covered "
                     "by epsilon_. Use BoundedScaler, or encoders with declared "
-                    "categories.",
-                    PrivacyLeakWarning,
-                    stacklevel=3,
-                )
+                    "categories.", PrivacyLeakWarning, stacklevel=4)
+
+    def _checked_setup(self):
+        """The final estimator, search spaces and score, checked before any row is read."""
+        validate_parameters(self)
+        final, prefix = final_estimator(self.estimator)
+        if not final._release_mechanism().searchable:
+            raise ValueError(
+                f"DPRandomizedSearch calibrates gradient perturbation trials; "
+                f"mechanism={final.mechanism!r} cannot be searched with it.")
+        spaces = self._check_search_space(prefix)
+        scoring, score_range = self._scoring(final)
+        self._refuse_private_steps(final, prefix, spaces)
+        self._warn_about_preprocessing()
+        return final, spaces, scoring, score_range
+
+    def _rows(self, X, y):
+        """``X``, ``y`` (as Dask arrays on a cluster), their public row count, on_cluster."""
+        on_cluster = backend_for(X).rows_are_remote or backend_for(y).rows_are_remote
+        if on_cluster:
+            # Refused before the charge where the cluster cannot run the trials.
+            check_dask_search_input(self.estimator, self.n_jobs)
+            X, y, _, _ = dask_arrays(X, y, None)
+        n_rows = public_row_count(X)
+        if n_rows is None:
+            raise TypeError("X must be an array-like with a shape (rows first).")
+        if public_row_count(y) != n_rows:
+            raise ValueError(
+                f"X and y have different numbers of rows ({n_rows} and "
+                f"{public_row_count(y)})."
+            )
+        return X, y, n_rows, on_cluster
 
     def _plan(self, n_rows, final):
-        """The search's mechanism and the trials' public row count, before any row is read."""
-        # The estimator's own rule: the actual n under replace-one, the
-        # declared public_n_samples under add/remove (refused without it).
+        """The search's mechanism and the trials' public row counts, before any row is read."""
+        # The estimator's rule: n under replace-one, public_n_samples under add/remove.
         n_public = final._accounted_n_samples(n_rows)
         n_train = max(1, int(round(n_public * (1.0 - self.validation_fraction))))
         n_validation = max(1, n_public - n_train)
-        # The trials resolve "auto" from the same public count (_plan_release).
         batch_size, max_iter = resolve_schedule(final.batch_size, final.max_iter, n_train)
         n_steps = number_of_steps(n_train, batch_size, max_iter)
         mechanism = RandomSearchSelection.calibrated(
-            float(self.epsilon),
-            float(self.delta),
-            sample_rate=min(1.0, batch_size / n_train),
-            n_steps=n_steps,
-            neighboring=final.neighboring,
-            clip_norm=float(final.clip_norm),
-            mean_trials=float(self.n_trials),
-            trials_shape=float(self.trials_shape),
+            float(self.epsilon), float(self.delta), sample_rate=min(1.0, batch_size / n_train),
+            n_steps=n_steps, neighboring=final.neighboring, clip_norm=float(final.clip_norm),
+            mean_trials=float(self.n_trials), trials_shape=float(self.trials_shape),
             score_share=float(self.score_budget),
-            noise_schedule=noise_schedule_blocks(final.noise_schedule, n_steps, max_iter),
-        )
+            noise_schedule=noise_schedule_blocks(final.noise_schedule, n_steps, max_iter))
         return mechanism, n_train, n_validation
+
+    def _generator(self, mechanism):
+        """The search's generator, whether it is seeded, and the mechanism as seeded or not."""
+        rng, seeded = make_generator(self.random_state, self.reproducible)
+        if seeded:
+            warnings.warn(
+                "reproducible=True: the search's trials, splits and noise are a function "
+                "of random_state, which travels with it. It is not private and reports "
+                "epsilon_=inf.", PrivacyLeakWarning, stacklevel=3)
+            return rng, seeded, mechanism.seeded_copy()
+        if self.random_state is not None:
+            warnings.warn(
+                "random_state is not used unless reproducible=True: the number of "
+                "trials, the candidates, the splits and the noise must stay secret.",
+                UserWarning, stacklevel=3)
+        return rng, seeded, mechanism
+
+    def _draw_trial(self, rng, seeded, spaces, mechanism, n_rows, n_train):
+        """One trial, set up from secret draws: ``(model, params, train rows, validation rows)``."""
+        # ParameterSampler wants a RandomState: one per trial from 63 secret bits
+        # (independent candidates, as the accounting assumes).
+        sampler_state = np.random.RandomState(np.random.MT19937(int(rng.integers(2**63))))
+        space = spaces[int(rng.integers(len(spaces)))]
+        params = next(iter(ParameterSampler(space, n_iter=1, random_state=sampler_state)))
+        in_training = rng.random(n_rows) >= self.validation_fraction
+        model = clone(self.estimator).set_params(**params)
+        trial_final, _ = final_estimator(model)
+        # A candidate drawn from a distribution may hold a private step.
+        refuse_budget_spending_steps(model, trial_final, f"the candidate {params}")
+        trial_final.set_params(
+            epsilon=self.epsilon, delta=self.delta, ledger=None,
+            public_n_samples=n_train, reproducible=seeded,
+            random_state=int(rng.integers(2**63)) if seeded else None,
+        )
+        trial_final._fixed_mechanism = mechanism.trial  # the search's calibration
+        return model, params, np.flatnonzero(in_training), np.flatnonzero(~in_training)
+
+    def _fit_trials(self, trials, X, y, on_cluster, scoring, score_range):
+        """``(model, score sum, fit time)`` of each trial, on the cluster or with joblib."""
+        if on_cluster:
+            return [fit_trial_on_cluster(model, X, y, train, validation, scoring,
+                                         score_range, _lattice_scores)
+                    for model, _, train, validation in trials]
+        return Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_trial)(model, X, y, train, validation, scoring, score_range)
+            for model, _, train, validation in trials
+        )
+
+    def _select(self, trials, fitted, mechanism, score_range, n_validation, words):
+        """The best trial by noisy score: ``(model, params, score)``; sets ``trials_``."""
+        self.trials_ = []
+        best, best_params, best_score = None, None, -math.inf
+        for (_, params, _, _), (model, total, fit_time) in zip(trials, fitted):
+            score = mechanism.noisy_score(total, score_range, n_validation, words)
+            self.trials_.append({"params": params, "score": score, "fit_time": fit_time})
+            if self.verbose:
+                print(f"[DPRandomizedSearch] trial {len(self.trials_)}: {params} "
+                      f"noisy score {score:.4f} ({fit_time:.2f} s)")
+            if score > best_score or best is None:
+                best, best_params, best_score = model, params, score
+        return best, best_params, best_score
+
+    def _release(self, mechanism, final, ledger, best, best_params, best_score):
+        """Set the fitted attributes; the best model carries the whole search's guarantee."""
+        self.dp_event_ = mechanism.dp_event()
+        self.epsilon_ = mechanism.epsilon(self.delta)
+        self.delta_ = float(self.delta)
+        self.neighboring_ = final.neighboring
+        self.noise_multiplier_ = mechanism.trial.noise_multiplier
+        self.score_noise_multiplier_ = mechanism.score_noise_multiplier
+        best_final, _ = final_estimator(best)
+        best_final.__dict__.pop("_fixed_mechanism", None)
+        best_final.epsilon_ = self.epsilon_
+        best_final.delta_ = self.delta_
+        best_final.dp_event_ = self.dp_event_
+        # Continuing the model (partial_fit, warm start) composes with the
+        # search and is charged to its ledger: uncounted otherwise.
+        best_final.dp_events_ = [self.dp_event_]
+        best_final.ledger = ledger
+        self.best_estimator_ = best
+        self.best_params_ = best_params
+        self.best_score_ = float(best_score)
+        for attribute in ("classes_", "n_features_in_", "feature_names_in_"):
+            if hasattr(best, attribute):
+                setattr(self, attribute, getattr(best, attribute))
 
     def privacy_report(self):
         """What the search's privacy guarantee means, in plain words.
@@ -517,10 +489,6 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self)
         return search_report(self, [path for path, _ in frozen_private_steps(
             self.best_estimator_)])
-
-    # ------------------------------------------------------------------
-    # Fit
-    # ------------------------------------------------------------------
 
     def fit(self, X, y):
         """Run the private search on ``(X, y)``.
@@ -537,75 +505,16 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
         -------
         self : DPRandomizedSearch
         """
-        validate_parameters(self)
-        final, prefix = final_estimator(self.estimator)
-        if not final._release_mechanism().searchable:
-            # The trials' noise is calibrated jointly as gradient perturbation.
-            raise ValueError(
-                f"DPRandomizedSearch calibrates gradient perturbation trials; "
-                f"mechanism={final.mechanism!r} cannot be searched with it.")
-        spaces = self._check_search_space(final, prefix)
-        scoring, score_range = self._scoring(final)
+        final, spaces, scoring, score_range = self._checked_setup()
         ledger = self.ledger if self.ledger is not None else final.ledger
-        self._refuse_private_steps(final, prefix, spaces)
-        self._warn_about_preprocessing()
-        on_cluster = backend_for(X).rows_are_remote or backend_for(y).rows_are_remote
-        if on_cluster:
-            # Trained and scored where the partitions are (_dask_trials),
-            # refused before the charge where that cannot be done.
-            check_dask_search_input(self.estimator, self.n_jobs)
-            X, y, _, _ = dask_arrays(X, y, None)
-        n_rows = public_row_count(X)
-        if n_rows is None:
-            raise TypeError("X must be an array-like with a shape (rows first).")
-        if public_row_count(y) != n_rows:
-            raise ValueError(
-                f"X and y have different numbers of rows ({n_rows} and "
-                f"{public_row_count(y)})."
-            )
-
+        X, y, n_rows, on_cluster = self._rows(X, y)
         # Everything released is fixed, and charged, before a row is read.
         mechanism, n_train, n_validation = self._plan(n_rows, final)
-        rng, seeded = make_generator(self.random_state, self.reproducible)
-        if seeded:
-            mechanism = mechanism.seeded_copy()
-            warnings.warn(
-                "reproducible=True: the search's trials, splits and noise are a function "
-                "of random_state, which travels with it. It is not private and reports "
-                "epsilon_=inf.", PrivacyLeakWarning, stacklevel=2)
-        elif self.random_state is not None:
-            warnings.warn(
-                "random_state is not used unless reproducible=True: the number of "
-                "trials, the candidates, the splits and the noise must stay secret.",
-                UserWarning, stacklevel=2)
-        n_trials = draw_number_of_trials(rng, self.n_trials, self.trials_shape)
-
-        trials = []
-        for _ in range(n_trials):
-            # ParameterSampler wants a RandomState: one per trial, seeded with
-            # 63 secret bits (candidates are independent draws, as the
-            # accounting assumes: lists are sampled with replacement).
-            sampler_state = np.random.RandomState(np.random.MT19937(int(rng.integers(2**63))))
-            space = spaces[int(rng.integers(len(spaces)))]
-            params = next(iter(ParameterSampler(space, n_iter=1, random_state=sampler_state)))
-            in_training = rng.random(n_rows) >= self.validation_fraction
-            model = clone(self.estimator).set_params(**params)
-            trial_final, _ = final_estimator(model)
-            # A candidate drawn from a distribution may hold a private step:
-            # refused here, before the charge and before any row is read.
-            refuse_budget_spending_steps(model, trial_final, f"the candidate {params}")
-            trial_final.set_params(
-                epsilon=self.epsilon, delta=self.delta, ledger=None,
-                public_n_samples=n_train, reproducible=seeded,
-                random_state=int(rng.integers(2**63)) if seeded else None,
-            )
-            # The search's calibration, not the trial's own (see _plan_release).
-            trial_final._fixed_mechanism = mechanism.trial
-            trials.append((model, params, np.flatnonzero(in_training),
-                           np.flatnonzero(~in_training)))
-
-        # Charged once the trials are set up (their setup reads no row and
-        # may refuse a candidate), before any row is read.
+        rng, seeded, mechanism = self._generator(mechanism)
+        n_trials = mechanism.number_of_trials(rng)
+        trials = [self._draw_trial(rng, seeded, spaces, mechanism, n_rows, n_train)
+                  for _ in range(n_trials)]
+        # Charged after the trials' setup (which reads no row and may refuse a candidate).
         if ledger is not None:
             ledger.charge(type(self).__name__, mechanism.dp_event(), final.neighboring)
         if n_trials == 0:
@@ -613,60 +522,12 @@ class DPRandomizedSearch(MetaEstimatorMixin, BaseEstimator):
                 "The Poisson number of trials came out 0 (probability "
                 f"exp(-{self.n_trials:g})): the search released nothing, and spent its "
                 "budget. Fit again (a new budget), or use trials_shape < inf.")
-
-        if on_cluster:
-            fitted = [fit_trial_on_cluster(model, X, y, train, validation, scoring,
-                                           score_range, _lattice_scores)
-                      for model, _, train, validation in trials]
-        else:
-            fitted = Parallel(n_jobs=self.n_jobs)(
-                delayed(_fit_trial)(model, X, y, train, validation, scoring, score_range)
-                for model, _, train, validation in trials
-            )
-
-        self.trials_ = []
-        best, best_score = None, -math.inf
-        words = GeneratorWords(rng)
-        for (_, params, _, _), (model, total, fit_time) in zip(trials, fitted):
-            score = _noisy_score(total, mechanism.score_noise_multiplier, score_range,
-                                 n_validation, words)
-            self.trials_.append({"params": params, "score": score, "fit_time": fit_time})
-            if self.verbose:
-                print(f"[DPRandomizedSearch] trial {len(self.trials_)}: {params} "
-                      f"noisy score {score:.4f} ({fit_time:.2f} s)")
-            if score > best_score or best is None:
-                best, best_score, best_params = model, score, params
+        fitted = self._fit_trials(trials, X, y, on_cluster, scoring, score_range)
+        best, best_params, best_score = self._select(
+            trials, fitted, mechanism, score_range, n_validation, GeneratorWords(rng))
         self.n_trials_ = n_trials
-
-        self.dp_event_ = mechanism.dp_event()
-        self.epsilon_ = mechanism.epsilon(self.delta)
-        self.delta_ = float(self.delta)
-        self.neighboring_ = final.neighboring
-        self.noise_multiplier_ = mechanism.trial.noise_multiplier
-        self.score_noise_multiplier_ = mechanism.score_noise_multiplier
-        best_final, _ = final_estimator(best)
-        best_final.__dict__.pop("_fixed_mechanism", None)
-        # The released model carries the guarantee of the whole search.
-        best_final.epsilon_ = self.epsilon_
-        best_final.delta_ = self.delta_
-        best_final.dp_event_ = self.dp_event_
-        # A partial_fit or warm start continuing this model composes with it,
-        # and is charged to the search's ledger (the trials ran without one,
-        # the search having charged them all at once): a released model left
-        # without the ledger could be trained on the same rows uncounted.
-        best_final.dp_events_ = [self.dp_event_]
-        best_final.ledger = ledger
-        self.best_estimator_ = best
-        self.best_params_ = best_params
-        self.best_score_ = float(best_score)
-        for attribute in ("classes_", "n_features_in_", "feature_names_in_"):
-            if hasattr(best, attribute):
-                setattr(self, attribute, getattr(best, attribute))
+        self._release(mechanism, final, ledger, best, best_params, best_score)
         return self
-
-    # ------------------------------------------------------------------
-    # Delegation to the best model
-    # ------------------------------------------------------------------
 
     def _best_has(name):
         def check(self):

@@ -1,23 +1,10 @@
 """Which steps of a searched model a trial may refit: public ones, and no private one.
 
-Every trial of :class:`DPRandomizedSearch` fits a clone of the searched
-model. The search's ``RepeatAndSelectDpEvent`` accounts for the DP-LSSGD
-estimator at its end and for the noisy score, nothing else: a step that
-spends privacy budget when it is fitted (``DPBoundedScaler``,
-``DPOneHotEncoder``, another estimator of the library) would spend it
-again in every trial, a secret random number of times, outside the search's
-event. A warning would not change what is released, so the search refuses
-such a step, before any row is read and before any budget is charged. A
-private step fitted once before the search and wrapped in scikit-learn's
-``FrozenEstimator`` is not refitted by the trials (its ``fit`` does nothing
-and ``clone`` returns it as it is): its release was charged once, by its
-own fit.
-
-The criterion is general: an estimator spends budget when fitted if it
-takes a ``ledger`` (every fit of the library that spends budget charges the
-ledger it is given). Estimators are found anywhere in the model (Pipelines,
-ColumnTransformers, FeatureUnions, any parameter holding an estimator) and
-in the candidates of the search space.
+A step that spends privacy budget when fitted (any estimator taking a
+``ledger``) would spend it again in every trial, outside the search's event:
+the search refuses it before any row is read. A private step fitted once and
+wrapped in ``FrozenEstimator`` is not refitted. The argument is in
+docs/privacy_argument.rst ("Private steps are refused, not warned about").
 """
 
 from sklearn.compose import ColumnTransformer
@@ -28,10 +15,8 @@ from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 from .._preprocessing import BoundedScaler
 
 __all__ = [
-    "budget_spending_steps",
-    "frozen_private_steps",
-    "is_public_transformer",
-    "refuse_budget_spending_steps",
+    "budget_spending_steps", "frozen_private_steps", "is_public_transformer",
+    "refuse_budget_spending_steps"
 ]
 
 _REFIT_ADVICE = (
@@ -53,11 +38,9 @@ def spends_budget_when_fitted(estimator):
 
 
 def _named_estimators(name, value):
-    """``(name, estimator)`` of the estimators held in a parameter's value.
+    """``(name, estimator)`` of the estimators in a parameter's value, lists and tuples too.
 
-    Lists and tuples are searched (a Pipeline's steps, a ColumnTransformer's
-    transformers); a tuple starting with a string names what it holds, as
-    ``set_params`` does (``"columntransformer__encode"``).
+    A tuple starting with a string names what it holds, as ``set_params`` does.
     """
     if _is_estimator(value):
         yield name, value
@@ -70,43 +53,31 @@ def _named_estimators(name, value):
             yield from _named_estimators(label, item)
 
 
+def _fitted_steps(estimator, accounted=None, path=""):
+    """``(path, step)`` of what a fit of ``estimator`` reaches, but ``accounted``'s subtree and
+    inside FrozenEstimators (listed, not refitted)."""
+    if estimator is accounted:
+        return
+    yield path, estimator
+    if not isinstance(estimator, FrozenEstimator):
+        for name, value in estimator.get_params(deep=False).items():
+            for child_path, child in _named_estimators(name, value):
+                yield from _fitted_steps(
+                    child, accounted, f"{path}__{child_path}" if path else child_path)
+
+
 def budget_spending_steps(estimator, accounted=None, path=""):
-    """Where in ``estimator`` a fit would spend budget outside ``accounted``.
-
-    Parameters
-    ----------
-    estimator : estimator
-        The model a trial fits, or a candidate value of the search space.
-    accounted : estimator or None, default=None
-        The DP-LSSGD estimator whose release the search accounts (skipped).
-    path : str, default=""
-        The name of ``estimator`` in the model it belongs to.
-
-    Returns
-    -------
-    steps : list of (str, str)
-        The path and class name of every estimator inside ``estimator`` (or
-        ``estimator`` itself) that spends budget when fitted and would be
-        fitted: FrozenEstimators are not.
-    """
-    if estimator is accounted or isinstance(estimator, FrozenEstimator):
-        return []
-    found = []
-    if spends_budget_when_fitted(estimator):
-        found.append((path or type(estimator).__name__, type(estimator).__name__))
-    for name, value in estimator.get_params(deep=False).items():
-        for child_path, child in _named_estimators(name, value):
-            inner = f"{path}__{child_path}" if path else child_path
-            found += budget_spending_steps(child, accounted, inner)
-    return found
+    """``(path, class name)`` of the steps a fit of ``estimator`` charges outside ``accounted``."""
+    return [(step_path or type(step).__name__, type(step).__name__)
+            for step_path, step in _fitted_steps(estimator, accounted, path)
+            if not isinstance(step, FrozenEstimator) and spends_budget_when_fitted(step)]
 
 
 def refuse_budget_spending_steps(model, accounted, what):
     """Raise ``ValueError`` if fitting ``model`` would spend budget outside ``accounted``.
 
-    ``what`` says where ``model`` comes from, for the message. A frozen
-    private step that was never fitted is refused too: the trials could not
-    use it.
+    ``what`` says where ``model`` comes from. An unfitted frozen private step
+    is refused too: the trials could not use it.
     """
     found = budget_spending_steps(model, accounted)
     if found:
@@ -124,21 +95,15 @@ def refuse_budget_spending_steps(model, accounted, what):
 
 def frozen_private_steps(estimator, path=""):
     """``(path, frozen step)`` of the FrozenEstimators in ``estimator`` that hold a private step."""
-    if isinstance(estimator, FrozenEstimator):
-        return [(path, estimator)] if spends_budget_when_fitted(estimator.estimator) else []
-    found = []
-    for name, value in estimator.get_params(deep=False).items():
-        for child_path, child in _named_estimators(name, value):
-            found += frozen_private_steps(child, f"{path}__{child_path}" if path else child_path)
-    return found
+    return [(step_path, step) for step_path, step in _fitted_steps(estimator, None, path)
+            if isinstance(step, FrozenEstimator) and spends_budget_when_fitted(step.estimator)]
 
 
 def is_public_transformer(step):
     """Whether fitting ``step`` reads nothing from the rows that it then keeps.
 
-    A FrozenEstimator is not fitted by the trials: it is public if it holds a
-    private step (released under its own guarantee, charged by its own fit)
-    or a public one.
+    A FrozenEstimator is not refitted: public if it holds a private step
+    (charged by its own fit) or a public one.
     """
     if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
         return True

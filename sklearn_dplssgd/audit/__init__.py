@@ -3,83 +3,45 @@
 An accountant proves an upper bound on epsilon *if the code does what the
 proof assumes*. An audit checks the code: it runs the estimator's public
 ``fit`` many times on two neighbouring data sets, D and D plus one *canary*
-row, and tries to tell the two apart from the fitted models alone. Whatever
-the implementation, an (epsilon, delta)-DP training run forces every such
-test to satisfy ``TPR <= exp(epsilon) * FPR + delta`` (and the same with the
-two data sets swapped), so the observed true and false positive rates give a
-lower bound on epsilon. A lower bound above the claimed epsilon proves a bug:
-a missing per-sample clip, noise scaled for the mean instead of the sum, and
-so on (Jagielski, Ullman and Oprea 2020; Nasr et al. 2021, 2023).
+row, and tries to tell them apart from the fitted models alone. An
+(epsilon, delta)-DP training run forces every such test to satisfy
+``TPR <= exp(epsilon) * FPR + delta`` (both ways), so the observed rates give
+a lower bound on epsilon; one above the claim proves a bug (Jagielski, Ullman
+and Oprea 2020; Nasr et al. 2021, 2023). An audit can refute a privacy claim,
+never prove one.
 
 The method
 ----------
-1. **Canary.** The background rows are zero in one feature (or, for data
-   passed by the user, small along one direction); the canary row is large
-   along it, with a label or target that makes its gradient saturate the clip
-   norm. Only the noise and the canary then move that coordinate of the
-   gradient.
-2. **Statistic.** Each fitted model is scored by the canary's coordinate of
-   its *un-smoothed* coefficients, ``c . (W A_sigma u)``: Laplacian smoothing
-   is a known linear map, undone by multiplying by ``A_sigma``. The sign
-   ``c`` is chosen so that the canary raises the score. For a sample rate of
-   1 the two score distributions are Gaussians whose distance is the
-   mechanism's mu, so the audit can come close to the truth.
-3. **Bounds.** The runs are split in halves. On the first, the test
-   ``score >= t`` (or ``score <= t``: DP binds both data sets both ways) that
-   maximises the bound is chosen; on the second, exact Clopper-Pearson upper
-   bounds on its false positive and false negative rates are computed,
-   jointly at the requested confidence (each one-sided bound at
-   ``1 - (1 - confidence) / 2``). Then
+1. **Canary.** The background rows are zero (or small) along one direction;
+   the canary row is large along it, with a label or target that makes its
+   gradient saturate the clip norm.
+2. **Statistic.** Each model is scored by the canary's coordinate of its
+   *un-smoothed* coefficients, ``c . (W A_sigma u)`` (the smoothing is a known
+   linear map), signed so that the canary raises it.
+3. **Bounds.** On half of the runs the test ``score >= t`` (or ``<= t``) that
+   maximises the bound is chosen; on the other half, exact Clopper-Pearson
+   upper bounds on its FPR and FNR, jointly at the requested confidence, give
 
    * ``epsilon_lower_bound = max(log((1 - delta - FNR) / FPR),
      log((1 - delta - FPR) / FNR))``, valid for any mechanism;
-   * ``mu_lower_bound = Phi^{-1}(1 - FPR) - Phi^{-1}(FNR)``: the mechanism
-     is not mu-Gaussian-DP for any smaller mu;
-   * ``epsilon_from_mu``: the epsilon at ``delta`` of a mechanism that is
-     exactly ``mu_lower_bound``-GDP (solving
-     ``delta = Phi(-eps / mu + mu / 2) - exp(eps) Phi(-eps / mu - mu / 2)``).
-     It is a lower bound on epsilon when the privacy curve is Gaussian, as
-     for full-batch DP-SGD, and needs far fewer runs than
-     ``epsilon_lower_bound`` to approach the truth (Nasr et al. 2023).
+   * ``mu_lower_bound = Phi^{-1}(1 - FPR) - Phi^{-1}(FNR)``: the mechanism is
+     not mu-Gaussian-DP for any smaller mu;
+   * ``epsilon_from_mu``, the epsilon at ``delta`` of a
+     ``mu_lower_bound``-GDP mechanism: a lower bound when the privacy curve
+     is Gaussian (full-batch DP-SGD), needing far fewer runs.
 
-What to expect
---------------
-* Full batch (sample rate 1): with thousands of runs ``epsilon_from_mu``
-  approaches the epsilon of the mechanism's true mu (close to the claimed
-  epsilon with the PLD accountant, the default; further below it with the
-  looser RDP accountant).
-  ``epsilon_lower_bound`` stays lower: bounding a small FPR needs many runs.
-* Poisson subsampling (sample rate below 1): the final model does not reveal
-  in which steps the canary was drawn, and black-box bounds stay far below
-  the claim. This is a known limitation of final-model audits, not a sign of
-  extra privacy.
-* Classification losses stop pushing once the canary is fitted (its margin
-  grows and its gradient fades), so the default canary's size is tuned to
-  the noise of the weights; the audit is strongest when the weights stay
-  small (small ``eta0`` or many rows).
+With a sample rate of 1 and thousands of runs ``epsilon_from_mu`` approaches
+the mechanism's true epsilon; with Poisson subsampling final-model bounds
+stay far below the claim (a limitation of such audits, not extra privacy).
+Classification canaries stop pushing once fitted, so their size is tuned to
+the noise of the weights.
 
-An audit can refute a privacy claim, never prove one.
-
-Your own scores
----------------
-:func:`make_canary_dataset` builds the background rows and the canary,
-:func:`canary_score` scores one fitted model, and :func:`audit_scores` turns
-the scores of your own runs into an :class:`AuditResult`;
-:func:`epsilon_lower_bound`, :func:`mu_lower_bound` and, for the counts of
-one event, :func:`epsilon_lower_bound_of_event` are the statistics alone.
-
-A floating-point channel
-------------------------
-Some bugs make a claim false in ways a statistical audit of final models
-would need enormous numbers of runs to see. For a mechanism whose noisy
-values are integers, :func:`check_float_channel` releases one noisy step on
-two crafted neighbouring data sets and tests whether the low bits of the
-output tell them apart: float64 Gaussian noise added to a float64 sum would
-fail it (Mironov 2012), a channel outside the Gaussian mechanism's guarantee.
-It returns a :class:`CheckResult`.
-
-Seeds of the runs are drawn from ``random_state``; the estimator's own seed
-is replaced per run.
+:func:`make_canary_dataset`, :func:`canary_score` and :func:`audit_scores`
+audit runs of your own; :func:`epsilon_lower_bound`, :func:`mu_lower_bound`
+and :func:`epsilon_lower_bound_of_event` are the statistics alone.
+:func:`check_float_channel` tests whether the low bits of one noisy step tell
+two neighbouring data sets apart (Mironov 2012) and returns a
+:class:`CheckResult`. Run seeds are drawn from ``random_state``.
 
 Examples
 --------
@@ -103,14 +65,7 @@ from ._result import audit_scores, AuditResult
 from ._statistics import epsilon_lower_bound, epsilon_lower_bound_of_event, mu_lower_bound
 
 __all__ = [
-    "audit_epsilon",
-    "audit_scores",
-    "AuditResult",
-    "canary_score",
-    "check_float_channel",
-    "CheckResult",
-    "epsilon_lower_bound",
-    "epsilon_lower_bound_of_event",
-    "make_canary_dataset",
+    "audit_epsilon", "audit_scores", "AuditResult", "canary_score", "check_float_channel",
+    "CheckResult", "epsilon_lower_bound", "epsilon_lower_bound_of_event", "make_canary_dataset",
     "mu_lower_bound",
 ]

@@ -1,6 +1,6 @@
 """The canary row, its score on a fitted model, and its choice for an estimator."""
 
-import dataclasses
+import collections
 import math
 
 import numpy as np
@@ -14,53 +14,32 @@ from .._training import (
 from ._fits import append_label, check_estimator, seeded_fit
 
 __all__ = [
-    "auto_canary",
-    "canary_direction",
-    "canary_score",
-    "CanaryStatistic",
-    "make_canary_dataset",
-    "smoothing_strength",
+    "auto_canary", "canary_direction", "canary_score", "CanaryStatistic", "make_canary_dataset",
+    "smoothing_strength"
 ]
 
 # Margin of the regression canary's target over its largest plausible
-# prediction, and the reach (in standard deviations) of that prediction: the
-# residual then never changes sign, so the canary's gradient always saturates
-# the clip norm and always pushes the same way.
+# prediction, and that prediction's reach in standard deviations: the residual
+# never changes sign, so the canary always pushes with the full clip norm.
 _TARGET_HEADROOM = 10.0
 _WEIGHT_REACH_SD = 6.0
-# The regression canary is this many times larger than the smallest size at
-# which its gradient saturates the clip norm: the share of its clipped
-# gradient that lands on the intercept, 1 / sqrt(M^2 + 1), is then negligible.
+# The regression canary's size over the smallest that saturates the clip
+# norm: the share landing on the intercept, 1 / sqrt(M^2 + 1), is negligible.
 _SATURATION_FACTOR = 100.0
-# Candidate canary magnitudes for classification losses (relative to the clip
-# norm) and the Monte Carlo sample of weights they are rated on.
+# Classification canary magnitudes (over the clip norm) and the Monte Carlo
+# sample of weights they are rated on.
 _CLASSIFIER_SCALES = np.geomspace(1e-2, 1e6, 161)
 _WEIGHT_SAMPLES = 512
 
 
-# ---------------------------------------------------------------------------
-# The canary
-# ---------------------------------------------------------------------------
-
-
-def make_canary_dataset(
-    n_samples,
-    n_features,
-    *,
-    task="classification",
-    classes=(0, 1),
-    canary_scale=10.0,
-    canary_target=1e6,
-    canary_feature=0,
-    random_state=None,
-):
+def make_canary_dataset(n_samples, n_features, *, task="classification", classes=(0, 1),
+                        canary_scale=10.0, canary_target=1e6, canary_feature=0,
+                        random_state=None):
     """Background data that is zero in one feature, and a canary large in it.
 
-    Background rows contribute nothing to the gradient's coordinate
-    ``canary_feature``, so after undoing the Laplacian smoothing that
-    coordinate of the weights is the Gaussian noise plus the canary's own
-    clipped pushes: the two hypotheses differ as little as the noise allows
-    them to, which is what makes the audit strong.
+    The background adds nothing to that coordinate of the gradient: after
+    undoing the smoothing, the weights' coordinate is the noise plus the
+    canary's clipped pushes, which makes the audit strong.
 
     Parameters
     ----------
@@ -71,13 +50,12 @@ def make_canary_dataset(
     task : {"classification", "regression"}, default="classification"
         Kind of targets.
     classes : sequence, default=(0, 1)
-        Label set of a classification task; background labels are drawn
-        uniformly from it and the canary gets the last label.
+        Label set of a classification task (uniform background labels; the
+        canary gets the last).
     canary_scale : float, default=10.0
         Value of the canary in ``canary_feature`` (its other features are 0).
     canary_target : float, default=1e6
-        Target of the canary for regression: far from any prediction, so its
-        residual keeps its sign and its gradient saturates the clip norm.
+        Target of a regression canary, far from any prediction.
     canary_feature : int, default=0
         The feature the background leaves at 0.
     random_state : int, Generator or None, default=None
@@ -97,8 +75,7 @@ def make_canary_dataset(
         raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}.")
     if int(n_samples) < 1 or int(n_features) < 1:
         raise ValueError(
-            f"Need n_samples >= 1 and n_features >= 1; got {n_samples!r}, {n_features!r}."
-        )
+            f"Need n_samples >= 1 and n_features >= 1; got {n_samples!r}, {n_features!r}.")
     if not 0 <= canary_feature < n_features:
         raise ValueError(f"canary_feature must be in [0, {n_features}); got {canary_feature!r}.")
     rng = np.random.default_rng(random_state)
@@ -114,19 +91,11 @@ def make_canary_dataset(
 
 
 def canary_direction(estimator, x_canary, y_canary, classes):
-    """How the canary moves the weights, seen from the weights' starting point.
+    """How the canary moves the weights from zero: ``(u, c, loss code, encoded target)``.
 
-    Returns
-    -------
-    direction : ndarray of shape (n_features,)
-        The canary's unit feature vector ``u``.
-    push : ndarray of shape (n_outputs,)
-        Unit vector ``c`` along its negated gradient ``-d loss / d z`` at zero
-        weights: the canary drags ``W u`` along ``c``.
-    code : int
-        Loss code for the number of outputs.
-    y_encoded : float
-        The canary's target as the kernels see it.
+    ``u`` is the canary's unit feature vector and ``c`` the unit vector along
+    its negated gradient ``-d loss / d z`` at zero weights: the canary drags
+    ``W u`` along ``c``.
     """
     norm = np.linalg.norm(x_canary)
     if not norm > 0:
@@ -152,12 +121,9 @@ def canary_direction(estimator, x_canary, y_canary, classes):
 class CanaryStatistic:
     """Score of a fitted model: its un-smoothed weights projected on the canary's push.
 
-    Every step moves the coefficients by ``-eta / b * A^{-1} g`` (``g`` the
-    noisy clipped gradient sum), so ``A W^T`` is a weighted sum of the raw
-    noisy gradients: undoing the smoothing recovers coordinates in which the
-    background contributes nothing. Since ``A`` is symmetric,
-    ``c . (A W u)`` equals ``c . (W (A u))``: the smoothing is undone once,
-    on the probe vector ``A u``, instead of on every model.
+    Each step moves the coefficients by ``-eta / b * A^{-1} g``, so ``A W^T``
+    sums the raw noisy gradients; ``A`` being symmetric, ``c . (A W u) = c .
+    (W (A u))`` undoes the smoothing once, on the probe ``A u``.
     """
 
     def __init__(self, direction, push, sigma):
@@ -174,12 +140,11 @@ class CanaryStatistic:
 def canary_score(model, x_canary, y_canary):
     """Score of one fitted model for the presence of a canary.
 
-    The canary's coordinate of the un-smoothed coefficients, signed so that
-    training on the canary raises it: ``c . (W A_sigma u)`` with ``u`` the
-    canary's unit feature vector, ``A_sigma`` the Laplacian of the model's
-    smoothing and ``c`` the direction the canary's gradient pushes the
-    outputs at zero weights. For ``mechanism="output"`` (no smoothing) it is
-    ``c . (W u)``: the released weights themselves.
+    ``c . (W A_sigma u)``: the canary's coordinate of the un-smoothed
+    coefficients (``u`` its unit feature vector, ``A_sigma`` the model's
+    smoothing, ``c`` the direction its gradient pushes the outputs at zero
+    weights), which training on the canary raises; ``c . (W u)`` for
+    ``mechanism="output"``.
 
     Parameters
     ----------
@@ -200,32 +165,22 @@ def canary_score(model, x_canary, y_canary):
 
 
 def smoothing_strength(estimator, n_features):
-    """The sigma of the smoothing applied to the noisy steps (none for output perturbation).
-
-    Output perturbation adds its noise to the final weights directly, so the
-    canary's coordinate is read from the released weights as they are.
-    """
+    """The sigma of the smoothing applied to the noisy steps (none for output perturbation)."""
     if estimator._release_mechanism().perturbs_weights:
         return 0.0
     if hasattr(estimator, "sigma_"):
         return estimator.sigma_
-    # Not fitted yet: resolved as its fits will resolve it (dense rows of
-    # the canary's length; the audits take dense background rows).
+    # Not fitted yet: as its fits on dense rows of the canary's length resolve it.
     return resolve_sigma(estimator.sigma, n_features, False, estimator._auto_sigma_levels)
-
-
-# ---------------------------------------------------------------------------
-# Choosing the canary for an estimator
-# ---------------------------------------------------------------------------
 
 
 def _quietest_direction(X):
     """Unit feature vector along which the background rows are smallest.
 
-    An all-zero column if there is one (a clean canary coordinate), otherwise
-    the right singular vector of the smallest singular value of X: the
-    background's gradients, ``r_i x_i``, then barely touch that coordinate
-    (the ClipBKD construction of Jagielski et al. 2020).
+    An all-zero column if there is one, else X's last right singular vector
+    (the ClipBKD construction of Jagielski, Ullman and Oprea, "Auditing
+    differentially private machine learning: how private is private SGD?",
+    NeurIPS 2020).
     """
     zero_columns = np.flatnonzero(~np.any(X != 0, axis=0))
     direction = np.zeros(X.shape[1])
@@ -235,23 +190,14 @@ def _quietest_direction(X):
     return np.linalg.svd(X, full_matrices=True)[2][-1]
 
 
-@dataclasses.dataclass(frozen=True)
-class _WeightScale:
-    """Data-free scales of the weights, from the settings of a fit.
-
-    With the canary saturating the clip norm, its coordinate of the weights
-    ends near ``push`` with standard deviation ``noise``; no parameter can
-    drift further than ``drift`` (all clipped gradients aligned) plus noise.
-    alpha's shrinkage is ignored, which only overstates all three.
-    """
-
-    push: float
-    noise: float
-    drift: float
+# Data-free scales of the weights (alpha's shrinkage ignored, which overstates
+# them): the canary's coordinate ends near ``push`` with standard deviation
+# ``noise``; no parameter drifts further than ``drift`` plus noise.
+_WeightScale = collections.namedtuple("_WeightScale", "push noise drift")
 
 
-def _weight_scale(model, n_rows):
-    """Push and noise of the canary coordinate, from a fitted model's settings."""
+def _weight_scale(model):
+    """The :data:`_WeightScale` of a fitted model's settings."""
     etas = learning_rate_schedule(model.learning_rate, model.eta0_, model.power_t,
                                   model.n_steps_)
     expected_batch = model.batch_size_  # the public divisor of the noisy sum
@@ -267,12 +213,10 @@ def _weight_scale(model, n_rows):
 def _classifier_canary_scale(scale, push, code, y_encoded, clip_norm, fit_intercept):
     """Canary magnitude that pushes hardest on average over training.
 
-    A classification canary's gradient fades as its margin grows (the loss
-    is satisfied), so a larger canary saturates the clip norm only while the
-    weights stay small. The weights along the canary are modelled as
-    ``push * t + noise * sqrt(t) * xi`` at time ``t`` in (0, 1] (xi standard
-    normal per output) and each candidate magnitude is rated by the mean share
-    of the clip norm its clipped gradient pushes along the statistic.
+    Its gradient fades as its margin grows. The weights along the canary are
+    modelled as ``push * t + noise * sqrt(t) * xi`` (``t`` uniform in (0, 1],
+    ``xi`` standard normal); each magnitude is rated by the mean share of
+    the clip norm its clipped gradient pushes along the statistic.
     """
     rng = np.random.default_rng(0)  # A fixed sample: the choice must be reproducible.
     n_outputs = push.shape[0]
@@ -339,22 +283,16 @@ def _output_canary(estimator, direction, label):
 def auto_canary(estimator, X, y, classes):
     """Canary for ``estimator`` on background ``(X, y)``: direction, size, label."""
     direction = _quietest_direction(X)
-    if is_classifier(estimator):
-        label = classes[-1]
-    else:
-        label = 1.0
+    label = classes[-1] if is_classifier(estimator) else 1.0
     if estimator._release_mechanism().perturbs_weights:
         return _output_canary(estimator, direction, label)
-    # One fit with a unit canary gives the data-free quantities (z, q, T)
-    # that the canary's size is tuned to; they do not depend on the size.
+    # One fit with a unit canary gives the data-free z, q and T the size is tuned to.
     reference = seeded_fit(estimator, 0, np.vstack([X, direction]), append_label(y, label))
-    scale = _weight_scale(reference, X.shape[0] + 1)
-    fit_intercept = bool(estimator.fit_intercept)
+    scale = _weight_scale(reference)
     if not is_classifier(estimator):
         magnitude, target = _regression_canary(reference, scale)
         return magnitude * direction, target
     _, push, code, y_encoded = canary_direction(estimator, direction, label, classes)
     magnitude = _classifier_canary_scale(
-        scale, push, code, y_encoded, float(estimator.clip_norm), fit_intercept
-    )
+        scale, push, code, y_encoded, float(estimator.clip_norm), bool(estimator.fit_intercept))
     return magnitude * direction, label

@@ -6,13 +6,7 @@ import math
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-__all__ = [
-    "CheckResult",
-    "declare_public_n",
-    "declared_labels",
-    "private_clone",
-    "set_existing",
-]
+__all__ = ["CheckResult", "declare_public_n", "declared_labels", "private_clone", "set_existing"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,10 +69,8 @@ def private_clone(estimator):
 def declare_target_range(model):
     """A regressor without ``target_bounds`` declares ``(-1, 1)``, the identity map.
 
-    The audits target the training steps: without declared bounds a
-    regressor would first learn its targets' range from a noisy histogram,
-    which their few rows cannot outweigh. The steps see targets in
-    ``[-1, 1]`` either way; bounds the user declared are kept.
+    The audits target the steps: a noisy range learnt from a few rows would
+    swamp them. Declared bounds are kept.
     """
     if model.get_params().get("target_bounds", ()) is None:
         model.set_params(target_bounds=(-1.0, 1.0))

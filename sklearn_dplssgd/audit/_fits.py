@@ -34,11 +34,9 @@ def steps_on_targets_as_given(estimator):
     """``estimator``, or for a regressor that would learn its targets' range,
     an instance of its class whose steps train on the targets as given.
 
-    The audit measures the training steps: their guarantee holds whatever the
-    targets (each row's gradient is clipped), so a canary target far beyond
-    any prediction, which keeps the canary's gradient saturating the clip,
-    audits them at their worst and at the whole epsilon. The range release
-    (the Gaussian histogram of :class:`DPBoundedScaler`) is not audited here.
+    The steps' guarantee holds whatever the targets, so a canary target far
+    beyond any prediction audits them at their worst and at the whole
+    epsilon; the range release is not audited here.
     """
     if estimator.get_params().get("target_bounds", ()) is not None:
         return estimator
@@ -53,11 +51,9 @@ def append_label(y, label):
 
 
 def seeded_fit(estimator, seed, X, y):
-    """Fit a clone whose batches and noise come from ``seed`` (reproducible).
+    """Fit a clone whose batches and noise come from ``seed``, its warnings silenced.
 
-    The audit throws its models away, so the seed leaks nothing; seeding
-    makes an audit repeatable. The warnings of a reproducible fit (it is not
-    private) are meant for users publishing models and are silenced here.
+    The audit throws its models away: the seed leaks nothing.
     """
     model = clone(estimator).set_params(random_state=int(seed), reproducible=True)
     with warnings.catch_warnings():

@@ -1,42 +1,19 @@
 """The floating-point channel of a noisy release: a distinguishing test on the low bits.
 
-The guarantee of the Gaussian mechanism is proved for real-valued noise. A
-float64 release ``fl(s + fl(z * std))`` is not that: its low bits depend on
-``s``. Mironov ("On significance of the least significant bits for
-differential privacy", CCS 2012) broke the Laplace mechanism of several
-libraries this way; Jin et al. ("Are we there yet? Timing and floating-point
-attacks on differential privacy systems", IEEE S&P 2022) and Haney et al.
-("Precision-based attacks and interval refining: how to break, then fix,
-differential privacy on finite computers", 2022) did the same for Gaussian
-samplers.
-
-The test here needs no knowledge of the sampler. If ``s`` lies in the binade
-``[2**e, 2**(e + 1))``, every float64 value of ``fl(s + n)``, whatever the
-float ``n``, is a multiple of ``2**(e - 53)``: where ``|n| >= 2**(e - 1)``,
-both terms are multiples of it and rounding to a float of magnitude at least
-``2**(e - 1)`` keeps it; where ``|n| < 2**(e - 1)``, the sum exceeds
-``2**(e - 1)`` and rounds onto a grid no finer. With ``s = 0`` the output is
-the noise itself, whose values below ``2**(e - 1)`` carry finer bits: a
-share of them are off that grid. The event "the output is not a multiple of
-``2**(e - 53)``" then has probability about ``0.27 / z`` for a noise
-multiplier ``z`` without the canary and exactly 0 with it, and the
-epsilon lower bound of its counts exceeds any claim once the runs are enough
-(about a thousand per side at ``epsilon = 1``).
-
-The gradient mechanism releases ``gamma (R + Y)`` with ``R + Y`` an integer and
-``gamma`` a public power of two: the same lattice under both neighbours, so
-the event's rate moves only as the Gaussian's shift allows.
-
-Output perturbation (``mechanism="output"``) has no noisy step to craft: its
-release is the weights of a noise-free descent plus noise. The crafted data
-sets are zero background rows (the weights stay exactly 0, so the release is
-the noise alone) and a canary on the row norm bound spread evenly over
-:data:`_OUTPUT_FEATURES` features (all its weights equal, in one binade); a
-run is counted when any released coefficient is off that binade's grid.
-Several coordinates make the event likelier than one would (each weight is
-smaller against the same noise, but there are more of them). Its exact
-release, ``gamma`` times integers with ``gamma`` far above that grid, is
-never off it.
+The Gaussian mechanism's guarantee is proved for real-valued noise; the low
+bits of a float64 release ``fl(s + fl(z * std))`` depend on ``s`` (Mironov,
+"On significance of the least significant bits for differential privacy",
+CCS 2012; Jin et al., "Are we there yet? Timing and floating-point attacks on
+differential privacy systems", IEEE S&P 2022; Haney et al., "Precision-based
+attacks and interval refining: how to break, then fix, differential privacy on
+finite computers", 2022). With ``s`` in ``[2**e, 2**(e + 1))`` every float64
+``fl(s + n)`` is a multiple of ``2**(e - 53)``, while the noise alone often is
+not: the event "off that grid" is impossible with the canary and has a
+probability of about ``0.27 / z`` without it (the proof, Lemma 4, is in
+docs/privacy_argument.rst). A release of integers times a public power of two
+lies on one lattice under both neighbours and passes. Output perturbation is
+tested on its released weights: zero background rows keep them at 0, and a
+canary spread over :data:`_OUTPUT_FEATURES` features moves them into one binade.
 """
 
 import math
@@ -67,19 +44,10 @@ _OUTPUT_ALPHA = 1.0
 
 
 def off_grid(values, exponent):
-    """Whether each value is not a multiple of ``2**(exponent - 53)``.
+    """Whether each value is off the grid of ``2**(exponent - 53)``: the check's event.
 
     A float64 ``fl(s + n)`` with ``s`` in ``[2**exponent, 2**(exponent + 1))``
-    is always such a multiple; this is the event of :func:`check_float_channel`.
-
-    Parameters
-    ----------
-    values : array-like of float64
-    exponent : int
-
-    Returns
-    -------
-    ndarray of bool
+    never is.
     """
     # Scaling by a power of two is exact (far from the subnormals and
     # overflow at the magnitudes the check produces).
@@ -88,12 +56,10 @@ def off_grid(values, exponent):
 
 
 def _one_step_configuration(estimator):
-    """A clone that releases one noisy step of one coordinate, divided by a power of two.
+    """A clone whose coefficient is one noisy step, ``-(s + noise) / b``, exactly.
 
-    One feature, no intercept, the full batch of :data:`_N_ROWS` rows (``q =
-    1``), one step of size 1 from zero weights, no smoothing, decay or
-    averaging: the coefficient is ``-(s + noise) / b`` exactly. A regressor
-    trains on its targets as given (no target range learned or declared).
+    One feature, no intercept, a full batch of :data:`_N_ROWS` rows, one step
+    of size 1 from zero, no smoothing, decay or averaging; targets as given.
     """
     model = private_clone(estimator)
     set_existing(
@@ -108,11 +74,7 @@ def _one_step_configuration(estimator):
 
 
 def _neighbours(model):
-    """The background rows (zero gradients) and the data set with the canary.
-
-    Under replace-one the canary replaces a background row; under add/remove
-    it is added.
-    """
+    """Background rows of zero gradient, and with the canary (replacing a row, or added)."""
     clip = float(model.clip_norm)
     X = np.zeros((_N_ROWS, 1))
     if is_classifier(model):
@@ -129,23 +91,23 @@ def _neighbours(model):
     return (X, y), (X_with, y_with)
 
 
-def _released_sums(models):
-    """``s + noise`` of each one-step model: ``-b`` times its coefficient (exact)."""
-    return np.array([-float(np.ravel(model.coef_)[0]) * _N_ROWS for model in models])
+def _released(model, output):
+    """The tested values: the weights (output), or ``s + noise = -b`` times the coefficient."""
+    coef = np.ravel(model.coef_).astype(np.float64)
+    return coef if output else -coef[:1] * _N_ROWS
 
 
 def _output_configuration(estimator):
     """A clone of an output-perturbation estimator that releases one step's weights.
 
-    No intercept, one batch of all :data:`_N_ROWS` rows, one pass, L2
-    strength :data:`_OUTPUT_ALPHA` and the default step for it; the loss,
-    its bounds, the row norm bound and the budget are the estimator's.
+    No intercept, one full batch, one pass, L2 strength :data:`_OUTPUT_ALPHA`;
+    the loss, its bounds, the row norm bound and the budget are the estimator's.
     """
     model = private_clone(estimator)
     set_existing(
         model, batch_size=_N_ROWS, max_iter=1, alpha=_OUTPUT_ALPHA, eta0="auto",
-        fit_intercept=False,
-        warm_start=False, ledger=None, n_jobs=1, feature_bounds=None, max_sample_weight=1.0)
+        fit_intercept=False, warm_start=False, ledger=None, n_jobs=1, feature_bounds=None,
+        max_sample_weight=1.0)
     if is_classifier(model):
         model.set_params(classes=declared_labels(estimator)[:2])
     return model
@@ -164,23 +126,6 @@ def _output_neighbours(model):
     X_with[-1] = float(model.row_norm_bound) / math.sqrt(_OUTPUT_FEATURES)
     y_with[-1] = canary_label
     return (X, y), (X_with, y_with)
-
-
-def _check_output_release(estimator, n_runs, confidence, random_state):
-    """:func:`check_float_channel` for output perturbation (see the module's docstring)."""
-    model = _output_configuration(estimator)
-    without, with_canary = _output_neighbours(model)
-    probe = seeded_fit(clone(model).set_params(epsilon=math.inf), 0, *with_canary)
-    weight = float(np.min(np.abs(probe.coef_)))
-    if not weight > 0:
-        raise ValueError("check_float_channel: the canary does not move the weights of this "
-                         "configuration (its loss has no gradient at zero weights).")
-    exponent = math.frexp(weight)[1] - 1
-    return _distinguishing_test(
-        model, (without, with_canary), n_runs, confidence, random_state,
-        lambda fitted: bool(off_grid(fitted.coef_, exponent).any()),
-        f"the weights of a noise-free descent on {_OUTPUT_FEATURES} features, output "
-        f"mechanism: releases with a coefficient off the 2**{exponent - 53} grid")
 
 
 def _distinguishing_test(model, data_sets, n_runs, confidence, random_state, event, what):
@@ -210,29 +155,13 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0,
                         as_input=None):
     """The low bits of one noisy step do not tell the canary apart.
 
-    A crafted release of one step on one coordinate (see
-    ``_one_step_configuration``): background rows of zero gradient, and a
-    canary whose clipped gradient ``s`` is at the clip norm. The binade of
-    ``s`` is read from a noise-free step (``epsilon=inf``, the ordinary
-    mechanism) on the canary's data set: the auditor's own rows, so nothing
-    private. Then ``n_runs`` seeded fits on each data set are classified by
-    whether their released ``s + noise`` is a multiple of ``2**(e - 53)``
-    (``off_grid``): a float64 sum with the canary always is; the noise
-    alone, often not. :func:`epsilon_lower_bound_of_event` turns the counts
-    into a lower bound on epsilon, which must not exceed the configured
-    ``epsilon`` (its delta is the fits' own ``delta_``).
-
-    Float64 Gaussian noise added to a float64 sum fails it: the
-    floating-point channel is in the released coefficients themselves. The
-    gradient mechanism releases ``gamma`` times integers, on one lattice
-    under both data sets, and passes.
-
-    For output perturbation (``mechanism="output"``) the release is the
-    weights of a noise-free descent plus noise: zero background rows keep
-    the weights at 0, a canary on the row norm bound spread over 256 features
-    moves them all into one binade, and a run counts when any released
-    coefficient is off that binade's grid. Its release, ``gamma`` times
-    integers, passes; float noise added to the float weights would not.
+    One step on one coordinate, with a canary whose clipped gradient ``s``
+    lies in ``[2**e, 2**(e + 1))``: ``n_runs`` seeded fits on each data set
+    count the releases off the grid of ``2**(e - 53)``, and
+    :func:`epsilon_lower_bound_of_event` turns the counts into a lower bound
+    that must not exceed the configured ``epsilon``. Float64 noise added to a
+    float64 sum fails; integers times a power of two pass. For
+    ``mechanism="output"``, a canary's released weights are tested.
 
     Parameters
     ----------
@@ -264,17 +193,26 @@ def check_float_channel(estimator, n_runs=1000, confidence=0.95, random_state=0,
     if isinstance(n_runs, bool) or not isinstance(n_runs, (int, np.integer)) or n_runs < 2:
         raise ValueError(f"n_runs must be an integer of at least 2; got {n_runs!r}.")
     check_confidence(confidence)
-    if mechanism_named(estimator.get_params()["mechanism"]).perturbs_weights:
-        return _check_output_release(estimator, n_runs, confidence, random_state)
-    model = _one_step_configuration(estimator)
-    without, with_canary = [(X if as_input is None else as_input(X), y)
-                            for X, y in _neighbours(model)]
-    noise_free = clone(model).set_params(epsilon=math.inf, mechanism="gradient")
-    probe = seeded_fit(noise_free, 0, *with_canary)
-    clipped_sum = abs(_released_sums([probe])[0])
-    exponent = math.frexp(clipped_sum)[1] - 1
+    output = mechanism_named(estimator.get_params()["mechanism"]).perturbs_weights
+    if output:
+        model = _output_configuration(estimator)
+        data_sets = _output_neighbours(model)
+        noise_free = clone(model).set_params(epsilon=math.inf)
+    else:
+        model = _one_step_configuration(estimator)
+        data_sets = [(X if as_input is None else as_input(X), y) for X, y in _neighbours(model)]
+        noise_free = clone(model).set_params(epsilon=math.inf, mechanism="gradient")
+    # The binade of the noise-free release on the auditor's own rows (nothing private).
+    smallest = float(np.min(np.abs(_released(seeded_fit(noise_free, 0, *data_sets[1]), output))))
+    if not smallest > 0:
+        raise ValueError("check_float_channel: the canary does not move the weights of this "
+                         "configuration (its loss has no gradient at zero weights).")
+    exponent = math.frexp(smallest)[1] - 1
+    what = (f"the weights of a noise-free descent on {_OUTPUT_FEATURES} features, output "
+            "mechanism: releases with a coefficient" if output else
+            f"one noisy step of one coordinate, {model.get_params()['mechanism']} mechanism: "
+            "outputs")
     return _distinguishing_test(
-        model, (without, with_canary), n_runs, confidence, random_state,
-        lambda fitted: bool(off_grid(_released_sums([fitted]), exponent)[0]),
-        f"one noisy step of one coordinate, {model.get_params()['mechanism']} mechanism: "
-        f"outputs off the 2**{exponent - 53} grid")
+        model, data_sets, n_runs, confidence, random_state,
+        lambda fitted: bool(off_grid(_released(fitted, output), exponent).any()),
+        f"{what} off the 2**{exponent - 53} grid")

@@ -6,18 +6,10 @@ import math
 import numpy as np
 
 from ._statistics import (
-    check_confidence, check_delta, check_score_sample, epsilon_selection, gdp_epsilon,
-    mu_selection,
+    check_delta, check_score_samples, epsilon_selection, gdp_epsilon, mu_selection,
 )
 
-__all__ = [
-    "audit_scores",
-    "AuditResult",
-]
-
-# ---------------------------------------------------------------------------
-# Result
-# ---------------------------------------------------------------------------
+__all__ = ["audit_scores", "AuditResult"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,47 +20,39 @@ class AuditResult:
     ----------
     epsilon_lower_bound : float
         Epsilon that the mechanism provably exceeds, with probability at least
-        ``confidence``, under no assumption on its output distribution. A value
-        above ``claimed_epsilon`` refutes the claim.
+        ``confidence``, whatever its output distribution. A value above
+        ``claimed_epsilon`` refutes the claim.
     mu_lower_bound : float
-        Lower bound on the mu of Gaussian DP: the mechanism is not mu'-GDP
-        for any smaller mu' (with probability ``confidence``).
+        The mechanism is not mu'-GDP for any smaller mu' (with probability
+        ``confidence``).
     epsilon_from_mu : float
-        ``gdp_epsilon(mu_lower_bound, delta)``: the epsilon of a
-        ``mu_lower_bound``-GDP mechanism. It is a lower bound on epsilon when
-        the mechanism's privacy curve is Gaussian, which is exact for
-        full-batch DP-SGD (sample rate 1) and approximate for many
-        subsampled steps; it makes the most of a moderate number of runs
-        (Nasr et al. 2023), but unlike ``epsilon_lower_bound`` it rests on
-        that assumption.
+        The epsilon of a ``mu_lower_bound``-GDP mechanism: a lower bound on
+        epsilon if the privacy curve is Gaussian (exact for full-batch
+        DP-SGD, approximate for many subsampled steps).
     claimed_epsilon : float
-        The epsilon the audited configuration claims (the larger of the
-        ``epsilon_`` reported by the fits on the two data sets), or NaN.
+        The epsilon the audited configuration claims (the larger of the two
+        data sets'), or NaN.
     delta : float
         Delta of the claim, used by both epsilon bounds.
     confidence : float
         Confidence level of the bounds.
     n_runs : int
-        Fits per data set (``scores_without`` and ``scores_with`` each hold
-        that many scores).
+        Fits per data set.
     true_positive_rate, false_positive_rate : float
-        Rates of the attack (see ``threshold`` and ``direction``) on the
-        held-out half of the runs (point estimates, not bounds).
+        The attack's rates on the held-out half (estimates, not bounds).
     threshold : float
         The threshold chosen for ``epsilon_lower_bound`` on the other half.
     direction : {"higher", "lower"}
-        The attack says "canary present" when the score is at least the
-        threshold (``"higher"``, what the canary statistic is built for) or at
-        most the threshold (``"lower"``); both are tried on the selection half.
+        The attack says "canary present" when the score is at least
+        (``"higher"``) or at most (``"lower"``) the threshold.
     scores_without, scores_with : ndarray of shape (n_runs,)
         The raw scores of the models trained without and with the canary.
     estimator_name : str or None
         Class of the audited estimator.
     noise_multiplier, sample_rate : float or None
-        ``noise_multiplier_`` and ``sample_rate_`` of the models trained with
-        the canary.
+        ``noise_multiplier_`` and ``sample_rate_`` of the fits with the canary.
     n_steps : int or None
-        ``n_steps_`` of the models trained with the canary.
+        ``n_steps_`` of the fits with the canary.
     seconds_per_fit : float or None
         Mean wall-clock time of one fit (with its scoring).
     """
@@ -115,16 +99,12 @@ class AuditResult:
             f"with the canary, {self.confidence:.0%} confidence",
         ]
         if self.noise_multiplier is not None and math.isnan(self.sample_rate):
-            lines.append(
-                f"  mechanism:            output perturbation, noise multiplier "
-                f"{self.noise_multiplier:.4g} (times the sensitivity), {self.n_steps} "
-                "noise-free steps"
-            )
+            lines.append(f"  mechanism:            output perturbation, noise multiplier "
+                         f"{self.noise_multiplier:.4g} (times the sensitivity), {self.n_steps} "
+                         "noise-free steps")
         elif self.noise_multiplier is not None:
-            lines.append(
-                f"  mechanism:            noise multiplier {self.noise_multiplier:.4g}, "
-                f"sample rate {self.sample_rate:.4g}, {self.n_steps} steps"
-            )
+            lines.append(f"  mechanism:            noise multiplier {self.noise_multiplier:.4g}, "
+                         f"sample rate {self.sample_rate:.4g}, {self.n_steps} steps")
         lines += [
             f"  claimed:              epsilon = {self.claimed_epsilon:.4g} "
             f"at delta = {self.delta:.3g}",
@@ -161,10 +141,9 @@ def audit_scores(scores_without, scores_with, *, delta, claimed_epsilon=math.nan
     scores_without : array-like of shape (n_runs,)
         Scores of models trained without the canary.
     scores_with : array-like of shape (n_runs,)
-        Scores of models trained with the canary (higher or lower than
-        without: both directions are tried). Both samples must hold
-        independent runs; they are split in halves in the order given (first
-        half: choice of the test, second half: bounds).
+        Scores of models trained with the canary. Both samples hold
+        independent runs, split in halves in the order given (the test is
+        chosen on the first, bounded on the second).
     delta : float
         Delta of the guarantee being audited.
     claimed_epsilon : float, default=nan
@@ -177,24 +156,14 @@ def audit_scores(scores_without, scores_with, *, delta, claimed_epsilon=math.nan
     result : AuditResult
         ``n_runs`` is the smaller sample size; the mechanism fields are None.
     """
-    without = check_score_sample(scores_without, "scores_without")
-    with_ = check_score_sample(scores_with, "scores_with")
-    check_confidence(confidence)
+    without, with_ = check_score_samples(scores_without, scores_with, confidence)
     check_delta(delta)
     eps = epsilon_selection(without, with_, delta, confidence)
     mu = mu_selection(without, with_, confidence)
     return AuditResult(
-        epsilon_lower_bound=eps.bound,
-        mu_lower_bound=mu.bound,
-        epsilon_from_mu=gdp_epsilon(mu.bound, delta),
-        claimed_epsilon=float(claimed_epsilon),
-        delta=float(delta),
-        confidence=float(confidence),
-        n_runs=int(min(without.size, with_.size)),
-        true_positive_rate=eps.true_positive_rate,
-        false_positive_rate=eps.false_positive_rate,
-        threshold=eps.threshold,
-        direction=eps.direction,
-        scores_without=without,
-        scores_with=with_,
-    )
+        epsilon_lower_bound=eps.bound, mu_lower_bound=mu.bound,
+        epsilon_from_mu=gdp_epsilon(mu.bound, delta), claimed_epsilon=float(claimed_epsilon),
+        delta=float(delta), confidence=float(confidence),
+        n_runs=int(min(without.size, with_.size)), true_positive_rate=eps.true_positive_rate,
+        false_positive_rate=eps.false_positive_rate, threshold=eps.threshold,
+        direction=eps.direction, scores_without=without, scores_with=with_)

@@ -10,51 +10,25 @@ from scipy import optimize, special, stats
 
 
 __all__ = [
-    "check_confidence",
-    "check_delta",
-    "check_score_sample",
-    "clopper_pearson_upper",
-    "epsilon_lower_bound",
-    "epsilon_lower_bound_of_event",
-    "epsilon_selection",
-    "gdp_delta",
-    "gdp_epsilon",
-    "mu_lower_bound",
-    "mu_selection",
+    "check_confidence", "check_delta", "check_score_samples", "clopper_pearson_upper",
+    "epsilon_lower_bound", "epsilon_lower_bound_of_event", "epsilon_selection", "gdp_delta",
+    "gdp_epsilon", "mu_lower_bound", "mu_selection",
 ]
 
-# Confidence of the Clopper-Pearson bounds that rank thresholds on the
-# selection half (never of the reported bounds). Ranking by a pessimistic
-# bound steers the choice away from tail thresholds whose error rates rest on
-# a handful of runs and rarely hold up on the other half: on simulated
-# Gaussian scores it raises the typical bound and shrinks its spread (for
-# shift 0.93 and 2 x 1000 runs, mean mu bound 0.66 -> 0.68, standard
-# deviation 0.11 -> 0.09; with 2 x 4000 runs 0.75 -> 0.80 and 0.08 -> 0.04).
+# Confidence of the bounds that rank thresholds on the selection half (never
+# of the reported bounds): a pessimistic ranking avoids tail thresholds that
+# rest on a handful of runs. On simulated Gaussian scores (shift 0.93) it
+# raised the mean mu bound from 0.66 to 0.68 and cut its spread from 0.11 to
+# 0.09 with 2 x 1000 runs (0.75 -> 0.80, 0.08 -> 0.04 with 2 x 4000).
 _SELECTION_CONFIDENCE = 0.999
-
-
-# ---------------------------------------------------------------------------
-# Statistics of two samples of scores
-# ---------------------------------------------------------------------------
 
 
 def clopper_pearson_upper(successes, trials, confidence=0.95):
     """One-sided Clopper-Pearson (exact binomial) upper confidence bound.
 
-    Parameters
-    ----------
-    successes : int or array-like of int
-        Observed count ``k`` (``0 <= k <= trials``).
-    trials : int
-        Number of trials ``n >= 1``.
-    confidence : float, default=0.95
-        Probability that the bound is at least the true proportion.
-
-    Returns
-    -------
-    upper : float or ndarray
-        The largest ``p`` with ``P(Binomial(n, p) <= k) >= 1 - confidence``:
-        ``Beta(confidence; k + 1, n - k)``, and 1 when ``k = n``.
+    The largest ``p`` with ``P(Binomial(trials, p) <= successes) >= 1 -
+    confidence``: ``Beta(confidence; k + 1, n - k)``, and 1 when ``k = n``.
+    ``successes`` may be an array; a float is returned for a scalar.
     """
     k = np.asarray(successes, dtype=np.float64)
     if trials < 1 or np.any((k < 0) | (k > trials)):
@@ -63,69 +37,40 @@ def clopper_pearson_upper(successes, trials, confidence=0.95):
         )
     check_confidence(confidence)
     # beta.ppf(q, k + 1, 0) is undefined; the bound is 1 when every trial succeeded.
-    upper = np.where(
-        k < trials,
-        stats.beta.ppf(confidence, k + 1.0, np.maximum(trials - k, 1.0)),
-        1.0,
-    )
+    upper = np.where(k < trials,
+                     stats.beta.ppf(confidence, k + 1.0, np.maximum(trials - k, 1.0)), 1.0)
     return float(upper) if upper.ndim == 0 else upper
 
 
 def gdp_delta(epsilon, mu):
-    """Delta of mu-Gaussian DP at a given epsilon (Dong, Roth and Su 2022).
+    """Delta of mu-Gaussian DP at ``epsilon >= 0`` (Dong, Roth and Su 2022).
 
-    ``delta(eps) = Phi(-eps / mu + mu / 2) - exp(eps) Phi(-eps / mu - mu / 2)``:
-    the tightest delta of the Gaussian mechanism whose sensitivity is ``mu``
-    noise standard deviations.
-
-    Parameters
-    ----------
-    epsilon : float
-        ``epsilon >= 0``.
-    mu : float
-        ``mu >= 0``.
-
-    Returns
-    -------
-    delta : float
+    ``Phi(-eps / mu + mu / 2) - exp(eps) Phi(-eps / mu - mu / 2)``: the
+    tightest delta of the Gaussian mechanism of sensitivity ``mu`` standard
+    deviations.
     """
     if mu <= 0:
         return 0.0
     if math.isinf(mu):
         return 1.0
-    # exp(eps) * Phi(x) is formed in logs: both factors overflow or underflow
-    # on their own at large epsilon.
+    # exp(eps) * Phi(x) in logs: each factor over- or underflows at large epsilon.
     first = special.ndtr(-epsilon / mu + mu / 2)
     second = math.exp(epsilon + special.log_ndtr(-epsilon / mu - mu / 2))
     return float(max(first - second, 0.0))
 
 
 def gdp_epsilon(mu, delta):
-    """Smallest epsilon with ``gdp_delta(epsilon, mu) <= delta``.
+    """Smallest epsilon with ``gdp_delta(epsilon, mu) <= delta`` (about 4.38 for mu 1, delta 1e-5).
 
-    The (epsilon, delta) guarantee implied by mu-Gaussian DP; for example
-    ``gdp_epsilon(1.0, 1e-5)`` is about 4.38.
-
-    Parameters
-    ----------
-    mu : float
-        ``mu >= 0``.
-    delta : float
-        In (0, 1).
-
-    Returns
-    -------
-    epsilon : float
-        0 when mu-GDP already meets ``delta`` at epsilon 0; ``inf`` for an
-        infinite mu.
+    0 when mu-GDP meets ``delta`` at epsilon 0; ``inf`` for an infinite mu.
     """
     check_delta(delta)
     if math.isinf(mu):
         return math.inf
     if gdp_delta(0.0, mu) <= delta:
         return 0.0
-    # delta(eps) decreases in eps; eps = mu^2 / 2 + mu * z_{1 - delta} already
-    # has delta(eps) <= delta (the first term alone is delta there).
+    # delta(eps) decreases in eps; at eps = mu^2 / 2 + mu * z_{1 - delta} the
+    # first term alone is delta.
     high = mu * mu / 2 + mu * stats.norm.isf(delta) + 1.0
     root = optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-12, rtol=1e-12)
     return float(root)
@@ -143,27 +88,22 @@ def check_confidence(confidence):
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
 
 
-def check_score_sample(scores, name):
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    if scores.size < 2:
-        raise ValueError(f"{name} needs at least 2 scores (one per half); got {scores.size}.")
-    if not np.all(np.isfinite(scores)):
-        raise ValueError(f"{name} contains NaN or infinite scores.")
-    return scores
-
-
-def _halves(scores):
-    """Split i.i.d. scores into a threshold-selection half and an evaluation half."""
-    middle = scores.size // 2
-    return scores[:middle], scores[middle:]
+def check_score_samples(scores_without, scores_with, confidence):
+    """Both samples of scores as flat float64 arrays, and ``confidence``, checked."""
+    samples = []
+    for name, scores in (("scores_without", scores_without), ("scores_with", scores_with)):
+        scores = np.asarray(scores, dtype=np.float64).ravel()
+        if scores.size < 2:
+            raise ValueError(f"{name} needs at least 2 scores (one per half); got {scores.size}.")
+        if not np.all(np.isfinite(scores)):
+            raise ValueError(f"{name} contains NaN or infinite scores.")
+        samples.append(scores)
+    check_confidence(confidence)
+    return samples
 
 
 def _error_counts(without, with_, thresholds):
-    """False positives and false negatives of the tests ``score >= t``.
-
-    The test says "the canary was in the training set" when the score is at
-    least the threshold (scores are signed so that the canary raises them).
-    """
+    """False positives and false negatives of the tests "canary present if ``score >= t``"."""
     thresholds = np.asarray(thresholds, dtype=np.float64)
     false_positives = without.size - np.searchsorted(np.sort(without), thresholds, side="left")
     false_negatives = np.searchsorted(np.sort(with_), thresholds, side="left")
@@ -171,11 +111,7 @@ def _error_counts(without, with_, thresholds):
 
 
 def _upper_error_rates(without, with_, thresholds, confidence):
-    """Clopper-Pearson upper bounds on FPR and FNR holding jointly at ``confidence``.
-
-    Each one-sided bound is taken at ``1 - (1 - confidence) / 2`` so that, by
-    the union bound, both hold together with probability ``confidence``.
-    """
+    """Clopper-Pearson upper bounds on FPR and FNR, jointly at ``confidence`` (union bound)."""
     each = 1.0 - (1.0 - confidence) / 2.0
     false_positives, false_negatives = _error_counts(without, with_, thresholds)
     fpr_upper = clopper_pearson_upper(false_positives, without.size, each)
@@ -184,12 +120,11 @@ def _upper_error_rates(without, with_, thresholds, confidence):
 
 
 def _epsilon_from_rates(fpr_upper, fnr_upper, delta):
-    """Largest epsilon that (epsilon, delta)-DP must have to allow these error rates.
+    """Smallest epsilon of (epsilon, delta)-DP that allows these upper bounds on the rates.
 
-    A test S with FPR = P[M(D) in S] and FNR = P[M(D') not in S] on
-    neighbours D, D' forces ``TPR <= e^eps FPR + delta`` and
-    ``1 - FPR <= e^eps FNR + delta`` (Kairouz et al. 2015); upper bounds on
-    FPR and FNR turn both into lower bounds on eps.
+    A test forces ``TPR <= e^eps FPR + delta`` and ``1 - FPR <= e^eps FNR +
+    delta`` (Kairouz, Oh and Viswanath, "The composition theorem for
+    differential privacy", ICML 2015).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         direct = np.log(np.maximum(1.0 - delta - fnr_upper, 0.0) / fpr_upper)
@@ -200,9 +135,7 @@ def _epsilon_from_rates(fpr_upper, fnr_upper, delta):
 def _mu_from_rates(fpr_upper, fnr_upper):
     """Smallest mu of Gaussian DP that allows these error rates (Nasr et al. 2023).
 
-    mu-GDP means ``FNR >= Phi(Phi^{-1}(1 - FPR) - mu)`` for every test, i.e.
-    ``mu >= Phi^{-1}(1 - FPR) - Phi^{-1}(FNR)``; the bound is symmetric in
-    the two error rates.
+    mu-GDP means ``FNR >= Phi(Phi^{-1}(1 - FPR) - mu)`` for every test.
     """
     return stats.norm.isf(fpr_upper) - stats.norm.ppf(fnr_upper)
 
@@ -228,26 +161,17 @@ def _best_threshold(select_without, select_with, criterion, confidence):
 def _select_and_evaluate(without, with_, criterion, confidence):
     """Choose the test on one half of the runs, bound its error rates on the other half.
 
-    Picking the best of many tests on the same runs they are evaluated on
-    would overstate the bound (a multiple-testing bias); the held-out half
-    sees one fixed test, so its Clopper-Pearson bounds are valid. How the
-    test is picked does not affect validity, only power.
-
-    Both directions are tried: "canary present if score >= t" and, on
-    negated scores, "if score <= t". Differential privacy binds D and D' both
-    ways, so a statistic that the canary lowers is as good as one it raises
-    (a custom statistic, or a bug that pushes the wrong way).
+    The held-out half sees one fixed test, so its bounds are valid however
+    the test was picked. Both directions are tried ("score >= t" and, on
+    negated scores, "score <= t"): DP binds D and D' both ways.
     """
-    select_without, eval_without = _halves(without)
-    select_with, eval_with = _halves(with_)
+    select_without, eval_without = np.split(without, [without.size // 2])
+    select_with, eval_with = np.split(with_, [with_.size // 2])
     ranking_confidence = max(confidence, _SELECTION_CONFIDENCE)
     # sign +1: the test "score >= t"; sign -1: "-score >= -t", i.e. "score <= t".
-    choices = {
-        sign: _best_threshold(
-            sign * select_without, sign * select_with, criterion, ranking_confidence
-        )
-        for sign in (1.0, -1.0)
-    }
+    choices = {sign: _best_threshold(sign * select_without, sign * select_with, criterion,
+                                     ranking_confidence)
+               for sign in (1.0, -1.0)}
     sign = max(choices, key=lambda key: choices[key][1])
     threshold = choices[sign][0]
     held_without, held_with = sign * eval_without, sign * eval_with
@@ -265,8 +189,7 @@ def _select_and_evaluate(without, with_, criterion, confidence):
 
 def epsilon_selection(without, with_, delta, confidence):
     return _select_and_evaluate(
-        without, with_, lambda fpr, fnr: _epsilon_from_rates(fpr, fnr, delta), confidence
-    )
+        without, with_, lambda fpr, fnr: _epsilon_from_rates(fpr, fnr, delta), confidence)
 
 
 def mu_selection(without, with_, confidence):
@@ -276,23 +199,18 @@ def mu_selection(without, with_, confidence):
 def epsilon_lower_bound(scores_without, scores_with, delta, confidence=0.95):
     """Lower bound on epsilon from the scores of models trained without and with the canary.
 
-    The runs are split in halves: the test ``score >= t`` (or ``score <= t``)
-    is chosen on the first half of each sample, and
-    Clopper-Pearson upper bounds on its false positive rate (FPR) and false
-    negative rate (FNR) are computed on the second half, jointly at
-    ``confidence``. Then ``max(log((1 - delta - FNR) / FPR),
-    log((1 - delta - FPR) / FNR))`` (with those upper bounds) is below the
-    true epsilon with probability at least ``confidence``, whatever the
-    mechanism (Jagielski, Ullman and Oprea 2020; Nasr et al. 2021).
+    The test ``score >= t`` (or ``score <= t``) is chosen on the first half
+    of each sample; Clopper-Pearson upper bounds on its FPR and FNR on the
+    second half, jointly at ``confidence``, make ``max(log((1 - delta - FNR)
+    / FPR), log((1 - delta - FPR) / FNR))`` a lower bound on epsilon with
+    probability at least ``confidence``, whatever the mechanism.
 
     Parameters
     ----------
     scores_without : array-like of shape (n_runs_without,)
-        Scores of models trained on D (runs independent and identically
-        distributed, in any order).
+        Scores of independent models trained on D.
     scores_with : array-like of shape (n_runs_with,)
-        Scores of models trained on D plus the canary (a statistic the
-        canary raises, or lowers: both directions are tried).
+        Scores of independent models trained on D plus the canary.
     delta : float
         The delta of the guarantee being audited.
     confidence : float, default=0.95
@@ -303,9 +221,7 @@ def epsilon_lower_bound(scores_without, scores_with, delta, confidence=0.95):
     epsilon : float
         The lower bound, at least 0.
     """
-    without = check_score_sample(scores_without, "scores_without")
-    with_ = check_score_sample(scores_with, "scores_with")
-    check_confidence(confidence)
+    without, with_ = check_score_samples(scores_without, scores_with, confidence)
     check_delta(delta, allow_zero=True)
     return epsilon_selection(without, with_, delta, confidence).bound
 
@@ -313,11 +229,9 @@ def epsilon_lower_bound(scores_without, scores_with, delta, confidence=0.95):
 def mu_lower_bound(scores_without, scores_with, confidence=0.95):
     """Lower bound on the mu of Gaussian DP from two samples of scores.
 
-    As :func:`epsilon_lower_bound` (threshold chosen on one half, joint
-    Clopper-Pearson bounds on the other), with the trade-off curve of
-    mu-GDP: ``mu >= Phi^{-1}(1 - FPR) - Phi^{-1}(FNR)`` (Nasr et al. 2023).
-    The mechanism is then not mu'-GDP for any ``mu' <`` the bound, with
-    probability at least ``confidence``.
+    As :func:`epsilon_lower_bound`, with mu-GDP's trade-off curve: ``mu >=
+    Phi^{-1}(1 - FPR) - Phi^{-1}(FNR)`` (Nasr et al. 2023). With probability
+    at least ``confidence`` the mechanism is not mu'-GDP for a smaller mu'.
 
     Parameters
     ----------
@@ -330,9 +244,7 @@ def mu_lower_bound(scores_without, scores_with, confidence=0.95):
     mu : float
         The lower bound, at least 0.
     """
-    without = check_score_sample(scores_without, "scores_without")
-    with_ = check_score_sample(scores_with, "scores_with")
-    check_confidence(confidence)
+    without, with_ = check_score_samples(scores_without, scores_with, confidence)
     return mu_selection(without, with_, confidence).bound
 
 
@@ -340,14 +252,11 @@ def epsilon_lower_bound_of_event(count_without, n_without, count_with, n_with, d
                                  confidence=0.95):
     """Lower bound on epsilon from how often an event fixed in advance occurred.
 
-    The event (a set of outputs) must be chosen before the runs it is
-    counted on, so that no selection half is needed: every run bounds its
-    rate. Exact Clopper-Pearson upper bounds on ``P[E]`` and ``P[not E]``
-    under both data sets, each one-sided at ``1 - (1 - confidence) / 4``
-    (jointly at ``confidence`` by the union bound), turn the four
-    inequalities of (epsilon, delta)-DP, ``P_D[S] <= e^eps P_D'[S] + delta``
-    for ``S`` the event or its complement and both orders of D and D', into
-    lower bounds on epsilon; the largest is returned.
+    The event, chosen before the runs, needs no selection half. Clopper-Pearson
+    upper bounds on ``P[E]`` and ``P[not E]`` under both data sets (jointly at
+    ``confidence``) turn the inequalities ``P_D[S] <= e^eps P_D'[S] + delta``,
+    for ``S`` the event or its complement and both orders, into lower bounds
+    on epsilon; the largest is returned.
 
     Parameters
     ----------
