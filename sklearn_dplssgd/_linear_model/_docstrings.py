@@ -32,7 +32,8 @@ SHARED_PARAMETER_DOCS = {
         (pixels, spectra) and biases unordered tables. ``"auto"`` smooths
         only columns found ordered from public information (an image's
         width, numbered column names), ``"ordered"`` declares them ordered.
-        The value used is ``sigma_``; see :ref:`the user guide <defaults>`.
+        The value used is ``sigma_``; see :doc:`the user guide
+        </user_guide/hyperparameters>` (Laplacian smoothing).
 
     clip_norm : float, default=1.0
         Per-sample clipping bound C on the L2 norm of each sample's gradient
