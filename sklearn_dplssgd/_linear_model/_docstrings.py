@@ -159,7 +159,7 @@ accountant : {"pld", "rdp"}, default="pld"
     reproducible : bool, default=False
         Derive the batches and the noise from ``random_state``, for tests
         and research on public data. Such a fit is **not private**: it
-        reports ``epsilon_ = inf``.
+        reports ``epsilon_ = inf``. A ``Generator`` is copied, never advanced.
 
     ledger : PrivacyLedger or None, default=None
         Budget record shared by every fit on the same rows: each fit records
