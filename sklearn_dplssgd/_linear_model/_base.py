@@ -33,9 +33,6 @@ from ._weights import row_weights
 
 __all__ = ["BaseDPLSSGD", "DEFAULT_MECHANISM"]
 
-# What a fit releases: noisy gradients at every step (DP-LSSGD), or the
-# weights of a noise-free descent plus noise once (Chen, Lee and Kifer,
-# AISTATS 2019); see mechanisms/
 DEFAULT_MECHANISM = "gradient"
 
 
@@ -89,17 +86,12 @@ class BaseDPLSSGD(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # What the mechanism trains on (an invalid name, which fit refuses,
-        # answers as the default mechanism): CSR, where only the per-sample
-        # gradients use the sparsity; array API arrays under
-        # array_api_dispatch, trained on their device.
+        # An invalid name (refused by fit) answers as the default mechanism;
+        # declared feature_bounds map dense NumPy rows only.
         mechanism = MECHANISMS.get(self.mechanism, MECHANISMS[DEFAULT_MECHANISM])
-        # Declared feature_bounds map dense NumPy rows only (see _feature_bounds).
         declared = self.feature_bounds is not None
         tags.input_tags.sparse = mechanism.accepts_sparse and not declared
         tags.array_api_support = mechanism.accepts_array_api and not declared
-        # Every fit draws fresh noise whatever random_state is, unless
-        # reproducible=True (which is not private).
         tags.non_deterministic = not self.reproducible
         return tags
 
@@ -120,8 +112,7 @@ class BaseDPLSSGD(BaseEstimator):
                 "calibrated to) must be finite; use smaller values."
             )
         if self.eta0 != AUTO and self.eta0 * self.alpha >= 2.0:
-            # The weight decay factor 1 - eta * alpha would have modulus >= 1:
-            # the iteration diverges whatever the data.
+            # The decay factor 1 - eta * alpha would have modulus >= 1.
             raise ValueError(
                 f"eta0 * alpha = {self.eta0 * self.alpha:g} must be below 2, or the "
                 "L2 penalty makes the iteration diverge: use a smaller learning rate "
@@ -172,40 +163,23 @@ class BaseDPLSSGD(BaseEstimator):
         n_cores = os.cpu_count() or 1
         return n_cores if self.n_jobs < 0 else min(self.n_jobs, n_cores)
 
-    # Subclasses set these: whether y must be numeric, how targets are
-    # encoded for the kernels (``_encode_targets(y) -> (y float64, K)``; it
-    # also sets ``classes_`` for classifiers) and the loss threshold.
+    # Subclasses set these. Whether y must be numeric:
     _y_numeric = True
-    # What sigma="auto" smooths ordered input with (see _feature_layout), by
-    # its number of features: (min_features, sigma) pairs (see
-    # _defaults.resolve_sigma).
+    # sigma="auto" on ordered input, as (min_features, sigma) pairs:
     _auto_sigma_levels = ((1, 1.0),)
-    # The sigma the regressor's eta0="auto" was measured with (diabetes,
-    # smoothed with 1): a fit smoothed otherwise keeps the noise that
-    # reaches its weights (_defaults.smoothed_noise_share). None: no
-    # adjustment (the classifier's rule was measured per width level).
+    # The sigma eta0="auto" was measured with (None: measured per width level):
     _step_reference_sigma = 1.0
 
     def _average_tail(self, n_features):
-        """The share of the steps ``average="auto"`` and ``True`` average.
-
-        A half (see :func:`~sklearn_dplssgd._training.resolve_average_start`): the
-        regressor's curved loss lets its weights settle around the optimum,
-        where a long tail averages the noise away. From public quantities
-        only (the classifier's follows the width of X).
-        """
+        """The share of the steps ``average="auto"`` averages: a half, as a curved loss settles."""
         return 0.5
 
     def _encode_targets(self, y):
+        """``(y as float64 for the kernels, n_outputs)``; a classifier sets ``classes_``."""
         raise NotImplementedError
 
     def _plan_prior_release(self, delta, n_accounted, composable):
-        """The event of a release made before the steps, or None (see the regressor).
-
-        Called while the mechanism plans a fresh release (not a continued
-        series), from public quantities only; ``composable`` says whether the
-        mechanism can compose such a release with its steps.
-        """
+        """The event of a release made before a fresh series' steps, or None (public inputs)."""
         return None
 
     def _declared_labels(self, classes=None):
@@ -217,11 +191,7 @@ class BaseDPLSSGD(BaseEstimator):
         return row_weights(sample_weight, len(y), float(self.max_sample_weight))
 
     def _initial_params(self, coef, intercept, n_outputs, n_features):
-        """``[coef, intercept]`` as one ``(n_outputs, n_features + 1)`` float64 array.
-
-        ``coef`` may be 1-d for a single output; ``intercept`` a scalar or
-        None (zeros).
-        """
+        """``[coef, intercept]`` as one ``(n_outputs, n_features + 1)`` float64 array."""
         try:
             coef = np.zeros((n_outputs, n_features)) if coef is None else np.array(
                 coef, dtype=np.float64)
@@ -246,12 +216,7 @@ class BaseDPLSSGD(BaseEstimator):
         return params
 
     def _to_training_scale(self, params):
-        """Model parameters in the scale training uses (subclasses may rescale).
-
-        With ``feature_bounds``, training sees the mapped rows (see
-        :mod:`._feature_bounds`): weights given in the rows' own units (a
-        warm start's ``coef_``, ``coef_init``) are mapped too.
-        """
+        """Weights given in the rows' units, in the scale training uses."""
         mapping = feature_map(self, n_features=params.shape[1] - 1)
         return params if mapping is None else mapping.to_mapped(params)
 
@@ -270,12 +235,7 @@ class BaseDPLSSGD(BaseEstimator):
         return params
 
     def _continued_series(self, settings, partial, coef_init, intercept_init):
-        """The :class:`Series` this release continues, or None for a fresh start.
-
-        ``partial_fit`` continues whatever the estimator fitted last;
-        ``fit`` does with ``warm_start=True`` and no ``coef_init`` or
-        ``intercept_init``.
-        """
+        """The :class:`Series` this release continues (partial_fit, warm_start), or None."""
         fitted = "dp_events_" in self.__dict__
         if not fitted or not (partial or (self.warm_start and coef_init is None
                                           and intercept_init is None)):
@@ -293,8 +253,7 @@ class BaseDPLSSGD(BaseEstimator):
         trajectory = self.__dict__.get("_series_trajectory")
         average, weight = None, 0.0
         if trajectory is not None and settings.averages_series(partial):
-            # The series average goes on: the call continues from the last
-            # iterate, and the published weights are the mean so far.
+            # Continue from the last iterate; the published weights are the mean.
             params, average = trajectory, params
             weight = float(self.__dict__.get("_series_weight", 0.0))
         return Series(tuple(self.dp_events_), self.delta_, self.eta0_, self.t_, params,
@@ -305,41 +264,20 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _fit(self, X, y, sample_weight=None, *, partial=False, classes=None, coef_init=None,
              intercept_init=None, disjoint_batches=False):
-        """Validate, ask the mechanism to release, and set the common attributes.
+        """Validate, have the mechanism release, set the common attributes; return params.
 
-        Parameters
-        ----------
-        X, y : array-like
-            Training data as given by the user (never modified).
-        sample_weight : array-like of shape (n_samples,), number or None
-            Per-row weights in ``[0, max_sample_weight]`` (never modified).
-        partial : bool, default=False
-            A ``partial_fit`` call: one epoch, continuing the fitted series.
-        classes : array-like or None, default=None
-            The label set of a ``partial_fit`` call (classifier only).
-        coef_init, intercept_init : array-like or None, default=None
-            A public starting point (``fit`` only).
-        disjoint_batches : bool, default=False
-            The user's promise that this ``partial_fit`` call's rows were in
-            no earlier release of the series.
-
-        Returns
-        -------
-        params : ndarray of shape (n_outputs, n_features + 1)
+        The inputs are those of ``fit`` and ``partial_fit`` (never modified);
+        ``params`` is ``(n_outputs, n_features + 1)`` in the rows' units.
         """
         settings = self._validate_hyperparameters()
         if not isinstance(disjoint_batches, (bool, np.bool_)):
             raise TypeError(
                 f"disjoint_batches must be True or False; got {disjoint_batches!r}.")
         mechanism = self._release_mechanism()
-        # The backend of X's kind (NumPy or SciPy, another array API namespace
-        # on its device, Dask where its partitions are) reads its metadata
-        # only until the ledger is charged.
+        # Only X's metadata is read until the ledger is charged.
         backend = backend_for(X)
         X, y, sample_weight, network = backend.arrays(mechanism, X, y, sample_weight)
         namespace = backend.namespace
-        # Declared feature bounds: checked against X's format and public
-        # width before the ledger is charged.
         feature_map(self, X, namespace=namespace)
         continued = partial or coef_init is not None or intercept_init is not None or (
             self.warm_start and "dp_events_" in self.__dict__)
@@ -349,13 +287,10 @@ class BaseDPLSSGD(BaseEstimator):
         if series is not None and "_feature_map" in self.__dict__:
             check_same_feature_map(self._feature_map, feature_map(
                 self, n_features=self.n_features_in_))
-        # The mechanism depends on public quantities only (the row count is
-        # public under the adjacency in force), so it is fixed, and charged
-        # to the ledger, before any row is read where the mechanism can.
+        # Public quantities only: fixed, and charged to the ledger, before any row is read.
         plan = mechanism.plan_before_reading(settings, public_row_count(X), series, partial)
-        # Under add/remove with a public row count, the empty data set is a
-        # neighbour of every one-row data set: it trains (noise only) rather
-        # than raising, or one row would decide whether a model is released.
+        # Under add/remove the empty data set trains (noise only), or one row
+        # would decide whether a model is released.
         min_rows = 0 if mechanism.row_count_is_private(settings) else 1
         X, y_encoded, n_outputs, weights = backend.training_rows(
             self, X, y, sample_weight, classes=classes, reset=series is None,
@@ -363,7 +298,6 @@ class BaseDPLSSGD(BaseEstimator):
         self._check_series_classes(series)
         mapping = feature_map(self, n_features=X.shape[1])
         if mapping is not None:
-            # Training sees [-1, 1]; fold back below.
             X = backend.map_rows(mapping.rows, X)
         start = None if not backend.takes_starting_point else self._start_params(
             series, coef_init, intercept_init, n_outputs, X.shape[1])
@@ -376,11 +310,9 @@ class BaseDPLSSGD(BaseEstimator):
             setattr(self, name, value)
         # The map the series continues in (a later call must use the same).
         self._feature_map = mapping
-        # The network a Dask fit crossed, for the report: a series keeps the
-        # weakest assumption any of its releases made.
+        # For the report: a series keeps its releases' weakest network assumption.
         earlier = self.__dict__.get("_cluster_network") if series is not None else None
         self._cluster_network = network if earlier is None or network == "declared" else earlier
-        # Post-processing of the release: the weights in the rows' own units.
         return params if mapping is None else mapping.to_original(params)
 
     def _check_series_classes(self, series):
@@ -398,12 +330,7 @@ class BaseDPLSSGD(BaseEstimator):
         return mechanism_named(self.mechanism)
 
     def _can_stream(self):
-        """Whether ``partial_fit`` exists: where the mechanism can continue a release.
-
-        Output perturbation's sensitivity bound is for one descent from zero
-        weights to the release, over all the rows; a series of them would
-        need its own accounting.
-        """
+        """Whether ``partial_fit`` exists: where the mechanism can continue a release."""
         mechanism = MECHANISMS.get(self.mechanism)
         if mechanism is not None and not mechanism.supports_partial_fit:
             raise AttributeError(mechanism.partial_fit_refusal)
@@ -412,11 +339,9 @@ class BaseDPLSSGD(BaseEstimator):
     def privacy_report(self):
         """What this fitted model's privacy guarantee means, in plain words.
 
-        The unit protected, the epsilon and delta spent and what they mean,
-        what was treated as public, the noise used, and what the guarantee
-        does not cover. Built from the fitted attributes, and the
-        ``mechanism`` parameter for whether the release was integers with
-        exactly sampled noise.
+        The unit protected, the epsilon and delta spent, what was treated as
+        public, the noise used, and what the guarantee does not cover. See
+        :ref:`privacy-report`.
 
         Returns
         -------
@@ -427,12 +352,7 @@ class BaseDPLSSGD(BaseEstimator):
             self, releases_integers=self._release_mechanism().releases_integers)
 
     def _on_rows(self, method, X):
-        """The in-memory prediction ``method`` applied to ``X`` where its rows are.
-
-        The input's backend (:func:`~sklearn_dplssgd._backends.backend_for`)
-        calls it here on rows held here, and blockwise on the workers for a
-        Dask collection, whose result is then a lazy Dask array.
-        """
+        """The in-memory prediction ``method`` applied to ``X`` where its rows are."""
         return backend_for(X).predict_rows(self, method, X)
 
     def _score_on_rows(self, score, metric, X, y, sample_weight):
@@ -440,11 +360,7 @@ class BaseDPLSSGD(BaseEstimator):
         return backend_for(X).score_rows(score, metric, self, X, y, sample_weight)
 
     def _decision_values(self, X, method="predict"):
-        """Margins ``X coef_^T + intercept_`` (shape (n, K)) of validated X.
-
-        ``method`` names the public method asking, for the error raised when
-        X's array namespace or device differs from the fitted weights'.
-        """
+        """Margins ``X coef_^T + intercept_`` (shape (n, K)); ``method`` names the caller."""
         check_is_fitted(self)
         check_fitted_namespace(self, X, method)
         namespace = array_api_namespace(X)
@@ -463,10 +379,8 @@ class BaseDPLSSGD(BaseEstimator):
                 X.dtype, copy=False)
         overflowed = ~np.isfinite(margins).all(axis=1)
         if overflowed.any():
-            # float32 rows whose margins overflow (training handles them in
-            # float64 too): recompute in float64, saturate at the dtype's range.
-            # Rows near float64's own range may overflow here too: saturated
-            # below, so the warning would only alarm.
+            # Recompute overflowing float32 rows in float64, saturated at the
+            # dtype's range (float64 may overflow too: saturated, no warning).
             with np.errstate(over="ignore", invalid="ignore"):
                 exact = X[overflowed].astype(np.float64) @ coef.T.astype(np.float64) + (
                     self.intercept_.astype(np.float64))

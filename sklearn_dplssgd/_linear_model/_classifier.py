@@ -44,8 +44,7 @@ def _label_kinds(labels):
 
 
 def _refuse_bytes():
-    # scikit-learn refuses bytes labels from 1.7 on (1.6 only warns), in
-    # these words: the library refuses them with every version.
+    # scikit-learn's words (it refuses bytes labels from 1.7), with every version.
     raise TypeError("Support for labels represented as bytes is not supported. Convert the "
                     "labels to a string or integer format.")
 
@@ -53,16 +52,13 @@ def _refuse_bytes():
 def _check_label_values(y):
     """Refuse missing labels and labels of mixed types before NumPy coerces them.
 
-    ``np.asarray(["a", 1])`` silently turns 1 into "1", and an object array
-    mixing str and int fails deep inside NumPy's sorting; both deserve a clear
-    message naming the problem.
+    ``np.asarray(["a", 1])`` silently turns 1 into "1"; mixed object arrays
+    fail deep inside NumPy's sorting.
     """
     if y is None:
         return  # validate_data says that y is required
     if not backend_for(y).labels_checked_on_host:
-        # Numeric arrays of another namespace (no None, no mixed types), or a
-        # Dask collection (checked on its partitions by the encoding).
-        return
+        return  # another namespace's numbers, or Dask (checked by the encoding)
     if isinstance(y, (list, tuple)):
         labels = [label for label in y if np.ndim(label) == 0]
     else:
@@ -102,22 +98,17 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     """Linear classifier trained with (epsilon, delta)-differential privacy.
 
     DP-LSSGD (Wang et al., "DP-LSSGD: A Stochastic Optimization Method to
-    Lift the Utility in Privacy-Preserving ERM"): each step Poisson-samples a
-    batch, clips every sample's gradient to ``clip_norm``, adds Gaussian noise
-    calibrated to (epsilon, delta), and smooths the noisy gradient with the
-    inverse of a 1-D Laplacian before the step. With two classes the model has
-    one output; with K > 2 classes it is one multinomial (``log_loss``) or
-    Crammer-Singer (``hinge``) model with a single clip over all classes, so
-    the budget is not split K ways.
+    Lift the Utility in Privacy-Preserving ERM"); see :doc:`the user guide
+    </user_guide/getting_started>`. With K > 2 classes it is one multinomial
+    (``log_loss``) or Crammer-Singer (``hinge``) model with a single clip
+    over all classes, so the budget is not split K ways.
 
     Parameters
     ----------
     loss : {{"log_loss", "hinge", "squared_hinge"}}, default="log_loss"
-        ``log_loss`` gives logistic regression (and ``predict_proba``);
-        ``hinge`` a linear support vector machine (Crammer-Singer with more
-        than two classes); ``squared_hinge`` its smooth square,
-        ``max(0, 1 - y z) ** 2`` (one-vs-rest with more than two classes),
-        which output perturbation can train given ``weight_norm_bound``.
+        Logistic regression (with ``predict_proba``), a linear support
+        vector machine, or its smooth square ``max(0, 1 - y z) ** 2``
+        (one-vs-rest with more than two classes).
 
     {privacy_parameters}
 
@@ -125,16 +116,14 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
 
     classes : array-like of shape (n_classes,), default=None
         The label set, declared by the user. When None it is read from the
-        training labels, and then the published model reveals which labels
-        occur in the private data (a :class:`PrivacyLeakWarning` says so).
-        Declaring it keeps the label set out of the released model.
+        training labels, and the model reveals which labels occur in the
+        private data (a :class:`PrivacyLeakWarning` says so).
 
     class_weight : dict or None, default=None
-        Weights ``{{label: weight}}`` of the classes, public (chosen without
-        the private labels); a class not listed weighs 1. A row's weight is
-        its class's weight times its ``sample_weight`` and must not exceed
-        ``max_sample_weight``. ``"balanced"`` is refused: it reads the class
-        frequencies of the private labels.
+        Public weights ``{{label: weight}}`` of the classes (1 if not
+        listed), at most ``max_sample_weight`` times a row's
+        ``sample_weight``. ``"balanced"`` is refused: it reads the private
+        labels.
 
     {accounting_parameters}
 
@@ -185,8 +174,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     _step_reference_sigma = None
 
     def _average_tail(self, n_features):
-        # Its weights may still drift at the end of a noisy run, the more so
-        # the shorter the steps the width allows (see _defaults, "Averaging").
+        # Shorter steps on wider X leave the weights drifting at the end of the run.
         return averaging_tail(n_features, LOSSES[self.loss].noise_free_step)
 
     def __init__(
@@ -275,9 +263,8 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return None if classes is None else np.unique(np.asarray(classes))
 
     def _encode_targets(self, y, classes=None):
-        # Integral labels pass scikit-learn's check whatever their values but
-        # for its warning about many distinct labels: it runs only where
-        # that warning may be due (its count of the labels is a serial pass).
+        # Integral labels pass scikit-learn's check but for its warning about
+        # many distinct labels: run it (a serial pass) only where it may be due.
         n_threads = self._n_threads()
         integral = integral_labels(y, n_threads)
         checked = not integral
@@ -314,17 +301,14 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             negative, positive = LOSSES[self.loss].binary_targets
 
         def encoded(start, stop):
-            # Passes over every label: in blocks, on the fit's threads.
             labels = y[start:stop]
-            # Read from the labels themselves, the label set holds them all.
             if declared and not np.isin(labels, classes).all():
                 return False, None
             indices = np.searchsorted(classes, labels).astype(np.float64)
             values = np.where(indices > 0, positive, negative) if binary else indices
             if shared is None:
                 return True, values
-            # Several blocks write their own labels' targets (a block
-            # computed twice writes the same values): no serial concatenation.
+            # Each block writes its own slice: no serial concatenation.
             shared[start:stop] = values
             return True, None
 
@@ -348,22 +332,16 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data; float32 stays float32. Sparse X is used as CSR
-            (other formats are converted once) and never densified.
+            Training data; float32 stays float32, sparse X is used as CSR.
         y : array-like of shape (n_samples,)
             Class labels.
         sample_weight : array-like of shape (n_samples,) or float, default=None
             Weight of each row, in ``[0, max_sample_weight]`` once multiplied
-            by its class's ``class_weight``; it multiplies the row's clipped
-            gradient. None weighs every row 1. See the user guide's section
-            on weights.
+            by its class's ``class_weight``. None weighs every row 1.
         coef_init : array-like of shape (n_classes, n_features), default=None
-            Starting coefficients (shape ``(1, n_features)`` or
-            ``(n_features,)`` for two classes). Treated as public: the fit
-            spends nothing on them, so they must not come from these rows
-            (a model fitted on them is covered only by its own release: use
-            ``warm_start`` or ``partial_fit``, which compose, or record it in
-            a ledger).
+            Starting coefficients (``(1, n_features)`` or ``(n_features,)``
+            for two classes). Treated as public: they must not come from
+            these rows (use ``warm_start`` or ``partial_fit``, which compose).
         intercept_init : array-like of shape (n_classes,), default=None
             Starting intercepts, as ``coef_init``.
 
@@ -393,8 +371,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             Their labels.
         classes : array-like of shape (n_classes,), default=None
             The label set, required on the first call unless the
-            ``classes`` parameter declares it (never read from ``y``: the
-            label set would leak); later calls may repeat it.
+            ``classes`` parameter declares it (never read from ``y``).
         sample_weight : array-like of shape (n_samples,) or float, default=None
             As in :meth:`fit`.
 
@@ -438,16 +415,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.coef_ = copy_params(params, slice(None), slice(None, n_features))
         self.intercept_ = copy_params(params, slice(None), n_features)
 
+    @fill_method_docs
     def decision_function(self, X):
         """Compute the margins of the linear model.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
-                (n_samples, n_features)
-            The samples. A Dask collection is predicted blockwise on the
-            workers holding its partitions; the result is then a lazy Dask
-            array chunked as X's rows.
+        {rows_X}
 
         Returns
         -------
@@ -457,20 +431,16 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return self._on_rows("_decision_function_rows", X)
 
     def _decision_function_rows(self, X):
-        # NumPy, sparse or array API rows held here.
         margins = self._decision_values(X, "decision_function")
         return margins[:, 0] if margins.shape[1] == 1 else margins
 
+    @fill_method_docs
     def predict(self, X):
         """Predict class labels.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
-                (n_samples, n_features)
-            The samples. A Dask collection is predicted blockwise on the
-            workers holding its partitions; the result is then a lazy Dask
-            array chunked as X's rows.
+        {rows_X}
 
         Returns
         -------
@@ -480,7 +450,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return self._on_rows("_predict_rows", X)
 
     def _predict_rows(self, X):
-        # NumPy, sparse or array API rows held here.
         margins = self._decision_values(X, "predict")
         if not isinstance(margins, np.ndarray):
             return class_labels(array_namespace(margins), margins, self.classes_)
@@ -498,16 +467,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return True
 
     @available_if(_has_log_loss)
+    @fill_method_docs
     def predict_proba(self, X):
         """Estimate class probabilities (``loss="log_loss"`` only).
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
-                (n_samples, n_features)
-            The samples. A Dask collection is predicted blockwise on the
-            workers holding its partitions; the result is then a lazy Dask
-            array chunked as X's rows.
+        {rows_X}
 
         Returns
         -------
@@ -517,7 +483,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return self._on_rows("_predict_proba_rows", X)
 
     def _predict_proba_rows(self, X):
-        # NumPy, sparse or array API rows held here.
         margins = self._decision_values(X, "predict_proba")
         if not isinstance(margins, np.ndarray):
             return class_probabilities(array_namespace(margins), margins)
@@ -527,16 +492,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return softmax(margins, axis=1)
 
     @available_if(_has_log_loss)
+    @fill_method_docs
     def predict_log_proba(self, X):
         """Estimate log class probabilities (``loss="log_loss"`` only).
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
-                (n_samples, n_features)
-            The samples. A Dask collection is predicted blockwise on the
-            workers holding its partitions; the result is then a lazy Dask
-            array chunked as X's rows.
+        {rows_X}
 
         Returns
         -------
@@ -546,7 +508,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return self._on_rows("_predict_log_proba_rows", X)
 
     def _predict_log_proba_rows(self, X):
-        # NumPy, sparse or array API rows held here.
         margins = self._decision_values(X, "predict_log_proba")
         if not isinstance(margins, np.ndarray):
             return class_probabilities(array_namespace(margins), margins, log=True)
@@ -555,17 +516,13 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         return log_softmax(margins, axis=1)
 
     def score(self, X, y, sample_weight=None):
-        """Return the mean accuracy on ``(X, y)``.
-
-        scikit-learn's ``ClassifierMixin.score``, whose errors about the
-        inputs quote no value of them.
+        """Return the mean accuracy on ``(X, y)``; errors quote no input value.
 
         Parameters
         ----------
         X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
                 (n_samples, n_features)
-            Test samples. On a Dask collection each partition is scored on
-            its worker, and only the partitions' sums reach the client.
+            Test samples; a Dask collection is scored where its partitions are.
         y : array-like, Dask array or Series of shape (n_samples,)
             True labels for ``X``.
         sample_weight : array-like of shape (n_samples,), default=None

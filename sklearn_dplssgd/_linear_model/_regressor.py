@@ -34,10 +34,8 @@ def _check_target_bounds(value):
 class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
     """Linear regression trained with (epsilon, delta)-differential privacy.
 
-    DP-LSSGD (Wang et al.): each step Poisson-samples a batch, clips every
-    sample's gradient to ``clip_norm``, adds Gaussian noise calibrated to
-    (epsilon, delta), and smooths the noisy gradient with the inverse of a
-    1-D Laplacian before the step.
+    DP-LSSGD (Wang et al.), as :class:`DPLSSGDClassifier`; see :doc:`the
+    user guide </user_guide/getting_started>`.
 
     Parameters
     ----------
@@ -53,25 +51,13 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         is the privacy budget). Unused by ``squared_error``.
 
     target_bounds : tuple (low, high) or None, default=None
-        Public bounds of the target. Targets are clipped to ``[low, high]``
-        and mapped to ``[-1, 1]`` for training, and predictions are mapped
-        back, so the model sees targets of unit scale whatever their units;
-        ``loss_threshold`` applies on that scale. Declared bounds are never
-        read from the data and spend nothing. None: a fit learns the range
-        privately first, from one Gaussian release of the targets' counts in
-        bins of powers of 2 (the histogram of :class:`DPBoundedScaler`),
-        calibrated to ``TARGET_RANGE_SHARE`` (0.35) of ``epsilon``; the
-        steps' noise meets ``epsilon`` for the composition of both, which
-        ``epsilon_``, ``dp_event_``, the ledger and ``privacy_report()``
-        state. Where no bin of the targets stands out of the noise (a small
-        table) the fit raises an error naming ``target_bounds``; with
-        ``epsilon=inf`` the range is read without noise. A continued series
-        keeps its first release's range. A
-        trial of :class:`DPRandomizedSearch` and Dask input need declared
-        bounds; ``mechanism="output"`` trains on ``y`` as given (its
-        ``squared_error`` needs declared bounds). Declare bounds when a range
-        is known from the units or a public source: they leave the whole
-        budget to the steps.
+        Public bounds of the target: targets are clipped to ``[low, high]``
+        and mapped to ``[-1, 1]`` for training (``loss_threshold`` applies on
+        that scale), at no privacy cost. None: the fit first learns the range
+        privately with a 0.35 share of ``epsilon`` (``epsilon_`` covers
+        both), which a trial of :class:`DPRandomizedSearch` and Dask input
+        cannot; ``mechanism="output"`` trains on ``y`` as given. See
+        :ref:`regression-targets`.
 
     {privacy_parameters}
 
@@ -101,13 +87,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
     --------
     DPLSSGDClassifier : The same training for classification.
     sklearn.linear_model.SGDRegressor : The non-private counterpart.
-
-    Notes
-    -----
-    Per-sample clipping bounds each row's influence whatever the scale of the
-    target, and targets far from unit scale would make almost every gradient
-    clip: the targets are therefore always mapped to ``[-1, 1]``, by declared
-    ``target_bounds`` or by a range learned with part of the budget.
 
     Examples
     --------
@@ -209,8 +188,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
             return 0.0
         epsilon = self.epsilon
         if epsilon == REMAINING_BUDGET:
-            # A share of what remains of the ledger (its adding-up bound);
-            # the steps then take the rest (GradientPerturbation.within_ledger).
+            # A share of what remains of the ledger; the steps take the rest.
             epsilon = self.ledger.max_epsilon - self.ledger.epsilon()
             if not epsilon > 0:
                 raise ValueError(
@@ -238,9 +216,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         """Release the target's range (:func:`histogram_ranges` on ``y``) and store it."""
         noise = self.__dict__.pop("_planned_range_noise", None)
         if noise is None:
-            # Only a fit without privacy plans no release (its range is read
-            # without noise); a private one must have planned, and so
-            # accounted, its release before any row was read.
+            # A private fit must have planned (so accounted) it before reading rows.
             if self._spends_privacy():
                 raise RuntimeError("the target range's release was not planned before the fit")
             noise = 0.0
@@ -278,8 +254,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         if scale is None:
             return y, 1
         centre, half_width = scale
-        # A public or released range: clipping changes no row's influence
-        # beyond the clip, and the map is post-processing of the range.
+        # A public or released range: the map is post-processing.
         return np.clip((y - centre) / half_width, -1.0, 1.0), 1
 
     def _prepare_targets(self, X, continued):
@@ -288,9 +263,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
                   # (An invalid name is refused by the parameter validation.)
                   and getattr(MECHANISMS.get(self.mechanism), "composes_prior_release", False))
         if self.target_bounds is None and not continued and not learns:
-            # Output perturbation: its bounded losses train on y as given
-            # (it refuses squared_error without bounds), never on the range
-            # of an earlier fit.
+            # Output perturbation trains on y as given, never on an earlier range.
             for name in ("target_bounds_", "target_range_noise_multiplier_"):
                 self.__dict__.pop(name, None)
         if learns and backend_for(X).rows_are_remote:
@@ -306,20 +279,16 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training data; float32 stays float32. Sparse X is used as CSR
-            (other formats are converted once) and never densified.
+            Training data; float32 stays float32, sparse X is used as CSR.
         y : array-like of shape (n_samples,)
             Targets.
         sample_weight : array-like of shape (n_samples,) or float, default=None
-            Weight of each row, in ``[0, max_sample_weight]``; it multiplies
-            the row's clipped gradient. None weighs every row 1. See the
-            user guide's section on weights.
+            Weight of each row, in ``[0, max_sample_weight]``. None weighs
+            every row 1.
         coef_init : array-like of shape (n_features,), default=None
             Starting coefficients, in the target's units. Treated as public:
-            the fit spends nothing on them, so they must not come from these
-            rows (a model fitted on them is covered only by its own release:
-            use ``warm_start`` or ``partial_fit``, which compose, or record
-            it in a ledger).
+            they must not come from these rows (use ``warm_start`` or
+            ``partial_fit``, which compose).
         intercept_init : float or array-like of shape (1,), default=None
             Starting intercept, as ``coef_init``.
 
@@ -386,16 +355,13 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
             self.coef_ = self.coef_ * half_width
             self.intercept_ = self.intercept_ * half_width + centre
 
+    @fill_method_docs
     def predict(self, X):
         """Predict targets.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
-                (n_samples, n_features)
-            The samples. A Dask collection is predicted blockwise on the
-            workers holding its partitions; the result is then a lazy Dask
-            array chunked as X's rows.
+        {rows_X}
 
         Returns
         -------
@@ -405,21 +371,16 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         return self._on_rows("_predict_rows", X)
 
     def _predict_rows(self, X):
-        # NumPy, sparse or array API rows held here.
         return self._decision_values(X, "predict")[:, 0]
 
     def score(self, X, y, sample_weight=None):
-        """Return the coefficient of determination R^2 on ``(X, y)``.
-
-        scikit-learn's ``RegressorMixin.score``, whose errors about the
-        inputs quote no value of them.
+        """Return the R^2 score on ``(X, y)``; errors quote no input value.
 
         Parameters
         ----------
         X : {array-like, sparse matrix, Dask array or DataFrame} of shape \
                 (n_samples, n_features)
-            Test samples. On a Dask collection each partition is scored on
-            its worker, and only the partitions' sums reach the client.
+            Test samples; a Dask collection is scored where its partitions are.
         y : array-like, Dask array or Series of shape (n_samples,)
             True targets for ``X``.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -433,7 +394,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         return self._score_on_rows(self._score_rows, "r2", X, y, sample_weight)
 
     def _score_rows(self, X, y, sample_weight):
-        # Rows held here.
         return score_hiding_values(super().score, X, y, sample_weight)
 
     def __sklearn_tags__(self):

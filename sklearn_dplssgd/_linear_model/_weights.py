@@ -1,19 +1,9 @@
 """Sample and class weights, bounded by a public maximum.
 
-A weight multiplies its row's *clipped* gradient: row i contributes
-``w_i clip_C(g_i)``, of norm at most ``w_i C``. With every weight in
-``[0, w_max]`` for a public ``w_max`` (``max_sample_weight``), one row moves
-each step's clipped sum by at most ``w_max C`` (twice that under
-replace-one), so the noise is calibrated to ``w_max C`` and the accounting
-of the unweighted mechanism holds unchanged (its noise multiplier is
-relative to the sensitivity). The sum is still divided by the public
-``batch_size``, never by a sum of weights (which depends on the rows).
-
-The weight of a row is part of the row: ``sample_weight`` is private data
-like ``X`` and ``y``, and is covered by the guarantee when it is a property
-of the row alone. ``class_weight`` is a public hyperparameter; its
-``"balanced"`` form is refused because it reads the class frequencies of the
-private labels.
+A weight in ``[0, w_max]`` multiplies its row's *clipped* gradient, so the
+noise is calibrated to ``w_max C`` and the unweighted accounting holds; the
+argument is in docs/privacy_argument.rst (sample and class weights).
+``sample_weight`` is private data like ``X``; ``class_weight`` is public.
 """
 
 import math
@@ -39,17 +29,7 @@ def _is_weight(value):
 
 
 def check_class_weight(value):
-    """The ``class_weight`` constraint: an error message, or None when valid.
-
-    Parameters
-    ----------
-    value : object
-        None, or a dict mapping class labels to finite non-negative weights.
-
-    Returns
-    -------
-    message : str or None
-    """
+    """The ``class_weight`` constraint: an error message, or None when valid."""
     if value is None:
         return None
     if isinstance(value, str) and value == "balanced":
@@ -66,25 +46,9 @@ def check_class_weight(value):
 def class_weight_table(class_weight, classes, max_sample_weight):
     """The weight of each class of ``classes`` (1 for a class not in the dict).
 
-    Parameters
-    ----------
-    class_weight : dict or None
-        Validated by :func:`check_class_weight`.
-    classes : ndarray of shape (n_classes,) or None
-        The label set (declared or read), sorted; None checks the bound only
-        (before the label set is known).
-    max_sample_weight : float
-
-    Returns
-    -------
-    table : ndarray of shape (n_classes,) or None
-        None when ``class_weight`` or ``classes`` is None.
-
-    Raises
-    ------
-    ValueError
-        For a weight above ``max_sample_weight`` or a key that is not a class
-        (public values: they are named).
+    ``classes`` is the sorted label set, or None to check the bound only.
+    None when ``class_weight`` or ``classes`` is None. Errors name the
+    offending (public) keys and weights.
     """
     if class_weight is None:
         return None
@@ -114,30 +78,9 @@ def row_weights(sample_weight, n_samples, max_sample_weight, class_table=None,
                 class_index=None):
     """Each row's combined weight ``class_weight[y_i] * sample_weight_i``, validated.
 
-    Parameters
-    ----------
-    sample_weight : array-like of shape (n_samples,), number or None
-        The user's weights (never modified).
-    n_samples : int
-    max_sample_weight : float
-        The public bound w_max.
-    class_table : ndarray of shape (n_classes,) or None, default=None
-        From :func:`class_weight_table`.
-    class_index : ndarray of shape (n_samples,) or None, default=None
-        Each row's class index into ``class_table``.
-
-    Returns
-    -------
-    weights : ndarray of shape (n_samples,), float64, C-contiguous, or None
-        None when every row weighs 1 (the unweighted kernels).
-
-    Raises
-    ------
-    ValueError
-        Wrong shape, negative or non-finite weights, or a combined weight
-        above ``max_sample_weight``: rows outside the declared domain. Weights
-        that are all zero are accepted (see the comment in the code). The
-        messages name no weight: the weights are private data.
+    ``class_index`` indexes each row into ``class_table`` (from
+    :func:`class_weight_table`). Returns a new float64 C-contiguous array, or
+    None when every row weighs 1. Errors name no weight: weights are private.
     """
     if sample_weight is None and class_table is None:
         return None
@@ -159,10 +102,8 @@ def row_weights(sample_weight, n_samples, max_sample_weight, class_table=None,
         raise ValueError("sample_weight must not be negative.")
     if class_table is not None:
         weights = weights * class_table[np.asarray(class_index, dtype=np.intp)]
-    # Weights that are all zero are legal: the fit then releases noise only.
-    # Refusing them would let one row decide whether a model is released (the
-    # data set with one weight raised to a legal value trains), an output with
-    # epsilon = infinity.
+    # All-zero weights are legal (noise only): refusing them would let one row
+    # decide whether a model is released.
     if (weights > max_sample_weight).any():
         raise ValueError(
             f"Some rows weigh more than max_sample_weight={max_sample_weight:g} "
