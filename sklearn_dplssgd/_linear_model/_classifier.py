@@ -274,7 +274,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             classes = self.classes
         return None if classes is None else np.unique(np.asarray(classes))
 
-    def _encode_targets(self, y, classes=None):
+    def _encode_targets(self, y, classes=None, target_range=None):
         # Integral labels pass scikit-learn's check whatever their values but
         # for its warning about many distinct labels: it runs only where
         # that warning may be due (its count of the labels is a serial pass).
