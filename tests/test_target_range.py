@@ -1,5 +1,6 @@
 """DPLSSGDRegressor without target_bounds: the target's range learned privately."""
 
+import dataclasses
 import math
 import warnings
 
@@ -54,10 +55,11 @@ def test_epsilon_is_the_composition_of_the_range_and_the_steps():
 class _RangeFromMinMax(DPLSSGDRegressor):
     """A broken variant: the range read from y without noise, accounted for nothing."""
 
-    def _plan_prior_release(self, delta, n_accounted, composable):
-        return None
+    def _fit_settings(self):
+        # The mechanism plans (and accounts for) no release of the range.
+        return dataclasses.replace(super()._fit_settings(), learns_target_range=False)
 
-    def _learn_target_range(self, y):
+    def _learn_target_range(self, y, target_range):
         self.target_bounds_ = (float(y.min()), float(y.max()))
         self.target_range_noise_multiplier_ = 1.0
 
@@ -133,3 +135,19 @@ def test_a_continued_series_keeps_its_range():
     # The range's release is in the first call's event only.
     assert isinstance(model.dp_events_[0], dp_accounting.ComposedDpEvent)
     assert isinstance(model.dp_events_[1], dp_accounting.SelfComposedDpEvent)
+
+
+def test_the_range_is_planned_with_the_steps_and_refused_to_a_search_trial():
+    from sklearn_dplssgd._mechanisms import MECHANISMS
+
+    model = DPLSSGDRegressor(epsilon=1.0, delta=1e-5)
+    model._learns_target_range = True
+    settings = model._fit_settings()
+    plan = MECHANISMS["gradient"].plan(settings, 3000)
+    # The plan holds the range's release; its event comes first in the fit's.
+    assert plan.target_range.noise_multiplier > 0
+    assert plan.mechanism.dp_event().events[0] == plan.target_range.dp_event()
+    # A trial of a private search is calibrated by the search alone.
+    trial = dataclasses.replace(settings, fixed_mechanism=plan.mechanism)
+    with pytest.raises(ValueError, match="trial of a private search"):
+        MECHANISMS["gradient"].plan(trial, 3000)

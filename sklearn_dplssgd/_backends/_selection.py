@@ -73,7 +73,7 @@ class NumpyInput:
         return X, y, sample_weight, None
 
     def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
-                      n_threads):
+                      n_threads, target_range=None):
         """The validated rows, the encoded targets and the rows' weights.
 
         Parameters
@@ -90,6 +90,9 @@ class NumpyInput:
         min_rows : int
             The fewest rows a fit accepts (0 where the row count is private).
         n_threads : int
+        target_range : TargetRangeRelease or None
+            The planned release of a regressor's target range, if any (the
+            regressor refuses to learn a Dask collection's).
 
         Returns
         -------
@@ -111,11 +114,11 @@ class NumpyInput:
             # Duplicate entries summed into a copy: the clip's row norms are
             # taken over stored entries (see _sparse).
             X = as_canonical_csr(X)
-        return (X, *self._encoded(estimator, y, sample_weight, classes))
+        return (X, *self._encoded(estimator, y, sample_weight, classes, target_range))
 
     @staticmethod
-    def _encoded(estimator, y, sample_weight, classes):
-        y_encoded, n_outputs = estimator._encode_targets(y, classes)
+    def _encoded(estimator, y, sample_weight, classes, target_range):
+        y_encoded, n_outputs = estimator._encode_targets(y, classes, target_range)
         weights = validate_hiding_values(
             {"sample_weight": sample_weight}, estimator._row_weights, sample_weight, y)
         return y_encoded, n_outputs, weights
@@ -190,7 +193,7 @@ class ArrayApiInput(NumpyInput):
         return X, y, sample_weight, None
 
     def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
-                      n_threads):
+                      n_threads, target_range=None):
         # The targets are encoded on the host (labels, bounds), whatever their
         # namespace; X keeps its namespace, device and float dtype.
         xp = self.namespace[0]
@@ -199,7 +202,7 @@ class ArrayApiInput(NumpyInput):
             to_numpy(without_autograd(y)), accept_sparse=False,
             dtype=[xp.float64, xp.float32], y_numeric=estimator._y_numeric,
             ensure_min_samples=min_rows)
-        return (X, *self._encoded(estimator, y, sample_weight, classes))
+        return (X, *self._encoded(estimator, y, sample_weight, classes, target_range))
 
     def row_norms(self, X, n_threads):
         # The backend forms the norms on the device itself.
@@ -239,7 +242,7 @@ class DaskInput(NumpyInput):
         return X, y, sample_weight, network
 
     def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
-                      n_threads):
+                      n_threads, target_range=None):
         # Encoded and weighed partition by partition, on the workers (see _dask_input).
         return (X, *dask_training_rows(estimator, X, y, sample_weight, classes, reset,
                                        self.feature_names))

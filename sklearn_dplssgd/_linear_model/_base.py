@@ -154,7 +154,8 @@ class BaseDPLSSGD(BaseEstimator):
             type(self).__name__, self.get_params(deep=False), n_threads=self._n_threads(),
             auto_sigma_levels=self._auto_sigma_levels,
             step_reference_sigma=self._step_reference_sigma,
-            average_tail=self._average_tail, prior_release=self._plan_prior_release,
+            average_tail=self._average_tail,
+            learns_target_range=self.__dict__.get("_learns_target_range", False),
             fixed_mechanism=self.__dict__.get("_fixed_mechanism"))
 
     def _n_threads(self):
@@ -174,13 +175,9 @@ class BaseDPLSSGD(BaseEstimator):
         """The share of the steps ``average="auto"`` averages: a half, as a curved loss settles."""
         return 0.5
 
-    def _encode_targets(self, y):
-        """``(y as float64 for the kernels, n_outputs)``; a classifier sets ``classes_``."""
+    def _encode_targets(self, y, classes=None, target_range=None):
+        """``(y_encoded, n_outputs)``; a regressor learns its range from ``target_range``."""
         raise NotImplementedError
-
-    def _plan_prior_release(self, delta, n_accounted, composable):
-        """The event of a release made before a fresh series' steps, or None (public inputs)."""
-        return None
 
     def _declared_labels(self, classes=None):
         """The declared label set (a classifier's), or None: read before any row."""
@@ -294,7 +291,8 @@ class BaseDPLSSGD(BaseEstimator):
         min_rows = 0 if mechanism.row_count_is_private(settings) else 1
         X, y_encoded, n_outputs, weights = backend.training_rows(
             self, X, y, sample_weight, classes=classes, reset=series is None,
-            min_rows=min_rows, n_threads=settings.n_threads)
+            min_rows=min_rows, n_threads=settings.n_threads,
+            target_range=mechanism.target_range(plan))
         self._check_series_classes(series)
         mapping = feature_map(self, n_features=X.shape[1])
         if mapping is not None:

@@ -262,7 +262,7 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
             classes = self.classes
         return None if classes is None else np.unique(np.asarray(classes))
 
-    def _encode_targets(self, y, classes=None):
+    def _encode_targets(self, y, classes=None, target_range=None):
         # Integral labels pass scikit-learn's check but for its warning about
         # many distinct labels: run it (a serial pass) only where it may be due.
         n_threads = self._n_threads()

@@ -3,12 +3,11 @@
 import math
 import warnings
 
-import dp_accounting
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._accounting import REMAINING_BUDGET, TARGET_RANGE_SHARE, calibrate_noise
+from .._accounting import TARGET_RANGE_SHARE
 from .._backends import backend_for, copy_params
 from .._mechanisms import MECHANISMS
 from .._preprocessing import histogram_ranges
@@ -182,39 +181,13 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         low, high = (float(bound) for bound in bounds)
         return (low + high) / 2.0, (high - low) / 2.0
 
-    def _target_range_noise(self, delta):
-        """``z`` of the target range's release: public quantities only (0 without privacy)."""
-        if not self._spends_privacy():
-            return 0.0
-        epsilon = self.epsilon
-        if epsilon == REMAINING_BUDGET:
-            # A share of what remains of the ledger; the steps take the rest.
-            epsilon = self.ledger.max_epsilon - self.ledger.epsilon()
-            if not epsilon > 0:
-                raise ValueError(
-                    "epsilon='remaining': the ledger has no budget left to learn the target's "
-                    "range; declare target_bounds=(low, high) or raise max_epsilon.")
-        return calibrate_noise(TARGET_RANGE_SHARE * float(epsilon), delta, sample_rate=1.0,
-                               n_steps=1, neighboring=self.neighboring).noise_multiplier
+    def _learn_target_range(self, y, target_range):
+        """Release the target's range (:func:`histogram_ranges` on ``y``) and store it.
 
-    def _plan_prior_release(self, delta, n_accounted, composable):
-        """The target range's ``GaussianDpEvent`` where the fit learns it, else None."""
-        self.__dict__.pop("_planned_range_noise", None)
-        if self.target_bounds is not None:
-            return None
-        if not composable:
-            raise ValueError(
-                f"target_bounds=None learns the target's range with a noisy histogram, which "
-                f"this fit cannot account for (mechanism={self.mechanism!r}, or a trial of a "
-                "private search, which calibrates its trials alone): declare "
-                "target_bounds=(low, high).")
-        noise = self._target_range_noise(delta)
-        self._planned_range_noise = noise
-        return dp_accounting.GaussianDpEvent(noise) if noise > 0 else None
-
-    def _learn_target_range(self, y):
-        """Release the target's range (:func:`histogram_ranges` on ``y``) and store it."""
-        noise = self.__dict__.pop("_planned_range_noise", None)
+        ``target_range`` is the mechanism's planned release (its noise), None
+        where the mechanism could not plan before reading the rows.
+        """
+        noise = None if target_range is None else target_range.noise_multiplier
         if noise is None:
             # A private fit must have planned (so accounted) it before reading rows.
             if self._spends_privacy():
@@ -240,7 +213,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.target_bounds_ = (float(lower[0]), float(upper[0]))
         self.target_range_noise_multiplier_ = float(noise)
 
-    def _encode_targets(self, y, classes=None):
+    def _encode_targets(self, y, classes=None, target_range=None):
         # scikit-learn converts only object targets to numbers: text in a
         # string array arrives here, and NumPy's error would quote it.
         y = validate_hiding_values({"y": y}, np.asarray, y, dtype=np.float64)
@@ -248,7 +221,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
             self.target_bounds_ = tuple(float(bound) for bound in self.target_bounds)
             self.target_range_noise_multiplier_ = None
         elif self.__dict__.get("_learns_target_range"):
-            self._learn_target_range(y)
+            self._learn_target_range(y, target_range)
             self._learns_target_range = False
         scale = self._target_scale()
         if scale is None:

@@ -27,6 +27,7 @@ from .._training import (
 )
 from ._clip_warning import warn_if_mostly_clipped
 from ._release import Mechanism, NoiseAdded, ReleaseMechanism, ReleaseRecord
+from ._target_range import TargetRangeRelease
 
 __all__ = ["GradientPerturbation", "GradientPerturbationMechanism", "ReleasePlan"]
 
@@ -278,6 +279,7 @@ class ReleasePlan(typing.NamedTuple):
     batch_size: int
     max_iter: int
     n_samples: int
+    target_range: typing.Optional[TargetRangeRelease] = None
 
 
 class GradientPerturbationMechanism(ReleaseMechanism):
@@ -309,6 +311,9 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     def plan_before_reading(self, settings, n_rows, series, partial):
         return self.plan(settings, n_rows, series, partial) if n_rows else None
 
+    def target_range(self, plan):
+        return None if plan is None else plan.target_range
+
     def plan(self, settings, n_samples, series=None, partial=False):
         """Fix what a fit on ``n_samples`` rows releases, and charge the ledger.
 
@@ -332,9 +337,16 @@ class GradientPerturbationMechanism(ReleaseMechanism):
         n_steps = number_of_steps(n_accounted, batch_size, max_iter)
         schedule = noise_schedule_blocks(settings.noise_schedule, n_steps, max_iter)
         fixed = settings.fixed_mechanism
-        # A continued series keeps what its first release learned before its steps.
-        prior_event = None if series is not None else settings.prior_release(
-            delta, n_accounted, self.composes_prior_release and fixed is None)
+        # A continued series keeps the range its first release learned.
+        target_range = None
+        if settings.learns_target_range and series is None:
+            if fixed is not None:
+                raise ValueError(
+                    "target_bounds=None learns the target's range with a noisy histogram, "
+                    "which a trial of a private search cannot account for (the search "
+                    "calibrates its trials alone): declare target_bounds=(low, high).")
+            target_range = TargetRangeRelease.planned(settings, delta)
+        prior_event = None if target_range is None else target_range.dp_event()
         if fixed is not None:
             mechanism, calibration = _search_trial(settings, fixed, delta, sample_rate,
                                                    n_steps, schedule)
@@ -349,7 +361,7 @@ class GradientPerturbationMechanism(ReleaseMechanism):
             settings.ledger.charge(settings.estimator_name, mechanism.dp_event(),
                                    settings.neighboring)
         return ReleasePlan(mechanism, calibration, sample_rate, n_steps, rng, batch_size,
-                           max_iter, n_samples)
+                           max_iter, n_samples, target_range)
 
     def calibrated_mechanism(self, settings, delta, **shape):
         """The mechanism meeting the fit's epsilon (or the ledger's remainder), calibrated.

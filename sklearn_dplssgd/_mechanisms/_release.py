@@ -207,6 +207,14 @@ class ReleaseMechanism:
         """
         return None
 
+    def target_range(self, plan):
+        """The planned release of a regressor's target range (None: none planned).
+
+        Only a mechanism that ``composes_prior_release`` plans one, in its
+        plan, before the rows are read.
+        """
+        return None
+
     def smoothing(self, settings, n_features, sparse, feature_names):
         """The Laplacian smoothing strength ``sigma_`` of the fit."""
         return 0.0

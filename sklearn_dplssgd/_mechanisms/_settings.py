@@ -43,9 +43,10 @@ class FitSettings:
         The smoothing ``eta0="auto"`` was measured with (None: no adjustment).
     average_tail : callable ``(n_features) -> float``
         The share of the steps ``average="auto"`` averages (public width of X).
-    prior_release : callable ``(delta, n_accounted, composable) -> DpEvent or None``
-        Plans a release the estimator makes on the rows before the steps
-        (the regressor's learned target range), from public quantities.
+    learns_target_range : bool
+        Whether the fit learns its targets' range before the steps (a
+        regressor without ``target_bounds``): the mechanism plans that
+        release (:class:`~._target_range.TargetRangeRelease`) with its own.
     fixed_mechanism : object or None
         In a trial of :class:`~sklearn_dplssgd.DPRandomizedSearch`, the
         mechanism the search calibrated for all its trials.
@@ -57,7 +58,7 @@ class FitSettings:
     auto_sigma_levels: tuple
     step_reference_sigma: typing.Optional[float]
     average_tail: typing.Callable
-    prior_release: typing.Callable
+    learns_target_range: bool
     fixed_mechanism: typing.Any
 
     def __post_init__(self):

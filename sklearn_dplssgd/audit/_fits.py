@@ -23,9 +23,6 @@ def check_estimator(estimator):
 class _TargetsAsGiven:
     """Overrides that make a regressor's steps train on its targets as given."""
 
-    def _plan_prior_release(self, delta, n_accounted, composable):
-        return None
-
     def _prepare_targets(self, X, continued):
         self._learns_target_range = False
 
