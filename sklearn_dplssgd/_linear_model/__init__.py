@@ -6,13 +6,11 @@ The modules are private; the names other layers use are re-exported here.
 
 from ._base import BaseDPLSSGD
 from ._classifier import DPLSSGDClassifier
-from .._backends import dask_arrays
 from ._regressor import DPLSSGDRegressor, TARGET_RANGE_SHARE
 
 __all__ = [
     "BaseDPLSSGD",
     "DPLSSGDClassifier",
     "DPLSSGDRegressor",
-    "dask_arrays",
     "TARGET_RANGE_SHARE",
 ]

@@ -22,8 +22,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._accounting import ledger_error, search_report
-from .._backends import backend_for
-from .._linear_model import BaseDPLSSGD, dask_arrays
+from .._backends import backend_for, dask_arrays
+from .._linear_model import BaseDPLSSGD
 from .._mechanisms import RandomSearchSelection
 from .._training import (
     GeneratorWords, resolve_schedule, noise_schedule_blocks, number_of_steps, make_generator,
