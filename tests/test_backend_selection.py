@@ -89,3 +89,14 @@ def test_the_fit_trains_through_the_selected_backend(monkeypatch):
         directly = estimator.fit(X, y).coef_
     assert calls == ["row_norms", "trainer"]
     np.testing.assert_array_equal(through_recording, directly)
+
+
+def test_every_input_class_prepares_its_rows_under_one_signature():
+    import inspect
+
+    from sklearn_dplssgd._backends import ArrayApiInput, DaskInput, NumpyInput
+
+    for method in ("arrays", "training_rows", "map_rows"):
+        expected = inspect.signature(getattr(NumpyInput, method))
+        for backend in (ArrayApiInput, DaskInput):
+            assert inspect.signature(getattr(backend, method)) == expected, (backend, method)
