@@ -183,28 +183,11 @@ class RoundedGaussianScale:
 
 
 def sample_rounded_gaussian(size, scale, source=None, *, capacity=DIGIT_CAPACITY):
-    """``size`` independent draws of ``round(s G)``, ``G`` standard normal, exactly.
+    """``size`` independent int64 draws of ``round(s G)``, ``G`` standard normal, exactly.
 
-    Parameters
-    ----------
-    size : int
-        How many draws.
-    scale : RoundedGaussianScale
-        The public ``s``.
-    source : object with ``words(count)``, optional
-        Where the random words come from; ``SecureWords`` when None.
-    capacity : int, default=DIGIT_CAPACITY
-        The digits a u-rand may hold (a smaller one only makes the failure
-        below likelier; the tests force it).
-
-    Returns
-    -------
-    ndarray of int64, shape (size,)
-
-    Raises
-    ------
-    SamplerCapacityError
-        If a draw needs more than ``capacity`` digits of one uniform.
+    ``source`` is ``SecureWords`` when None. Raises ``SamplerCapacityError``
+    when a draw needs more than ``capacity`` digits of one uniform (the tests
+    lower it to force that).
     """
     if not isinstance(scale, RoundedGaussianScale):
         raise TypeError("sample_rounded_gaussian: scale must be a RoundedGaussianScale.")
