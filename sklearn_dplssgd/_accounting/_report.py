@@ -193,8 +193,11 @@ def _noise_lines(estimator):
     return [f"{steps}{clip}, {words}{smoothing}"]
 
 
+_LEDGER_CHARGED = ("Ledger: this fit was charged to the PrivacyLedger given to it; "
+                   "ledger.privacy_report() states the total spent on the data.")
+
 # The trust a fit on a Dask cluster placed in the network its secrets crossed
-# (see backends.check_cluster_network), keyed by what the fit recorded.
+# (see _backends.check_cluster_network), keyed by what the fit recorded.
 _CLUSTER_NETWORK = {
     "protected": (
         "Cluster: trained on a Dask cluster reached locally or over TLS; the guarantee "
@@ -237,8 +240,7 @@ def estimator_report(estimator, releases_integers=False):
             "guarantee above is this fit's own share. ledger.privacy_report() states the "
             "total spent on the data.")
     elif ledger is not None:
-        lines.append("Ledger: this fit was charged to the PrivacyLedger given to it; "
-                     "ledger.privacy_report() states the total spent on the data.")
+        lines.append(_LEDGER_CHARGED)
     network = getattr(estimator, "_cluster_network", None)
     if network is not None:
         lines.append(_CLUSTER_NETWORK[network])
@@ -298,8 +300,7 @@ def transformer_report(transformer, released):
     lines.append(f"Treated as public: {public}; the number of columns "
                  f"({transformer.n_features_in_}); every hyperparameter and declared bound.")
     if getattr(transformer, "ledger", None) is not None:
-        lines.append("Ledger: this fit was charged to the PrivacyLedger given to it; "
-                     "ledger.privacy_report() states the total spent on the data.")
+        lines.append(_LEDGER_CHARGED)
     lines.append(_NOT_COVERED)
     return "\n\n".join(lines)
 

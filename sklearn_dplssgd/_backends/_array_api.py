@@ -1,20 +1,10 @@
 """DP-LSSGD on array API arrays (PyTorch, CuPy, array-api-strict): training on their device.
 
-Under ``sklearn.set_config(array_api_dispatch=True)`` (``SCIPY_ARRAY_API=1``
-set before SciPy is imported) the estimators train on the device of any
-array scikit-learn's array API support handles. The Numba kernels cannot
-take such arrays; this is the same loop in array API operations only: each
-loss's array residual (:func:`~sklearn_dplssgd._training.loss_derivative`),
-per-sample gradient norms ``||r_i|| ||[x_i, 1]||`` without per-sample
-gradients, the clipped sum ``S^T [X_B, 1]`` as two matrix products, the
-release on the lattice (integer noise drawn exactly on the host from the
-fit's generator, as the NumPy path draws it), Laplacian smoothing by FFT (or
-the host's O(d) solve without the FFT extension), decay, the optimizer step
-and averaging. The privacy plan, the accountant, the Poisson batches and the
-targets' encoding stay on the host.
-
-Tested with scikit-learn 1.9, whose (private) array API helpers this module
-uses.
+Under ``sklearn.set_config(array_api_dispatch=True)`` the estimators train on
+the device of any array scikit-learn's array API support handles: the NumPy
+backend's loop in array API operations only (the clipped sum as two matrix
+products, smoothing by FFT). The plan, the accountant, the Poisson batches and
+the exact integer noise stay on the host.
 """
 
 import contextlib
@@ -50,20 +40,7 @@ __all__ = [
 
 
 def array_api_namespace(X):
-    """``(xp, device)`` of a non-NumPy array API input under dispatch, else None.
-
-    Parameters
-    ----------
-    X : object
-        An input of a fit or a prediction.
-
-    Returns
-    -------
-    namespace : tuple (xp, device) or None
-        None when ``array_api_dispatch`` is off or ``X`` is not an array of a
-        non-NumPy namespace (NumPy arrays, lists, data frames and sparse
-        matrices take the NumPy path).
-    """
+    """``(xp, device)`` of a non-NumPy array API input under dispatch, else None."""
     if not get_config()["array_api_dispatch"]:
         return None
     if not array_api_compat.is_array_api_obj(X) or array_api_compat.is_numpy_array(X):
@@ -72,28 +49,14 @@ def array_api_namespace(X):
 
 
 def without_autograd(X):
-    """``X`` cut from PyTorch's autograd graph (the same memory); other arrays unchanged.
-
-    Features that require gradients (the output of a network, say) would
-    otherwise make every step of the fit record a graph, and the fitted
-    weights require gradients.
-    """
+    """``X`` cut from PyTorch's autograd graph (the same memory); other arrays unchanged."""
     return X.detach() if array_api_compat.is_torch_array(X) else X
 
 
 def to_numpy(array):
     """A NumPy copy, on the host, of an array of any namespace (others unchanged).
 
-    Always a copy: moving a CPU tensor can share its memory, and the caller
-    may be holding the user's array.
-
-    Parameters
-    ----------
-    array : array or other
-
-    Returns
-    -------
-    array : ndarray, or the input when it is not an array API array
+    Always a copy: moving a CPU tensor can share the user's memory.
     """
     if not array_api_compat.is_array_api_obj(array) or array_api_compat.is_numpy_array(array):
         return array
@@ -129,18 +92,7 @@ def wide_dtype(xp, device):
 
 
 def check_same_namespace(X, fitted, *, attribute, method):
-    """A ValueError unless ``X`` and ``fitted.<attribute>`` share namespace and device.
-
-    Parameters
-    ----------
-    X : array
-        The input of a prediction.
-    fitted : estimator
-    attribute : str
-        The fitted attribute that holds an array of the fit's namespace.
-    method : str
-        The calling method (for the message).
-    """
+    """A ValueError unless ``X`` and ``fitted.<attribute>`` share namespace and device."""
     reference = getattr(fitted, attribute)
     if _namespace_and_device(X) != _namespace_and_device(reference):
         raise ValueError(
@@ -165,10 +117,8 @@ def device_of(array):
 def _norms_of_rows(xp, values):
     """The L2 norm of each row of a (b, K) array (``abs`` for K = 1, as the kernels).
 
-    Scaled by each row's largest entry (:func:`._row_norms.scaled_row_norms`):
-    where the widest float is float32 (MPS), the squares of entries near
-    1e-23 are 0, and a plain norm would tell the clip that a residual of
-    such entries has norm 0.
+    Scaled by each row's largest entry: in float32 the squares of entries near
+    1e-23 are 0, and a plain norm would call such a residual 0.
     """
     if values.shape[1] == 1:
         return xp.abs(values[:, 0])
@@ -178,30 +128,10 @@ def _norms_of_rows(xp, values):
 def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=None):
     """``w_i r_i min(1, C / ||g_i||)`` with ``||g_i|| = ||r_i|| feature_norms_i``, as stored.
 
-    The array form of :func:`._clipping.clipped_residual`, with the same
-    order of operations, the same check on the coefficients as stored in
-    ``dtype`` and the same fail-closed rows (zero). Every norm is scaled by
-    the row's largest entry, so that it neither underflows nor overflows in
-    float32 (devices without float64).
-
-    Parameters
-    ----------
-    xp : namespace
-    residuals : array of shape (b, K)
-        In the wide dtype (float64 where available).
-    feature_norms : array of shape (b,)
-        ``sqrt(||x_i||^2 + [fit_intercept])``, same dtype.
-    clip_norm : float
-        C.
-    dtype : dtype of xp
-        The parameters' dtype, in which the coefficients are returned.
-    weights : array of shape (b,), wide dtype, or None, default=None
-        The rows' weights in ``[0, max_sample_weight]``, applied to the
-        clipped coefficients (1 for None).
-
-    Returns
-    -------
-    coefficients : array of shape (b, K), ``dtype``
+    The array form of :func:`._clipping.clipped_residual` (same order of
+    operations, same check as stored in ``dtype``, same fail-closed rows).
+    ``residuals`` (b, K), ``feature_norms`` and ``weights`` (b,) are in the wide
+    dtype; the coefficients are returned in ``dtype``.
     """
     info = xp.finfo(dtype)
     largest, tiny = float(info.max), float(info.smallest_normal)
@@ -249,20 +179,11 @@ def clipped_residuals(xp, residuals, feature_norms, clip_norm, dtype, weights=No
 def full_precision_switches(torch):
     """The settings that keep float32 products in float32: ``(read, write, full)`` each.
 
-    TensorFloat-32 and oneDNN's bfloat16 products round each factor to 10 or
-    7 bits, so a clipped contribution could exceed the checked norm by about
-    1e-3. PyTorch 2.9 and later have one ``fp32_precision`` per backend
-    (mixing it with the older flags is an error there); older releases have
-    the flags and the global matmul precision.
-
-    Parameters
-    ----------
-    torch : module
-        ``torch`` (or an object with its ``backends`` layout, in tests).
-
-    Returns
-    -------
-    switches : list of (callable, callable, object)
+    TensorFloat-32 and bfloat16 products would let a clipped contribution
+    exceed the checked norm by about 1e-3. PyTorch 2.9 and later have one
+    ``fp32_precision`` per backend (mixing it with the older flags is an
+    error); older releases have the flags and the global matmul precision.
+    ``torch`` may be a stand-in with its ``backends`` layout.
     """
     backends = torch.backends
     if hasattr(backends.cuda.matmul, "fp32_precision"):
@@ -286,17 +207,9 @@ def full_precision_switches(torch):
 def full_precision_products(xp, torch_module=None):
     """Within the block, PyTorch multiplies float32 (and float64) in full precision.
 
-    The clipped sum is a matrix product, which must not round below the
-    precision the clip checked (:func:`full_precision_switches`). The user's
-    settings are restored on exit, also when the block raises; they are
-    process-wide (other threads run in full precision meanwhile). Other
-    namespaces: nothing to do.
-
-    Parameters
-    ----------
-    xp : namespace
-    torch_module : module or None, default=None
-        ``torch`` itself when None (a stand-in in tests).
+    The clipped sum must not round below the precision the clip checked. The
+    user's (process-wide) settings are restored on exit. ``torch_module``:
+    ``torch`` when None (a stand-in in tests).
     """
     if torch_module is None and not array_api_compat.is_torch_namespace(xp):
         yield
@@ -317,10 +230,7 @@ def full_precision_products(xp, torch_module=None):
 def _smoother(xp, device, n_features, sigma, dtype):
     """``A_sigma^{-1}`` along the feature axis of a (K, d) array, or None for sigma = 0.
 
-    By real FFT with the eigenvalues of
-    :func:`~sklearn_dplssgd._training.smoothing_eigenvalues` where the namespace has the FFT
-    extension; otherwise the rows go to the host for the exact O(d) solve
-    :func:`._kernels.smooth_rows` and back.
+    By real FFT where the namespace has it, else by the host's O(d) solve.
     """
     if sigma <= 0:
         return None
@@ -347,11 +257,7 @@ def _smoother(xp, device, n_features, sigma, dtype):
 
 
 def initial_gradient_norms(X, y, n_outputs, loss_code, loss_threshold, fit_intercept):
-    """Per-sample gradient norms at zero weights, and ``||[x_i, 1]||``, as NumPy arrays.
-
-    Computed on ``X``'s device (``y`` encoded, on the host); only the two
-    length-n vectors come back.
-    """
+    """Per-sample gradient norms at zero weights, and ``||[x_i, 1]||``, as NumPy arrays."""
     xp = array_api_compat.array_namespace(X)
     device = device_of(X)
     wide = wide_dtype(xp, device)
@@ -368,14 +274,11 @@ def clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, *, loss_co
                          loss_threshold, clip_norm, fit_intercept, wide, weights=None):
     """``sum_i w_i clip_C(r_i [x_i, 1])`` over a batch, without per-sample gradients.
 
-    ``y_batch``, ``feature_norms`` (``||[x_i, 1]||``), ``params`` (K, d + 1)
-    and ``weights`` (or None) in the ``wide`` dtype (float64 where the device
-    has it); the weights apply to the clipped coefficients, as the kernels'.
-    Returns the (K, d + 1) sum in the dtype of ``params``.
+    Everything but ``X_batch`` in the ``wide`` dtype; returns the (K, d + 1)
+    sum in the dtype of ``params``.
     """
     n_features = X_batch.shape[1]
-    # The products in the parameters' (wide) dtype: the sum's error bound
-    # (training._lattice) is for that dtype.
+    # In the parameters' (wide) dtype, for which the lattice's error bound holds.
     X_batch = xp.astype(X_batch, params.dtype)
     margins = xp.matmul(X_batch, params[:, :n_features].T) + params[:, n_features]
     residuals = loss_derivative(xp, loss_code, xp.astype(margins, wide), y_batch,
@@ -394,11 +297,9 @@ def clipped_gradient_sum(xp, X_batch, y_batch, feature_norms, params, *, loss_co
 class ArrayApiTraining:
     """The array API backend of the training loop: functional updates on a device.
 
-    The same steps as :class:`~sklearn_dplssgd._backends.NumpyTraining`, written with array API
-    standard operations only (see the module docstring): the batches are
-    drawn on the host and copied to the device a chunk at a time; the noise
-    is drawn on the device where the namespace has a generator, else on the
-    host draw for draw as the NumPy backend draws it.
+    The steps of :class:`~sklearn_dplssgd._backends.NumpyTraining`; the batches
+    and the noise are drawn on the host, as the NumPy backend draws them, and
+    copied to the device a chunk at a time.
     """
 
     def __init__(self, X, y, n_outputs, plan, rng, *, batch_sampler=poisson_batches,
@@ -412,13 +313,10 @@ class ArrayApiTraining:
         self.wide = wide_dtype(xp, device)
         norms = without_long_rows(xp, row_norms(xp, X, self.wide))
         intercept_term = 1.0 if plan.fit_intercept else 0.0
-        # ||[x_i, 1]||, the factor of every per-sample gradient norm (hypot:
-        # the square of a long row's norm would overflow).
+        # ||[x_i, 1]|| by hypot: the square of a long row's norm would overflow.
         self.feature_norms = xp.hypot(norms, xp.full_like(norms, intercept_term))
         self.y = xp.asarray(to_device(np.asarray(y, dtype=np.float64), xp, device),
                             dtype=self.wide)
-        # The weights and sums in the wide dtype (the release's error bound
-        # is for it); the model is returned in X's dtype.
         self.params = xp.zeros((n_outputs, n_features + 1), dtype=self.wide, device=device)
         self.sum_dtype = np.float64 if self.wide == xp.float64 else np.float32
         self.weights = None if sample_weight is None else xp.asarray(
@@ -446,8 +344,6 @@ class ArrayApiTraining:
                                                    self.plan.sample_rate, chunk_steps)
                 rows = to_device(rows.astype(np.int64), xp, self.device)
             check_chunk_batches(lattice, offsets, self.X.shape[0])
-            # Drawn exactly on the host, from the fit's generator, as the
-            # NumPy path draws it.
             noise = chunk_noise(self.noise_source, self.rng, lattice, chunk_start, chunk_steps,
                                 self.params.shape, self._n_noisy_columns)
             if self.wide == xp.float64:
@@ -521,33 +417,9 @@ def train_dp_lssgd_array_api(X, y, n_outputs, plan, rng, *, verbose=0, epoch_cal
                              sample_weight=None):
     """Run the T steps of DP-LSSGD from zero weights on array API arrays.
 
-    The same algorithm, plan and privacy mechanism as
-    :func:`~sklearn_dplssgd._backends.train_dp_lssgd`; only the arrays differ.
-
-    Parameters
-    ----------
-    X : array of shape (n_samples, d), float32 or float64, of a namespace ``xp``
-        On the device where training runs.
-    y : ndarray of shape (n_samples,)
-        Encoded targets, on the host (moved to the device here).
-    n_outputs : int
-    plan : TrainingPlan
-    rng : numpy.random.Generator
-    verbose, epoch_callback, batch_sampler
-        As :func:`~sklearn_dplssgd._backends.train_dp_lssgd` (``epoch_callback`` gets a NumPy copy).
-    noise_source : callable or None, default=None
-        As :func:`~sklearn_dplssgd._backends.train_dp_lssgd`'s (None: its
-        default, the exact rounded Gaussian). The integer noise is drawn on
-        the host from the fit's generator, draw for draw as the NumPy path
-        draws it, and copied to the device a chunk at a time.
-    sample_weight : ndarray of shape (n_samples,) or None, default=None
-        Per-row weights in ``[0, plan.max_sample_weight]``, on the host
-        (validated by the caller).
-
-    Returns
-    -------
-    params : array of shape (n_outputs, d + 1)
-        In the namespace, on the device and in the dtype of ``X``.
+    As :func:`~sklearn_dplssgd._backends.train_dp_lssgd` (same plan and
+    mechanism), with ``X`` on its device and ``y``, ``sample_weight`` on the
+    host; the parameters come back in ``X``'s namespace, device and dtype.
     """
     backend = ArrayApiTraining(X, y, n_outputs, plan, rng, batch_sampler=batch_sampler,
                                noise_source=noise_source, sample_weight=sample_weight)

@@ -1,11 +1,8 @@
 """The per-sample clip of the compiled kernels, fail-closed (Numba).
 
-One sample's gradient of a linear model is ``r [x, 1]`` for its residual
-``r`` (one entry per output), so clipping it to C is one scale factor:
-:func:`clipped_residual` computes the clipped residual as it will be stored
-in the parameters' dtype and checks the bound on the stored numbers. Every
-gradient kernel (dense, BLAS, CSR) calls it; it is inlined into them (a call
-per row passing arrays costs as much as the clip itself on a narrow row).
+A sample's gradient is ``r [x, 1]``, so clipping it is one scale factor on the
+residual ``r``; :func:`clipped_residual` checks the bound on the coefficients
+as stored, and is inlined into every gradient kernel.
 """
 
 import math
@@ -22,15 +19,12 @@ __all__ = [
     "scaled_norm",
 ]
 
-# The stored coefficients' norm may exceed its bound by this factor: the
-# float64 evaluation of a norm is itself exact only to a few units of 2**-53
-# (and fused multiply-adds change the last bit from one compiled variant to
-# another). Rounding to float32 (2**-24) or up to a subnormal (up to 2x) is
-# far above it and is corrected (see clipped_residual).
+# The stored coefficients' norm may exceed its bound by this factor: a float64
+# norm is exact only to a few units of 2**-53 (fused multiply-adds included).
+# Larger overshoots (float32 rounding, subnormals) are corrected.
 NORM_SLACK = 1.0 + 2.0 ** -48
 
 # Largest and smallest normal magnitude of a clipped coefficient, per dtype.
-# The kernels tell the two dtypes apart by the largest (see _rounding_unit).
 COEFFICIENT_RANGE = {
     np.dtype(dtype): (float(np.finfo(dtype).max), float(np.finfo(dtype).smallest_normal))
     for dtype in (np.float32, np.float64)
@@ -39,10 +33,7 @@ COEFFICIENT_RANGE = {
 
 @njit(cache=True, nogil=True)
 def scaled_norm(x):
-    """``||x||`` in float64 without overflow or underflow: scaled by the largest entry.
-
-    A NaN entry never wins the comparison for the largest.
-    """
+    """``||x||`` in float64 without overflow or underflow: scaled by the largest entry."""
     scale = 0.0
     for k in range(x.shape[0]):
         # Not the builtin max: compiling its generic form costs seconds.
@@ -62,8 +53,7 @@ def scaled_norm(x):
 def _rounding_unit(largest):
     """The machine epsilon of the dtype whose largest finite number is ``largest``.
 
-    float32 or float64 (COEFFICIENT_RANGE): a comparison, where ``np.finfo``
-    in a kernel compiles its whole implementation (a fifth of a second).
+    A comparison: ``np.finfo`` in a kernel is slow to compile.
     """
     return 2.0 ** -23 if largest < 1e39 else 2.0 ** -52
 
@@ -72,17 +62,12 @@ def _rounding_unit(largest):
 def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, out):
     """``out = w r min(1, C / (||r|| ||[x, 1]||))``, as stored, within ``w C``.
 
-    ``feature_norm`` is ``||[x, 1]||`` (``||x||`` without an intercept), from
-    :func:`feature_norm_of`; the weight ``w`` multiplies the clipped gradient.
-    The test is ``||r|| > C / ||[x, 1]||`` and ``r / ||r||`` is formed first,
-    so neither the product of the norms can overflow nor the factor
-    underflow (hence no reassociation here). The bound is checked on the
-    coefficients as stored in ``out``'s dtype, to ``NORM_SLACK``; the clip
-    fails closed: a non-finite residual, a NaN or negative feature norm, a
-    coefficient above ``largest`` or a vector two rescalings do not bring
-    within the bound zeroes ``out`` whole. docs/privacy_argument.rst
-    ("The value that is used is the value whose norm was checked") has the
-    argument. No calls on the common path: it is inlined into every kernel.
+    ``feature_norm`` is ``||[x, 1]||`` (:func:`feature_norm_of`). The test is
+    ``||r|| > C / ||[x, 1]||`` with ``r / ||r||`` formed first, so nothing
+    overflows or underflows (hence no reassociation). Fails closed: any row
+    the checked bound does not hold for is zeroed whole; the argument is in
+    docs/privacy_argument.rst ("The value that is used is the value whose
+    norm was checked").
     """
     n_outputs = residual.shape[0]
     if n_outputs == 1:
@@ -141,9 +126,7 @@ def clipped_residual(residual, feature_norm, clip_norm, weight, largest, tiny, o
 def feature_norm_of(row_norms, feature_norms, i, intercept_term):
     """``||[x_i, 1]||`` (``||x_i||`` without an intercept) in float64.
 
-    From ``feature_norms`` when a fit computed them once
-    (:func:`compute_feature_norms`), else from the row norm: ``hypot`` costs
-    about 20 ns, as much as the rest of a narrow row's clip.
+    From ``feature_norms`` when a fit computed them once, else from the row norm.
     """
     if feature_norms.shape[0] > 0:
         return feature_norms[i]
@@ -154,9 +137,8 @@ def feature_norm_of(row_norms, feature_norms, i, intercept_term):
 def _hypot_of_norm(row_norm, intercept_term):
     """``hypot(row_norm, intercept_term)``, NaN for a negative row norm.
 
-    ``hypot`` would turn a negative (invalid) row norm into a positive
-    feature norm, and the clip would bound the sample by the wrong norm; NaN
-    makes the clip drop it (NaN stays NaN through ``hypot``).
+    ``hypot`` would make an invalid negative norm positive; NaN makes the clip
+    drop the row.
     """
     if row_norm < 0.0:
         return math.nan

@@ -1,27 +1,17 @@
 """DP-LSSGD on a Dask array: the rows stay in their partitions, on the cluster.
 
-The same mechanism as the NumPy backend (:class:`DaskTraining` is a
-:class:`~sklearn_dplssgd._training.TrainingBackend`): each step, every
-partition Poisson-samples its own rows and returns the clipped-gradient sum
-of its sample (the NumPy kernel, zero noise); the loop adds the partial
-sums, releases their total on the lattice with the step's integer noise,
-once, drawn from the fit's generator as the NumPy backend draws it, smooths
-and steps. No row leaves its partition.
-
-The partitions are prepared once per fit (C-contiguous, checked finite,
-norms computed) and held where they are computed: on the workers of the
-active ``dask.distributed`` client, each worker's handed to one actor (a
-step is one direct call per worker), or in this process under Dask's local
-scheduler. On a cluster the loop itself runs on one worker, the coordinator
-(:class:`_CoordinatorTraining`), one hop from each other worker; a fit that
-prints progress or calls back every epoch keeps it on the client.
-
+The NumPy backend's mechanism: each step, every partition Poisson-samples its
+own rows and returns its clipped-gradient sum (no noise); the loop adds them
+and releases the total once, on the lattice, with the fit's integer noise.
+The partitions are prepared once and held where they are computed: by one
+actor per worker of the active ``dask.distributed`` client, or in this process
+under Dask's local scheduler. On a cluster the loop runs on one worker, the
+coordinator (:class:`_CoordinatorTraining`), unless the fit reports progress.
 Partition k's sample at step t comes from an AES-CTR generator keyed from
-``(s_k, t)``, ``s_k`` drawn from the fit's generator (as secret as the
-noise, sent to the workers only): a recomputed task draws the same sample,
-and a partition rebuilt after a lost worker is detected by its token and
-fails the fit before anything is released. :mod:`._dask_network` decides
-whether the cluster's network may carry what crosses it.
+``(s_k, t)``, ``s_k`` secret, drawn from the fit's generator; a partition
+rebuilt after a lost worker is detected by its token and fails the fit
+(docs/privacy_argument.rst, "Dask arrays (a cluster)"). :mod:`._dask_network`
+decides whether the cluster's network may carry what crosses it.
 """
 
 import contextlib
@@ -146,11 +136,7 @@ def _summary(partition):
 
 
 class _Batch:
-    """A step's Poisson sample of a partition: its row indices, the rows left in place.
-
-    Not gathered: on a 2-worker LocalCluster copying the rows out cost more
-    a step than reading them through the indices.
-    """
+    """A step's Poisson sample of a partition: its row indices, the rows left in place."""
 
     def __init__(self, partition, rows=None):
         self.X, self.y, self.row_norms, self.feature_norms, self.weights = (
@@ -187,9 +173,7 @@ def _partition_sum(partition, seed, params, step, settings):
 class _PartitionHolder:
     """A worker's partitions of a fit, held by one Dask actor for the whole fit.
 
-    A step is one call per worker, from the coordinator or the client: the
-    weights out, the sums of the worker's partitions back. It is answered on
-    the worker's event loop (no thread hop: about 0.5 ms a step less), which
+    A step is one call per worker, answered on the worker's event loop, which
     then draws the next step's sample while the answer travels.
     """
 
@@ -546,8 +530,7 @@ class DaskTraining(_PartialSumsSteps):
         # The partitions' sampling seeds, from the fit's generator (secret
         # unless the fit is reproducible), before any noise.
         self._seeds = rng.integers(0, 2**63, size=(len(self._partitions), 2), dtype=np.int64)
-        # Sums in float64 whatever X's dtype (the release's error bound is
-        # for float64); the model is returned in X's dtype.
+        # Sums in float64, for which the release's error bound holds.
         self.params = np.zeros((n_outputs, X.shape[1] + 1), dtype=np.float64)
         self._output_dtype = X.dtype
         if initial_params is not None:

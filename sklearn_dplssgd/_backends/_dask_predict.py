@@ -1,18 +1,11 @@
 """Predictions and scores of a fitted model on Dask input: blockwise, where the rows are.
 
-A fitted model's weights are public (the release), so they may travel to the
-workers; the rows may not come back. Each partition of X is predicted on its
-worker by the model's own in-memory method (the same validation, the same
-value-free errors, raised when that partition is computed), and the result is
-a lazy Dask array aligned with X's rows, as ``dask_ml``'s ``ParallelPostFit``
-gives. A score computes on each partition only a few sums (the weight of the
-correct predictions, or the moments of the targets and the squared errors),
-and the client combines the partitions' sums into one number.
-
-Before anything is scheduled, the method runs once on the client on one row
-of zeros shaped by X's public metadata (its width, dtype and, for a
-DataFrame, its columns): it checks the width and the feature names as for
-NumPy input, and tells the shape and dtype of the output.
+The fitted weights (public) travel to the workers; the rows never come back.
+Each partition is predicted by the model's own in-memory method, giving a lazy
+Dask array aligned with X's rows; a score brings back only a few sums per
+partition. The method first runs on the client on one row of zeros shaped by
+X's public metadata, which checks the width and feature names and tells the
+output's shape and dtype.
 """
 
 import copy
@@ -61,12 +54,7 @@ def _rows(X_frame, lengths=False):
 
 
 def _worker_model(model):
-    """The copy of the fitted model the workers predict with.
-
-    A partition is a NumPy block, without the DataFrame's column names, which
-    the client's probe has checked already: the copy forgets
-    ``feature_names_in_`` so that each block is not warned about them again.
-    """
+    """A copy of the model without ``feature_names_in_`` (the probe checked the names)."""
     worker_model = copy.copy(model)
     vars(worker_model).pop("feature_names_in_", None)
     return worker_model
@@ -81,19 +69,8 @@ def _predict_block(X_block, model, method, empty):
 def predict_blockwise(model, method, X_frame):
     """``model.<method>`` on every partition of ``X_frame``, on its worker: a lazy Dask array.
 
-    Parameters
-    ----------
-    model : fitted estimator
-    method : str
-        Name of the model's in-memory prediction method (NumPy rows in, an
-        array of one value or one row per input row out).
-    X_frame : dask.array.Array or dask.dataframe.DataFrame of shape (n_samples, d)
-        Row chunks may have unknown sizes; column chunks may not.
-
-    Returns
-    -------
-    dask.array.Array of shape (n_samples,) or (n_samples, k)
-        Chunked as X's rows; nothing is computed.
+    Row chunks of ``X_frame`` (array or DataFrame) may have unknown sizes,
+    column chunks may not; nothing is computed.
     """
     X = _rows(X_frame)
     # On the client, on zeros: the width and names checked, the output's form known.
@@ -190,18 +167,8 @@ def _score_block(X_block, y_block, *weights, model, block_sums, n_sums, scalar_w
 def score_blockwise(model, X_frame, y, sample_weight, metric):
     """A score of ``model`` on Dask rows from each partition's sums: one float.
 
-    Parameters
-    ----------
-    model : fitted estimator
-    X_frame : dask.array.Array or dask.dataframe.DataFrame of shape (n_samples, d)
-    y : Dask array or Series, or array-like of shape (n_samples,)
-    sample_weight : Dask array or Series, array-like, number or None
-    metric : {"accuracy", "r2"}
-        The estimator's score (see ``SCORE_SUMS``).
-
-    Returns
-    -------
-    score : float
+    ``y`` and ``sample_weight`` (also a number) may be Dask or in memory;
+    ``metric`` is a key of ``SCORE_SUMS``.
     """
     import dask.array as da
 

@@ -1,29 +1,11 @@
 """The rounded Gaussian ``round(s G)``, sampled exactly from secure random words (Numba).
 
-``G`` is a standard normal, ``s`` a public positive integer and the rounding
-to the nearest integer; ``P(round(s G) = j) = Phi((j + 1/2) / s) - Phi((j -
-1/2) / s)``. Added to an integer vector ``S``, ``S + round(s G) = round(S + s
-G)``: a post-processing of the continuous Gaussian mechanism, accounted as
-that mechanism is.
-
-``|G|`` is drawn exactly with integer arithmetic only, by the idea of
-Karney, "Sampling exactly from the normal distribution" (ACM Transactions
-on Mathematical Software 42(1), 2016), written anew on cells ``[j h, (j + 1)
-h)``, ``h = 2**-CELL_BITS``: a cell by inversion against the cumulative
-probabilities of :func:`_cumulative_table` (first 1,024 bits, with a
-rigorous error bound), ``y`` uniform kept with probability ``exp(-p)``, ``p
-= h^2 y (2j + y) / 2``, by von Neumann's decreasing chain, and an independent
-sign. Every uniform is a *u-rand* whose 32-bit digits are made only when a
-comparison needs them, so every decision is exact; an attempt reads one
-64-bit word (``u``'s first ``LEAD_BITS``, ``y``'s first ``Y_BITS``, the
-first link's ``F_LEAD_BITS``, the sign) and then fresh half-words in order.
-A draw that would need more than :data:`DIGIT_CAPACITY` digits (probability
-below ``2**-960``) raises :class:`~._word_stream.SamplerCapacityError`
-rather than truncate. ``s <= MAX_ROUNDED_SCALE = 2**52`` keeps the
-arithmetic exact in int64. The proof that the law is exact, and the
-layout of the bits, are in docs/privacy_argument.rst ("The rounded Gaussian
-and its sampler"). A draw uses about 1.02 words up to ``s = 2**44``, 2 past
-``s = 2**46``.
+``G`` is a standard normal and ``s`` a public positive integer (at most
+``MAX_ROUNDED_SCALE``). ``|G|`` is drawn with integer arithmetic only, after
+Karney, "Sampling exactly from the normal distribution" (ACM Transactions on
+Mathematical Software 42(1), 2016). The law, the layout of the bits and the
+capacity bound are argued in docs/privacy_argument.rst ("The rounded Gaussian
+and its sampler").
 """
 
 import decimal
@@ -43,20 +25,14 @@ __all__ = [
     "sample_rounded_gaussian",
 ]
 
-# The largest s: s (k + x) is made from two limbs of s (s >> 32 < 2**20
-# times a digit stays below 2**52), the output |round(s G)| < 38 s < 2**58
-# leaves the grid sum room in int64, and every such s is a float64 exactly.
+# The largest s for which the arithmetic is exact in int64 (and s a float64).
 MAX_ROUNDED_SCALE = 2 ** 52
 # Digits a u-rand may hold (32 bits each): a draw needing more fails closed.
 DIGIT_CAPACITY = 32
-# |G| < LARGEST_INTEGER_PART + 1 in the table: P(|G| >= 38) is below
-# 10**-313 < 2**-1024, so the table's last cumulative probability has
-# 1,024-bit floor 2**1024 - 1 and a larger |G| shows as a tie there (a
-# capacity failure).
+# |G| < LARGEST_INTEGER_PART + 1 in the table; a larger |G| fails closed.
 LARGEST_INTEGER_PART = 37
-# The cells are 2**-CELL_BITS wide: (LARGEST_INTEGER_PART + 1) 2**CELL_BITS
-# of them. Finer cells reject less (about j h^2 a draw) but make the table
-# longer (computed once, about 0.2 s at 7 bits); p < 1 needs j < 4**CELL_BITS.
+# The cells are 2**-CELL_BITS wide: finer cells reject less but make the
+# table longer; p < 1 needs j < 4**CELL_BITS.
 CELL_BITS = 7
 # Words requested per missing draw (a short buffer costs another request).
 _WORDS_PER_SAMPLE = 1.04
@@ -68,9 +44,8 @@ _PREFIX_SHIFT = np.int64(32 - CELL_BITS)
 # f of a link: the top 2 CELL_BITS + 1 bits of a half-word.
 _LINK_SHIFT = np.int64(32 - (2 * CELL_BITS + 1))
 
-# An attempt's word (64 bits, high to low): the cell's uniform's first
-# LEAD_BITS bits, y's first Y_BITS bits, the first F_LEAD_BITS bits of the
-# first link's f, the sign. Every bit feeds one decision only.
+# An attempt's word, high to low: u's first LEAD_BITS bits, y's first
+# Y_BITS, the first link's f's first F_LEAD_BITS, the sign.
 LEAD_BITS = 16
 Y_BITS = 39
 F_LEAD_BITS = 8
@@ -78,16 +53,12 @@ _LEAD_SHIFT = np.uint64(64 - LEAD_BITS)
 _Y_SHIFT = np.uint64(1 + F_LEAD_BITS)
 _Y_MASK = np.uint64((1 << Y_BITS) - 1)
 _F_LEAD_MASK = np.uint64((1 << F_LEAD_BITS) - 1)
-# x's bits the word gives: its i, then y's Y_BITS bits. Its first digit is
-# their top 32 bits; the low _X_SPLIT bits start its second digit, whose
-# other 32 - _X_SPLIT bits come from a fresh half-word when needed.
+# x's bits the word gives (i, then y): the low _X_SPLIT start its second digit.
 _X_BITS = CELL_BITS + Y_BITS
 _X_SPLIT = _X_BITS - 32
-# The first link's f is (f_lead << _F_REST_BITS) + the top _F_REST_BITS bits
-# of a fresh half-word; f_lead > j >> _SQUEEZE_SHIFT settles f > 2j.
+# f_lead > j >> _SQUEEZE_SHIFT settles f > 2j (the squeeze).
 _F_REST_BITS = 2 * CELL_BITS + 1 - F_LEAD_BITS
 _SQUEEZE_SHIFT = np.int64(_F_REST_BITS - 1)
-# The cells' lookup table on the uniform's first LEAD_BITS bits (_table).
 _LOOKUP_SIZE = 1 << LEAD_BITS
 
 _DIGIT_BITS = np.int64(32)
@@ -95,28 +66,18 @@ _DIGIT_BASE = np.int64(2 ** 32)
 _DIGIT_MASK = np.int64(2 ** 32 - 1)
 _HALF_DIGIT = np.int64(2 ** 31)
 _UINT_MASK = np.uint64(2 ** 32 - 1)
-# The u-rand slots of a draw: x, the chain's two alternating links, the fresh
-# uniform of a link's last test and the cell's uniform.
+# The u-rand slots: x, the chain's two links, a link's fresh uniform, the cell's.
 _X, _LINK_A, _LINK_B, _FRESH, _INVERSION = 0, 1, 2, 3, 4
 _SLOTS = 5
-# The kernel's state is one small int64 array: the next half-word and the
-# stop flag (as the discrete Gaussian's ``cursor``), the capacity in use,
-# the prefix of the draw's u-rands (its i in their top bits), the word's
-# bits that start the cell's uniform's first digit and x's second, each
-# slot's count of digits made, the rounding's total (integer part, then
-# fraction digits), then each slot's digits.
+# The kernel's state (one int64 array): next half-word, stop flag, capacity,
+# u-rands' prefix, the word's leftover bits, digit counts, rounding total, digits.
 _POSITION, _FLAG, _CAPACITY, _PREFIX, _LEAD, _X_TAIL, _COUNTS = 0, 1, 2, 3, 4, 5, 6
 _TOTAL = _COUNTS + _SLOTS
 _DIGITS = _TOTAL + DIGIT_CAPACITY + 1
 _STATE_SIZE = _DIGITS + _SLOTS * DIGIT_CAPACITY
-# The table (read only, shared by all draws): each cell's 1,024-bit
-# cumulative probability as DIGIT_CAPACITY digits, then every first digit.
+# The table: each cell's 1,024-bit cumulative probability, then every first digit.
 _FIRST = _CELLS * DIGIT_CAPACITY
-# Deliberate faults, for the tests that show a broken sampler fails them
-# (bits of the kernel's ``faults``; always 0 outside those tests): the cells
-# drawn with the wrong law exp(-j h / 2), the sign ignored, every draw
-# kept (the acceptance test skipped), or the sign read from the word's top
-# bit, which the cell's uniform reads too (a bit reused).
+# Deliberate faults for the tests that show a broken sampler fails them (0 elsewhere).
 _FAULT_WRONG_CELLS = 1
 _FAULT_SKIP_SIGN = 2
 _FAULT_SKIP_ACCEPTANCE = 4
@@ -126,11 +87,8 @@ _FAULT_REUSE_SIGN_BIT = 8
 def _cumulative_table(wrong_cells=False):
     """The first ``DIGIT_CAPACITY`` base-2**32 digits of each cell's cumulative probability.
 
-    Row ``j`` holds ``floor(C_j 2**1024)``, ``C_j`` the probability of the
-    cells up to ``j`` (weights ``exp(-(j h)^2 / 2)``, ``exp(-j h / 2)`` for
-    the test fault), computed in 380-digit decimals and checked to be the
-    same at both ends of its error bound (docs/privacy_argument.rst).
-    Returns an int64 array of shape ``(_CELLS * DIGIT_CAPACITY,)``.
+    Row ``j`` holds ``floor(C_j 2**1024)``, checked at both ends of its error
+    bound (docs/privacy_argument.rst).
     """
     bits = 32 * DIGIT_CAPACITY
     with decimal.localcontext() as context:
@@ -167,10 +125,8 @@ def _cumulative_table(wrong_cells=False):
 def _table(wrong_cells=False):
     """The kernel's read-only tables: the rows and their first digits; the lookup table.
 
-    Lookup entry ``b``, for a uniform whose first ``LEAD_BITS`` bits are
-    ``b``, is the cell ``c`` when the first such bits of every earlier row
-    are below ``b`` and those of row ``c`` above it; ``-1 - c`` when those of
-    row ``c`` equal ``b`` (more bits decide, from cell ``c`` on).
+    Lookup entry ``b`` (a uniform's first ``LEAD_BITS`` bits) is the cell when
+    ``b`` decides it, else ``-1 - c``, ``c`` the first cell to search.
     """
     rows = _cumulative_table(wrong_cells)
     first = rows[::DIGIT_CAPACITY]
@@ -227,28 +183,11 @@ class RoundedGaussianScale:
 
 
 def sample_rounded_gaussian(size, scale, source=None, *, capacity=DIGIT_CAPACITY):
-    """``size`` independent draws of ``round(s G)``, ``G`` standard normal, exactly.
+    """``size`` independent int64 draws of ``round(s G)``, ``G`` standard normal, exactly.
 
-    Parameters
-    ----------
-    size : int
-        How many draws.
-    scale : RoundedGaussianScale
-        The public ``s``.
-    source : object with ``words(count)``, optional
-        Where the random words come from; ``SecureWords`` when None.
-    capacity : int, default=DIGIT_CAPACITY
-        The digits a u-rand may hold (a smaller one only makes the failure
-        below likelier; the tests force it).
-
-    Returns
-    -------
-    ndarray of int64, shape (size,)
-
-    Raises
-    ------
-    SamplerCapacityError
-        If a draw needs more than ``capacity`` digits of one uniform.
+    ``source`` is ``SecureWords`` when None. Raises ``SamplerCapacityError``
+    when a draw needs more than ``capacity`` digits of one uniform (the tests
+    lower it to force that).
     """
     if not isinstance(scale, RoundedGaussianScale):
         raise TypeError("sample_rounded_gaussian: scale must be a RoundedGaussianScale.")
@@ -270,14 +209,9 @@ def _new_state(capacity=DIGIT_CAPACITY):
     return state
 
 
-# The compiled kernel. ``state[_FLAG]`` is set when the words run out or a
-# limit is passed, and every loop checks it. Digit i of u-rand u is
-# ``state[_DIGITS + DIGIT_CAPACITY u + i]``, made while ``i < state[_COUNTS + u]``.
-# ``state[_POSITION]`` counts half-words: half-word h is the high half of
-# word h >> 1 when h is even, its low half when odd; an attempt starts on a
-# word (even h). The helpers are inlined and leave their loops on their
-# conditions (a ``break`` or ``return`` in a loop made Numba count the
-# arrays' references at every call: ten times slower).
+# The kernel. Every loop checks ``state[_FLAG]``; ``state[_POSITION]`` counts
+# half-words. The helpers are inlined and leave loops on their conditions: a
+# ``break`` or ``return`` in a loop makes Numba count the arrays' references.
 
 @njit(cache=True, nogil=True, inline="always")
 def _next_half_word(words, state):
@@ -295,11 +229,7 @@ def _next_half_word(words, state):
 
 @njit(cache=True, nogil=True, inline="always")
 def _digit(words, state, u, i):
-    """Digit ``i`` of u-rand ``u``, made from the next half-word when first needed.
-
-    The first digits take the word's bits first (module docstring); x's
-    first digit is set from the word before any comparison.
-    """
+    """Digit ``i`` of u-rand ``u``, made from the next half-word when first needed."""
     value = np.int64(0)
     if i < state[_COUNTS + u]:
         value = state[_DIGITS + DIGIT_CAPACITY * u + i]
@@ -308,8 +238,7 @@ def _digit(words, state, u, i):
     elif (state[_POSITION] >> 1) >= words.shape[0]:
         state[_FLAG] = WORDS_EXHAUSTED
     else:
-        # As _next_half_word, written out: a nested inlined call here made
-        # Numba count the arrays' references.
+        # _next_half_word written out: a nested inlined call is slower in Numba.
         position = state[_POSITION]
         shift = np.uint64(32 - 32 * (position & 1))
         value = np.int64((words[position >> 1] >> shift) & _UINT_MASK)
@@ -345,12 +274,7 @@ def _less(words, state, a, b):
 
 @njit(cache=True, nogil=True, inline="always")
 def _below_cumulative(words, state, table, cell):
-    """Whether the cell's u-rand is below the cumulative probability ``C_cell``.
-
-    Its digits are compared with the table's ``floor(C 2**1024)``: the first
-    that differ decide; equal digits up to the capacity fail closed (the
-    digit past it sets the flag).
-    """
+    """Whether the cell's u-rand is below ``C_cell`` (equal to capacity: fails closed)."""
     row = DIGIT_CAPACITY * cell
     i = 0
     undecided = True
@@ -366,12 +290,7 @@ def _below_cumulative(words, state, table, cell):
 
 @njit(cache=True, nogil=True, inline="always")
 def _searched_cell(words, state, table, cell):
-    """The cell of the u-rand in slot ``_INVERSION``, searched from ``cell`` on.
-
-    The cell is the first whose cumulative probability is above the
-    uniform; every cell before ``cell`` is known to be below it. Each cell's
-    first digit decides, except a tie, which the cell's whole row decides.
-    """
+    """The first cell from ``cell`` on whose cumulative probability is above the uniform."""
     leading = _digit(words, state, _INVERSION, 0)
     searching = state[_FLAG] == 0
     while searching:
@@ -383,8 +302,7 @@ def _searched_cell(words, state, table, cell):
         else:
             cell += 1
             if cell == _CELLS:
-                # Not reachable with the exact table (its last row is all
-                # ones): failing closed all the same.
+                # Not reachable with the exact table: fail closed all the same.
                 state[_FLAG] = CAPACITY_EXCEEDED
         searching = searching and state[_FLAG] == 0
     return cell
@@ -394,11 +312,9 @@ def _searched_cell(words, state, table, cell):
 def _accepted(words, state, cell, f_lead, faults):
     """Bernoulli(exp(-h^2 y (2j + y) / 2)) for the u-rand x = (i + y) h in slot ``_X``.
 
-    A link is three tests in turn (``phase``): ``f`` below ``2j``, or equal
-    and a fresh u-rand below x (phase 1); then the new link below the last
-    (phase 2). The first link's ``f`` starts with the word's ``f_lead``
-    (the squeeze). One loop with one comparison in it: nested loops made
-    Numba count the arrays' references.
+    A link's tests in turn (``phase``): ``f`` against ``2j``, a fresh u-rand
+    below x when equal (1), the new link below the last (2). One flat loop,
+    for Numba's sake.
     """
     previous, current = _X, _LINK_A
     length = 0
@@ -450,10 +366,9 @@ def _accepted(words, state, cell, f_lead, faults):
 def _rounded_known(cell, y, s):
     """``floor(s (k + x) + 1/2)`` from x's first ``_X_BITS`` bits, and whether they fix it.
 
-    ``k + x`` lies in ``[V, V + 1) 2**-_X_BITS``, ``V = cell 2**Y_BITS + y
-    < 2**52``: with ``T = s V + 2**(_X_BITS - 1)`` (below ``2**105``, made
-    from four exact 32-bit products), the floor is ``T >> _X_BITS`` over
-    the whole interval when ``(T mod 2**_X_BITS) + s <= 2**_X_BITS``.
+    With ``T = s (cell 2**Y_BITS + y) + 2**(_X_BITS - 1)`` (four exact 32-bit
+    products), the floor is ``T >> _X_BITS`` when ``(T mod 2**_X_BITS) + s <=
+    2**_X_BITS``.
     """
     v = np.uint64((cell << Y_BITS) | y)
     scale = np.uint64(s)
@@ -477,9 +392,8 @@ def _rounded_known(cell, y, s):
 def _add_at(state, position, value):
     """Add ``0 <= value < 2**62`` at base-2**32 position ``position`` of the total, carrying up.
 
-    ``state[_TOTAL]`` is the integer part (it takes any carry);
-    ``state[_TOTAL + i]`` for ``i >= 1`` is the fraction's digit of weight
-    ``2**(-32 i)``, below ``2**32`` between calls.
+    ``state[_TOTAL]`` is the integer part, ``state[_TOTAL + i]`` the fraction's
+    digit of weight ``2**(-32 i)``.
     """
     state[_TOTAL + position] += value
     while position > 0 and state[_TOTAL + position] >= _DIGIT_BASE:
@@ -493,10 +407,8 @@ def _add_at(state, position, value):
 def _rounded(words, state, k, s):
     """``floor(s (k + x) + 1/2)`` for the u-rand x, making its digits until it is fixed.
 
-    After ``m`` digits the total holds ``s (k + A) + 1/2`` exactly (``x`` in
-    ``[A, A + 2**(-32 m))``); the floor is fixed when adding ``s - 1`` to its
-    fraction carries nothing out. ``s d`` is added as two exact limbs.
-    Called when x's first ``_X_BITS`` bits leave the floor open.
+    The total holds ``s (k + A) + 1/2`` exactly; the floor is fixed when
+    adding ``s - 1`` to its fraction carries nothing out.
     """
     result = np.int64(0)
     undecided = True
@@ -529,10 +441,8 @@ def _rounded(words, state, k, s):
 def _fill_rounded_gaussian(out, start, words, table, lookup, s, capacity, faults, cursor):
     """Fill ``out[start:]`` until the words run out; return how many entries are filled.
 
-    The common case in local variables, the rest in the state (see the
-    module's notes). The stream starts at word ``cursor[0]``. On return
-    ``cursor[0]`` is the first word of the unfinished draw (or the end of
-    the words used), ``cursor[1]`` why it stopped, ``cursor[2]`` 0.
+    ``cursor`` as in :func:`~._word_stream.draw_from_word_stream`: in, the
+    first word; out, the first word of the unfinished draw and why it stopped.
     """
     state = np.zeros(_STATE_SIZE, dtype=np.int64)
     state[_CAPACITY] = capacity

@@ -1,17 +1,10 @@
 """The rows' L2 norms that set each clip, computed once per fit (NumPy, any namespace).
 
-The gradient of sample i is ``r_i [x_i, 1]``: its norm, and so its clip, is
-set by ``||x_i||``. A norm that came out too small would let the row's
-gradient escape the clip (float32 rows of entries 2.5e-23, squared in
-float32, did); a norm that overflows comes out ``inf``, and such a row
-contributes nothing (clipped to zero, never kept whole). So the squares are
-summed in a wide dtype (float32 entries squared in float64 can neither
-underflow nor overflow), and the rows whose sum overflowed or came close to
-underflowing are summed again divided by their largest absolute entry.
-
-These are whole-array operations, not Numba kernels: a fit computes them
-once, at memory speed either way, and a kernel would add its compilation
-(about 0.4 s) to a fresh environment's first fit.
+A norm that came out too small would let the row's gradient escape the clip;
+one that overflows is ``inf`` and the row contributes nothing. So the squares
+are summed in a wide dtype, and the rows whose sum overflowed or came close to
+underflowing are summed again divided by their largest absolute entry. Plain
+array operations: a Numba kernel would add its compilation to a first fit.
 """
 
 import math
@@ -65,20 +58,8 @@ def _rescaled_norms(xp, rows, unsafe, norms, dtype):
 def scaled_row_norms(xp, block):
     """Each row's L2 norm in ``block``'s dtype, the row divided by its largest entry first.
 
-    Neither the squares of tiny entries (float32 squares of 1e-23 are 0)
-    nor those of huge ones can underflow or overflow: the largest scaled
-    entry is 1. A whole-array computation with no branch on the values (no
-    host synchronisation on a device). A row with a NaN entry gets NaN, one
-    with an infinite entry NaN or inf: never a finite norm.
-
-    Parameters
-    ----------
-    xp : namespace
-    block : array of shape (n, k), with k >= 1
-
-    Returns
-    -------
-    norms : array of shape (n,)
+    No branch on the values (no host synchronisation on a device); a row with
+    a NaN or infinite entry never gets a finite norm.
     """
     largest = xp.max(xp.abs(block), axis=1)
     safe = xp.where(largest > 0, largest, xp.ones_like(largest))
@@ -89,22 +70,7 @@ def scaled_row_norms(xp, block):
 def row_norms(xp, X, dtype):
     """L2 norm of every row of ``X`` in ``dtype``, without overflow or underflow.
 
-    A plain sum of squares in ``dtype``, and for the rows whose sum
-    overflowed or came close to underflowing, the sum of squares of the row
-    divided by its largest absolute entry. Computed by blocks of rows, so the
-    copy in ``dtype`` stays small; a row's norm does not depend on the block
-    it falls in.
-
-    Parameters
-    ----------
-    xp : namespace
-    X : array of shape (n, d)
-    dtype : dtype of xp
-        float64 where the device has it.
-
-    Returns
-    -------
-    norms : array of shape (n,), ``dtype``
+    By blocks of rows, so the copy in ``dtype`` stays small (module docstring).
     """
     smallest_safe = _smallest_safe(xp, dtype)
     n_rows, n_features = X.shape
@@ -112,10 +78,8 @@ def row_norms(xp, X, dtype):
     blocks = []
     for start in range(0, n_rows, block_rows):
         rows = X[start:min(start + block_rows, n_rows), :]
-        # Overflow is expected (NumPy-backed namespaces would warn about it):
-        # of the sum of squares, handled by rescaling; and of a rescaled
-        # norm past the dtype's largest value, which is infinite, as it is
-        # (the hostile-input tests saw NumPy 2.0 warn there).
+        # Overflow is expected: the sum of squares is rescaled, and a norm
+        # past the dtype's largest value is infinite, as it should be.
         with np.errstate(over="ignore"):
             total = _sum_of_squares(xp, rows, dtype)
             norms = xp.sqrt(total)
@@ -129,16 +93,7 @@ def row_norms(xp, X, dtype):
 
 
 def compute_row_norms(X):
-    """``||x_i||`` in float64 for every row of a dense NumPy array (see :func:`row_norms`).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, d), float64 or float32
-
-    Returns
-    -------
-    norms : ndarray of shape (n_samples,), float64
-    """
+    """``||x_i||`` in float64 for every row of a dense NumPy array (see :func:`row_norms`)."""
     xp = _numpy_namespace()
     return np.asarray(row_norms(xp, X, xp.float64))
 
@@ -146,17 +101,8 @@ def compute_row_norms(X):
 def compute_sparse_row_norms(X):
     """L2 norm of every row of a canonical CSR matrix, in float64.
 
-    The norm of the stored entries, computed as :func:`row_norms` computes a
-    dense row's. Only valid when no entry is stored twice: pass X through
-    ``_sparse.as_canonical_csr`` first.
-
-    Parameters
-    ----------
-    X : scipy sparse CSR matrix or array of shape (n_samples, d)
-
-    Returns
-    -------
-    norms : ndarray of shape (n_samples,), float64
+    As :func:`row_norms` computes a dense row's. Only valid when no entry is
+    stored twice (``_sparse.as_canonical_csr`` first).
     """
     n_rows = X.shape[0]
     counts = np.diff(X.indptr)

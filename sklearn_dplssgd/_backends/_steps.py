@@ -1,19 +1,12 @@
 """Compiled runs of consecutive steps: the NumPy backend's steps without Python between them.
 
-One step of :func:`~sklearn_dplssgd._training.run_training` is a handful of calls (the
-gradient kernel, the smoothing, the decay, the optimizer, the running mean),
-each a Numba dispatch from Python: about 25 us a step, as much as the
-gradient of a batch of 64 narrow rows. A backend may run a segment of a
-chunk's steps in one compiled call instead; the loop still decides where
-segments start and end (chunks, reported epochs), checks divergence and
-reports, and every step does exactly what the Python step does, in the same
-order and the same arithmetic (the tests compare the two bit for bit).
-
-Each function here runs steps ``local_start .. local_stop - 1`` of a chunk
-whose batches are ``rows[offsets[t]:offsets[t + 1]]`` (or every row, with
-``full_batch``) and whose integer noise is ``noise[t]``, on one kind of input:
-dense rows with one output, dense rows with several, CSR rows. They see only
-arrays and scalars; the draws were made in Python.
+A step from Python is a handful of Numba dispatches (about 25 us); a backend
+may run a segment of a chunk's steps in one compiled call instead, each step
+doing exactly what the Python step does (the tests compare them bit for bit).
+Each function runs steps ``local_start .. local_stop - 1`` of a chunk whose
+batches are ``rows[offsets[t]:offsets[t + 1]]`` (every row with
+``full_batch``) and whose integer noise is ``noise[t]``; the draws were made
+in Python.
 """
 
 import numpy as np
@@ -53,12 +46,9 @@ def finish_step(params, grad, noise, lattice_step, n_features, sigma, omega, lea
                 averaged, average_start):
     """The release of step ``step``'s clipped sum ``grad``, and what follows it.
 
-    The release: the sum rounded onto the lattice plus the integer ``noise``
-    (:func:`~sklearn_dplssgd._training.release_on_lattice`). Then, all
-    post-processing: smoothing, the decay ``params *= 1 - eta alpha``, the
-    optimizer's update along the sum divided by b, and, from
-    ``average_start`` on (-1: never), the running mean of the iterates in
-    float64.
+    The release on the lattice, then post-processing only: smoothing, decay,
+    the optimizer's update and, from ``average_start`` on (-1: never), the
+    running mean of the iterates in float64.
     """
     release_on_lattice(grad, noise, lattice_step)
     eta = learning_rates[step]
@@ -83,10 +73,7 @@ def dense_single_output_steps(
 ):
     """Steps ``local_start .. local_stop - 1`` on dense rows with one output.
 
-    ``average_start`` is -1 without averaging; ``optimizer_state`` is the
-    optimizer's state array (any array of the parameters' shape for SGD).
-    The next step's rows are known (the draws were made for the chunk), so
-    the kernel prefetches them while it finishes this step's.
+    The kernel prefetches the next step's rows while it finishes this step's.
     """
     n_features = X.shape[1]
     # The kernel's buffers once for the run, not once a step.
@@ -150,37 +137,23 @@ def sparse_steps(
 
 # --- A run of steps shared by a team of threads ---
 #
-# Stepping from Python with the batch's chunks handed to the helpers at every
-# step (_threads.sum_over_chunks) cost, at d = 100 and a batch of 4,096 rows,
-# about as much as the chunks saved: a step of about 0.5 ms holds 8 chunks of
-# 60 us, against the helper's wake-up from its queue, its Python call of the
-# compiled chunks and the loop's Python between steps. Here the helpers join
-# a whole run of steps: each waits (spinning, for a bounded time) for the next
-# step to be published and takes that step's chunks from its counter, as in
-# sum_over_chunks. Each thread writes its chunks' sums into buffers of its own
-# (partial[thread, chunk]) and marks the chunk with 1 + its index; a chunk's
-# sum is read from the buffers of the thread that marked it. A helper that
-# stalls holding a chunk writes, when it resumes, only into its own buffer of
-# a step already finished, which nothing reads again. So the result depends on
-# the chunks only, never on which thread computed which, and the calling
-# thread never waits for a chunk longer than half again its own mean time per
-# chunk before it computes the chunk itself. The same run serves dense rows
-# with one output or several: a chunk's sum is the kernel the Python step's
-# chunk calls (:func:`_chunk_sum`). CSR rows keep the Python steps: on the
-# tables measured their team run gained nothing (a CSR fit's time is mostly
-# its passes over every row), and it would compile one more run.
+# The helpers join a whole run of steps: each waits (spinning, for a bounded
+# time) for the next step to be published and takes its chunks from a counter.
+# Each thread writes its chunks' sums into its own buffers (partial[thread,
+# chunk]) and marks the chunk with 1 + its index; a chunk's sum is read from
+# the thread that marked it, so a stalled helper writes only into a finished
+# step's buffer nothing reads again, and the result depends on the chunks
+# only. The caller computes itself a chunk that is late. CSR rows keep the
+# Python steps (a team run gained them nothing).
 
 
 def _chunk_sum(X, y, rows, params, row_norms, feature_norms, code, threshold, clip_norm,
                fit_intercept, largest, tiny, noise, grad, weights, buffers, upcoming, several):
     """``grad = noise + clipped sum over rows`` on dense rows (compiled only).
 
-    The gathered one-output kernel in ``buffers`` (prefetching ``upcoming``)
-    or, where ``several`` is not None, the BLAS kernel of several outputs:
-    those the Python step's chunks call (``_kernels._dense_chunks``), so a
-    team run adds the same numbers. The choice is made from the arguments'
-    types, when the run compiles: a run of one output compiles no BLAS
-    kernel.
+    The one-output kernel in ``buffers``, or the BLAS kernel where ``several``
+    is not None (chosen from the types when the run compiles): those the
+    Python step's chunks call, so a team run adds the same numbers.
     """
     raise NotImplementedError("compiled only: see _chunk_sum_of_kind")
 
@@ -210,12 +183,7 @@ def _chunk_sum_of_kind(X, y, rows, params, row_norms, feature_norms, code, thres
 
 
 def _takes_ahead(several):
-    """Whether a thread takes its next chunk before it starts one (compiled only).
-
-    Where the chunk's kernel prefetches the next chunk's rows: one output.
-    With several, the chunks are taken one at a time, as the Python step's
-    chunks are.
-    """
+    """Whether a thread takes its next chunk before it starts one: one output (compiled only)."""
     raise NotImplementedError("compiled only: see _takes_ahead_of_kind")
 
 
@@ -231,12 +199,9 @@ def _team_chunks(X, y, batch, params, row_norms, feature_norms, code, threshold,
                  thread, buffers, again, several):
     """Chunks of one step's batch into ``partial[thread]``; how many it computed.
 
-    ``states[0]`` counts the chunks taken, ``states[1 + c]`` is 0 until chunk
-    ``c`` is finished, then 1 + the index of the thread whose buffer holds
-    it. ``again = -1``: every chunk still free, taken from the counter (with
-    one output, the next one taken before the current one starts, so that
-    the kernel prefetches its rows as in ``_kernels._dense_chunks``); else
-    chunk ``again``.
+    ``states[0]`` counts the chunks taken, ``states[1 + c]`` is 1 + the index
+    of the thread whose buffer holds chunk ``c`` (0 until finished).
+    ``again = -1``: every chunk still free; else chunk ``again`` only.
     """
     n_rows = batch.shape[0]
     n_chunks = (n_rows + rows_per_chunk - 1) // rows_per_chunk
@@ -314,13 +279,9 @@ def team_steps(
 ):
     """As :func:`dense_single_output_steps`, each batch's chunks shared with helper threads.
 
-    Dense rows with one output (``several`` None) or several (``several``
-    True). ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t`` (0:
-    that step runs serially, as it would from Python); the helpers run
-    :func:`team_helper` meanwhile. A step's
-    clipped sum is its chunks' sums in chunk order, as
-    ``_threads.sum_over_chunks`` forms it, so the run gives the model the
-    Python steps give with the same ``n_jobs``.
+    ``chunk_sizes[t]`` is the rows per chunk of step ``local_start + t`` (0:
+    serial). A step's sum is its chunks' sums in chunk order, as
+    ``_threads.sum_over_chunks`` forms it: the model of the Python steps.
     """
     n_features = params.shape[1] - 1
     buffers = single_output_buffers(params, max(1, rows.shape[0]))

@@ -31,9 +31,8 @@ _INT63_MAX = np.int64(2 ** 63 - 1)
 class SecureWords:
     """Uniform 64-bit words from the operating system's CSPRNG (``os.urandom``).
 
-    The sampler's production word source. Any object with a ``words(count)``
-    method returning a writable ``uint64`` array of ``count`` uniform words
-    may replace it (the tests pass a deterministic one).
+    Any object whose ``words(count)`` returns a writable ``uint64`` array of
+    ``count`` uniform words may replace it (the tests pass a seeded one).
     """
 
     def words(self, count):
@@ -62,34 +61,11 @@ def draw_from_word_stream(size, source, words_per_draw, fill, *parameters):
     The kernel is called as ``fill(out, start, words, *parameters, cursor)``:
     it fills ``out[start:]`` until the words run out and returns how many
     entries are filled, leaving in ``cursor[0]`` the first word of the draw
-    that ran out (:data:`WORDS_EXHAUSTED` in ``cursor[1]``). That draw is
-    restarted there with fresh words appended, so that the outputs are those
-    an endless stream of words would give: a draw is never discarded for
-    being long, which would bias the law. A kernel that reads half-words
-    leaves in ``cursor[2]`` the half of word ``cursor[0]`` where that draw
-    starts, and reads it there on the next call (others leave it 0).
-
-    Parameters
-    ----------
-    size : int
-        How many draws.
-    source : object with ``words(count)`` or None
-        Where the random words come from; :class:`SecureWords` when None.
-    words_per_draw : int or float
-        Words requested per missing draw (a short request only costs another).
-    fill : compiled function
-        The kernel (see above).
-    *parameters
-        The kernel's scalars, between ``words`` and ``cursor``.
-
-    Returns
-    -------
-    ndarray of int64, shape (size,)
-
-    Raises
-    ------
-    SamplerCapacityError
-        If the kernel reports :data:`CAPACITY_EXCEEDED`.
+    that ran out (:data:`WORDS_EXHAUSTED` in ``cursor[1]``), which restarts
+    there with fresh words appended (module docstring). ``source`` is
+    :class:`SecureWords` when None; ``words_per_draw`` words are requested per
+    missing draw. Raises :class:`SamplerCapacityError` on
+    :data:`CAPACITY_EXCEEDED`.
     """
     source = SecureWords() if source is None else source
     out = np.empty(size, dtype=np.int64)
@@ -107,8 +83,6 @@ def draw_from_word_stream(size, source, words_per_draw, fill, *parameters):
             raise SamplerCapacityError(
                 "the exact sampler needed more random digits than its capacity in one draw "
                 "(an event of negligible probability); it refuses to truncate the draw.")
-        # cursor[0]: the first word of the draw that ran out (the words before
-        # it are spent); the draw restarts there with more words appended.
         buffer = buffer[cursor[0]:]
     return out
 

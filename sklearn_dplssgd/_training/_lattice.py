@@ -1,46 +1,14 @@
 """The lattice every noisy gradient sum is released on: the one place exactness lives.
 
-A step computes its clipped-gradient sum ``S`` in floating point on any backend
-(dense or CSR kernels, a team of threads, a Dask cluster, an array API device),
-then releases the integer vector ``round(S / gamma) + Z``: ``gamma`` a public
-power of two, ``Z`` integer noise drawn exactly, ``round(s G)`` with ``G``
-standard normal and ``s`` a public integer (see
-:mod:`sklearn_dplssgd._backends._rounded_gaussian`). For an integer vector ``R``,
-``R + round(s G) = round(R + s G)``: the release is post-processing of the
-continuous Gaussian mechanism applied to ``R = round(S / gamma)``, and everything
-after it (``gamma`` times the integers, smoothing, the optimizer) is
-post-processing of integers. No floating-point noise is ever drawn, so the low
-bits of the released coefficients carry nothing but the integers (the attack of
-Mironov, "On significance of the least significant bits for differential
-privacy", CCS 2012, has nothing to read).
-
-The sensitivity of ``R`` in lattice units (``sensitivity_on_lattice``) bounds
-``||R(D) - R(D')||`` for neighbouring data, rigorously in floating point:
-
-* one row's stored clipped contribution has norm at most ``w C`` times the
-  clip's slack and the relative error of the float64 norm it was checked with;
-* the computed sum differs from the exact sum of the stored contributions by at
-  most ``gamma_h sum_i ||p_i|| <= gamma_h N W`` (Higham, *Accuracy and Stability
-  of Numerical Algorithms*, 2nd ed., SIAM 2002, section 4.2: recursive summation
-  in *any* order, pairwise, blocked or threaded, has depth at most ``N``), with
-  ``gamma_h = h u / (1 - h u)``, ``u`` the unit roundoff of the sum's dtype,
-  ``N`` a public bound on the batch's rows and ``W`` the contribution bound;
-  both neighbours' sums carry such an error;
-* each rounding moves a coordinate by at most 1/2, so two roundings differ by
-  at most ``sqrt(p)`` over ``p`` noisy coordinates.
-
-So ``Delta = (W + 2 E) / gamma + sqrt(p)`` and a step with noise multiplier
-``z`` draws ``s = ceil(z Delta)``: the continuous Gaussian on ``R`` has
-multiplier ``s / Delta >= z``, and the fit's event (``z``, calibrated as
-before) holds. ``gamma`` is the largest power of two with ``W / gamma >=
-2**LATTICE_BITS``, so ``Delta`` exceeds ``W / gamma`` by about ``sqrt(p) /
-2**20`` relative: the noise grows by that fraction (8e-5 for 7,850
-coordinates), the accounting not at all.
-
-The batch bound ``N`` (:func:`batch_rows_bound`) holds for every step but with
-probability below ``2**-64`` (a Chernoff bound on the Poisson batch's size over
-the public row count); a batch above it fails the fit closed rather than
-release a sum whose error was not accounted.
+A step computes its clipped-gradient sum ``S`` in floating point on any backend,
+then releases the integers ``round(S / gamma) + round(s G)``: ``gamma`` a public
+power of two, ``s`` a public integer scale, ``G`` standard normal, the noise
+drawn exactly (:mod:`sklearn_dplssgd._backends._rounded_gaussian`). This is
+post-processing of the continuous Gaussian mechanism on ``round(S / gamma)``,
+whose sensitivity in lattice units, ``Delta = (W + 2 E) / gamma + sqrt(p)``, is
+rigorous in floating point (``E`` the summation error over a public bound on
+the batch's rows); ``s = ceil(z Delta)``. The argument is in
+docs/privacy_argument.rst ("Every gradient release on a lattice").
 """
 
 import dataclasses
@@ -88,20 +56,8 @@ def summation_error_factor(n_terms, dtype):
 def batch_rows_bound(sample_rate, n_rows_bound, n_steps):
     """A public bound on every step's batch size, failing with probability below ``2**-64``.
 
-    Each of at most ``n_rows_bound`` rows enters a step with probability
-    ``sample_rate``; by the Chernoff bound ``P(B >= mu + t) <= exp(-t**2 / (2
-    (mu + t / 3)))`` and a union over the ``n_steps`` steps.
-
-    Parameters
-    ----------
-    sample_rate : float
-    n_rows_bound : int
-        A public bound on the rows the batches are drawn from.
-    n_steps : int
-
-    Returns
-    -------
-    int
+    By the Chernoff bound ``P(B >= mu + t) <= exp(-t**2 / (2 (mu + t / 3)))``
+    on ``n_rows_bound`` public rows, and a union over the ``n_steps`` steps.
     """
     if sample_rate >= 1.0:
         return int(n_rows_bound)
@@ -147,22 +103,9 @@ def lattice_for(noise_multipliers, contribution_bound, n_coordinates, max_batch_
                 dtype=np.float64):
     """The :class:`Lattice` of a release, from public quantities only.
 
-    Parameters
-    ----------
-    noise_multipliers : ndarray of shape (n_steps,)
-        ``z_t`` (all positive).
-    contribution_bound : float
-        ``w_max C``: a row's contribution to a step's sum.
-    n_coordinates : int
-        ``p``, the noisy coordinates of a step.
-    max_batch_rows : int
-        ``N``, from :func:`batch_rows_bound`.
-    dtype : dtype, default=float64
-        The dtype the sum is computed in.
-
-    Returns
-    -------
-    Lattice
+    ``contribution_bound`` is ``w_max C``, ``n_coordinates`` the noisy
+    coordinates ``p``, ``max_batch_rows`` from :func:`batch_rows_bound` and
+    ``dtype`` the one the sum is computed in.
     """
     # The stored contribution is within the clip's slack (2**-48) of w C for
     # the computed norm of [x, 1], itself within gamma_{d + 2} of the true one
@@ -192,12 +135,9 @@ def lattice_for(noise_multipliers, contribution_bound, n_coordinates, max_batch_
 def release_on_lattice(grad, noise, step):
     """``grad = step (noise + round(grad / step))``: the noisy sum, released on the lattice.
 
-    ``noise`` holds integers in float64 (exact below ``2**53``); ``step`` is a
-    power of two, so ``grad / step``, the integer sum and the product are exact
-    in float64 and the only rounding before the store is the one to the nearest
-    integer. Storing into a float32 ``grad`` rounds the released value: a
-    function of the released integer, so post-processing too. ``step == 0``
-    (a fit without noise) leaves the sum as computed.
+    Exact in float64 but for the rounding to integers (``step`` a power of
+    two); a float32 store is post-processing. ``step == 0`` (no noise) leaves
+    the sum as computed.
     """
     if step == 0.0:
         return
