@@ -55,21 +55,19 @@ def dask_arrays(X, y, sample_weight):
     y = as_dask_array(y, "y", rows_like=X)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.reshape(-1)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"y must be 1-d with one target per row of X ({X.shape[0]}); got shape "
-            f"{y.shape}.")
-    if y.chunks[0] != X.chunks[0]:
-        y = y.rechunk((X.chunks[0],))
+    y = _one_per_row(y, X, "y must be 1-d with one target per row")
     if sample_weight is not None and not np.isscalar(sample_weight):
-        sample_weight = as_dask_array(sample_weight, "sample_weight", rows_like=X)
-        if sample_weight.ndim != 1 or sample_weight.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"sample_weight must be a 1-d array with one weight per row of X "
-                f"({X.shape[0]}); got shape {sample_weight.shape}.")
-        if sample_weight.chunks[0] != X.chunks[0]:
-            sample_weight = sample_weight.rechunk((X.chunks[0],))
+        sample_weight = _one_per_row(
+            as_dask_array(sample_weight, "sample_weight", rows_like=X), X,
+            "sample_weight must be a 1-d array with one weight per row")
     return X, y, sample_weight, feature_names
+
+
+def _one_per_row(values, X, requirement):
+    """``values`` (1-d, one per row of X) chunked as X's rows, or a ValueError."""
+    if values.ndim != 1 or values.shape[0] != X.shape[0]:
+        raise ValueError(f"{requirement} of X ({X.shape[0]}); got shape {values.shape}.")
+    return values if values.chunks[0] == X.chunks[0] else values.rechunk((X.chunks[0],))
 
 
 def _encode_block(y, encoder, labels):

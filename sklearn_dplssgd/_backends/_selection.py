@@ -49,8 +49,6 @@ class NumpyInput:
     rows_are_remote = False
     #: Whether the labels can be inspected here before encoding (missing or mixed types).
     labels_checked_on_host = True
-    #: Whether training can start from given weights (a series, ``coef_init``).
-    takes_starting_point = True
     trainer = staticmethod(train_dp_lssgd)
 
     def arrays(self, mechanism, X, y, sample_weight):
@@ -179,8 +177,6 @@ class ArrayApiInput(NumpyInput):
 
     name = "array_api"
     labels_checked_on_host = False
-    # Refused before the release (see the gradient mechanism's check_release).
-    takes_starting_point = False
     trainer = staticmethod(train_dp_lssgd_array_api)
 
     def __init__(self, namespace):

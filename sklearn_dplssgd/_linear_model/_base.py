@@ -297,7 +297,8 @@ class BaseDPLSSGD(BaseEstimator):
         mapping = feature_map(self, n_features=X.shape[1])
         if mapping is not None:
             X = backend.map_rows(mapping.rows, X)
-        start = None if not backend.takes_starting_point else self._start_params(
+        # (An array API fit has no starting point: check_release refuses one.)
+        start = self._start_params(
             series, coef_init, intercept_init, n_outputs, X.shape[1])
         data = TrainingData(X, y_encoded, n_outputs, weights, namespace,
                             start_params=start,
