@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sklearn_dplssgd import ExponentialNoise, StepNoise
+from sklearn_dplssgd import ExponentialNoise, OutputPerturbation, StepNoise
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _data  # noqa: E402
@@ -107,7 +107,7 @@ def output_against_gradient(quick, log):
             for epsilon in MECHANISM_EPSILONS:
                 configurations = [("gradient", {})] + [
                     (f"output, alpha={alpha:g}",
-                     dict(mechanism="output", alpha=alpha, row_norm_bound=1.0))
+                     dict(mechanism=OutputPerturbation(row_norm_bound=1.0), alpha=alpha))
                     for alpha in OUTPUT_ALPHAS]
                 for method, params in configurations:
                     start = time.perf_counter()

@@ -11,6 +11,7 @@ from ._accounting import (
     calibrate_noise, compute_epsilon,
 )
 from ._linear_model import DPLSSGDClassifier, DPLSSGDRegressor
+from ._mechanisms import OutputPerturbation
 from ._model_selection import DPRandomizedSearch
 from ._preprocessing import BoundedScaler, DPBoundedScaler, DPOneHotEncoder
 from ._training import (
@@ -35,6 +36,7 @@ __all__ = [
     "LedgerFileError",
     "Momentum",
     "Optimizer",
+    "OutputPerturbation",
     "PrivacyBudgetExceededError",
     "PrivacyCalibration",
     "PrivacyLedger",

@@ -9,7 +9,8 @@ working tree and compares.
 A case's settings are split in three: ``params`` are spelled the same on
 every revision, ``old`` are the spelling of earlier revisions of what was
 renamed (``noise_decay``, ``momentum`` and Adam's numbers as constructor
-parameters) and ``new`` builds the current spelling from the package module.
+parameters, output perturbation's bounds) and ``new`` builds the current
+spelling from the package module.
 Every gradient-perturbation case uses the RDP accountant, a calibration that
 has stayed put; output perturbation (one Gaussian release) takes PLD only.
 
@@ -93,9 +94,10 @@ CASES = [
     _case("reg_exponential", "reg", 0, {**_REG, "noise_schedule": "exponential"},
           old={}, new=lambda m: {"noise_schedule": m.ExponentialNoise(per_epoch=0.9)}),
     _case("reg_adam", "reg", 0, {**_REG, "optimizer": "adam"}),
-    _case("reg_output", "reg", 0, {"mechanism": "output", "accountant": "pld",
-                                   "loss": "squared_error", "weight_norm_bound": 2.0,
-                                   "target_bounds": (-1.0, 1.0)}),
+    _case("reg_output", "reg", 0, {"accountant": "pld", "loss": "squared_error",
+                                   "target_bounds": (-1.0, 1.0)},
+          old={"mechanism": "output", "weight_norm_bound": 2.0},
+          new=lambda m: {"mechanism": m.OutputPerturbation(weight_norm_bound=2.0)}),
     _case("reg_partial_fit", "reg", 0, {**_REG, "max_iter": 1}, partial_fit=3),
 ]
 

@@ -8,7 +8,9 @@ from packaging.version import Version
 from sklearn.base import is_classifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_dplssgd import DPLSSGDClassifier, DPLSSGDRegressor, PrivacyLeakWarning
+from sklearn_dplssgd import (
+    DPLSSGDClassifier, DPLSSGDRegressor, OutputPerturbation, PrivacyLeakWarning,
+)
 
 # The checks weigh rows by up to 10 (sample weights) and 1000 (class
 # weights); weights above the public max_sample_weight are refused by design,
@@ -30,9 +32,11 @@ ESTIMATORS = [
     # Output perturbation without noise: with the checks' weights of up to
     # 1000, its noise (scaled to max_sample_weight) would saturate the
     # probabilities, and log(predict_proba) would underflow where
-    # predict_log_proba does not. The noise itself is tested elsewhere.
-    DPLSSGDClassifier(mechanism="output", alpha=0.01, epsilon=float("inf"), max_iter=20,
-                      random_state=0, reproducible=True, max_sample_weight=1000.0),
+    # predict_log_proba does not. The noise itself is tested elsewhere. The
+    # mechanism as an object: its bounds are nested parameters.
+    DPLSSGDClassifier(mechanism=OutputPerturbation(row_norm_bound=4.0), alpha=0.01,
+                      epsilon=float("inf"), max_iter=20, random_state=0, reproducible=True,
+                      max_sample_weight=1000.0),
     DPLSSGDRegressor(loss="huber", mechanism="output", alpha=0.01, max_iter=20, random_state=0,
                      reproducible=True, max_sample_weight=10.0),
     # Declared feature bounds: the map to [-1, 1] and the fold of the weights

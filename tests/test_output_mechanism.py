@@ -7,11 +7,13 @@ import dp_accounting
 import numpy as np
 import pytest
 from dp_accounting import pld as dp_pld
+from sklearn.base import clone
 
 from sklearn_dplssgd import (
     DPLSSGDClassifier,
     DPLSSGDRegressor,
     DPRandomizedSearch,
+    OutputPerturbation,
     PrivacyBudgetExceededError,
     PrivacyLedger,
     PrivacyLeakWarning,
@@ -102,13 +104,13 @@ def test_regressors_huber_and_bounded_squared_error():
                              epsilon=math.inf, max_iter=20, random_state=0,
                              reproducible=True).fit(X, y)
     assert huber.score(X, y) > 0.5
-    squared = DPLSSGDRegressor(mechanism="output", alpha=0.05, epsilon=2.0,
-                               target_bounds=(-2, 2), weight_norm_bound=3.0,
-                               max_iter=5).fit(X, y)
+    squared = DPLSSGDRegressor(alpha=0.05, epsilon=2.0,
+                               target_bounds=(-2, 2), max_iter=5,
+                               mechanism=OutputPerturbation(weight_norm_bound=3.0)).fit(X, y)
     assert squared.dp_event_ == dp_accounting.GaussianDpEvent(2 * squared.noise_multiplier_)
     assert np.isfinite(squared.predict(X)).all()
-    exact = DPLSSGDRegressor(mechanism="output", alpha=0.01, epsilon=math.inf,
-                             target_bounds=(-2, 2), weight_norm_bound=10.0, max_iter=50,
+    exact = DPLSSGDRegressor(mechanism=OutputPerturbation(weight_norm_bound=10.0), alpha=0.01,
+                             epsilon=math.inf, target_bounds=(-2, 2), max_iter=50,
                              random_state=0, reproducible=True).fit(X, y)
     # Predictions come back in the target's units.
     assert exact.score(X, y) > 0.5
@@ -142,16 +144,21 @@ def test_the_ledger_is_charged_with_the_output_event():
      "noise_schedule='constant'"),
     (DPLSSGDClassifier(mechanism="output", alpha=0.1, average=True), "last iterate"),
     (DPLSSGDRegressor(mechanism="output", alpha=0.1), "weight_norm_bound"),
-    (DPLSSGDRegressor(mechanism="output", alpha=0.1, weight_norm_bound=1.0), "target_bounds"),
-    (DPLSSGDRegressor(loss="huber", mechanism="output", alpha=0.1, weight_norm_bound=1.0),
-     "weight_norm_bound is only used"),
-    (DPLSSGDRegressor(weight_norm_bound=1.0), "mechanism='output' only"),
+    (DPLSSGDRegressor(mechanism=OutputPerturbation(weight_norm_bound=1.0), alpha=0.1),
+     "target_bounds"),
+    (DPLSSGDRegressor(loss="huber", mechanism=OutputPerturbation(weight_norm_bound=1.0),
+                      alpha=0.1), "weight_norm_bound is only used"),
     (DPLSSGDRegressor(loss="huber", loss_threshold=0.0, mechanism="output", alpha=0.1),
      "loss_threshold"),
     (DPLSSGDClassifier(mechanism="output", alpha=0.01, eta0=50.0), "too large"),
-    (DPLSSGDClassifier(mechanism="output", alpha=0.1, row_norm_bound=math.inf),
-     "row_norm_bound"),
+    (DPLSSGDClassifier(mechanism=OutputPerturbation(row_norm_bound=math.inf), alpha=0.1),
+     "mechanism.row_norm_bound"),
+    (DPLSSGDClassifier(mechanism=OutputPerturbation(row_norm_bound=0), alpha=0.1),
+     "mechanism.row_norm_bound"),
+    (DPLSSGDRegressor(mechanism=OutputPerturbation(weight_norm_bound=-1.0), alpha=0.1,
+                      target_bounds=(-1, 1)), "mechanism.weight_norm_bound"),
     (DPLSSGDClassifier(mechanism="outputs"), "mechanism"),
+    (DPLSSGDClassifier(mechanism=object()), "mechanism"),
 ])
 def test_settings_output_perturbation_cannot_honour_are_refused(estimator, match):
     X, y = _regression() if isinstance(estimator, DPLSSGDRegressor) else _classification()
@@ -259,7 +266,7 @@ def test_the_released_model_is_gamma_times_integers_and_reported():
 
 
 def test_epsilon_is_within_a_thousandth_of_the_continuous_calibration():
-    from sklearn_dplssgd._mechanisms.output_perturbation import OutputPerturbation
+    from sklearn_dplssgd._mechanisms.output_perturbation import NoisyWeights
     X, y = _regression()
     reg = DPLSSGDRegressor(loss="huber", loss_threshold=1.0, mechanism="output", alpha=0.05,
                            epsilon=0.7, target_bounds=(-2, 2), max_iter=2).fit(X, y)
@@ -267,7 +274,7 @@ def test_epsilon_is_within_a_thousandth_of_the_continuous_calibration():
     assert reg.epsilon_ == pytest.approx(_pld_epsilon(reg.dp_event_, reg.delta_), rel=2e-3)
     # The float release this replaces: the continuous calibration (its epsilon
     # depends on the noise multiplier only, not on the sensitivity).
-    _, continuous = OutputPerturbation.calibrated(0.7, reg.delta_, sensitivity=1.0)
+    _, continuous = NoisyWeights.calibrated(0.7, reg.delta_, sensitivity=1.0)
     assert reg.epsilon_ <= continuous.epsilon * (1 + 1e-9) <= 0.7 * (1 + 1e-9)
     assert reg.epsilon_ == pytest.approx(continuous.epsilon, rel=1e-3)
 
@@ -306,3 +313,18 @@ def test_the_float_channel_audit_passes_the_lattice_and_refutes_float_noise(
     monkeypatch.setattr(_descent, "release_on_lattice", _float_draw)
     broken = check_float_channel(estimator, n_runs=250, random_state=0)
     assert not broken.passed and broken.measured > 1.0, broken
+
+
+def test_the_mechanism_object_holds_the_bounds_a_search_reaches():
+    X, y = _classification()
+    by_name = DPLSSGDClassifier(mechanism="output", alpha=0.05, epsilon=1.0, classes=range(3),
+                                max_iter=1, random_state=0, reproducible=True).fit(X, y)
+    by_object = clone(by_name).set_params(mechanism=OutputPerturbation()).fit(X, y)
+    np.testing.assert_array_equal(by_object.coef_, by_name.coef_)
+    # The bounds are nested parameters: a search sets them, clone copies them.
+    wider = clone(by_object).set_params(mechanism__row_norm_bound=4.0)
+    assert wider.get_params()["mechanism__row_norm_bound"] == 4.0
+    assert by_object.mechanism.row_norm_bound == 1.0  # the original is not changed
+    assert wider.fit(X, y).output_sensitivity_ > by_object.output_sensitivity_
+    assert repr(wider).count("OutputPerturbation(row_norm_bound=4.0)") == 1
+    assert not wider.__sklearn_tags__().input_tags.sparse

@@ -23,7 +23,7 @@ from sklearn_dplssgd._accounting._events import PrivacyCalibration
 from sklearn_dplssgd._training._losses import loss_code
 from oracles import loss_derivative_reference
 from sklearn_dplssgd._mechanisms.output_perturbation._accounting import (
-    OutputPerturbation,
+    NoisyWeights,
     contraction_factor,
     default_step,
     plan_output_perturbation,
@@ -146,9 +146,9 @@ def test_alpha_must_be_positive(alpha):
 
 def test_add_remove_is_refused():
     with pytest.raises(ValueError, match="replace_one.*Adding or removing"):
-        OutputPerturbation.calibrated(1.0, DELTA, sensitivity=0.1, neighboring="add_remove")
+        NoisyWeights.calibrated(1.0, DELTA, sensitivity=0.1, neighboring="add_remove")
     with pytest.raises(ValueError, match="replace_one"):
-        OutputPerturbation(0.1, 1.0, neighboring="add_remove")
+        NoisyWeights(0.1, 1.0, neighboring="add_remove")
     with pytest.raises(ValueError, match="replace_one"):
         plan_output_perturbation(1.0, DELTA, n_samples=100, loss="log_loss", n_outputs=1,
                                  fit_intercept=True, alpha=0.1, row_norm_bound=1.0,
@@ -171,7 +171,7 @@ def test_other_refusals():
     with pytest.raises(ValueError, match="loss='huber' has one output"):
         smoothness_constants("huber", 2, 1.0, 0.1, True, loss_threshold=0.1)
     with pytest.raises(ValueError, match="delta must be"):
-        OutputPerturbation.calibrated(1.0, 1.0, sensitivity=0.1)
+        NoisyWeights.calibrated(1.0, 1.0, sensitivity=0.1)
     with pytest.raises(ValueError, match="batch_size must be at most"):
         _plan(10, loss="log_loss", n_outputs=1, fit_intercept=True, alpha=0.1,
               row_norm_bound=1.0, batch_size=11)
@@ -444,7 +444,7 @@ def _analytic_gaussian_epsilon(std_over_sensitivity, delta):
 
 @pytest.mark.parametrize("epsilon, delta", [(0.1, 1e-5), (1.0, 1e-5), (3.0, 1e-6)])
 def test_epsilon_recomputed_from_the_event_and_analytically(epsilon, delta):
-    mechanism, calibration = OutputPerturbation.calibrated(epsilon, delta, sensitivity=0.37)
+    mechanism, calibration = NoisyWeights.calibrated(epsilon, delta, sensitivity=0.37)
     assert isinstance(calibration, PrivacyCalibration)
     assert calibration.noise_multiplier == mechanism.noise_multiplier
     assert calibration.neighboring == mechanism.neighboring == "replace_one"
@@ -469,11 +469,11 @@ def test_epsilon_recomputed_from_the_event_and_analytically(epsilon, delta):
 
 
 def test_non_private_and_seeded_mechanisms():
-    mechanism, calibration = OutputPerturbation.calibrated(math.inf, DELTA, sensitivity=0.2)
+    mechanism, calibration = NoisyWeights.calibrated(math.inf, DELTA, sensitivity=0.2)
     assert mechanism.noise_multiplier == 0 and calibration.epsilon == math.inf
     assert not mechanism.private and mechanism.epsilon(DELTA) == math.inf
     assert mechanism.dp_event() == dp_accounting.NonPrivateDpEvent()
-    private, _ = OutputPerturbation.calibrated(1.0, DELTA, sensitivity=0.2)
+    private, _ = NoisyWeights.calibrated(1.0, DELTA, sensitivity=0.2)
     seeded = private.seeded_copy()
     assert private.private and not seeded.private
     assert seeded.dp_event() == dp_accounting.NonPrivateDpEvent()
@@ -554,8 +554,8 @@ def test_audit_catches_a_halved_sensitivity():
     first, second = _noise_free(X1, y1, seed, **kwargs), _noise_free(X2, y2, seed, **kwargs)
     direction = (first - second) / np.linalg.norm(first - second)
     delta_w = _plan(n, **kwargs).mechanism.sensitivity
-    correct, calibration = OutputPerturbation.calibrated(epsilon, DELTA, sensitivity=delta_w)
-    broken, _ = OutputPerturbation.calibrated(epsilon, DELTA, sensitivity=delta_w / 2)
+    correct, calibration = NoisyWeights.calibrated(epsilon, DELTA, sensitivity=delta_w)
+    broken, _ = NoisyWeights.calibrated(epsilon, DELTA, sensitivity=delta_w / 2)
     assert broken.epsilon(DELTA) == correct.epsilon(DELTA) <= epsilon  # same claim
     n_releases = 400_000
     bounds = {}
@@ -596,8 +596,8 @@ def _chi_square_pvalue(values, scale, edges):
 
 @pytest.mark.parametrize("scale", [1, 3, 40])
 def test_the_lattice_noise_has_the_rounded_gaussian_law(scale):
-    mechanism = OutputPerturbation(sensitivity=1.0, noise_multiplier=1.0, grid_exponent=-3,
-                                   grid_scale=scale)
+    mechanism = NoisyWeights(sensitivity=1.0, noise_multiplier=1.0, grid_exponent=-3,
+                             grid_scale=scale)
     released = add_output_noise(np.zeros((25_000, 2, 3)), mechanism,
                                 np.random.default_rng(scale), fit_intercept=False)
     assert (released[..., -1] == 0).all()  # no intercept: the constant 0 stays 0
@@ -624,8 +624,8 @@ def test_the_planned_lattice_noise_has_the_law_at_its_own_scale():
 
 
 def test_the_release_is_the_rounded_weights_plus_the_integer_noise():
-    mechanism = OutputPerturbation(sensitivity=1.0, noise_multiplier=1.0, grid_exponent=-10,
-                                   grid_scale=50)
+    mechanism = NoisyWeights(sensitivity=1.0, noise_multiplier=1.0, grid_exponent=-10,
+                             grid_scale=50)
     weights = np.random.default_rng(1).normal(size=(2, 5))
     released = add_output_noise(weights, mechanism, np.random.default_rng(4),
                                 fit_intercept=True)

@@ -7,7 +7,7 @@ import pytest
 from sklearn.base import clone
 
 from oracles import squared_hinge_derivative_reference, squared_hinge_value_reference
-from sklearn_dplssgd import DPLSSGDClassifier
+from sklearn_dplssgd import DPLSSGDClassifier, OutputPerturbation
 # Compiles the residual kernel.
 from sklearn_dplssgd._backends._kernels import noisy_clipped_gradient_sum  # noqa: F401
 from sklearn_dplssgd._training._losses import LOSSES, loss_code, loss_derivative, residual
@@ -81,7 +81,8 @@ def test_output_perturbation_needs_and_uses_a_weight_bound():
     with pytest.raises(ValueError, match="weight_norm_bound"):
         DPLSSGDClassifier(loss="squared_hinge", mechanism="output", random_state=0).fit(X, y)
     # Without noise: the projected descent learns, inside the declared ball.
-    exact = DPLSSGDClassifier(loss="squared_hinge", mechanism="output", weight_norm_bound=3.0,
+    exact = DPLSSGDClassifier(loss="squared_hinge",
+                              mechanism=OutputPerturbation(weight_norm_bound=3.0),
                               epsilon=math.inf, random_state=0).fit(X, y)
     assert exact.score(X, y) > 0.9
     assert np.linalg.norm(np.hstack([exact.coef_.ravel(), exact.intercept_])) <= 3.0 + 1e-9
@@ -89,5 +90,5 @@ def test_output_perturbation_needs_and_uses_a_weight_bound():
     # the bound (the gradient grows with the margin, unlike log_loss's).
     private = clone(exact).set_params(epsilon=4.0).fit(X, y)
     assert private.epsilon_ <= 4.0
-    wider = clone(private).set_params(weight_norm_bound=6.0).fit(X, y)
+    wider = clone(private).set_params(mechanism__weight_norm_bound=6.0).fit(X, y)
     assert wider.output_sensitivity_ > private.output_sensitivity_

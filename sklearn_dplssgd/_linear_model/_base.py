@@ -16,7 +16,7 @@ from .._backends import (
     array_api_namespace, check_fitted_namespace, decision_values, backend_for,
 )
 from .._mechanisms import (
-    MECHANISMS, FitSettings, TrainingData, mechanism_named, spends_privacy,
+    MECHANISMS, FitSettings, TrainingData, mechanism_error, mechanism_named, spends_privacy,
 )
 from .._training import (
     AUTO, ORDERED, optimizer_error, random_state_error, check_noise_schedule, LEARNING_RATES,
@@ -57,9 +57,7 @@ class BaseDPLSSGD(BaseEstimator):
         # accuracy (1 - omega, about sigma^-1/2, nears float64 rounding).
         "sigma": [Interval("real", 0, 1e12, closed="both"), Options(str, (AUTO, ORDERED))],
         "clip_norm": [Interval("real", 0, None, closed="neither")],
-        "mechanism": [Options(str, frozenset(MECHANISMS))],
-        "row_norm_bound": [Interval("real", 0, None, closed="neither")],
-        "weight_norm_bound": [Interval("real", 0, None, closed="neither"), None],
+        "mechanism": [mechanism_error],
         "max_sample_weight": [Interval("real", 0, None, closed="neither")],
         "alpha": [Interval("real", 0, None, closed="left")],
         "fit_intercept": [Options(bool, (True, False))],
@@ -88,7 +86,7 @@ class BaseDPLSSGD(BaseEstimator):
         tags = super().__sklearn_tags__()
         # An invalid name (refused by fit) answers as the default mechanism;
         # declared feature_bounds map dense NumPy rows only.
-        mechanism = MECHANISMS.get(self.mechanism, MECHANISMS[DEFAULT_MECHANISM])
+        mechanism = mechanism_named(self.mechanism, default=MECHANISMS[DEFAULT_MECHANISM])
         declared = self.feature_bounds is not None
         tags.input_tags.sparse = mechanism.accepts_sparse and not declared
         tags.array_api_support = mechanism.accepts_array_api and not declared
@@ -98,8 +96,7 @@ class BaseDPLSSGD(BaseEstimator):
     def _validate_hyperparameters(self):
         """Check the hyperparameters; return the fit's :class:`FitSettings` they make."""
         validate_parameters(self)
-        for name in ("sigma", "clip_norm", "max_sample_weight", "eta0", "alpha",
-                     "row_norm_bound", "weight_norm_bound"):
+        for name in ("sigma", "clip_norm", "max_sample_weight", "eta0", "alpha"):
             if getattr(self, name) not in (AUTO, ORDERED, None) and not math.isfinite(
                     getattr(self, name)):
                 raise ValueError(
@@ -330,8 +327,8 @@ class BaseDPLSSGD(BaseEstimator):
 
     def _can_stream(self):
         """Whether ``partial_fit`` exists: where the mechanism can continue a release."""
-        mechanism = MECHANISMS.get(self.mechanism)
-        if mechanism is not None and not mechanism.supports_partial_fit:
+        mechanism = mechanism_named(self.mechanism, default=MECHANISMS[DEFAULT_MECHANISM])
+        if not mechanism.supports_partial_fit:
             raise AttributeError(mechanism.partial_fit_refusal)
         return True
 

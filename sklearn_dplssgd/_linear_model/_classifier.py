@@ -186,8 +186,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         sigma="auto",
         clip_norm=1.0,
         mechanism="gradient",
-        row_norm_bound=1.0,
-        weight_norm_bound=None,
         max_sample_weight=1.0,
         alpha=1e-4,
         fit_intercept=True,
@@ -218,8 +216,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         self.sigma = sigma
         self.clip_norm = clip_norm
         self.mechanism = mechanism
-        self.row_norm_bound = row_norm_bound
-        self.weight_norm_bound = weight_norm_bound
         self.max_sample_weight = max_sample_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept

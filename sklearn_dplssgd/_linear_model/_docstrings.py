@@ -40,22 +40,15 @@ SHARED_PARAMETER_DOCS = {
         with respect to all parameters together. Choose it without looking
         at the private data.
 
-    mechanism : {"gradient", "output"}, default="gradient"
+    mechanism : {"gradient", "output"} or OutputPerturbation, default="gradient"
         What is made private. ``"gradient"``: DP-LSSGD, noise on every
         step's clipped gradient sum, released as integers on a public
-        lattice with exactly sampled noise. ``"output"``: output
-        perturbation (Chen, Lee and Kifer, AISTATS 2019), noise added once
-        to the weights of a noise-free descent on the L2-penalised objective
-        (smooth losses, ``alpha > 0``); see :ref:`output-perturbation-privacy`.
-
-    row_norm_bound : float, default=1.0
-        ``mechanism="output"`` only: the public L2 bound every row (without
-        the intercept's 1) is clipped to before training.
-
-    weight_norm_bound : float or None, default=None
-        ``mechanism="output"`` with ``loss="squared_error"`` only (required
-        there): the public radius the weights are projected onto after
-        every step.
+        lattice with exactly sampled noise. ``"output"`` or
+        :class:`OutputPerturbation` (which holds its public bounds,
+        ``row_norm_bound`` and ``weight_norm_bound``): output perturbation
+        (Chen, Lee and Kifer, AISTATS 2019), noise added once to the weights
+        of a noise-free descent on the L2-penalised objective (smooth losses,
+        ``alpha > 0``); see :ref:`output-perturbation-privacy`.
 
     max_sample_weight : float, default=1.0
         Public bound w_max on the weight of a row (``sample_weight`` times

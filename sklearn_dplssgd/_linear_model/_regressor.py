@@ -9,7 +9,7 @@ from sklearn.utils.metaestimators import available_if
 
 from .._accounting import TARGET_RANGE_SHARE
 from .._backends import backend_for, copy_params
-from .._mechanisms import MECHANISMS
+from .._mechanisms import mechanism_named
 from .._preprocessing import histogram_ranges
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
@@ -117,8 +117,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         sigma="auto",
         clip_norm=1.0,
         mechanism="gradient",
-        row_norm_bound=1.0,
-        weight_norm_bound=None,
         max_sample_weight=1.0,
         alpha=1e-4,
         fit_intercept=True,
@@ -149,8 +147,6 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         self.sigma = sigma
         self.clip_norm = clip_norm
         self.mechanism = mechanism
-        self.row_norm_bound = row_norm_bound
-        self.weight_norm_bound = weight_norm_bound
         self.max_sample_weight = max_sample_weight
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -234,7 +230,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         """Whether this fit learns the target's range; refuse where it cannot."""
         learns = (self.target_bounds is None and not continued
                   # (An invalid name is refused by the parameter validation.)
-                  and getattr(MECHANISMS.get(self.mechanism), "composes_prior_release", False))
+                  and getattr(mechanism_named(self.mechanism), "composes_prior_release", False))
         if self.target_bounds is None and not continued and not learns:
             # Output perturbation trains on y as given, never on an earlier range.
             for name in ("target_bounds_", "target_range_noise_multiplier_"):

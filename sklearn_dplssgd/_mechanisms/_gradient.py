@@ -291,12 +291,6 @@ class GradientPerturbationMechanism(ReleaseMechanism):
     releases_integers = True
     composes_prior_release = True
 
-    def check_settings(self, settings):
-        if settings.weight_norm_bound is not None:
-            raise ValueError(
-                "weight_norm_bound is used by mechanism='output' only; gradient "
-                "perturbation bounds each row's influence by clip_norm. Leave it None.")
-
     def check_release(self, settings, X, *, namespace, sparse, continued):
         if namespace is not None and continued:
             raise ValueError(

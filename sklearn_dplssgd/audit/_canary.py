@@ -6,7 +6,7 @@ import math
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from .._mechanisms import smoothness_constants
+from .._mechanisms import output_perturbation_bounds, smoothness_constants
 from .._training import (
     resolve_sigma, LOSSES, loss_code, loss_derivative, learning_rate_schedule,
     smoothing_eigenvalues,
@@ -265,7 +265,7 @@ def _output_canary(estimator, direction, label):
     towards it): Huber's derivative then stays clipped at its threshold, the
     worst case of the sensitivity bound.
     """
-    magnitude = float(estimator.row_norm_bound)
+    magnitude = float(output_perturbation_bounds(estimator.mechanism).row_norm_bound)
     if is_classifier(estimator):
         return magnitude * direction, label
     if not LOSSES[estimator.loss].needs_weight_bound:

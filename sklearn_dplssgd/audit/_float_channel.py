@@ -21,7 +21,7 @@ import math
 import numpy as np
 from sklearn.base import clone, is_classifier
 
-from .._mechanisms import mechanism_named
+from .._mechanisms import mechanism_named, output_perturbation_bounds
 from ._check_result import (
     CheckResult, declare_public_n, declared_labels, private_clone, set_existing,
 )
@@ -66,7 +66,7 @@ def _one_step_configuration(estimator):
         model, batch_size=_N_ROWS, max_iter=1, eta0=1.0, learning_rate="constant",
         optimizer="sgd", alpha=0.0, sigma=0.0, average=False, fit_intercept=False,
         noise_schedule="constant", warm_start=False, ledger=None,
-        feature_bounds=None, target_bounds=None, weight_norm_bound=None,
+        feature_bounds=None, target_bounds=None,
     )
     if is_classifier(model):
         model.set_params(classes=declared_labels(estimator)[:2])
@@ -123,7 +123,8 @@ def _output_neighbours(model):
         # The declared target range is (-1, 1) or the user's: its lower end.
         y, canary_label = np.zeros(_N_ROWS), float(model.get_params()["target_bounds"][0])
     X_with, y_with = X.copy(), y.copy()
-    X_with[-1] = float(model.row_norm_bound) / math.sqrt(_OUTPUT_FEATURES)
+    row_norm_bound = output_perturbation_bounds(model.get_params()["mechanism"]).row_norm_bound
+    X_with[-1] = float(row_norm_bound) / math.sqrt(_OUTPUT_FEATURES)
     y_with[-1] = canary_label
     return (X, y), (X_with, y_with)
 

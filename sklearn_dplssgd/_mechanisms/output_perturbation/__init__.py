@@ -5,11 +5,12 @@ calibrated noise), the lattice the weights are released on (:mod:`._lattice`), t
 noise-free descent (:mod:`._descent`), and the estimators' mechanism (:mod:`._release`).
 """
 
-from ._accounting import OutputPerturbation, plan_output_perturbation, smoothness_constants
+from ._accounting import NoisyWeights, plan_output_perturbation, smoothness_constants
 from ._descent import NoiseFreeDescent, train_output_perturbation
-from ._release import OutputPerturbationMechanism
+from ._release import OutputPerturbation, OutputPerturbationMechanism, output_perturbation_bounds
 
 __all__ = [
-    "NoiseFreeDescent", "OutputPerturbation", "OutputPerturbationMechanism",
+    "NoiseFreeDescent", "NoisyWeights", "OutputPerturbation", "OutputPerturbationMechanism",
+    "output_perturbation_bounds",
     "plan_output_perturbation", "smoothness_constants", "train_output_perturbation",
 ]

@@ -24,7 +24,7 @@ from ..._utils import check_positive_int
 from .._release import Mechanism
 
 __all__ = [
-    "NON_SMOOTH_LOSSES", "SMOOTH_LOSSES", "OutputPerturbation", "OutputPerturbationPlan",
+    "NON_SMOOTH_LOSSES", "SMOOTH_LOSSES", "NoisyWeights", "OutputPerturbationPlan",
     "SmoothnessConstants", "contraction_factor", "default_batch_size", "default_passes",
     "default_step", "positive_finite", "plan_output_perturbation", "required_bounds",
     "sensitivity", "smoothness_constants",
@@ -276,7 +276,7 @@ def _gaussian_event(noise_multiplier):
 
 
 @dataclasses.dataclass(frozen=True)
-class OutputPerturbation(Mechanism):
+class NoisyWeights(Mechanism):
     """One Gaussian mechanism on the final weights of a non-private descent.
 
     Continuous, it is ``w + N(0, (noise_multiplier * sensitivity)^2 I)``, the
@@ -327,7 +327,7 @@ class OutputPerturbation(Mechanism):
 
         Returns
         -------
-        mechanism : OutputPerturbation
+        mechanism : NoisyWeights
         calibration : PrivacyCalibration
         """
         _check_neighboring(neighboring)
@@ -383,7 +383,7 @@ class OutputPerturbationPlan(typing.NamedTuple):
     plan is on its lattice (``_lattice.plan_on_lattice``).
     """
 
-    mechanism: OutputPerturbation
+    mechanism: NoisyWeights
     calibration: PrivacyCalibration
     constants: SmoothnessConstants
     eta: float
@@ -435,7 +435,7 @@ def plan_output_perturbation(epsilon, delta, *, n_samples, loss, n_outputs, fit_
             f"batch_size must be at most the number of rows; got {batch_size} > {n_samples}.")
     n_batches = n_samples // batch_size
     delta_w = sensitivity(eta, *constants, batch_size, n_batches)
-    mechanism, calibration = OutputPerturbation.calibrated(epsilon, delta, sensitivity=delta_w)
+    mechanism, calibration = NoisyWeights.calibrated(epsilon, delta, sensitivity=delta_w)
     return OutputPerturbationPlan(
         mechanism, calibration, constants, float(eta), batch_size, n_batches,
         loss=loss, n_outputs=int(n_outputs), fit_intercept=bool(fit_intercept),

@@ -255,7 +255,7 @@ def release_output_perturbation(X, y, plan, *, n_passes, rng, seeded=False,
     -------
     params : ndarray of shape (n_outputs, d + 1), in X's float dtype
         Coefficients, intercepts in the last column.
-    mechanism : OutputPerturbation
+    mechanism : NoisyWeights
         ``plan.mechanism``, or its seeded copy.
     """
     X, y, sample_weight = _checked_inputs(X, y, plan, sample_weight)

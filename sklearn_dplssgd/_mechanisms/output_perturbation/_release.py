@@ -8,6 +8,7 @@ estimators' side: what settings it refuses, and what a fit reports.
 import math
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from ..._training import (
     AUTO, resolve_delta, LOSSES, SMOOTH_LOSSES, SGD, check_optimizer, make_generator,
@@ -15,12 +16,57 @@ from ..._training import (
 )
 from .._release import NoiseAdded, ReleaseMechanism, ReleaseRecord
 from ._accounting import (
-    OutputPerturbation, default_passes, plan_output_perturbation, required_bounds,
+    NoisyWeights, default_passes, plan_output_perturbation, positive_finite, required_bounds,
 )
 from ._descent import release_output_perturbation
 from ._lattice import plan_on_lattice
 
-__all__ = ["OutputPerturbationMechanism"]
+__all__ = ["OutputPerturbation", "OutputPerturbationMechanism", "output_perturbation_bounds"]
+
+
+class OutputPerturbation(BaseEstimator):
+    """The estimators' ``mechanism`` that adds the noise once, to the trained weights.
+
+    Output perturbation (Chen, Lee and Kifer, "Renyi differentially private
+    ERM for smooth objectives", AISTATS 2019): a noise-free descent on the
+    L2-penalised objective over rows clipped to ``row_norm_bound``, then
+    Gaussian noise calibrated to the final weights' sensitivity. For smooth
+    losses with ``alpha > 0``; see :doc:`/output_perturbation`.
+    ``mechanism="output"`` is ``OutputPerturbation()``.
+
+    Parameters
+    ----------
+    row_norm_bound : float, default=1.0
+        The public L2 bound every row (without the intercept's 1) is clipped
+        to before training.
+    weight_norm_bound : float or None, default=None
+        The public radius the weights are projected onto after every step.
+        Required by a loss whose gradient grows with the margin
+        (``"squared_error"``, ``"squared_hinge"``), refused by the others.
+
+    Examples
+    --------
+    >>> from sklearn_dplssgd import DPLSSGDClassifier, OutputPerturbation
+    >>> DPLSSGDClassifier(mechanism=OutputPerturbation(row_norm_bound=2.0), alpha=0.01)
+    DPLSSGDClassifier(alpha=0.01, mechanism=OutputPerturbation(row_norm_bound=2.0))
+    """
+
+    name = "output"
+
+    def __init__(self, row_norm_bound=1.0, weight_norm_bound=None):
+        self.row_norm_bound = row_norm_bound
+        self.weight_norm_bound = weight_norm_bound
+
+    def check(self):
+        """Raise a ValueError naming the bound that is not a positive finite number."""
+        positive_finite(self.row_norm_bound, "mechanism.row_norm_bound")
+        if self.weight_norm_bound is not None:
+            positive_finite(self.weight_norm_bound, "mechanism.weight_norm_bound")
+
+
+def output_perturbation_bounds(mechanism):
+    """The :class:`OutputPerturbation` that ``mechanism`` (``"output"`` or one) stands for."""
+    return mechanism if isinstance(mechanism, OutputPerturbation) else OutputPerturbation()
 
 
 class OutputPerturbationMechanism(ReleaseMechanism):
@@ -91,19 +137,21 @@ class OutputPerturbationMechanism(ReleaseMechanism):
             raise ValueError(
                 "mechanism='output' releases the last iterate (the one whose sensitivity "
                 f"is bounded): use average=False or 'auto'; got average={settings.average!r}.")
+        bounds = output_perturbation_bounds(settings.mechanism)
         needs_weights, needs_targets = required_bounds(loss)
         if needs_weights and (
-                settings.weight_norm_bound is None
+                bounds.weight_norm_bound is None
                 or (needs_targets and settings.params.get("target_bounds") is None)):
             raise ValueError(
                 f"{name}(loss={loss!r}, mechanism='output') needs "
-                "weight_norm_bound (the public radius the weights are projected onto)"
+                "OutputPerturbation(weight_norm_bound=...) (the public radius the "
+                "weights are projected onto)"
                 + (" and target_bounds=(low, high)" if needs_targets else "")
                 + ": otherwise the loss's gradient, hence the sensitivity, is "
                 "unbounded." + (" Or use loss='huber'." if needs_targets else ""))
-        if not needs_weights and settings.weight_norm_bound is not None:
+        if not needs_weights and bounds.weight_norm_bound is not None:
             raise ValueError(
-                f"weight_norm_bound is only used with mechanism='output' by a loss whose "
+                f"weight_norm_bound is only used by output perturbation with a loss whose "
                 f"gradient grows with the margin; loss={loss!r} has bounded gradients: "
                 "leave it None.")
 
@@ -130,16 +178,17 @@ class OutputPerturbationMechanism(ReleaseMechanism):
         delta = resolve_delta(settings.delta, n_samples)
         loss = LOSSES[settings.loss]
         needs_weights, needs_targets = required_bounds(settings.loss)
+        bounds = output_perturbation_bounds(settings.mechanism)
         batch_size = settings.batch_size
         plan = plan_output_perturbation(
             settings.epsilon, delta, n_samples=n_samples, loss=settings.loss,
             n_outputs=data.n_outputs, fit_intercept=bool(settings.fit_intercept),
-            alpha=float(settings.alpha), row_norm_bound=float(settings.row_norm_bound),
+            alpha=float(settings.alpha), row_norm_bound=float(bounds.row_norm_bound),
             # Every batch has exactly b <= n rows (Lemma 2 of Chen, Lee and Kifer, AISTATS 2019).
             batch_size=None if batch_size == AUTO else min(int(batch_size), n_samples),
             eta=None if settings.eta0 == AUTO else float(settings.eta0),
             loss_threshold=loss.threshold(settings) if loss.uses_threshold else None,
-            weight_norm_bound=settings.weight_norm_bound if needs_weights else None,
+            weight_norm_bound=bounds.weight_norm_bound if needs_weights else None,
             # The regressor maps targets in target_bounds to [-1, 1].
             target_bound=1.0 if needs_targets else None,
             max_sample_weight=float(settings.max_sample_weight),
@@ -184,8 +233,8 @@ class OutputPerturbationMechanism(ReleaseMechanism):
         )
 
     def claimed_epsilon(self, settings, model, n_rows):
-        mechanism = OutputPerturbation(sensitivity=model.output_sensitivity_,
-                                       noise_multiplier=model.noise_multiplier_)
+        mechanism = NoisyWeights(sensitivity=model.output_sensitivity_,
+                                 noise_multiplier=model.noise_multiplier_)
         return mechanism.epsilon(model.delta_)
 
 
