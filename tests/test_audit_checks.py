@@ -22,11 +22,11 @@ from sklearn.pipeline import Pipeline
 import sklearn_dplssgd._linear_model._base as base_module
 import sklearn_dplssgd._mechanisms._gradient as gradient_module
 from sklearn_dplssgd._mechanisms import FitSettings, GradientPerturbationMechanism
-import sklearn_dplssgd._linear_model._classifier as classifier_module
 import sklearn_dplssgd._model_selection._search as search_module
 import sklearn_dplssgd._backends._numpy as sgd_module
 import sklearn_dplssgd._backends._row_passes as _row_passes
 import sklearn_dplssgd._utils._validation as validation_module
+import sklearn_dplssgd._linear_model._targets as targets_module
 import sklearn_dplssgd._linear_model._weights as weights_module
 from sklearn_dplssgd import (
     DPBoundedScaler, DPLSSGDClassifier, DPLSSGDRegressor, DPOneHotEncoder, DPRandomizedSearch,
@@ -294,8 +294,7 @@ def test_error_outcome_check_catches_an_error_decided_by_one_row(monkeypatch):
             raise ValueError("The sample weights are all zero.")
         return weights
 
-    monkeypatch.setattr(base_module, "row_weights", refusing_all_zero)
-    monkeypatch.setattr(classifier_module, "row_weights", refusing_all_zero)
+    monkeypatch.setattr(targets_module, "row_weights", refusing_all_zero)
     result = check_error_outcomes(DPLSSGDClassifier(classes=[0, 1], max_iter=2))
     assert not result.passed
     assert "all weights zero" in result.detail

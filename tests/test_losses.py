@@ -35,7 +35,7 @@ def test_the_estimators_offer_exactly_the_registry():
 @pytest.mark.parametrize("name", CLASSIFICATION_LOSSES)
 def test_the_classifier_encodes_two_classes_as_the_registry_says(name):
     y = np.array(["b", "a", "b", "a"])
-    encoded, n_outputs = DPLSSGDClassifier(loss=name, classes=["a", "b"])._encode_targets(y)
+    encoded, n_outputs = DPLSSGDClassifier(loss=name, classes=["a", "b"])._targets().encode(y)
     negative, positive = LOSSES[name].binary_targets
     assert n_outputs == 1
     np.testing.assert_array_equal(encoded, [positive, negative, positive, negative])

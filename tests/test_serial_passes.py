@@ -17,7 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn_dplssgd import DPLSSGDClassifier
 from sklearn_dplssgd._backends import _numpy as _sgd, _poisson, _row_passes
 from sklearn_dplssgd._backends._clipping import compute_feature_norms
-from sklearn_dplssgd._linear_model import _base, _classifier
+from sklearn_dplssgd._linear_model import _base, _targets
 
 
 def _geometric_batches(rng, n_samples, sample_rate, n_steps):
@@ -91,7 +91,7 @@ def type_checks(monkeypatch):
         calls.append(len(y))
         return check_classification_targets(y)
 
-    monkeypatch.setattr(_classifier, "check_classification_targets", counting)
+    monkeypatch.setattr(_targets, "check_classification_targets", counting)
     return calls
 
 
@@ -103,16 +103,16 @@ def test_integral_labels_skip_the_type_checks_count(type_checks, monkeypatch, n_
     classes = np.unique(y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        targets, n_outputs = DPLSSGDClassifier(classes=classes, n_jobs=n_jobs)._encode_targets(y)
+        encoded, n_outputs = DPLSSGDClassifier(classes=classes, n_jobs=n_jobs)._targets().encode(y)
     assert type_checks == [] and n_outputs == 1
-    np.testing.assert_array_equal(targets, (y == classes[1]).astype(np.float64))
+    np.testing.assert_array_equal(encoded, (y == classes[1]).astype(np.float64))
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_dplssgd.PrivacyLeakWarning")
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_the_label_checks_errors_and_warnings_are_scikit_learns(type_checks, n_jobs):
     def encode(y, classes=None):
-        return DPLSSGDClassifier(classes=classes, n_jobs=n_jobs)._encode_targets(y)
+        return DPLSSGDClassifier(classes=classes, n_jobs=n_jobs)._targets().encode(y)
 
     # Non-integral floats: scikit-learn's error.
     with pytest.raises(ValueError, match="Unknown label type: continuous"):

@@ -11,6 +11,7 @@ from dp_accounting.pld import pld_privacy_accountant as dp_pld
 
 from sklearn_dplssgd import DPLSSGDRegressor, PrivacyLedger, PrivacyLeakWarning
 from sklearn_dplssgd._linear_model import TARGET_RANGE_SHARE
+from sklearn_dplssgd._linear_model._targets import RangeTargets
 
 
 def _table(n_rows=3000, centre=1000.0, seed=0):
@@ -59,9 +60,10 @@ class _RangeFromMinMax(DPLSSGDRegressor):
         # The mechanism plans (and accounts for) no release of the range.
         return dataclasses.replace(super()._fit_settings(), learns_target_range=False)
 
-    def _learn_target_range(self, y, target_range):
-        self.target_bounds_ = (float(y.min()), float(y.max()))
-        self.target_range_noise_multiplier_ = 1.0
+    def _targets(self, classes=None, target_range=None):
+        targets = RangeTargets(None, False, 1.0, range_release=(1.0, self.neighboring, None))
+        targets._released_range = lambda y: ((float(y.min()), float(y.max())), 1.0)
+        return targets
 
 
 def test_a_range_read_without_noise_is_caught():

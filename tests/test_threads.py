@@ -446,15 +446,15 @@ def test_target_encoding_on_threads_is_the_serial_one(monkeypatch, n_classes, de
     monkeypatch.setattr(_row_passes, "blocks_on_threads", counting)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        serial = DPLSSGDClassifier(classes=classes)._encode_targets(y)
-        threaded = DPLSSGDClassifier(classes=classes, n_jobs=2)._encode_targets(y)
+        serial = DPLSSGDClassifier(classes=classes)._targets().encode(y)
+        threaded = DPLSSGDClassifier(classes=classes, n_jobs=2)._targets().encode(y)
     assert blocks and blocks[0] > 1
     np.testing.assert_array_equal(threaded[0], serial[0])
     assert threaded[1] == serial[1] == (1 if n_classes == 2 else n_classes)
     y[-1] = 5  # an unknown label, in the last block
     if declared:
         with pytest.raises(ValueError, match="labels that are not in classes"):
-            DPLSSGDClassifier(classes=classes, n_jobs=2)._encode_targets(y)
+            DPLSSGDClassifier(classes=classes, n_jobs=2)._targets().encode(y)
 
 
 def test_team_run_never_waits_for_a_helper_that_does_not_run(monkeypatch):

@@ -5,18 +5,14 @@ partitions are (:class:`~sklearn_dplssgd._backends.DaskTraining`). What the
 fit needs before training comes from public metadata only: the shape (n and
 d, known without computing a value), the dtype, the columns' names. The
 targets are encoded and the weights validated partition by partition, on the
-workers, by the estimator's own methods; the label set is the declared
-``classes`` (reading it from the labels, as for NumPy input, computes only
-the set of labels, with the same warning).
+workers, by the fit's targets value (see :mod:`._selection`); the label set is
+the declared ``classes`` (reading it from the labels, as for NumPy input,
+computes only the set of labels, with the same warning).
 """
 
-import warnings
-
 import numpy as np
-from sklearn.base import clone
 
 from ._dask_rows import as_dask_array
-from .._utils import PrivacyLeakWarning
 
 __all__ = ["dask_arrays", "dask_training_rows"]
 
@@ -70,28 +66,26 @@ def _one_per_row(values, X, requirement):
     return values if values.chunks[0] == X.chunks[0] else values.rechunk((X.chunks[0],))
 
 
-def _encode_block(y, encoder, labels):
-    return encoder._encode_targets(y, labels)[0].astype(np.float64)
+def _encode_block(y, targets):
+    return targets.encode(y)[0].astype(np.float64)
 
 
-def _weigh_block(y, *weights, encoder, labels, scalar):
-    if labels is not None:
-        encoder.classes_ = labels
+def _weigh_block(y, *weights, targets, scalar):
     sample_weight = weights[0] if weights else scalar
-    row_weights = encoder._row_weights(sample_weight, y)
+    row_weights = targets.weights(sample_weight, y)
     return np.ones(len(y)) if row_weights is None else row_weights
 
 
-def dask_training_rows(estimator, X, y, sample_weight, classes, reset, feature_names=None):
+def dask_training_rows(estimator, targets, X, y, sample_weight, reset, feature_names=None):
     """The encoded targets and validated weights of a Dask fit, as lazy Dask arrays.
 
     Parameters
     ----------
     estimator : BaseDPLSSGD
+    targets : ClassTargets or RangeTargets
+        The fit's target encoding (see :mod:`._selection`).
     X, y, sample_weight :
         As :func:`dask_arrays` returns them.
-    classes : array-like or None
-        A ``partial_fit`` call's label set (classifier).
     reset : bool
         Whether this fit sets ``n_features_in_`` (else it must match).
     feature_names : ndarray or None
@@ -113,34 +107,24 @@ def dask_training_rows(estimator, X, y, sample_weight, classes, reset, feature_n
         raise ValueError(
             f"X has {n_features} features, but {type(estimator).__name__} is expecting "
             f"{estimator.n_features_in_} features as input.")
-    labels = estimator._declared_labels(classes)
-    if labels is None and not estimator._y_numeric:
-        warnings.warn(
-            "classes was not given, so classes_ is read from the private labels: "
-            "the fitted model reveals which labels occur in the training data. "
-            "Pass classes=... to keep the label set out of the released model.",
-            PrivacyLeakWarning,
-        )
+    if targets.labels is None and not targets.y_numeric:
         import dask.array as da
 
         # Only the set of labels reaches the client.
-        labels = np.asarray(da.unique(y).compute())
-    if estimator._y_numeric and not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        targets.read_labels(np.asarray(da.unique(y).compute()))
+    if targets.y_numeric and not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
         raise ValueError("y must hold numbers (a regressor's targets).")
     # The label set (or nothing, for a regressor) gives the number of outputs
     # and classes_, as for NumPy input.
-    probe = labels if labels is not None else np.zeros(0)
-    _, n_outputs = estimator._encode_targets(probe, labels)
-    # The estimator's own encoding and weighting run on each partition; a
-    # clone carries only its public parameters (no ledger) to the workers.
-    encoder = clone(estimator).set_params(ledger=None)
-    y_encoded = y.map_blocks(_encode_block, encoder, labels, dtype=np.float64)
-    weighted = sample_weight is not None or estimator._row_weights(None, probe) is not None
+    probe = targets.labels if targets.labels is not None else np.zeros(0)
+    _, n_outputs = targets.encode(probe)
+    # The same encoding and weighting run on each partition, on the workers.
+    y_encoded = y.map_blocks(_encode_block, targets, dtype=np.float64)
+    weighted = sample_weight is not None or targets.weights(None, probe) is not None
     weights = None
     if weighted:
         scalar = sample_weight if np.isscalar(sample_weight) else None
         arrays = (y,) if scalar is not None or sample_weight is None else (y, sample_weight)
         weights = arrays[0].map_blocks(
-            _weigh_block, *arrays[1:], encoder=encoder, labels=labels, scalar=scalar,
-            dtype=np.float64)
+            _weigh_block, *arrays[1:], targets=targets, scalar=scalar, dtype=np.float64)
     return y_encoded, n_outputs, weights

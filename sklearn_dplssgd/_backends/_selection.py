@@ -10,11 +10,14 @@ training function runs the steps and with which of its own arguments. A new
 backend (a GPU kernel, another cluster framework) plugs in as one more class
 here and one more case of :func:`backend_for`.
 
-The rows are validated with the estimator's own target encoding: its
-``_encode_targets(y, classes)``, ``_row_weights(sample_weight, y)``,
-``_declared_labels(classes)`` and ``_y_numeric``, the protocol of
-:class:`~sklearn_dplssgd._linear_model.BaseDPLSSGD`. Validation errors name
-the problem, never a value (values are private).
+The rows are validated by scikit-learn's ``validate_data`` on the estimator
+(which records ``n_features_in_`` and ``feature_names_in_``); the targets are
+encoded and the rows weighed by the fit's *targets* value, built by the
+estimator before any row is read: ``encode(y) -> (y_encoded, n_outputs)``,
+``weights(sample_weight, y)``, ``y_numeric``, ``labels`` (the declared label
+set or None) and, for a classifier, ``read_labels(labels)``
+(:mod:`sklearn_dplssgd._linear_model._targets`). Validation errors name the
+problem, never a value (values are private).
 
 A fitted model's predictions and scores ask the same objects where they run:
 ``predict_rows`` and ``score_rows`` call the model's in-memory methods on
@@ -70,27 +73,23 @@ class NumpyInput:
         """
         return X, y, sample_weight, None
 
-    def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
-                      n_threads, target_range=None):
+    def training_rows(self, estimator, targets, X, y, sample_weight, *, reset, min_rows,
+                      n_threads):
         """The validated rows, the encoded targets and the rows' weights.
 
         Parameters
         ----------
         estimator : BaseDPLSSGD
-            Its target encoding (see the module's description); ``reset``
-            sets its ``n_features_in_`` and ``feature_names_in_``.
+            ``reset`` sets its ``n_features_in_`` and ``feature_names_in_``.
+        targets : ClassTargets or RangeTargets
+            The fit's target encoding (see the module's description).
         X, y, sample_weight :
             As :meth:`arrays` returned them.
-        classes : array-like or None
-            A ``partial_fit`` call's label set.
         reset : bool
             Whether this fit starts a series (else ``X``'s width must match).
         min_rows : int
             The fewest rows a fit accepts (0 where the row count is private).
         n_threads : int
-        target_range : TargetRangeRelease or None
-            The planned release of a regressor's target range, if any (the
-            regressor refuses to learn a Dask collection's).
 
         Returns
         -------
@@ -103,7 +102,7 @@ class NumpyInput:
             {"X": X, "y": y}, validate_data, estimator, X, y,
             # Other sparse formats are converted to CSR once, here.
             accept_sparse="csr", dtype=[np.float64, np.float32], order="C",
-            y_numeric=estimator._y_numeric, reset=reset, ensure_min_samples=min_rows,
+            y_numeric=targets.y_numeric, reset=reset, ensure_min_samples=min_rows,
             # Checked below, on the fit's threads: one pass over every row.
             ensure_all_finite=False)
         validate_hiding_values({"X": X}, check_finite_rows, X, n_threads,
@@ -112,13 +111,13 @@ class NumpyInput:
             # Duplicate entries summed into a copy: the clip's row norms are
             # taken over stored entries (see _sparse).
             X = as_canonical_csr(X)
-        return (X, *self._encoded(estimator, y, sample_weight, classes, target_range))
+        return (X, *self._encoded(targets, y, sample_weight))
 
     @staticmethod
-    def _encoded(estimator, y, sample_weight, classes, target_range):
-        y_encoded, n_outputs = estimator._encode_targets(y, classes, target_range)
+    def _encoded(targets, y, sample_weight):
+        y_encoded, n_outputs = targets.encode(y)
         weights = validate_hiding_values(
-            {"sample_weight": sample_weight}, estimator._row_weights, sample_weight, y)
+            {"sample_weight": sample_weight}, targets.weights, sample_weight, y)
         return y_encoded, n_outputs, weights
 
     def map_rows(self, function, X):
@@ -188,17 +187,17 @@ class ArrayApiInput(NumpyInput):
             sample_weight = to_numpy(without_autograd(sample_weight))
         return X, y, sample_weight, None
 
-    def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
-                      n_threads, target_range=None):
+    def training_rows(self, estimator, targets, X, y, sample_weight, *, reset, min_rows,
+                      n_threads):
         # The targets are encoded on the host (labels, bounds), whatever their
         # namespace; X keeps its namespace, device and float dtype.
         xp = self.namespace[0]
         X, y = validate_hiding_values(
             {"X": X, "y": y}, validate_data, estimator, without_autograd(X),
             to_numpy(without_autograd(y)), accept_sparse=False,
-            dtype=[xp.float64, xp.float32], y_numeric=estimator._y_numeric,
+            dtype=[xp.float64, xp.float32], y_numeric=targets.y_numeric,
             ensure_min_samples=min_rows)
-        return (X, *self._encoded(estimator, y, sample_weight, classes, target_range))
+        return (X, *self._encoded(targets, y, sample_weight))
 
     def row_norms(self, X, n_threads):
         # The backend forms the norms on the device itself.
@@ -237,10 +236,10 @@ class DaskInput(NumpyInput):
         X, y, sample_weight, self.feature_names = dask_arrays(X, y, sample_weight)
         return X, y, sample_weight, network
 
-    def training_rows(self, estimator, X, y, sample_weight, *, classes, reset, min_rows,
-                      n_threads, target_range=None):
+    def training_rows(self, estimator, targets, X, y, sample_weight, *, reset, min_rows,
+                      n_threads):
         # Encoded and weighed partition by partition, on the workers (see _dask_input).
-        return (X, *dask_training_rows(estimator, X, y, sample_weight, classes, reset,
+        return (X, *dask_training_rows(estimator, targets, X, y, sample_weight, reset,
                                        self.feature_names))
 
     def map_rows(self, function, X):

@@ -29,7 +29,6 @@ from .._utils import (
 from ._feature_bounds import (
     check_feature_bounds, check_feature_bounds_form, check_same_feature_map, feature_map,
 )
-from ._weights import row_weights
 
 __all__ = ["BaseDPLSSGD", "DEFAULT_MECHANISM"]
 
@@ -161,9 +160,7 @@ class BaseDPLSSGD(BaseEstimator):
         n_cores = os.cpu_count() or 1
         return n_cores if self.n_jobs < 0 else min(self.n_jobs, n_cores)
 
-    # Subclasses set these. Whether y must be numeric:
-    _y_numeric = True
-    # sigma="auto" on ordered input, as (min_features, sigma) pairs:
+    # Subclasses set these. sigma="auto" on ordered input, as (min_features, sigma) pairs:
     _auto_sigma_levels = ((1, 1.0),)
     # The sigma eta0="auto" was measured with (None: measured per width level):
     _step_reference_sigma = 1.0
@@ -172,17 +169,13 @@ class BaseDPLSSGD(BaseEstimator):
         """The share of the steps ``average="auto"`` averages: a half, as a curved loss settles."""
         return 0.5
 
-    def _encode_targets(self, y, classes=None, target_range=None):
-        """``(y_encoded, n_outputs)``; a regressor learns its range from ``target_range``."""
+    def _targets(self, classes=None, target_range=None):
+        """How this fit encodes its targets and weighs its rows (see :mod:`._targets`).
+
+        ``classes`` is a ``partial_fit`` call's label set; ``target_range`` the
+        mechanism's planned release of a regressor's target range, if any.
+        """
         raise NotImplementedError
-
-    def _declared_labels(self, classes=None):
-        """The declared label set (a classifier's), or None: read before any row."""
-        return None
-
-    def _row_weights(self, sample_weight, y):
-        """Each row's validated weight (see :func:`._weights.row_weights`), or None."""
-        return row_weights(sample_weight, len(y), float(self.max_sample_weight))
 
     def _initial_params(self, coef, intercept, n_outputs, n_features):
         """``[coef, intercept]`` as one ``(n_outputs, n_features + 1)`` float64 array."""
@@ -286,10 +279,12 @@ class BaseDPLSSGD(BaseEstimator):
         # Under add/remove the empty data set trains (noise only), or one row
         # would decide whether a model is released.
         min_rows = 0 if mechanism.row_count_is_private(settings) else 1
+        targets = self._targets(classes, mechanism.target_range(plan))
         X, y_encoded, n_outputs, weights = backend.training_rows(
-            self, X, y, sample_weight, classes=classes, reset=series is None,
-            min_rows=min_rows, n_threads=settings.n_threads,
-            target_range=mechanism.target_range(plan))
+            self, targets, X, y, sample_weight, reset=series is None, min_rows=min_rows,
+            n_threads=settings.n_threads)
+        for name, value in targets.fitted_attributes().items():
+            setattr(self, name, value)
         self._check_series_classes(series)
         mapping = feature_map(self, n_features=X.shape[1])
         if mapping is not None:

@@ -2,26 +2,20 @@
 
 import math
 import numbers
-import warnings
 
 import numpy as np
 from array_api_compat import array_namespace
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 
-from .._backends import (
-    backend_for, class_labels, class_probabilities, copy_params, integral_labels,
-    on_row_blocks,
-)
+from .._backends import backend_for, class_labels, class_probabilities, copy_params
 from .._training import averaging_tail, CLASSIFICATION_LOSSES, LOSSES
-from .._utils import (
-    VALUES_NOT_SHOWN, Options, PrivacyLeakWarning, score_hiding_values, validate_hiding_values,
-)
+from .._utils import Options, score_hiding_values
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
-from ._weights import check_class_weight, class_weight_table, row_weights
+from ._targets import ClassTargets, declared_labels
+from ._weights import check_class_weight, class_weight_table
 
 __all__ = ["DPLSSGDClassifier"]
 
@@ -169,7 +163,6 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
         "classes": [None, _check_classes],
         "class_weight": [check_class_weight],
     }
-    _y_numeric = False
     _auto_sigma_levels = ((10, 0.25), (100, 1.0))
     _step_reference_sigma = None
 
@@ -243,84 +236,14 @@ class DPLSSGDClassifier(ClassifierMixin, BaseDPLSSGD):
     def _validate_hyperparameters(self):
         settings = super()._validate_hyperparameters()
         # Public values, checked before the ledger is charged.
-        declared = None if self.classes is None else np.unique(np.asarray(self.classes))
-        class_weight_table(self.class_weight, declared, float(self.max_sample_weight))
+        class_weight_table(self.class_weight, declared_labels(self.classes),
+                           float(self.max_sample_weight))
         return settings
 
-    def _row_weights(self, sample_weight, y):
-        table = class_weight_table(self.class_weight, self.classes_,
-                                   float(self.max_sample_weight))
-        index = None if table is None else np.searchsorted(self.classes_, y)
-        return row_weights(sample_weight, len(y), float(self.max_sample_weight), table, index)
-
-    def _declared_labels(self, classes=None):
-        if classes is None:
-            classes = self.classes
-        return None if classes is None else np.unique(np.asarray(classes))
-
-    def _encode_targets(self, y, classes=None, target_range=None):
-        # Integral labels pass scikit-learn's check but for its warning about
-        # many distinct labels: run it (a serial pass) only where it may be due.
-        n_threads = self._n_threads()
-        integral = integral_labels(y, n_threads)
-        checked = not integral
-        if checked:
-            validate_hiding_values({"y": y}, check_classification_targets, y)
-        if classes is None:
-            classes = self.classes
-        declared = classes is not None
-        if classes is None:
-            classes = np.unique(y)
-            if not checked and len(classes) > round(0.5 * len(y)):
-                validate_hiding_values({"y": y}, check_classification_targets, y)
-            warnings.warn(
-                "classes was not given, so classes_ is read from the private labels: "
-                "the fitted model reveals which labels occur in the training data. "
-                "Pass classes=... to keep the label set out of the released model.",
-                PrivacyLeakWarning,
-            )
-            if len(classes) < 2:
-                # No label value in the message: labels are private data.
-                raise ValueError(
-                    "The training labels contain only one class; at least two "
-                    "classes are needed. Pass classes=... to declare the label set."
-                )
-        else:
-            classes = np.unique(np.asarray(classes))
-            if not checked and len(classes) > round(0.5 * len(y)):
-                # No more distinct labels than declared ones once every
-                # label is known to be declared (checked below).
-                validate_hiding_values({"y": y}, check_classification_targets, y)
-                checked = True
-        binary = len(classes) <= 2
-        if binary:
-            negative, positive = LOSSES[self.loss].binary_targets
-
-        def encoded(start, stop):
-            labels = y[start:stop]
-            if declared and not np.isin(labels, classes).all():
-                return False, None
-            indices = np.searchsorted(classes, labels).astype(np.float64)
-            values = np.where(indices > 0, positive, negative) if binary else indices
-            if shared is None:
-                return True, values
-            # Each block writes its own slice: no serial concatenation.
-            shared[start:stop] = values
-            return True, None
-
-        shared = np.empty(len(y), dtype=np.float64) if n_threads > 1 else None
-        # A few whole-array operations a label: counted as 8 values read.
-        blocks = on_row_blocks(encoded, len(y), n_threads, values_per_row=8)
-        if not all(known for known, _ in blocks):
-            if not checked:
-                # Its warning about many distinct labels comes before this error.
-                validate_hiding_values({"y": y}, check_classification_targets, y)
-            # Neither the labels nor their number: both are private data.
-            raise ValueError(
-                f"y contains labels that are not in classes ({VALUES_NOT_SHOWN}).")
-        self.classes_ = classes
-        targets = blocks[0][1] if shared is None else shared
-        return targets, 1 if binary else len(classes)
+    def _targets(self, classes=None, target_range=None):
+        labels = declared_labels(self.classes if classes is None else classes)
+        return ClassTargets(self.loss, labels, self.class_weight, float(self.max_sample_weight),
+                            self._n_threads())
 
     def fit(self, X, y, sample_weight=None, *, coef_init=None, intercept_init=None):
         """Train the model with (epsilon, delta)-differential privacy.

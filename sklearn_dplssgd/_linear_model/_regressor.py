@@ -1,20 +1,18 @@
 """DPLSSGDRegressor: differentially private linear regression."""
 
 import math
-import warnings
 
-import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.metaestimators import available_if
 
 from .._accounting import TARGET_RANGE_SHARE
 from .._backends import backend_for, copy_params
 from .._mechanisms import mechanism_named
-from .._preprocessing import histogram_ranges
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
+from ._targets import RangeTargets
 from .._training import REGRESSION_LOSSES, make_generator
-from .._utils import Interval, Options, score_hiding_values, validate_hiding_values
+from .._utils import Interval, Options, score_hiding_values
 
 __all__ = ["DPLSSGDRegressor", "TARGET_RANGE_SHARE"]
 
@@ -177,12 +175,14 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
         low, high = (float(bound) for bound in bounds)
         return (low + high) / 2.0, (high - low) / 2.0
 
-    def _learn_target_range(self, y, target_range):
-        """Release the target's range (:func:`histogram_ranges` on ``y``) and store it.
-
-        ``target_range`` is the mechanism's planned release (its noise), None
-        where the mechanism could not plan before reading the rows.
-        """
+    def _targets(self, classes=None, target_range=None):
+        max_sample_weight = float(self.max_sample_weight)
+        if self.target_bounds is not None:
+            bounds = tuple(float(bound) for bound in self.target_bounds)
+            return RangeTargets(bounds, True, max_sample_weight)
+        if not self.__dict__.get("_learns_target_range"):
+            # An earlier release's range (a continued series), or none.
+            return RangeTargets(self.__dict__.get("target_bounds_"), False, max_sample_weight)
         noise = None if target_range is None else target_range.noise_multiplier
         if noise is None:
             # A private fit must have planned (so accounted) it before reading rows.
@@ -190,41 +190,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
                 raise RuntimeError("the target range's release was not planned before the fit")
             noise = 0.0
         rng, _ = make_generator(self.random_state, self.reproducible)
-        lower, upper, detected = histogram_ranges(y[:, np.newaxis], noise, self.neighboring,
-                                                  rng)
-        if np.isnan(lower[0]):
-            # No range to use: a guessed one would make the predictions useless.
-            raise ValueError(
-                f"DPLSSGDRegressor: no bin of the targets stood out of the noise of the range "
-                f"release (a {TARGET_RANGE_SHARE:g} share of epsilon), even in coarse bins: "
-                f"{len(y)} rows are too few. Declare target_bounds=(low, high) (a range known "
-                "from the units or a public source), or give the fit more budget. The "
-                "ledger, if any, has been charged for this fit.")
-        if not detected[0]:
-            warnings.warn(
-                "DPLSSGDRegressor: no single bin of the targets stood out of the noise; their "
-                "range comes from coarser bins (wider). Declare target_bounds=(low, high), "
-                "or give the fit more budget.", UserWarning)
-        # Post-processing of the noisy counts.
-        self.target_bounds_ = (float(lower[0]), float(upper[0]))
-        self.target_range_noise_multiplier_ = float(noise)
-
-    def _encode_targets(self, y, classes=None, target_range=None):
-        # scikit-learn converts only object targets to numbers: text in a
-        # string array arrives here, and NumPy's error would quote it.
-        y = validate_hiding_values({"y": y}, np.asarray, y, dtype=np.float64)
-        if self.target_bounds is not None:
-            self.target_bounds_ = tuple(float(bound) for bound in self.target_bounds)
-            self.target_range_noise_multiplier_ = None
-        elif self.__dict__.get("_learns_target_range"):
-            self._learn_target_range(y, target_range)
-            self._learns_target_range = False
-        scale = self._target_scale()
-        if scale is None:
-            return y, 1
-        centre, half_width = scale
-        # A public or released range: the map is post-processing.
-        return np.clip((y - centre) / half_width, -1.0, 1.0), 1
+        return RangeTargets(None, False, max_sample_weight, (noise, self.neighboring, rng))
 
     def _prepare_targets(self, X, continued):
         """Whether this fit learns the target's range; refuse where it cannot."""

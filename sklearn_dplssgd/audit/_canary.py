@@ -103,7 +103,7 @@ def canary_direction(estimator, x_canary, y_canary, classes):
     probe_model = clone(estimator)
     if is_classifier(estimator):
         probe_model.set_params(classes=classes)
-    y_encoded, n_outputs = probe_model._encode_targets(np.asarray([y_canary]))
+    y_encoded, n_outputs = probe_model._targets().encode(np.asarray([y_canary]))
     code = loss_code(estimator.loss, n_outputs)
     residual = loss_derivative(
         None, code, np.zeros((1, n_outputs)), np.asarray(y_encoded, dtype=np.float64),
