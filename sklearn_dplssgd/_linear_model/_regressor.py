@@ -10,7 +10,7 @@ from .._backends import backend_for, copy_params
 from .._mechanisms import mechanism_named
 from ._base import BaseDPLSSGD
 from ._docstrings import fill_method_docs, fill_parameter_docs
-from ._targets import RangeTargets
+from ._targets import RangeTargets, range_scale
 from .._training import REGRESSION_LOSSES, make_generator
 from .._utils import Interval, Options, score_hiding_values
 
@@ -169,11 +169,7 @@ class DPLSSGDRegressor(RegressorMixin, BaseDPLSSGD):
 
     def _target_scale(self):
         """``(centre, half_width)`` of the target range in use, or None."""
-        bounds = self.__dict__.get("target_bounds_", self.target_bounds)
-        if bounds is None:
-            return None
-        low, high = (float(bound) for bound in bounds)
-        return (low + high) / 2.0, (high - low) / 2.0
+        return range_scale(self.__dict__.get("target_bounds_", self.target_bounds))
 
     def _targets(self, classes=None, target_range=None):
         max_sample_weight = float(self.max_sample_weight)

@@ -19,12 +19,21 @@ from .._training import LOSSES
 from .._utils import VALUES_NOT_SHOWN, PrivacyLeakWarning, validate_hiding_values
 from ._weights import class_weight_table, row_weights
 
-__all__ = ["LABELS_READ_MESSAGE", "ClassTargets", "RangeTargets", "declared_labels"]
+__all__ = ["LABELS_READ_MESSAGE", "ClassTargets", "RangeTargets", "declared_labels",
+           "range_scale"]
 
 LABELS_READ_MESSAGE = (
     "classes was not given, so classes_ is read from the private labels: the fitted "
     "model reveals which labels occur in the training data. Pass classes=... to keep "
     "the label set out of the released model.")
+
+
+def range_scale(bounds):
+    """``(centre, half_width)`` of a target range ``(low, high)``, or None for None."""
+    if bounds is None:
+        return None
+    low, high = (float(bound) for bound in bounds)
+    return (low + high) / 2.0, (high - low) / 2.0
 
 
 def declared_labels(classes):
@@ -158,8 +167,7 @@ class RangeTargets:
             self.bounds, self.noise_multiplier = self._released_range(y)
         if self.bounds is None:
             return y, 1
-        low, high = self.bounds
-        centre, half_width = (low + high) / 2.0, (high - low) / 2.0
+        centre, half_width = range_scale(self.bounds)
         # A public or released range: the map is post-processing.
         return np.clip((y - centre) / half_width, -1.0, 1.0), 1
 
